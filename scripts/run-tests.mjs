@@ -1,0 +1,75 @@
+// Runs the compiled tests with node's own test runner.
+//
+//   node scripts/run-tests.mjs          # unit and end-to-end tests
+//   node scripts/run-tests.mjs unit     # only test/unit
+//   node scripts/run-tests.mjs e2e      # only test/e2e
+//
+// Before end-to-end tests it makes sure kube-apiserver and etcd exist: taken
+// from KUBEBUILDER_ASSETS when that folder holds both, otherwise built (once,
+// cached by version) by scripts/build-control-plane.sh. A missing binary is a
+// failure, never a skip. Afterwards it kills any control-plane process a
+// crashed test file left behind, and says so.
+import { spawnSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const suites = process.argv[2] ? [process.argv[2]] : ['unit', 'e2e'];
+
+function testFiles(dir) {
+  if (!existsSync(dir)) return [];
+  const out = [];
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...testFiles(path));
+    else if (entry.endsWith('.test.js')) out.push(path);
+  }
+  return out.sort();
+}
+
+const env = { ...process.env };
+if (suites.includes('e2e')) {
+  const assets = env.KUBEBUILDER_ASSETS;
+  if (assets && existsSync(join(assets, 'kube-apiserver')) && existsSync(join(assets, 'etcd'))) {
+    console.log(`run-tests: using control-plane binaries from KUBEBUILDER_ASSETS=${assets}`);
+  } else {
+    const build = spawnSync('bash', ['scripts/build-control-plane.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+    if (build.status !== 0) {
+      console.error('run-tests: could not build kube-apiserver and etcd (see the output above); end-to-end tests cannot run');
+      process.exit(1);
+    }
+    env.RELSYNC_CONTROL_PLANE_ASSETS = build.stdout.trim().split('\n').pop();
+    console.log(`run-tests: using control-plane binaries from ${env.RELSYNC_CONTROL_PLANE_ASSETS}`);
+  }
+}
+
+const files = suites.flatMap((s) => testFiles(join('dist', 'test', s)));
+if (files.length === 0) {
+  console.error(`run-tests: no compiled test files under dist/test/{${suites.join(',')}}; run 'npm run build' first`);
+  process.exit(1);
+}
+
+const pidDir = mkdtempSync(join(tmpdir(), 'relsync-pids-'));
+env.RELSYNC_PID_DIR = pidDir;
+
+function reap() {
+  let reaped = 0;
+  for (const f of existsSync(pidDir) ? readdirSync(pidDir) : []) {
+    const pid = Number(readFileSync(join(pidDir, f), 'utf8'));
+    try {
+      process.kill(pid, 'SIGKILL');
+      reaped++;
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(pidDir, { recursive: true, force: true });
+  if (reaped > 0) console.error(`run-tests: killed ${reaped} control-plane process(es) left behind by a test file`);
+}
+
+const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', env });
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => {
+  reap();
+  process.exit(code ?? (signal ? 1 : 0));
+});

@@ -1,0 +1,260 @@
+/**
+ * Real Kubernetes control planes for end-to-end tests: one etcd and one
+ * kube-apiserver per named cluster, on free loopback ports, each with its own
+ * data and certificate folders. Nothing is faked.
+ *
+ * Binaries come from `KUBEBUILDER_ASSETS` when it names a folder holding both
+ * `kube-apiserver` and `etcd`, otherwise from the version cache that
+ * `scripts/build-control-plane.sh` fills (scripts/run-tests.mjs runs it before
+ * the tests and passes the folder as RELSYNC_CONTROL_PLANE_ASSETS).
+ *
+ * Every process started here is killed when the test process exits, however
+ * it exits; its pid is also written to RELSYNC_PID_DIR so that the test
+ * runner's parent can reap anything a crashed test process left behind.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+
+export const KUBE_VERSION = 'v1.36.3';
+
+export interface ControlPlane {
+  readonly name: string;
+  readonly url: string;
+  readonly kubeconfigPath: string;
+  readonly kubeConfig: KubeConfig;
+  /** Admin bearer token (system:masters). */
+  readonly token: string;
+  readonly dir: string;
+  /** Stops the API server and etcd and removes the data folder. */
+  stop(): Promise<void>;
+  /** Sends a signal to the kube-apiserver process (e.g. SIGSTOP/SIGCONT). */
+  signalApiServer(signal: NodeJS.Signals): void;
+  /** Restarts kube-apiserver (etcd keeps its data). */
+  restartApiServer(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+
+function killAll(): void {
+  for (const child of live) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+process.once('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.exit(130);
+  });
+}
+
+/** The folder holding kube-apiserver and etcd; throws with the reason when none. */
+export function controlPlaneAssets(): string {
+  const candidates = [
+    process.env.KUBEBUILDER_ASSETS,
+    process.env.RELSYNC_CONTROL_PLANE_ASSETS,
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'relsync', 'control-plane', KUBE_VERSION),
+  ];
+  for (const dir of candidates) {
+    if (dir && existsSync(join(dir, 'kube-apiserver')) && existsSync(join(dir, 'etcd'))) return dir;
+  }
+  throw new Error(
+    `no kube-apiserver and etcd binaries found (looked in KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS ?? '<unset>'} ` +
+      `and the cache for ${KUBE_VERSION}); build them with 'npm run control-plane' (scripts/build-control-plane.sh)`,
+  );
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address && typeof address === 'object') {
+        const { port } = address;
+        server.close(() => resolve(port));
+      } else {
+        reject(new Error('could not allocate a port'));
+      }
+    });
+  });
+}
+
+function track(child: ChildProcess, name: string): void {
+  live.add(child);
+  const pidDir = process.env.RELSYNC_PID_DIR;
+  if (pidDir && child.pid) writeFileSync(join(pidDir, `${name}-${child.pid}.pid`), String(child.pid));
+  child.once('exit', () => {
+    live.delete(child);
+    if (pidDir && child.pid) rmSync(join(pidDir, `${name}-${child.pid}.pid`), { force: true });
+  });
+}
+
+function start(binary: string, args: string[], logFile: string, name: string): ChildProcess {
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  track(child, name);
+  return child;
+}
+
+async function stopProcess(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGCONT');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function probe(url: string, token: string | undefined, ca: Buffer | undefined): Promise<number> {
+  return new Promise((resolve) => {
+    const req = https.get(
+      url,
+      { headers: token ? { Authorization: `Bearer ${token}` } : {}, ca, rejectUnauthorized: ca !== undefined, timeout: 2000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n') : '';
+  throw new Error(`${what} did not become ready within ${timeoutMs} ms; last log lines of ${logFile}:\n${tail}`);
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts one control plane and waits until its /readyz answers 200. */
+export async function startControlPlane(name: string): Promise<ControlPlane> {
+  const assets = controlPlaneAssets();
+  const dir = mkdtempSync(join(tmpdir(), `relsync-cp-${name}-`));
+  const token = `admin-${name}-${Math.random().toString(36).slice(2)}`;
+  const [etcdClientPort, etcdPeerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+  const etcdLog = join(dir, 'etcd.log');
+  const etcd = start(
+    join(assets, 'etcd'),
+    [
+      '--name=default',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClientPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClientPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ],
+    etcdLog,
+    `etcd-${name}`,
+  );
+  await waitFor(`etcd of ${name}`, () => httpOk(`http://127.0.0.1:${etcdClientPort}/health`), 30_000, etcdLog);
+
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+  writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`);
+  const certDir = join(dir, 'certs');
+
+  const apiArgs = [
+    `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
+    `--cert-dir=${certDir}`,
+    `--secure-port=${apiPort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--allow-privileged=true',
+    '--disable-admission-plugins=ServiceAccount',
+    '--authorization-mode=RBAC',
+    `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    '--service-account-issuer=https://relsync.test',
+    `--service-account-key-file=${join(dir, 'sa.pub')}`,
+    `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+    '--v=0',
+  ];
+  const apiLog = join(dir, 'kube-apiserver.log');
+  let apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
+  const url = `https://127.0.0.1:${apiPort}`;
+
+  const waitApi = async (): Promise<Buffer> => {
+    await waitFor(`kube-apiserver of ${name}`, async () => existsSync(join(certDir, 'apiserver.crt')), 60_000, apiLog);
+    const ca = readFileSync(join(certDir, 'apiserver.crt'));
+    await waitFor(`kube-apiserver of ${name}`, async () => (await probe(`${url}/readyz`, token, ca)) === 200, 90_000, apiLog);
+    return ca;
+  };
+  const ca = await waitApi();
+
+  const kubeconfigPath = join(dir, 'kubeconfig.yaml');
+  writeFileSync(
+    kubeconfigPath,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: ${name}, cluster: {server: '${url}', certificate-authority-data: ${ca.toString('base64')}}}]`,
+      `users: [{name: admin, user: {token: ${token}}}]`,
+      `contexts: [{name: ${name}, context: {cluster: ${name}, user: admin}}]`,
+      `current-context: ${name}`,
+      '',
+    ].join('\n'),
+  );
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+
+  return {
+    name,
+    url,
+    kubeconfigPath,
+    kubeConfig,
+    token,
+    dir,
+    async stop() {
+      await stopProcess(apiServer);
+      await stopProcess(etcd);
+      if (!process.env.RELSYNC_KEEP_CONTROL_PLANES) rmSync(dir, { recursive: true, force: true });
+    },
+    signalApiServer(signal) {
+      apiServer.kill(signal);
+    },
+    async restartApiServer() {
+      await stopProcess(apiServer);
+      apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
+      await waitApi();
+    },
+  };
+}
+
+/** Starts several control planes side by side. */
+export async function startControlPlanes(...names: string[]): Promise<ControlPlane[]> {
+  return Promise.all(names.map((n) => startControlPlane(n)));
+}
