@@ -1,0 +1,114 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { ConfigError, loadConfig } from '../config/load-config.js';
+import { openStore } from '../store/database.js';
+import { primariesMatching, relationsOfObject, relationsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
+import type { RelationsTable } from '../store/schema.js';
+import { printTable } from './table.js';
+
+export interface InspectOptions {
+  readonly cluster?: string;
+  readonly config?: string;
+  readonly store?: string;
+  readonly output: 'table' | 'json';
+}
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+function storePath(options: InspectOptions): string {
+  if (options.store) return resolve(options.store);
+  if (options.config) {
+    try {
+      return loadConfig(options.config).storePath;
+    } catch (err) {
+      if (err instanceof ConfigError) fail(err.message);
+      throw err;
+    }
+  }
+  return resolve('relsync.db');
+}
+
+/** `secrets` → core secrets; `databases.demo.relsync.dev` → group demo.relsync.dev. */
+export function parseQuery(type: string, object: string, cluster: string | undefined): ObjectQuery {
+  const dot = type.indexOf('.');
+  const [resource, group] = dot < 0 ? [type, ''] : [type.slice(0, dot), type.slice(dot + 1)];
+  const slash = object.indexOf('/');
+  const [namespace, name] = slash < 0 ? ['', object] : [object.slice(0, slash), object.slice(slash + 1)];
+  if (!resource || !name) fail(`expected <type> <namespace>/<name>, got "${type}" "${object}"`);
+  return { cluster, group, resource, namespace, name };
+}
+
+async function withStore<T>(options: InspectOptions, fn: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T>): Promise<T> {
+  const path = storePath(options);
+  if (!existsSync(path)) fail(`store ${path} does not exist (give --store or --config)`);
+  const store = await openStore(path, { readonly: true });
+  try {
+    return await fn(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
+const relationColumns = (r: RelationsTable) => ({
+  primary: `${r.primary_cluster}:${typeOf(r.primary_group, r.primary_resource)}:${r.primary_namespace}/${r.primary_name}`,
+  rule: r.rule_id,
+  origin: r.origin,
+  source: `${r.source_cluster}:${typeOf(r.source_group, r.source_resource)}:${r.source_namespace}/${r.source_name}`,
+  destination: `${r.dest_cluster}:${typeOf(r.dest_group, r.dest_resource)}:${r.dest_namespace}/${r.dest_name}`,
+  state: r.state,
+  lastSynced: r.last_synced_at ?? '-',
+  message: r.message ?? '',
+});
+
+function typeOf(group: string, resource: string): string {
+  return group ? `${resource}.${group}` : resource;
+}
+
+export async function inspectOwners(type: string, object: string, options: InspectOptions): Promise<void> {
+  const query = parseQuery(type, object, options.cluster);
+  const rows = await withStore(options, (db) => relationsOfObject(db, query));
+  const out = rows.map(relationColumns);
+  if (options.output === 'json') console.log(JSON.stringify(out, null, 2));
+  else if (out.length === 0) console.log(`no primary owns ${type} ${object}`);
+  else printTable(out, ['primary', 'rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);
+}
+
+export async function inspectPrimary(type: string, object: string, options: InspectOptions): Promise<void> {
+  const query = parseQuery(type, object, options.cluster);
+  const result = await withStore(options, async (db) => {
+    const primaries = await primariesMatching(db, query);
+    return Promise.all(primaries.map(async (p) => ({ primary: p, relations: await relationsOfPrimary(db, p) })));
+  });
+  if (options.output === 'json') {
+    console.log(
+      JSON.stringify(
+        result.map(({ primary: p, relations }) => ({
+          cluster: p.cluster,
+          primary: `${p.namespace}/${p.name}`,
+          uid: p.uid,
+          copy: `${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}`,
+          state: p.state,
+          message: p.message,
+          lastSynced: p.last_synced_at,
+          relations: relations.map(relationColumns),
+        })),
+        null,
+        2,
+      ),
+    );
+    return;
+  }
+  if (result.length === 0) {
+    console.log(`the store knows no primary ${type} ${object}`);
+    return;
+  }
+  for (const { primary: p, relations } of result) {
+    console.log(`${p.cluster}:${typeOf(p.group, p.resource)}:${p.namespace}/${p.name}  copy ${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}  state ${p.state}  last synced ${p.last_synced_at ?? '-'}`);
+    if (p.message) console.log(`  ${p.message}`);
+    if (relations.length === 0) console.log('  no related objects');
+    else printTable(relations.map(relationColumns), ['rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);
+  }
+}

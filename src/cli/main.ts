@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+/**
+ * The relsync command line: `run`, `validate`, `inspect`. Exit codes: 0 ok,
+ * 1 runtime failure, 2 invalid config or arguments.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { logLevels } from '../util/logger.js';
+import { runCommand } from './run-command.js';
+import { validateCommand } from './validate-command.js';
+import { inspectOwners, inspectPrimary } from './inspect-command.js';
+
+const program = new Command('relsync')
+  .description('Sync agent: copies primary objects from platform clusters into a service cluster, copies status back, and keeps their related resources in sync both ways.')
+  .showHelpAfterError()
+  .exitOverride((err) => {
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  });
+
+const port = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0 picks a free port)');
+  return n;
+};
+
+program
+  .command('run')
+  .description('run the agent: watch, route, reconcile until SIGTERM/SIGINT')
+  .requiredOption('-c, --config <file>', 'config file (YAML)')
+  .addOption(new Option('--log-level <level>', 'log level').choices(logLevels).default('info'))
+  .option('--http-port <port>', 'port for /healthz, /readyz and /metrics (0: any free port)', port, 8080)
+  .option('--no-http', 'serve no HTTP endpoints')
+  .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
+  .action(runCommand);
+
+program
+  .command('validate')
+  .description('check a config file and exit: 0 when valid, 2 with every problem listed when not')
+  .requiredOption('-c, --config <file>', 'config file (YAML)')
+  .action(validateCommand);
+
+const inspect = program.command('inspect').description('read the store: who owns what, and when it was last synced');
+for (const [name, description, action] of [
+  ['owners', 'the primaries that own a related object (as source or as copy)', inspectOwners],
+  ['primary', 'what a primary relates to, and the state of each relation', inspectPrimary],
+] as const) {
+  inspect
+    .command(`${name} <type> <object>`)
+    .description(`${description}; <type> is e.g. secrets or databases.demo.relsync.dev, <object> is namespace/name`)
+    .option('--cluster <name>', 'cluster the object lives in (default: any)')
+    .option('-c, --config <file>', 'config file, to find the store')
+    .option('--store <file>', 'store file (default: from --config, else ./relsync.db)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+    .action(action);
+}
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,66 @@
+import type { LevelWithSilent } from 'pino';
+import { ConfigError, loadConfig } from '../config/load-config.js';
+import { Manager } from '../controller/manager.js';
+import { openStore } from '../store/database.js';
+import { ResolveError } from '../sync/resolved-config.js';
+import { createLogger } from '../util/logger.js';
+
+export interface RunOptions {
+  readonly config: string;
+  readonly logLevel: LevelWithSilent;
+  readonly httpPort: number;
+  readonly http: boolean;
+  readonly shutdownTimeout: number;
+}
+
+export async function runCommand(options: RunOptions): Promise<void> {
+  const logger = createLogger(options.logLevel);
+  let config;
+  try {
+    config = loadConfig(options.config);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  let store;
+  try {
+    store = await openStore(config.storePath);
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'cannot open the store; nothing was started');
+    process.exit(1);
+  }
+  const controller = new AbortController();
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, timeoutSeconds: options.shutdownTimeout }, 'shutting down: no new work, waiting for in-flight reconciles');
+    controller.abort();
+    setTimeout(() => {
+      logger.error('in-flight work did not finish within the shutdown timeout; exiting anyway');
+      process.exit(1);
+    }, options.shutdownTimeout * 1000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  const manager = new Manager({ config, store, logger, httpPort: options.http ? options.httpPort : undefined });
+  try {
+    await manager.start(controller.signal);
+  } catch (err) {
+    if (err instanceof ResolveError) {
+      logger.fatal({ err: err.message }, 'a configured type is not served by the API server');
+      console.error(`${options.config}: ${err.message}`);
+      await store.close();
+      process.exit(2);
+    }
+    logger.fatal({ err: (err as Error).message }, 'relsync failed');
+    await store.close();
+    process.exit(1);
+  }
+  await store.close();
+  logger.flush();
+}

@@ -1,0 +1,15 @@
+import { ConfigError, loadConfig } from '../config/load-config.js';
+
+export function validateCommand(options: { config: string }): void {
+  try {
+    const config = loadConfig(options.config);
+    const rules = config.resources.reduce((n, r) => n + r.related.length, 0);
+    console.log(`${options.config}: valid (${config.platformClusters.length} platform cluster(s), ${config.resources.length} resource(s), ${rules} related rule(s))`);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The validated, compiled config that the rest of relsync works with:
+ * templates, paths, regexes and selectors are parsed once here, so a mistake
+ * is reported at start with its exact place in the file.
+ */
+import type { TypeReference } from '../kube/discovery.js';
+import type { JsonPath } from '../rules/json-path.js';
+import type { LabelSelector } from '../rules/label-selector.js';
+import type { Template } from '../rules/template.js';
+
+export interface ClusterConfig {
+  readonly name: string;
+  /** Absolute path; undefined means in-cluster config. */
+  readonly kubeconfig: string | undefined;
+  readonly context: string | undefined;
+}
+
+export type NameRewrite = { readonly kind: 'regex'; readonly pattern: RegExp; readonly replacement: string } | { readonly kind: 'template'; readonly template: Template };
+
+export type RelatedFinder =
+  | { readonly kind: 'reference'; readonly path: JsonPath; readonly destinationPath: JsonPath | undefined; readonly rewrite: NameRewrite | undefined }
+  | { readonly kind: 'template'; readonly name: Template; readonly destinationName: Template | undefined };
+
+export type Origin = 'platform' | 'service';
+
+export interface RelatedRule {
+  readonly id: string;
+  readonly origin: Origin;
+  readonly source: TypeReference;
+  readonly destination: TypeReference;
+  readonly finder: RelatedFinder;
+  readonly sourceNamespace: Template | undefined;
+  readonly destinationNamespace: Template | undefined;
+  /** `resources[0].related[1]`, for messages. */
+  readonly where: string;
+}
+
+export interface PublishedResource {
+  readonly type: TypeReference;
+  readonly selector: LabelSelector | undefined;
+  readonly naming: { readonly namespace: Template; readonly name: Template };
+  readonly related: readonly RelatedRule[];
+  readonly where: string;
+}
+
+export interface Config {
+  readonly agentName: string;
+  readonly platformClusters: readonly ClusterConfig[];
+  readonly serviceCluster: ClusterConfig;
+  readonly storePath: string;
+  readonly workers: number;
+  readonly resources: readonly PublishedResource[];
+}

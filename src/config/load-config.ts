@@ -1,0 +1,215 @@
+/**
+ * Reads, validates and compiles the YAML config. Every problem is collected
+ * (not only the first) and reported as `path.to.field: what is wrong`.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { parseJsonPath } from '../rules/json-path.js';
+import { buildSelector } from '../rules/label-selector.js';
+import { Template } from '../rules/template.js';
+import type { ClusterConfig, Config, NameRewrite, PublishedResource, RelatedFinder, RelatedRule } from './config.js';
+import { configSchema, type RawConfig, type RawRelatedRule } from './schema.js';
+
+export interface ConfigProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problems: readonly ConfigProblem[],
+  ) {
+    super(`${file}: invalid config\n${problems.map((p) => `  ${p.path || '(top level)'}: ${p.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Variables a primary's templates may use. */
+export const primaryVariables = ['cluster', 'namespace', 'name', 'object'] as const;
+/** Variables of a reference rewrite: the primary's plus `value`, the source name. */
+export const rewriteVariables = [...primaryVariables, 'value'] as const;
+
+export function loadConfig(file: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, [{ path: '', message: `cannot read the file: ${(err as Error).message}` }]);
+  }
+  return parseConfig(text, file);
+}
+
+export function parseConfig(text: string, file: string): Config {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      file,
+      doc.errors.map((e) => ({ path: `line ${e.linePos?.[0]?.line ?? '?'}`, message: e.message.split('\n')[0] ?? e.message })),
+    );
+  }
+  const input: unknown = doc.toJS() ?? {};
+  const parsed = configSchema.safeParse(input);
+  // Uniqueness is checked on the raw input so that it is reported together
+  // with schema problems (zod skips refinements of objects that have some).
+  const duplicates = duplicateProblems(input);
+  if (!parsed.success || duplicates.length > 0) throw new ConfigError(file, [...(parsed.success ? [] : zodProblems(parsed.error)), ...duplicates]);
+  return compile(parsed.data, file);
+}
+
+/** Duplicate cluster names and duplicate rule ids within a resource. */
+function duplicateProblems(input: unknown): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const record = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+  const cfg = record(input);
+  const clusters = new Map<string, string>();
+  list(cfg.platformClusters).forEach((c, i) => {
+    const name = record(c).name;
+    if (typeof name !== 'string') return;
+    const first = clusters.get(name);
+    if (first) problems.push({ path: `platformClusters[${i}].name`, message: `duplicate cluster name "${name}" (also ${first})` });
+    else clusters.set(name, `platformClusters[${i}]`);
+  });
+  const serviceName = record(cfg.serviceCluster).name ?? 'service';
+  if (typeof serviceName === 'string' && clusters.has(serviceName)) {
+    problems.push({ path: 'serviceCluster.name', message: `"${serviceName}" is also the name of ${clusters.get(serviceName)}; name the service cluster differently` });
+  }
+  list(cfg.resources).forEach((res, i) => {
+    const ids = new Map<string, number>();
+    list(record(res).related).forEach((rule, j) => {
+      const id = record(rule).id;
+      if (typeof id !== 'string') return;
+      const first = ids.get(id);
+      if (first !== undefined) problems.push({ path: `resources[${i}].related[${j}].id`, message: `duplicate rule id "${id}" (also related[${first}])` });
+      else ids.set(id, j);
+    });
+  });
+  return problems;
+}
+
+function zodProblems(error: z.ZodError): ConfigProblem[] {
+  return error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }));
+}
+
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+function compile(raw: RawConfig, file: string): Config {
+  const problems: ConfigProblem[] = [];
+  const base = dirname(resolve(file));
+  const absolute = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+
+  const cluster = (c: { name: string; kubeconfig?: string | undefined; context?: string | undefined }, where: string): ClusterConfig => {
+    const kubeconfig = c.kubeconfig === undefined ? undefined : absolute(c.kubeconfig);
+    if (kubeconfig !== undefined && !existsSync(kubeconfig)) {
+      problems.push({ path: `${where}.kubeconfig`, message: `file ${kubeconfig} does not exist` });
+    }
+    return { name: c.name, kubeconfig, context: c.context };
+  };
+
+  const template = (source: string, where: string, variables: readonly string[]): Template => {
+    try {
+      return Template.parse(source, variables);
+    } catch (err) {
+      problems.push({ path: where, message: (err as Error).message });
+      return Template.parse('', variables);
+    }
+  };
+
+  const path = (source: string, where: string) => {
+    try {
+      return parseJsonPath(source);
+    } catch (err) {
+      problems.push({ path: where, message: (err as Error).message });
+      return parseJsonPath('.invalid');
+    }
+  };
+
+  const resources: PublishedResource[] = raw.resources.map((res, i) => {
+    const where = `resources[${i}]`;
+    let selector;
+    if (res.selector) {
+      const built = buildSelector(res.selector);
+      for (const p of built.problems) problems.push({ path: `${where}.selector.${p.path}`, message: p.message });
+      selector = built.selector;
+    }
+    const related = res.related.map((rule, j): RelatedRule => {
+      const rw = `${where}.related[${j}]`;
+      return {
+        id: rule.id,
+        origin: rule.origin,
+        source: { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
+        destination: rule.destination ?? { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
+        finder: finder(rule, rw, template, path, problems),
+        sourceNamespace: rule.namespace?.source === undefined ? undefined : template(rule.namespace.source, `${rw}.namespace.source`, primaryVariables),
+        destinationNamespace:
+          rule.namespace?.destination === undefined ? undefined : template(rule.namespace.destination, `${rw}.namespace.destination`, primaryVariables),
+        where: rw,
+      };
+    });
+    return {
+      type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
+      selector,
+      naming: {
+        namespace: template(res.naming.namespace, `${where}.naming.namespace`, primaryVariables),
+        name: template(res.naming.name, `${where}.naming.name`, primaryVariables),
+      },
+      related,
+      where,
+    };
+  });
+
+  const config: Config = {
+    agentName: raw.agentName,
+    platformClusters: raw.platformClusters.map((c, i) => cluster(c, `platformClusters[${i}]`)),
+    serviceCluster: cluster(raw.serviceCluster, 'serviceCluster'),
+    storePath: absolute(raw.store.path),
+    workers: raw.workers,
+    resources,
+  };
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return config;
+}
+
+function finder(
+  rule: RawRelatedRule,
+  where: string,
+  template: (s: string, w: string, v: readonly string[]) => Template,
+  path: (s: string, w: string) => ReturnType<typeof parseJsonPath>,
+  problems: ConfigProblem[],
+): RelatedFinder {
+  if (rule.reference) {
+    const ref = rule.reference;
+    let rewrite: NameRewrite | undefined;
+    if (ref.rewrite?.regex) {
+      try {
+        rewrite = { kind: 'regex', pattern: new RegExp(ref.rewrite.regex.pattern), replacement: ref.rewrite.regex.replacement };
+      } catch (err) {
+        problems.push({ path: `${where}.reference.rewrite.regex.pattern`, message: `invalid regular expression: ${(err as Error).message}` });
+      }
+    } else if (ref.rewrite?.template) {
+      rewrite = { kind: 'template', template: template(ref.rewrite.template, `${where}.reference.rewrite.template`, rewriteVariables) };
+    }
+    return {
+      kind: 'reference',
+      path: path(ref.path, `${where}.reference.path`),
+      destinationPath: ref.destinationPath === undefined ? undefined : path(ref.destinationPath, `${where}.reference.destinationPath`),
+      rewrite,
+    };
+  }
+  const t = rule.template!;
+  return {
+    kind: 'template',
+    name: template(t.name, `${where}.template.name`, primaryVariables),
+    destinationName: t.destinationName === undefined ? undefined : template(t.destinationName, `${where}.template.destinationName`, primaryVariables),
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The shape of relsync's YAML config, as zod schemas. Unknown fields are
+ * errors (a typo must not be ignored silently). Defaults live here and are
+ * documented in the README's "Configuration" section.
+ */
+import { z } from 'zod';
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+const clusterName = z
+  .string()
+  .max(63)
+  .regex(dnsLabel, 'must be a lowercase DNS label (a-z, 0-9, "-"), because it is part of copy names and labels');
+
+const typeFields = {
+  /** API group; "" (or omitted) for core types such as secrets and configmaps. */
+  group: z.string().default(''),
+  /** Version; default: the group's preferred version. */
+  version: z.string().min(1).optional(),
+  /** Plural resource name, e.g. `secrets`. Give this or `kind`. */
+  resource: z.string().min(1).optional(),
+  /** Kind, resolved to a resource through discovery. Give this or `resource`. */
+  kind: z.string().min(1).optional(),
+};
+
+function oneOfResourceOrKind<T extends { resource?: string | undefined; kind?: string | undefined }>(value: T, ctx: z.RefinementCtx): void {
+  if ((value.resource === undefined) === (value.kind === undefined)) {
+    ctx.addIssue({ code: 'custom', message: 'give exactly one of "resource" or "kind"', path: ['resource'] });
+  }
+}
+
+export const typeSchema = z.strictObject(typeFields).superRefine(oneOfResourceOrKind);
+
+const labelSelectorRequirement = z.strictObject({
+  key: z.string().min(1),
+  operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+  values: z.array(z.string()).optional(),
+});
+
+export const labelSelectorSchema = z.strictObject({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z.array(labelSelectorRequirement).optional(),
+});
+
+const rewriteSchema = z
+  .strictObject({
+    /** Regex over the source name; `replacement` may use $1 or $<group>. */
+    regex: z.strictObject({ pattern: z.string().min(1), replacement: z.string() }).optional(),
+    /** Template with `value` (the source name) and the primary's variables. */
+    template: z.string().min(1).optional(),
+  })
+  .refine((r) => (r.regex === undefined) !== (r.template === undefined), 'give exactly one of "regex" or "template"');
+
+const referenceSchema = z.strictObject({
+  /** JSONPath into the origin side's primary (for origin service: its copy). */
+  path: z.string().min(1),
+  /** JSONPath into the destination side's primary; names are paired by position. */
+  destinationPath: z.string().min(1).optional(),
+  rewrite: rewriteSchema.optional(),
+});
+
+const templateRuleSchema = z.strictObject({
+  /** Name of the source object, built from the primary. */
+  name: z.string().min(1),
+  /** Name of the copy; default: the source name. */
+  destinationName: z.string().min(1).optional(),
+});
+
+export const relatedRuleSchema = z
+  .strictObject({
+    id: z.string().regex(dnsLabel, 'must be a lowercase DNS label'),
+    origin: z.enum(['platform', 'service']),
+    ...typeFields,
+    /** A different type on the destination side; default: the same type. */
+    destination: typeSchema.optional(),
+    reference: referenceSchema.optional(),
+    template: templateRuleSchema.optional(),
+    /** Namespaces; default: the primary's (or its copy's) namespace on each side. */
+    namespace: z.strictObject({ source: z.string().min(1).optional(), destination: z.string().min(1).optional() }).optional(),
+  })
+  .superRefine(oneOfResourceOrKind)
+  .superRefine((rule, ctx) => {
+    const ways = (['reference', 'template'] as const).filter((k) => rule[k] !== undefined);
+    if (ways.length !== 1) {
+      ctx.addIssue({ code: 'custom', message: `give exactly one way to find the objects: "reference" or "template" (got ${ways.length})` });
+    }
+  });
+
+export const publishedResourceSchema = z
+  .strictObject({
+    ...typeFields,
+    /** Only primaries matching this selector are synced; default: all. */
+    selector: labelSelectorSchema.optional(),
+    naming: z
+      .strictObject({
+        namespace: z.string().min(1).default('{{ cluster }}-{{ namespace }}-{{ hash cluster namespace | trunc 6 }}'),
+        name: z.string().min(1).default('{{ name }}'),
+      })
+      .prefault({}),
+    related: z.array(relatedRuleSchema).default([]),
+  })
+  .superRefine(oneOfResourceOrKind);
+
+const connectionSchema = {
+  /** Path of a kubeconfig file, relative to the config file. */
+  kubeconfig: z.string().min(1).optional(),
+  context: z.string().min(1).optional(),
+};
+
+export const configSchema = z
+  .strictObject({
+    /** Names this agent instance in the marks it puts on copies. */
+    agentName: z.string().max(63).regex(labelValue, 'must be a valid label value').default('relsync'),
+    platformClusters: z.array(z.strictObject({ name: clusterName, ...connectionSchema, kubeconfig: z.string().min(1) })).min(1),
+    serviceCluster: z
+      .strictObject({ name: clusterName.default('service'), ...connectionSchema })
+      .prefault({}),
+    store: z.strictObject({ path: z.string().min(1).default('./relsync.db') }).prefault({}),
+    /** Primaries reconciled in parallel. */
+    workers: z.number().int().min(1).max(64).default(4),
+    resources: z.array(publishedResourceSchema).min(1),
+  });
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type RawPublishedResource = z.infer<typeof publishedResourceSchema>;
+export type RawRelatedRule = z.infer<typeof relatedRuleSchema>;
+export type RawLabelSelector = z.infer<typeof labelSelectorSchema>;

@@ -1,0 +1,115 @@
+/**
+ * Routes watch events to the primaries they concern, precisely:
+ *
+ * - a primary on a platform cluster → itself;
+ * - a copy in the service cluster → the primary its marks name (or, when the
+ *   marks were edited away, the primary the store says it copies);
+ * - anything else → the primaries that own it as a related source or as a
+ *   related copy, found through the store's by-source and by-destination
+ *   indexes. Reference and template relations are stored resolved, even
+ *   before the object exists, so its creation finds its owner.
+ *
+ * Never lists primaries per event. On a full LIST (start, or relist after
+ * 410) it also routes what the store knows but the list no longer has:
+ * objects deleted while nobody watched.
+ */
+import type { Logger } from 'pino';
+import type { KubeObject } from '../kube/object.js';
+import { sameType, type ResourceType } from '../kube/resource-type.js';
+import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import type { RelationStore } from '../store/relation-store.js';
+import { markedSource } from '../sync/marks.js';
+import type { ResolvedResource } from '../sync/resolved-config.js';
+import type { PrimaryKey } from './primary-key.js';
+
+export interface RouterMetrics {
+  observeFanout(count: number): void;
+  countEvent(cluster: string, type: ResourceType, change: string): void;
+}
+
+export interface EventRouterOptions {
+  readonly agentName: string;
+  readonly serviceCluster: string;
+  readonly platformClusters: readonly string[];
+  readonly resources: readonly ResolvedResource[];
+  readonly store: RelationStore;
+  readonly enqueue: (key: PrimaryKey) => void;
+  readonly logger: Logger;
+  readonly metrics?: RouterMetrics;
+}
+
+export class EventRouter {
+  private readonly platforms: Set<string>;
+
+  constructor(private readonly options: EventRouterOptions) {
+    this.platforms = new Set(options.platformClusters);
+  }
+
+  /** Routes one object (new or old version); returns how many primaries were enqueued. */
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT'): Promise<number> {
+    this.options.metrics?.countEvent(cluster, type, change);
+    const id = identityOf(cluster, type, object);
+    const keys = new Map<string, PrimaryKey>();
+    const add = (key: PrimaryKey | undefined) => {
+      if (key) keys.set(identityKey(key.id), key);
+    };
+
+    const primaryResource = this.resourceFor(type.group, type.resource);
+    if (primaryResource && this.platforms.has(cluster)) add({ resource: primaryResource, id });
+    if (primaryResource && cluster === this.options.serviceCluster) {
+      const source = markedSource(object, this.options.agentName);
+      if (source && this.platforms.has(source.cluster) && sameType(source, id)) add({ resource: primaryResource, id: source });
+      else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
+    }
+    for (const owner of await this.options.store.ownersOf(id)) add(this.keyFor(owner));
+
+    for (const key of keys.values()) this.options.enqueue(key);
+    this.options.metrics?.observeFanout(keys.size);
+    return keys.size;
+  }
+
+  /** Routes a complete LIST: every item, and every stored object of this type the list no longer has. */
+  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
+    const present = new Set<string>();
+    for (const item of items) {
+      present.add(identityKey(identityOf(cluster, type, item)));
+      await this.route(cluster, type, item, 'LIST');
+    }
+    let missing = 0;
+    const enqueueMissing = (owner: ObjectIdentity) => {
+      const key = this.keyFor(owner);
+      if (key) {
+        this.options.enqueue(key);
+        missing++;
+      }
+    };
+    const primaryResource = this.resourceFor(type.group, type.resource);
+    if (primaryResource && this.platforms.has(cluster)) {
+      for (const p of await this.options.store.primariesOfType(cluster, type.group, type.resource)) if (!present.has(identityKey(p.id))) enqueueMissing(p.id);
+    }
+    if (primaryResource && cluster === this.options.serviceCluster) {
+      for (const p of await this.options.store.primariesByCopyType(cluster, type.group, type.resource)) if (!present.has(identityKey(p.copy))) enqueueMissing(p.id);
+    }
+    // A filtered watch (relsync's own copies) can only vouch for objects that carry the marks.
+    for (const r of await this.options.store.relationsTouchingType(cluster, type.group, type.resource)) {
+      const endpoint = r.source.cluster === cluster && sameType(r.source, type) ? r.source : r.destination;
+      if (labelSelector && endpoint === r.source) continue;
+      if (!present.has(identityKey(endpoint))) enqueueMissing(r.primary);
+    }
+    if (missing > 0) this.options.logger.info({ cluster, type: type.resource, missing }, 'objects known to the store are gone; their primaries are queued');
+  }
+
+  private resourceFor(group: string, resource: string): ResolvedResource | undefined {
+    return this.options.resources.find((r) => r.primaryType.group === group && r.primaryType.resource === resource);
+  }
+
+  private keyFor(id: ObjectIdentity | undefined): PrimaryKey | undefined {
+    if (!id) return undefined;
+    const resource = this.resourceFor(id.group, id.resource);
+    return resource ? { resource, id } : undefined;
+  }
+}
+
+export function identityOf(cluster: string, type: ResourceType, object: KubeObject): ObjectIdentity {
+  return { cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? (object.metadata.namespace ?? '') : '', name: object.metadata.name ?? '' };
+}

@@ -1,0 +1,131 @@
+/**
+ * One connection to one API server: credentials from a client-node KubeConfig,
+ * one keep-alive HTTPS agent shared by every request and watch of that cluster
+ * (a new agent per request leaks sockets in reconnect loops), and plain JSON
+ * requests. relsync talks REST itself instead of through client-node's typed
+ * APIs, which coerce custom kinds named like core kinds and drop unknown
+ * fields of core kinds (see shared/notes/client-node.md).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { ApiError } from './api-error.js';
+
+export interface ConnectionOptions {
+  /** Name used in logs, metrics and identities. */
+  readonly name: string;
+  /** Path of a kubeconfig file; when absent the in-cluster service account is used. */
+  readonly kubeconfig?: string | undefined;
+  /** Context inside the kubeconfig; default: its current context. */
+  readonly context?: string | undefined;
+  /** Per-request timeout for non-watch requests; default 30 s. */
+  readonly requestTimeoutMs?: number;
+}
+
+export interface RequestOptions {
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** Counts requests per verb, for metrics and benchmarks. */
+export type RequestObserver = (cluster: string, method: string, statusCode: number) => void;
+
+export class Connection {
+  readonly name: string;
+  readonly server: string;
+  private readonly kubeConfig: KubeConfig;
+  private readonly agent: https.Agent | http.Agent;
+  private readonly baseOptions: https.RequestOptions = {};
+  private readonly requestTimeoutMs: number;
+  private ready: Promise<void>;
+  observer: RequestObserver | undefined;
+
+  constructor(options: ConnectionOptions) {
+    this.name = options.name;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.kubeConfig = new KubeConfig();
+    if (options.kubeconfig) {
+      this.kubeConfig.loadFromFile(options.kubeconfig);
+      if (options.context) this.kubeConfig.setCurrentContext(options.context);
+    } else {
+      this.kubeConfig.loadFromCluster();
+    }
+    const cluster = this.kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error(`cluster ${options.name}: the kubeconfig has no current cluster`);
+    this.server = cluster.server.replace(/\/+$/, '');
+    this.agent = this.server.startsWith('https:')
+      ? new https.Agent({ keepAlive: true, maxSockets: 32 })
+      : new http.Agent({ keepAlive: true, maxSockets: 32 });
+    this.ready = this.kubeConfig.applyToHTTPSOptions(this.baseOptions);
+  }
+
+  /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const res = await this.open(method, path, options, this.requestTimeoutMs);
+    const text = await readBody(res);
+    const status = res.statusCode ?? 0;
+    this.observer?.(this.name, method, status);
+    if (status < 200 || status >= 300) throw new ApiError(method, path, status, text);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** Opens a streaming request (a watch); the caller reads and closes the response. */
+  async stream(path: string, options: RequestOptions): Promise<http.IncomingMessage> {
+    const res = await this.open('GET', path, options, 0);
+    const status = res.statusCode ?? 0;
+    this.observer?.(this.name, 'WATCH', status);
+    if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res));
+    return res;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private async open(method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<http.IncomingMessage> {
+    await this.ready;
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string> = { Accept: 'application/json', ...(this.baseOptions.headers as Record<string, string>) };
+    if (body !== undefined) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = transport.request(
+        url,
+        {
+          method,
+          headers,
+          agent: this.agent,
+          ca: this.baseOptions.ca,
+          cert: this.baseOptions.cert,
+          key: this.baseOptions.key,
+          rejectUnauthorized: this.baseOptions.rejectUnauthorized,
+          signal: options.signal,
+        },
+        resolve,
+      );
+      if (timeoutMs > 0) {
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from ${this.name} within ${timeoutMs} ms`)));
+      }
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+}
+
+function readBody(res: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}

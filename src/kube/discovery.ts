@@ -1,0 +1,57 @@
+/**
+ * Resolves a configured type (group plus resource or kind, version optional)
+ * to a ResourceType through the API server's discovery documents. Results are
+ * kept per group/version; relsync only asks for the few types it is
+ * configured with, so this memo is bounded by the config.
+ */
+import type { Connection } from './connection.js';
+import type { ResourceType } from './resource-type.js';
+
+export interface TypeReference {
+  readonly group: string;
+  readonly version?: string | undefined;
+  readonly resource?: string | undefined;
+  readonly kind?: string | undefined;
+}
+
+interface ApiResourceList {
+  resources: Array<{ name: string; kind: string; namespaced: boolean; verbs?: string[] }>;
+}
+
+export class Discovery {
+  private readonly lists = new Map<string, Promise<ApiResourceList>>();
+
+  constructor(private readonly connection: Connection) {}
+
+  async resolve(ref: TypeReference): Promise<ResourceType> {
+    const version = ref.version ?? (await this.preferredVersion(ref.group));
+    const list = await this.resources(ref.group, version);
+    const found = list.resources.find((r) =>
+      !r.name.includes('/') && (ref.resource ? r.name === ref.resource : r.kind === ref.kind),
+    );
+    if (!found) {
+      const wanted = ref.resource ? `resource "${ref.resource}"` : `kind "${ref.kind}"`;
+      const available = list.resources.filter((r) => !r.name.includes('/')).map((r) => r.name).join(', ');
+      throw new Error(`cluster ${this.connection.name}: ${wanted} not found in ${ref.group || 'core'}/${version} (served: ${available || 'none'})`);
+    }
+    return { group: ref.group, version, resource: found.name, kind: found.kind, namespaced: found.namespaced };
+  }
+
+  private async preferredVersion(group: string): Promise<string> {
+    if (!group) return 'v1';
+    const doc = await this.connection.request<{ preferredVersion?: { version: string } }>('GET', `/apis/${group}`);
+    if (!doc.preferredVersion) throw new Error(`cluster ${this.connection.name}: API group ${group} has no preferred version`);
+    return doc.preferredVersion.version;
+  }
+
+  private resources(group: string, version: string): Promise<ApiResourceList> {
+    const key = `${group}/${version}`;
+    let list = this.lists.get(key);
+    if (!list) {
+      list = this.connection.request<ApiResourceList>('GET', group ? `/apis/${group}/${version}` : `/api/${version}`);
+      list.catch(() => this.lists.delete(key));
+      this.lists.set(key, list);
+    }
+    return list;
+  }
+}

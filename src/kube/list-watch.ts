@@ -1,0 +1,207 @@
+/**
+ * relsync's own list/watch loop for one (cluster, resource type, label
+ * selector). client-node's informer cannot resume from a stored
+ * resourceVersion and stops for good on most errors, so this loop:
+ *
+ * - lists in pages and hands the complete list to `onList` (the consumer
+ *   diffs it against the store: objects gone while nobody watched become
+ *   deletions), then watches from the list's resourceVersion;
+ * - can start from a checkpointed resourceVersion instead of listing;
+ * - asks for bookmarks and a server-side timeout, and reconnects when nothing,
+ *   not even a bookmark, arrived within the watchdog period;
+ * - relists on 410 Gone, whether it comes as an HTTP status or as an ERROR
+ *   event inside the stream;
+ * - backs off with jitter on every error, and never lets an exception thrown by
+ *   a handler end the loop.
+ *
+ * Emits events only; never writes to a cluster.
+ */
+import { createInterface } from 'node:readline';
+import type { Logger } from 'pino';
+import { isGone, ApiError } from './api-error.js';
+import type { KubeObject, WatchEvent } from './object.js';
+import type { ResourceClient } from './resource-client.js';
+import { typeName } from './resource-type.js';
+import { Backoff } from '../util/backoff.js';
+
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface WatchHandler {
+  /** One change, in the order the server sent it. */
+  onEvent(type: ChangeType, object: KubeObject): Promise<void>;
+  /** The full current list, after the initial LIST and after every relist. */
+  onList(items: KubeObject[]): Promise<void>;
+  /** Called with the newest resourceVersion seen, for checkpoints. */
+  onResourceVersion?(resourceVersion: string): void;
+}
+
+export interface ListWatchOptions {
+  readonly client: ResourceClient;
+  readonly handler: WatchHandler;
+  readonly logger: Logger;
+  readonly labelSelector?: string | undefined;
+  /** Resume from this resourceVersion instead of listing first. */
+  readonly resumeFrom?: string | undefined;
+  /** Server-side watch timeout; default 300 s. */
+  readonly timeoutSeconds?: number;
+  /** Reconnect when the stream was silent this long; default timeoutSeconds + 30 s. */
+  readonly watchdogMs?: number;
+  readonly pageSize?: number;
+  readonly onReconnect?: (reason: string) => void;
+  readonly onRelist?: () => void;
+}
+
+export class ListWatch {
+  private resourceVersion: string | undefined;
+  private syncedOnce = false;
+  private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+
+  constructor(private readonly options: ListWatchOptions) {
+    this.resourceVersion = options.resumeFrom;
+  }
+
+  get name(): string {
+    const { client, labelSelector } = this.options;
+    return `${client.connection.name}/${typeName(client.type)}${labelSelector ? `?${labelSelector}` : ''}`;
+  }
+
+  /** True once a LIST (or a resumed watch) has delivered the current state. */
+  get synced(): boolean {
+    return this.syncedOnce;
+  }
+
+  /** Runs until `signal` aborts. */
+  async start(signal: AbortSignal): Promise<void> {
+    const { logger } = this.options;
+    while (!signal.aborted) {
+      try {
+        if (this.resourceVersion === undefined) await this.list(signal);
+        else this.syncedOnce = true;
+        await this.watch(signal);
+        this.backoff.reset();
+      } catch (err) {
+        if (signal.aborted) break;
+        if (isGone(err)) {
+          logger.info({ watch: this.name }, 'resourceVersion expired (410 Gone); relisting');
+          this.resourceVersion = undefined;
+          this.options.onRelist?.();
+          continue;
+        }
+        const delay = this.backoff.next();
+        logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
+        this.options.onReconnect?.('error');
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  private async list(signal: AbortSignal): Promise<void> {
+    const { client, labelSelector, pageSize, handler } = this.options;
+    const items: KubeObject[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      if (signal.aborted) return;
+      const page = await client.listPage({ labelSelector, limit: pageSize ?? 500, continueToken });
+      items.push(...page.items);
+      resourceVersion = page.metadata.resourceVersion ?? resourceVersion;
+      continueToken = page.metadata.continue || undefined;
+    } while (continueToken);
+    await guard(this.options.logger, this.name, 'list handler', () => handler.onList(items));
+    this.resourceVersion = resourceVersion;
+    this.syncedOnce = true;
+    handler.onResourceVersion?.(resourceVersion);
+  }
+
+  private async watch(signal: AbortSignal): Promise<void> {
+    const { client, labelSelector, handler, logger } = this.options;
+    const timeoutSeconds = this.options.timeoutSeconds ?? 300;
+    const watchdogMs = this.options.watchdogMs ?? (timeoutSeconds + 30) * 1000;
+    const local = new AbortController();
+    const abort = () => local.abort();
+    signal.addEventListener('abort', abort, { once: true });
+    // Jitter the server timeout so that many loops do not reconnect in step.
+    const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
+    let watchdog: NodeJS.Timeout | undefined;
+    const pet = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => {
+        logger.warn({ watch: this.name, silentMs: watchdogMs }, 'watch silent for too long; reconnecting');
+        this.options.onReconnect?.('watchdog');
+        local.abort();
+      }, watchdogMs);
+    };
+    try {
+      pet();
+      const res = await client.connection.stream(client.path(), {
+        query: {
+          watch: true,
+          allowWatchBookmarks: true,
+          resourceVersion: this.resourceVersion,
+          timeoutSeconds: serverTimeout,
+          labelSelector,
+        },
+        signal: local.signal,
+      });
+      const lines = createInterface({ input: res, crlfDelay: Infinity });
+      for await (const line of lines) {
+        pet();
+        if (!line.trim()) continue;
+        let event: WatchEvent;
+        try {
+          event = JSON.parse(line) as WatchEvent;
+        } catch {
+          logger.warn({ watch: this.name, line: line.slice(0, 200) }, 'unparsable watch line; reconnecting');
+          break;
+        }
+        if (event.type === 'ERROR') {
+          const status = event.object as unknown as { code?: number; message?: string };
+          throw new ApiError('WATCH', client.path(), status.code ?? 500, JSON.stringify(status));
+        }
+        const rv = event.object.metadata?.resourceVersion;
+        if (event.type !== 'BOOKMARK') {
+          const object = event.object;
+          object.apiVersion ??= client.type.group ? `${client.type.group}/${client.type.version}` : client.type.version;
+          object.kind ??= client.type.kind;
+          await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object));
+        }
+        if (rv) {
+          this.resourceVersion = rv;
+          handler.onResourceVersion?.(rv);
+        }
+      }
+    } catch (err) {
+      if (local.signal.aborted && !signal.aborted) return; // watchdog: reconnect at once
+      if (signal.aborted) return;
+      throw err;
+    } finally {
+      clearTimeout(watchdog);
+      signal.removeEventListener('abort', abort);
+      local.abort();
+    }
+  }
+}
+
+async function guard(logger: Logger, watch: string, what: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    logger.error({ watch, err: errorText(err) }, `${what} threw; the event is skipped and the loop goes on`);
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

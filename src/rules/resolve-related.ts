@@ -1,0 +1,108 @@
+/**
+ * Resolves one related rule for one primary to (source, destination) pairs of
+ * identities. Pure: it reads the primary and its copy only, so the result can
+ * be stored before the related objects exist (a pending reference).
+ */
+import type { NameRewrite } from '../config/config.js';
+import type { KubeObject } from '../kube/object.js';
+import type { ResolvedRule } from '../sync/resolved-config.js';
+import type { ObjectIdentity } from '../store/identity.js';
+import { stringsAt } from './json-path.js';
+import type { TemplateContext } from './template.js';
+
+export interface RelatedPair {
+  readonly source: ObjectIdentity;
+  readonly destination: ObjectIdentity;
+}
+
+export interface Resolution {
+  readonly pairs: RelatedPair[];
+  /** Problems for the primary's owner: bad names, non-string values, unpaired names. */
+  readonly problems: string[];
+}
+
+export interface ResolveInput {
+  readonly rule: ResolvedRule;
+  /** The primary on its platform cluster. */
+  readonly primary: KubeObject;
+  readonly platformCluster: string;
+  /** The primary's copy in the service cluster. */
+  readonly copy: KubeObject;
+  readonly serviceCluster: string;
+  readonly context: TemplateContext;
+}
+
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function objectNameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'is empty';
+  if (name.length > 253) return `is ${name.length} characters long (at most 253)`;
+  if (!dnsSubdomain.test(name)) return 'is not a valid object name (lowercase letters, digits, "-" and ".", starting and ending alphanumeric)';
+  return undefined;
+}
+
+export function resolveRelated(input: ResolveInput): Resolution {
+  const { rule, primary, copy, context } = input;
+  const [sourceObject, destObject] = rule.origin === 'platform' ? [primary, copy] : [copy, primary];
+  const [sourceCluster, destCluster] = rule.origin === 'platform' ? [input.platformCluster, input.serviceCluster] : [input.serviceCluster, input.platformCluster];
+  const problems: string[] = [];
+  const sourceNamespace = rule.sourceNamespace?.render(context) ?? sourceObject.metadata.namespace ?? '';
+  const destNamespace = rule.destinationNamespace?.render(context) ?? destObject.metadata.namespace ?? '';
+
+  let names: Array<{ source: string; destination: string | undefined }>;
+  const finder = rule.finder;
+  if (finder.kind === 'reference') {
+    const found = stringsAt(finder.path, sourceObject);
+    for (const v of found.invalid) problems.push(`rule ${rule.id}: ${finder.path.source} yields a ${typeof v}, not a name`);
+    let destNames: string[] | undefined;
+    if (finder.destinationPath) {
+      const d = stringsAt(finder.destinationPath, destObject);
+      for (const v of d.invalid) problems.push(`rule ${rule.id}: ${finder.destinationPath.source} yields a ${typeof v}, not a name`);
+      destNames = d.values;
+    }
+    names = found.values.map((source, i) => ({
+      source,
+      destination: destNames ? destNames[i] : rewrite(finder.rewrite, source, context),
+    }));
+    if (destNames && destNames.length < found.values.length) {
+      problems.push(
+        `rule ${rule.id}: ${finder.path.source} names ${found.values.length} object(s) but ${finder.destinationPath!.source} only ${destNames.length}; ` +
+          'unpaired names wait until the destination path names them',
+      );
+      names = names.filter((n) => n.destination !== undefined);
+    }
+  } else {
+    const source = finder.name.render(context);
+    names = [{ source, destination: finder.destinationName?.render(context) ?? source }];
+  }
+
+  const pairs: RelatedPair[] = [];
+  const seen = new Set<string>();
+  for (const { source, destination } of names) {
+    const dest = destination ?? source;
+    const bad = objectNameProblem(source) ?? (sourceNamespace ? undefined : 'has no namespace');
+    if (bad) {
+      problems.push(`rule ${rule.id}: source name "${source}" ${bad}`);
+      continue;
+    }
+    const badDest = objectNameProblem(dest);
+    if (badDest) {
+      problems.push(`rule ${rule.id}: destination name "${dest}" ${badDest}`);
+      continue;
+    }
+    const key = `${source}\u0000${dest}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    pairs.push({
+      source: { cluster: sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace: rule.sourceType.namespaced ? sourceNamespace : '', name: source },
+      destination: { cluster: destCluster, group: rule.destinationType.group, resource: rule.destinationType.resource, namespace: rule.destinationType.namespaced ? destNamespace : '', name: dest },
+    });
+  }
+  return { pairs, problems };
+}
+
+function rewrite(rw: NameRewrite | undefined, value: string, context: TemplateContext): string {
+  if (!rw) return value;
+  if (rw.kind === 'regex') return value.replace(rw.pattern, rw.replacement);
+  return rw.template.render({ ...context, value });
+}

@@ -1,0 +1,71 @@
+/**
+ * /healthz (the process is alive), /readyz (store open and every watch has
+ * synced once; the body lists the watches that have not) and /metrics.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+
+export interface Readiness {
+  /** Names of what is not ready yet; empty when ready. */
+  notReady(): string[];
+}
+
+export interface HttpServerOptions {
+  readonly port: number;
+  readonly host?: string;
+  readonly registry: Registry;
+  readonly readiness: Readiness;
+  readonly logger: Logger;
+  readonly beforeScrape?: () => Promise<void>;
+}
+
+export class HttpServer {
+  private server: http.Server | undefined;
+
+  constructor(private readonly options: HttpServerOptions) {}
+
+  /** Listens until `signal` aborts; calls `onListening` with the bound port. */
+  async start(signal: AbortSignal, onListening?: (port: number) => void): Promise<void> {
+    const { registry, readiness, logger } = this.options;
+    const server = http.createServer((req, res) => {
+      const url = (req.url ?? '/').split('?')[0];
+      if (url === '/healthz') return reply(res, 200, 'ok\n');
+      if (url === '/readyz') {
+        const waiting = readiness.notReady();
+        return waiting.length === 0 ? reply(res, 200, 'ok\n') : reply(res, 503, `not ready:\n${waiting.map((w) => `- ${w}\n`).join('')}`);
+      }
+      if (url === '/metrics') {
+        void (async () => {
+          try {
+            await this.options.beforeScrape?.();
+            reply(res, 200, await registry.metrics(), registry.contentType);
+          } catch (err) {
+            reply(res, 500, `${(err as Error).message}\n`);
+          }
+        })();
+        return;
+      }
+      reply(res, 404, 'not found\n');
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port, this.options.host ?? '0.0.0.0', () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    logger.info({ port }, 'serving /healthz, /readyz and /metrics');
+    onListening?.(port);
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+}
+
+function reply(res: http.ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'Content-Type': contentType });
+  res.end(body);
+}

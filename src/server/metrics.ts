@@ -1,0 +1,35 @@
+/** Prometheus metrics (prom-client), one registry per process. */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ResourceType } from '../kube/resource-type.js';
+import { typeName } from '../kube/resource-type.js';
+import type { RouterMetrics } from '../controller/event-router.js';
+import type { SyncMetrics } from '../sync/sync-metrics.js';
+
+export class Metrics implements SyncMetrics, RouterMetrics {
+  readonly registry = new Registry();
+  readonly events = new Counter({ name: 'relsync_watch_events_total', help: 'Watch and list items routed, by cluster, type and change', labelNames: ['cluster', 'type', 'change'], registers: [this.registry] });
+  readonly fanout = new Histogram({ name: 'relsync_routing_fanout', help: 'Primaries enqueued per routed event', buckets: [0, 1, 2, 3, 5, 10, 50, 100, 1000], registers: [this.registry] });
+  readonly reconciles = new Counter({ name: 'relsync_reconciles_total', help: 'Reconciles of primaries, by outcome', labelNames: ['outcome'], registers: [this.registry] });
+  readonly reconcileDuration = new Histogram({ name: 'relsync_reconcile_duration_seconds', help: 'Duration of one reconcile', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: 'relsync_queue_depth', help: 'Primaries waiting in the work queue', registers: [this.registry] });
+  readonly queueRetrying = new Gauge({ name: 'relsync_queue_retrying', help: 'Primaries whose last reconcile failed and that wait for a retry', registers: [this.registry] });
+  readonly copiesWritten = new Counter({ name: 'relsync_copies_written_total', help: 'Copies created or updated', labelNames: ['kind', 'action'], registers: [this.registry] });
+  readonly copiesRemoved = new Counter({ name: 'relsync_copies_removed_total', help: 'Copies deleted', labelNames: ['kind'], registers: [this.registry] });
+  readonly conflicts = new Counter({ name: 'relsync_conflicts_total', help: 'Destination objects left alone because relsync did not create them', labelNames: ['kind'], registers: [this.registry] });
+  readonly watchReconnects = new Counter({ name: 'relsync_watch_reconnects_total', help: 'Watch reconnects, by watch and reason', labelNames: ['watch', 'reason'], registers: [this.registry] });
+  readonly watchRelists = new Counter({ name: 'relsync_watch_relists_total', help: 'Relists after an expired resourceVersion', labelNames: ['watch'], registers: [this.registry] });
+  readonly apiRequests = new Counter({ name: 'relsync_api_requests_total', help: 'Requests to API servers, by cluster, verb and status code', labelNames: ['cluster', 'method', 'code'], registers: [this.registry] });
+  readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'relsync_process_' });
+  }
+
+  observeFanout(count: number): void {
+    this.fanout.observe(count);
+  }
+
+  countEvent(cluster: string, type: ResourceType, change: string): void {
+    this.events.inc({ cluster, type: typeName(type), change });
+  }
+}

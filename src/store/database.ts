@@ -1,0 +1,50 @@
+/**
+ * Opens the SQLite store: WAL mode, foreign keys on (relations cascade with
+ * their primary), migrations applied. Errors say which file and what to do.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { migrateToLatest, StoreSchemaError } from './migrations.js';
+import type { Database } from './schema.js';
+
+export interface OpenedStore {
+  readonly db: Kysely<Database>;
+  readonly sqlite: BetterSqlite3.Database;
+  readonly path: string;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** Open without writing (inspect commands); migrations are not applied. */
+  readonly readonly?: boolean;
+}
+
+export async function openStore(path: string, options: OpenStoreOptions = {}): Promise<OpenedStore> {
+  let sqlite: BetterSqlite3.Database;
+  try {
+    if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (options.readonly && !existsSync(path)) throw new Error('the file does not exist');
+    sqlite = new BetterSqlite3(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    sqlite.pragma('busy_timeout = 5000');
+    if (!options.readonly) {
+      sqlite.pragma('journal_mode = WAL');
+      sqlite.pragma('synchronous = NORMAL');
+    }
+    sqlite.pragma('foreign_keys = ON');
+    // Fails fast on a file that is not a SQLite database.
+    sqlite.prepare('select count(*) from sqlite_master').get();
+  } catch (err) {
+    throw new StoreSchemaError(`cannot open store ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  try {
+    if (!options.readonly) await migrateToLatest(db as Kysely<unknown>);
+  } catch (err) {
+    await db.destroy();
+    if (err instanceof StoreSchemaError) throw new StoreSchemaError(`store ${path}: ${err.message}`, { cause: err });
+    throw new StoreSchemaError(`store ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  return { db, sqlite, path, close: () => db.destroy() };
+}

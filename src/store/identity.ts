@@ -1,0 +1,55 @@
+/**
+ * An object's identity: `(cluster, group, resource, namespace, name)`. It is
+ * stored as separate columns, never as one concatenated string; `columns()`
+ * is the one place that maps it onto a table's column names. `identityKey()`
+ * gives an in-memory map key (work queue, dedupe) and is never stored.
+ */
+export interface ObjectIdentity {
+  readonly cluster: string;
+  readonly group: string;
+  readonly resource: string;
+  /** '' for cluster-scoped objects. */
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export type IdentityColumns<P extends string> = {
+  [K in keyof ObjectIdentity as `${P}${K}`]: string;
+};
+
+/** Maps an identity onto columns with a prefix: columns('source_', id) → { source_cluster, ... }. */
+export function columns<P extends string>(prefix: P, id: ObjectIdentity): IdentityColumns<P> {
+  return {
+    [`${prefix}cluster`]: id.cluster,
+    [`${prefix}group`]: id.group,
+    [`${prefix}resource`]: id.resource,
+    [`${prefix}namespace`]: id.namespace,
+    [`${prefix}name`]: id.name,
+  } as IdentityColumns<P>;
+}
+
+/** Reads an identity back from prefixed columns. */
+export function fromColumns<P extends string>(prefix: P, row: IdentityColumns<P>): ObjectIdentity {
+  const r = row as Record<string, string>;
+  return {
+    cluster: r[`${prefix}cluster`]!,
+    group: r[`${prefix}group`]!,
+    resource: r[`${prefix}resource`]!,
+    namespace: r[`${prefix}namespace`]!,
+    name: r[`${prefix}name`]!,
+  };
+}
+
+export function identityKey(id: ObjectIdentity): string {
+  return JSON.stringify([id.cluster, id.group, id.resource, id.namespace, id.name]);
+}
+
+export function sameIdentity(a: ObjectIdentity, b: ObjectIdentity): boolean {
+  return a.cluster === b.cluster && a.group === b.group && a.resource === b.resource && a.namespace === b.namespace && a.name === b.name;
+}
+
+/** `tenant-a:secrets:default/creds`, for logs and messages. */
+export function describeIdentity(id: ObjectIdentity): string {
+  const type = id.group ? `${id.resource}.${id.group}` : id.resource;
+  return `${id.cluster}:${type}:${id.namespace ? `${id.namespace}/` : ''}${id.name}`;
+}

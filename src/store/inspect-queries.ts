@@ -1,0 +1,46 @@
+/** Read-only questions people ask of the store (the `inspect` commands). */
+import type { Kysely } from 'kysely';
+import type { Database, RelationsTable, PrimariesTable } from './schema.js';
+
+export interface ObjectQuery {
+  readonly cluster?: string | undefined;
+  readonly group: string;
+  readonly resource: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** Relations in which the object is the related source or its copy. */
+export async function relationsOfObject(db: Kysely<Database>, q: ObjectQuery): Promise<RelationsTable[]> {
+  const side = async (p: 'source_' | 'dest_') => {
+    let query = db
+      .selectFrom('relations')
+      .selectAll()
+      .where(`${p}group`, '=', q.group)
+      .where(`${p}resource`, '=', q.resource)
+      .where(`${p}namespace`, '=', q.namespace)
+      .where(`${p}name`, '=', q.name);
+    if (q.cluster) query = query.where(`${p}cluster`, '=', q.cluster);
+    return query.execute();
+  };
+  return [...(await side('source_')), ...(await side('dest_'))];
+}
+
+export async function primariesMatching(db: Kysely<Database>, q: ObjectQuery): Promise<PrimariesTable[]> {
+  let query = db.selectFrom('primaries').selectAll().where('group', '=', q.group).where('resource', '=', q.resource).where('namespace', '=', q.namespace).where('name', '=', q.name);
+  if (q.cluster) query = query.where('cluster', '=', q.cluster);
+  return query.execute();
+}
+
+export async function relationsOfPrimary(db: Kysely<Database>, p: PrimariesTable): Promise<RelationsTable[]> {
+  return db
+    .selectFrom('relations')
+    .selectAll()
+    .where('primary_cluster', '=', p.cluster)
+    .where('primary_group', '=', p.group)
+    .where('primary_resource', '=', p.resource)
+    .where('primary_namespace', '=', p.namespace)
+    .where('primary_name', '=', p.name)
+    .orderBy('rule_id')
+    .execute();
+}

@@ -1,0 +1,208 @@
+/**
+ * The relationship store: what relsync knows between restarts. Reads answer
+ * routing questions through indexes (no scan of all primaries per event);
+ * each reconcile's writes happen in one transaction.
+ */
+import type { Kysely } from 'kysely';
+import { columns, fromColumns, identityKey, type ObjectIdentity } from './identity.js';
+import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
+
+export interface PrimaryRecord {
+  readonly id: ObjectIdentity;
+  readonly uid: string;
+  readonly copy: ObjectIdentity;
+  readonly state: PrimaryState;
+  readonly message: string | null;
+  readonly lastSyncedAt: string | null;
+}
+
+export interface RelationRecord {
+  readonly primary: ObjectIdentity;
+  readonly ruleId: string;
+  readonly origin: 'platform' | 'service';
+  readonly source: ObjectIdentity;
+  readonly destination: ObjectIdentity;
+  readonly state: RelationState;
+  readonly contentHash: string | null;
+  readonly message: string | null;
+  readonly lastSyncedAt: string | null;
+}
+
+export type Clock = () => Date;
+
+export class RelationStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: Clock = () => new Date(),
+  ) {}
+
+  async primary(id: ObjectIdentity): Promise<PrimaryRecord | undefined> {
+    const row = await this.db.selectFrom('primaries').selectAll().where((eb) => eb.and(columns('', id))).executeTakeFirst();
+    return row ? toPrimary(row) : undefined;
+  }
+
+  /** The primaries of one type in one cluster (used on relist, never per event). */
+  async primariesOfType(cluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
+    const rows = await this.db.selectFrom('primaries').selectAll().where('cluster', '=', cluster).where('group', '=', group).where('resource', '=', resource).execute();
+    return rows.map(toPrimary);
+  }
+
+  /** Primaries whose copies are of this type in this cluster (used on relist of copies, never per event). */
+  async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
+    const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('group', '=', group).where('resource', '=', resource).execute();
+    return rows.map(toPrimary);
+  }
+
+  /**
+   * Relations whose source or destination is of this type in this cluster
+   * (used on relist to find objects that vanished while nobody watched).
+   */
+  async relationsTouchingType(cluster: string, group: string, resource: string): Promise<RelationRecord[]> {
+    const bySource = await this.db.selectFrom('relations').selectAll().where('source_cluster', '=', cluster).where('source_group', '=', group).where('source_resource', '=', resource).execute();
+    const byDest = await this.db.selectFrom('relations').selectAll().where('dest_cluster', '=', cluster).where('dest_group', '=', group).where('dest_resource', '=', resource).execute();
+    return [...bySource, ...byDest].map(toRelation);
+  }
+
+  /** The primary whose copy is this object, found by index on the copy's location. */
+  async primaryByCopy(copy: ObjectIdentity): Promise<PrimaryRecord | undefined> {
+    const row = await this.db
+      .selectFrom('primaries')
+      .selectAll()
+      .where('copy_cluster', '=', copy.cluster)
+      .where('copy_namespace', '=', copy.namespace)
+      .where('copy_name', '=', copy.name)
+      .where('group', '=', copy.group)
+      .where('resource', '=', copy.resource)
+      .executeTakeFirst();
+    return row ? toPrimary(row) : undefined;
+  }
+
+  async relationsOf(primary: ObjectIdentity): Promise<RelationRecord[]> {
+    const rows = await this.db.selectFrom('relations').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
+    return rows.map(toRelation);
+  }
+
+  /**
+   * The primaries that own `id` as a related source or as a related copy,
+   * through the by-source and by-destination indexes.
+   */
+  async ownersOf(id: ObjectIdentity): Promise<ObjectIdentity[]> {
+    const bySource = await this.db
+      .selectFrom('relations')
+      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'])
+      .where((eb) => eb.and(columns('source_', id)))
+      .execute();
+    const byDest = await this.db
+      .selectFrom('relations')
+      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'])
+      .where((eb) => eb.and(columns('dest_', id)))
+      .execute();
+    const seen = new Map<string, ObjectIdentity>();
+    for (const row of [...bySource, ...byDest]) {
+      const p = fromColumns('primary_', row);
+      seen.set(identityKey(p), p);
+    }
+    return [...seen.values()];
+  }
+
+  /** How many relations of primaries other than `except` still point at this destination. */
+  async otherOwnersOfDestination(dest: ObjectIdentity, except: ObjectIdentity): Promise<number> {
+    const row = await this.db
+      .selectFrom('relations')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where((eb) => eb.and(columns('dest_', dest)))
+      .where((eb) => eb.not(eb.and(columns('primary_', except))))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * Records one reconcile of a primary: its row and exactly these relations
+   * (rows of the primary not listed here are removed), in one transaction.
+   */
+  async saveReconcile(primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>): Promise<void> {
+    const at = this.now().toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('primaries')
+        .values({
+          ...columns('', primary.id),
+          uid: primary.uid,
+          copy_cluster: primary.copy.cluster,
+          copy_namespace: primary.copy.namespace,
+          copy_name: primary.copy.name,
+          state: primary.state,
+          message: primary.message,
+          first_seen_at: at,
+          last_synced_at: primary.state === 'synced' ? at : null,
+        })
+        .onConflict((oc) =>
+          oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet((eb) => ({
+            uid: eb.ref('excluded.uid'),
+            copy_cluster: eb.ref('excluded.copy_cluster'),
+            copy_namespace: eb.ref('excluded.copy_namespace'),
+            copy_name: eb.ref('excluded.copy_name'),
+            state: eb.ref('excluded.state'),
+            message: eb.ref('excluded.message'),
+            last_synced_at: primary.state === 'synced' ? at : eb.ref('primaries.last_synced_at'),
+          })),
+        )
+        .execute();
+      await trx.deleteFrom('relations').where((eb) => eb.and(columns('primary_', primary.id))).execute();
+      if (relations.length === 0) return;
+      const rows: RelationsTable[] = relations.map((r) => ({
+        ...columns('primary_', primary.id),
+        rule_id: r.ruleId,
+        origin: r.origin,
+        ...columns('source_', r.source),
+        ...columns('dest_', r.destination),
+        state: r.state,
+        content_hash: r.contentHash,
+        message: r.message,
+        last_synced_at: r.state === 'synced' ? at : null,
+      }));
+      // SQLite limits bound parameters per statement; insert in chunks.
+      for (let i = 0; i < rows.length; i += 40) await trx.insertInto('relations').values(rows.slice(i, i + 40)).execute();
+    });
+  }
+
+  async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
+    await this.db.updateTable('primaries').set({ state, message }).where((eb) => eb.and(columns('', id))).execute();
+  }
+
+  /** Forgets a primary; its relations go with it (ON DELETE CASCADE). */
+  async deletePrimary(id: ObjectIdentity): Promise<void> {
+    await this.db.deleteFrom('primaries').where((eb) => eb.and(columns('', id))).execute();
+  }
+
+  async counts(): Promise<{ primaries: number; relations: number }> {
+    const p = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return { primaries: Number(p.n), relations: Number(r.n) };
+  }
+}
+
+function toPrimary(row: PrimariesTable): PrimaryRecord {
+  return {
+    id: fromColumns('', row),
+    uid: row.uid,
+    copy: { cluster: row.copy_cluster, group: row.group, resource: row.resource, namespace: row.copy_namespace, name: row.copy_name },
+    state: row.state,
+    message: row.message,
+    lastSyncedAt: row.last_synced_at,
+  };
+}
+
+function toRelation(row: RelationsTable): RelationRecord {
+  return {
+    primary: fromColumns('primary_', row),
+    ruleId: row.rule_id,
+    origin: row.origin,
+    source: fromColumns('source_', row),
+    destination: fromColumns('dest_', row),
+    state: row.state,
+    contentHash: row.content_hash,
+    message: row.message,
+    lastSyncedAt: row.last_synced_at,
+  };
+}

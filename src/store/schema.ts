@@ -1,0 +1,40 @@
+/** Kysely table types; they mirror migrations/*.sql. */
+import type { IdentityColumns } from './identity.js';
+
+export type PrimaryState = 'synced' | 'conflict' | 'error' | 'deleting';
+export type RelationState = 'pending' | 'synced' | 'conflict' | 'error';
+
+export interface PrimariesTable extends IdentityColumns<''> {
+  uid: string;
+  copy_cluster: string;
+  copy_namespace: string;
+  copy_name: string;
+  state: PrimaryState;
+  message: string | null;
+  first_seen_at: string;
+  last_synced_at: string | null;
+}
+
+export interface RelationsTable extends IdentityColumns<'primary_'>, IdentityColumns<'source_'>, IdentityColumns<'dest_'> {
+  rule_id: string;
+  origin: 'platform' | 'service';
+  state: RelationState;
+  content_hash: string | null;
+  message: string | null;
+  last_synced_at: string | null;
+}
+
+export interface WatchCheckpointsTable {
+  cluster: string;
+  group: string;
+  resource: string;
+  label_selector: string;
+  resource_version: string;
+  updated_at: string;
+}
+
+export interface Database {
+  primaries: PrimariesTable;
+  relations: RelationsTable;
+  watch_checkpoints: WatchCheckpointsTable;
+}

@@ -1,0 +1,82 @@
+/**
+ * What of an object is copied, and when a copy is up to date. A copy gets
+ * every top-level field except apiVersion/kind/metadata/status, plus the
+ * source's labels and annotations (less server-set and relsync's own).
+ *
+ * Up to date means: the payload maps of ConfigMaps and Secrets (`data`,
+ * `binaryData`, `type`) are equal, and every other field the source has is
+ * present with the same value in the copy. Fields only the copy has (server
+ * defaults, fields an operator added) are left alone, so that defaulting can
+ * never cause a write loop.
+ */
+import { createHash } from 'node:crypto';
+import type { KubeObject } from '../kube/object.js';
+import { isRelsyncKey } from './marks.js';
+
+const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);
+const exactFields = new Set(['data', 'binaryData', 'type', 'stringData']);
+const droppedAnnotations = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
+
+export interface CopyContent {
+  readonly fields: Record<string, unknown>;
+  readonly labels: Record<string, string>;
+  readonly annotations: Record<string, string>;
+}
+
+export function contentOf(object: KubeObject): CopyContent {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) if (!notCopied.has(key)) fields[key] = value;
+  return { fields, labels: userMap(object.metadata.labels), annotations: userMap(object.metadata.annotations, droppedAnnotations) };
+}
+
+function userMap(map: Record<string, string> | undefined, drop?: Set<string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !drop?.has(k)) out[k] = v;
+  return out;
+}
+
+/** sha256 of the content, stable under key order. Stored instead of any value. */
+export function contentHash(content: CopyContent): string {
+  return createHash('sha256').update(stableJson(content)).digest('hex');
+}
+
+export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {
+  for (const [key, value] of Object.entries(desired.fields)) {
+    const actual = existing[key];
+    if (exactFields.has(key) ? !deepEqual(value, actual) : !isSubset(value, actual)) return false;
+  }
+  for (const key of exactFields) if (!(key in desired.fields) && existing[key] !== undefined && key !== 'type') return false;
+  const labels = existing.metadata.labels ?? {};
+  const annotations = existing.metadata.annotations ?? {};
+  const wantLabels = { ...desired.labels, ...marks.labels };
+  const wantAnnotations = { ...desired.annotations, ...marks.annotations };
+  if (!sameUserMap(labels, wantLabels) || !sameUserMap(annotations, wantAnnotations, droppedAnnotations)) return false;
+  return true;
+}
+
+/** Equal on the keys that came from the source and on relsync's own; other keys are the destination's business. */
+function sameUserMap(actual: Record<string, string>, want: Record<string, string>, ignore?: Set<string>): boolean {
+  for (const [k, v] of Object.entries(want)) if (actual[k] !== v) return false;
+  for (const k of Object.keys(actual)) if (isRelsyncKey(k) && !(k in want) && !ignore?.has(k)) return false;
+  return true;
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  return stableJson(a) === stableJson(b);
+}
+
+function isSubset(want: unknown, actual: unknown): boolean {
+  if (want === null || typeof want !== 'object') return want === actual;
+  if (Array.isArray(want)) return Array.isArray(actual) && want.length === actual.length && want.every((w, i) => isSubset(w, actual[i]));
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
+  return Object.entries(want).every(([k, v]) => isSubset(v, (actual as Record<string, unknown>)[k]));
+}
+
+export function stableJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+}

@@ -1,0 +1,64 @@
+/**
+ * Kubernetes Events on primaries, in their platform cluster, worded for the
+ * user who owns the primary. The same (object, reason, message) is not
+ * repeated within `repeatAfterMs`; the memory of what was sent is capped.
+ */
+import type { Logger } from 'pino';
+import type { ClusterSet } from '../kube/cluster-set.js';
+import type { KubeObject } from '../kube/object.js';
+
+const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
+
+export interface EventRecorderOptions {
+  readonly clusters: ClusterSet;
+  readonly agentName: string;
+  readonly logger: Logger;
+  readonly repeatAfterMs?: number;
+  readonly maxRemembered?: number;
+}
+
+export class EventRecorder {
+  private readonly sent = new Map<string, number>();
+
+  constructor(private readonly options: EventRecorderOptions) {}
+
+  async warn(cluster: string, object: KubeObject, reason: string, message: string): Promise<void> {
+    await this.record(cluster, object, 'Warning', reason, message);
+  }
+
+  async normal(cluster: string, object: KubeObject, reason: string, message: string): Promise<void> {
+    await this.record(cluster, object, 'Normal', reason, message);
+  }
+
+  private async record(cluster: string, object: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const { namespace, name, uid } = object.metadata;
+    if (!namespace || !name) return;
+    const key = `${cluster}\u0000${uid}\u0000${reason}\u0000${message}`;
+    const now = Date.now();
+    const last = this.sent.get(key);
+    if (last !== undefined && now - last < (this.options.repeatAfterMs ?? 300_000)) return;
+    this.sent.delete(key);
+    this.sent.set(key, now);
+    const max = this.options.maxRemembered ?? 1000;
+    while (this.sent.size > max) this.sent.delete(this.sent.keys().next().value!);
+    const time = new Date(now).toISOString();
+    const event: KubeObject = {
+      metadata: { generateName: `${name}.`, namespace },
+      involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name, namespace, uid, resourceVersion: object.metadata.resourceVersion },
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      source: { component: 'relsync' },
+      reportingComponent: 'relsync.dev/relsync',
+      reportingInstance: this.options.agentName,
+      firstTimestamp: time,
+      lastTimestamp: time,
+      count: 1,
+    };
+    try {
+      await this.options.clusters.client(cluster, eventType).create(namespace, event);
+    } catch (err) {
+      this.options.logger.warn({ cluster, object: `${namespace}/${name}`, reason, err: (err as Error).message }, 'could not record a Kubernetes Event');
+    }
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The marks relsync puts on every object it writes: a label naming the agent
+ * instance (so its copies can be watched by selector) and annotations naming
+ * the source identity. relsync never updates or deletes an object that does
+ * not carry the marks it expects: that is a conflict.
+ */
+import type { KubeObject } from '../kube/object.js';
+import type { ObjectIdentity } from '../store/identity.js';
+
+export const AGENT_LABEL = 'relsync.dev/agent';
+const prefix = 'relsync.dev/';
+export const SOURCE_ANNOTATIONS = {
+  cluster: 'relsync.dev/source-cluster',
+  group: 'relsync.dev/source-group',
+  resource: 'relsync.dev/source-resource',
+  namespace: 'relsync.dev/source-namespace',
+  name: 'relsync.dev/source-name',
+} as const;
+export const SOURCE_UID_ANNOTATION = 'relsync.dev/source-uid';
+
+/** The finalizer that holds a primary until its copies are gone. */
+export function finalizerName(agentName: string): string {
+  return `relsync.dev/${agentName}`.slice(0, 63 + 'relsync.dev/'.length);
+}
+
+export function agentSelector(agentName: string): string {
+  return `${AGENT_LABEL}=${agentName}`;
+}
+
+export function isRelsyncKey(key: string): boolean {
+  return key.startsWith(prefix);
+}
+
+/** The source identity an object's marks name, when it carries this agent's label. */
+export function markedSource(object: KubeObject, agentName: string): ObjectIdentity | undefined {
+  if (object.metadata.labels?.[AGENT_LABEL] !== agentName) return undefined;
+  const a = object.metadata.annotations ?? {};
+  const cluster = a[SOURCE_ANNOTATIONS.cluster];
+  const resource = a[SOURCE_ANNOTATIONS.resource];
+  const name = a[SOURCE_ANNOTATIONS.name];
+  if (!cluster || !resource || !name) return undefined;
+  return { cluster, group: a[SOURCE_ANNOTATIONS.group] ?? '', resource, namespace: a[SOURCE_ANNOTATIONS.namespace] ?? '', name };
+}
+
+export function marksFor(agentName: string, source: ObjectIdentity, sourceUid: string | undefined): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const annotations: Record<string, string> = {
+    [SOURCE_ANNOTATIONS.cluster]: source.cluster,
+    [SOURCE_ANNOTATIONS.group]: source.group,
+    [SOURCE_ANNOTATIONS.resource]: source.resource,
+    [SOURCE_ANNOTATIONS.namespace]: source.namespace,
+    [SOURCE_ANNOTATIONS.name]: source.name,
+  };
+  if (sourceUid) annotations[SOURCE_UID_ANNOTATION] = sourceUid;
+  return { labels: { [AGENT_LABEL]: agentName }, annotations };
+}

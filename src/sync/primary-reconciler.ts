@@ -1,0 +1,328 @@
+/**
+ * Reconciles one primary, level-based: it re-reads the primary, its copy, the
+ * related objects and the store, never trusting an event's payload, and
+ * brings the other side in line:
+ *
+ * 1. primary gone, being deleted, or filtered out → finalize: delete the
+ *    copy, wait until it is gone, delete related copies no other primary
+ *    owns, drop the finalizer, forget the primary;
+ * 2. otherwise: finalizer on, copy created/updated (never one without our
+ *    marks: a conflict), status copied back, every related rule resolved and
+ *    synced, relations that no longer resolve released;
+ * 3. the store gets the outcome in one transaction.
+ */
+import type { Logger } from 'pino';
+import type { ClusterSet } from '../kube/cluster-set.js';
+import type { KubeObject } from '../kube/object.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
+import type { ResourceClient } from '../kube/resource-client.js';
+import { matchesSelector } from '../rules/label-selector.js';
+import { objectNameProblem, resolveRelated, type RelatedPair } from '../rules/resolve-related.js';
+import type { TemplateContext } from '../rules/template.js';
+import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
+import type { RelationRecord, RelationStore } from '../store/relation-store.js';
+import type { RelationState } from '../store/schema.js';
+import { done, type Result } from '../controller/result.js';
+import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
+import type { EventRecorder } from './event-recorder.js';
+import { finalizerName, markedSource, marksFor } from './marks.js';
+import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
+import type { SyncMetrics } from './sync-metrics.js';
+
+export interface ReconcilerDeps {
+  readonly agentName: string;
+  readonly clusters: ClusterSet;
+  readonly store: RelationStore;
+  readonly recorder: EventRecorder;
+  readonly logger: Logger;
+  readonly metrics: SyncMetrics;
+  /** How soon to look again at a conflict; default 30 s. */
+  readonly conflictRetryMs?: number;
+}
+
+const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
+
+type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
+
+export class PrimaryReconciler {
+  private readonly finalizer: string;
+
+  constructor(private readonly deps: ReconcilerDeps) {
+    this.finalizer = finalizerName(deps.agentName);
+  }
+
+  async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
+    const { clusters, store } = this.deps;
+    const primaries = clusters.client(id.cluster, resource.primaryType);
+    const primary = await primaries.get(id.namespace, id.name);
+    const record = await store.primary(id);
+
+    if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
+      return this.finalize(resource, id, primary, record?.copy);
+    }
+    if (record && record.uid !== primary.metadata.uid) {
+      // Deleted and recreated while nobody looked: clean up the old one's copies first.
+      const result = await this.finalize(resource, id, undefined, record.copy);
+      if (result.requeueAfterMs !== undefined) return result;
+    }
+
+    const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
+    const copyNamespace = resource.naming.namespace.render(context);
+    const copyName = resource.naming.name.render(context);
+    const nameProblem = (resource.primaryType.namespaced ? dnsLabelProblem(copyNamespace, 'copy namespace') : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
+    if (nameProblem) {
+      await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: { ...id, cluster: clusters.service.name }, state: 'error', message: nameProblem }, []);
+      return done;
+    }
+    const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
+    if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
+
+    const current = await this.ensureFinalizer(primaries, primary);
+    const copies = clusters.client(clusters.service.name, resource.primaryType);
+    if (resource.primaryType.namespaced) await this.ensureNamespace(clusters.service.name, copyNamespace);
+
+    const copy = await this.syncCopy(copies, current, id, copyId);
+    if (copy === 'conflict') {
+      const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
+      this.deps.logger.warn({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, `conflict: ${message}`);
+      await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
+      this.deps.metrics.conflicts.inc({ kind: 'primary' });
+      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+    }
+
+    const synced = await this.syncStatus(primaries, current, copy);
+
+    const outcomes: RelationOutcome[] = [];
+    const problems: string[] = [];
+    for (const rule of resource.rules) {
+      const resolution = resolveRelated({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } });
+      problems.push(...resolution.problems);
+      for (const pair of resolution.pairs) outcomes.push(await this.syncRelated(rule, pair, id, synced));
+    }
+    await this.releaseStale(resource, id, outcomes);
+
+    for (const p of problems) await this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
+    const conflicts = outcomes.filter((o) => o.state === 'conflict');
+    for (const c of conflicts) {
+      this.deps.logger.warn({ primary: describeIdentity(id), rule: c.ruleId, copy: describeIdentity(c.destination) }, `conflict: ${c.message}`);
+      await this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
+    }
+    for (const p of problems) this.deps.logger.warn({ primary: describeIdentity(id) }, p);
+    const state = problems.length > 0 ? 'error' : 'synced';
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? null }, outcomes);
+    return conflicts.length > 0 ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+  }
+
+  /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
+  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined): Promise<Result> {
+    const { clusters, store, logger } = this.deps;
+    if (copyId) {
+      const copies = clusters.client(copyId.cluster, resource.primaryType);
+      const copy = await copies.get(copyId.namespace, copyId.name);
+      if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), id)) {
+        if (!copy.metadata.deletionTimestamp) {
+          await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
+          this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
+          logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
+        }
+        // The service cluster's operator may hold the copy with its own finalizers: wait.
+        if (await copies.get(copyId.namespace, copyId.name)) {
+          await store.setPrimaryState(id, 'deleting', 'waiting for the copy in the service cluster to be deleted');
+          return { requeueAfterMs: 1000 };
+        }
+      }
+    }
+    for (const relation of await store.relationsOf(id)) {
+      if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+    }
+    if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
+      const primaries = clusters.client(id.cluster, resource.primaryType);
+      try {
+        await primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers: primary.metadata.finalizers.filter((f) => f !== this.finalizer) } });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    await store.deletePrimary(id);
+    return done;
+  }
+
+  /** The copy moved (its naming template now renders elsewhere): the old one goes. */
+  private async deleteOwnedCopy(resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
+    const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
+    const copy = await copies.get(copyId.namespace, copyId.name);
+    if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), owner)) {
+      await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
+      this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
+    }
+  }
+
+  private async ensureFinalizer(client: ResourceClient, primary: KubeObject): Promise<KubeObject> {
+    if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
+    return client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } });
+  }
+
+  private async ensureNamespace(cluster: string, name: string): Promise<void> {
+    const namespaces = this.deps.clusters.client(cluster, namespaceType);
+    if (await namespaces.get('', name)) return;
+    try {
+      await namespaces.create('', { metadata: { name, labels: { 'relsync.dev/agent': this.deps.agentName } } });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+  }
+
+  private async syncCopy(copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
+    const desired = contentOf(primary);
+    const marks = marksFor(this.deps.agentName, id, primary.metadata.uid);
+    const existing = await copies.get(copyId.namespace, copyId.name);
+    const body: KubeObject = {
+      ...desired.fields,
+      metadata: {
+        name: copyId.name,
+        ...(copyId.namespace ? { namespace: copyId.namespace } : {}),
+        labels: { ...desired.labels, ...marks.labels },
+        annotations: { ...desired.annotations, ...marks.annotations },
+      },
+    };
+    if (!existing) {
+      const created = await copies.create(copyId.namespace, body);
+      this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'create' });
+      return created;
+    }
+    if (!isOwnedBy(markedSource(existing, this.deps.agentName), id)) return 'conflict';
+    if (isUpToDate(desired, marks, existing)) return existing;
+    const updated = await copies.replace({
+      ...existing,
+      ...desired.fields,
+      metadata: { ...existing.metadata, labels: mergeMarked(existing.metadata.labels, body.metadata.labels!), annotations: mergeMarked(existing.metadata.annotations, body.metadata.annotations!) },
+    });
+    this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'update' });
+    return updated;
+  }
+
+  /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
+  private async syncStatus(primaries: ResourceClient, primary: KubeObject, copy: KubeObject): Promise<KubeObject> {
+    if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
+    return primaries.replaceStatus({ ...primary, status: copy.status });
+  }
+
+  private async syncRelated(rule: ResolvedRule, pair: RelatedPair, owner: ObjectIdentity, primary: KubeObject): Promise<RelationOutcome> {
+    const { clusters, metrics } = this.deps;
+    const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
+    const sources = clusters.client(pair.source.cluster, rule.sourceType);
+    const dests = clusters.client(pair.destination.cluster, rule.destinationType);
+    const source = await sources.get(pair.source.namespace, pair.source.name);
+    const existing = await dests.get(pair.destination.namespace, pair.destination.name);
+    const marked = existing ? markedSource(existing, this.deps.agentName) : undefined;
+
+    if (!source) {
+      if (existing && marked && sameIdentity(marked, pair.source)) {
+        await dests.delete(pair.destination.namespace, pair.destination.name, existing.metadata.uid);
+        metrics.copiesRemoved.inc({ kind: 'related' });
+      }
+      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
+    }
+    const desired = contentOf(source);
+    const hash = contentHash(desired);
+    const marks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
+    if (existing && !(marked && sameIdentity(marked, pair.source))) {
+      metrics.conflicts.inc({ kind: 'related' });
+      return {
+        ...base,
+        state: 'conflict',
+        contentHash: hash,
+        message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
+      };
+    }
+    try {
+      if (!existing) {
+        if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(pair.destination.cluster, pair.destination.namespace);
+        await dests.create(pair.destination.namespace, {
+          ...desired.fields,
+          metadata: {
+            name: pair.destination.name,
+            ...(pair.destination.namespace ? { namespace: pair.destination.namespace } : {}),
+            labels: { ...desired.labels, ...marks.labels },
+            annotations: { ...desired.annotations, ...marks.annotations },
+          },
+        });
+        metrics.copiesWritten.inc({ kind: 'related', action: 'create' });
+      } else if (!isUpToDate(desired, marks, existing)) {
+        const next: KubeObject = { ...existing, metadata: { ...existing.metadata } };
+        for (const key of ['data', 'binaryData', 'stringData']) delete next[key];
+        Object.assign(next, desired.fields);
+        next.metadata.labels = mergeMarked(existing.metadata.labels, { ...desired.labels, ...marks.labels });
+        next.metadata.annotations = mergeMarked(existing.metadata.annotations, { ...desired.annotations, ...marks.annotations });
+        await dests.replace(next);
+        metrics.copiesWritten.inc({ kind: 'related', action: 'update' });
+      }
+    } catch (err) {
+      if (isConflict(err) && !isAlreadyExists(err)) throw err; // concurrent change: retry the whole reconcile
+      const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
+      this.deps.logger.warn({ primary: describeIdentity(owner), rule: rule.id, err: (err as Error).message }, 'related copy failed');
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error' as RelationState, contentHash: hash, message };
+    }
+    return { ...base, state: 'synced', contentHash: hash, message: null };
+  }
+
+  /** Relations this primary had before and no longer resolves to: their copies go unless another primary owns them. */
+  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, current: readonly RelationOutcome[]): Promise<void> {
+    const { store } = this.deps;
+    const keep = new Set(current.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}`));
+    const keptDestinations = new Set(current.map((r) => identityKey(r.destination)));
+    for (const old of await store.relationsOf(owner)) {
+      if (keep.has(`${old.ruleId}\u0000${identityKey(old.source)}`)) continue;
+      if (keptDestinations.has(identityKey(old.destination))) continue;
+      if ((await store.otherOwnersOfDestination(old.destination, owner)) > 0) continue;
+      await this.deleteRelatedCopy(resource, old);
+    }
+  }
+
+  /** Deletes a related copy if it still carries the marks of its source; a rule since removed from the config is skipped. */
+  private async deleteRelatedCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>): Promise<void> {
+    const { destination: dest, source } = relation;
+    const rule = resource.rules.find((r) => r.id === relation.ruleId && r.destinationType.group === dest.group && r.destinationType.resource === dest.resource);
+    if (!rule) {
+      this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
+      return;
+    }
+    const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
+    const existing = await dests.get(dest.namespace, dest.name);
+    if (existing && isOwnedBy(markedSource(existing, this.deps.agentName), source)) {
+      await dests.delete(dest.namespace, dest.name, existing.metadata.uid);
+      this.deps.metrics.copiesRemoved.inc({ kind: 'related' });
+      this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
+    }
+  }
+
+  /** The relations kept as they are when the primary cannot be processed (a conflict). */
+  private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
+    return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
+  }
+}
+
+function isOwnedBy(marked: ObjectIdentity | undefined, source: ObjectIdentity): boolean {
+  return marked !== undefined && sameIdentity(marked, source);
+}
+
+/** The destination's own labels/annotations stay; relsync's and the source's are set. */
+function mergeMarked(existing: Record<string, string> | undefined, want: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(existing ?? {})) if (!k.startsWith('relsync.dev/')) out[k] = v;
+  return { ...out, ...want };
+}
+
+function dnsLabelProblem(value: string, what: string): string | undefined {
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value) || value.length > 63) {
+    return `${what} "${value}" is not a valid namespace name (a DNS label of at most 63 characters)`;
+  }
+  return undefined;
+}
+
+function prefixed(what: string, problem: string | undefined): string | undefined {
+  return problem ? `${what} ${problem}` : undefined;
+}

@@ -1,0 +1,48 @@
+/**
+ * The config with every type resolved through discovery: what the reconciler
+ * and the router work from. Resolution happens once at start; a type that no
+ * API server serves is an error naming its place in the config.
+ */
+import type { Config, PublishedResource, RelatedRule } from '../config/config.js';
+import type { ClusterSet } from '../kube/cluster-set.js';
+import type { ResourceType } from '../kube/resource-type.js';
+
+export interface ResolvedRule extends RelatedRule {
+  readonly sourceType: ResourceType;
+  readonly destinationType: ResourceType;
+}
+
+export interface ResolvedResource extends PublishedResource {
+  readonly primaryType: ResourceType;
+  readonly rules: readonly ResolvedRule[];
+}
+
+export class ResolveError extends Error {
+  override name = 'ResolveError';
+}
+
+export async function resolveConfig(config: Config, clusters: ClusterSet): Promise<ResolvedResource[]> {
+  const service = clusters.service.name;
+  const platform = clusters.platforms[0]!.name;
+  const at = async (cluster: string, where: string, ref: Parameters<ClusterSet['resolve']>[1]): Promise<ResourceType> => {
+    try {
+      return await clusters.resolve(cluster, ref);
+    } catch (err) {
+      throw new ResolveError(`${where}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const out: ResolvedResource[] = [];
+  for (const res of config.resources) {
+    const primaryType = await at(platform, res.where, res.type);
+    await at(service, res.where, { ...res.type, version: primaryType.version, resource: primaryType.resource, kind: undefined });
+    const rules: ResolvedRule[] = [];
+    for (const rule of res.related) {
+      const [sourceCluster, destCluster] = rule.origin === 'platform' ? [platform, service] : [service, platform];
+      const sourceType = await at(sourceCluster, rule.where, rule.source);
+      const destinationType = await at(destCluster, `${rule.where}.destination`, rule.destination);
+      rules.push({ ...rule, sourceType, destinationType });
+    }
+    out.push({ ...res, primaryType, rules });
+  }
+  return out;
+}

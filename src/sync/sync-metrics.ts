@@ -1,0 +1,10 @@
+/** The slice of the metrics registry that the sync layer writes to. */
+export interface Counter<L extends string> {
+  inc(labels: Partial<Record<L, string>>, value?: number): void;
+}
+
+export interface SyncMetrics {
+  readonly copiesWritten: Counter<'kind' | 'action'>;
+  readonly copiesRemoved: Counter<'kind'>;
+  readonly conflicts: Counter<'kind'>;
+}

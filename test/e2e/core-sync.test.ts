@@ -1,0 +1,278 @@
+// Core sync against real control planes: two platform clusters (tenants) and
+// a service cluster, relsync started as a real process from the built CLI.
+// Each test works in its own namespace so that they do not disturb each other.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { ClusterClient, decode, defaultCopyNamespace } from '../harness/tenant.js';
+
+describe('core sync', () => {
+  let planes: ControlPlane[] = [];
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let dir: string;
+  let configPath: string;
+  let relsync: RelsyncProcess;
+  let runs = 0;
+  const start = async () => {
+    relsync = await startRelsync(configPath, join(dir, `relsync-${++runs}.log`));
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-core-'));
+    planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
+    a = new ClusterClient('tenant-a', pa.kubeConfig);
+    b = new ClusterClient('tenant-b', pb.kubeConfig);
+    svc = new ClusterClient('service', ps.kubeConfig);
+    configPath = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      resources: [
+        {
+          group: 'demo.relsync.dev',
+          version: 'v1alpha1',
+          resource: 'databases',
+          related: [
+            { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.tlsSecrets[*]', rewrite: { regex: { pattern: '^(.*)$', replacement: '$1-copy' } } } },
+            { id: 'settings', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-settings' } },
+            { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
+            { id: 'endpoint', origin: 'service', kind: 'ConfigMap', reference: { path: '.status.endpointConfigMap' } },
+          ],
+        },
+      ],
+    });
+    await start();
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await Promise.all(planes.map((p) => p.stop()));
+  });
+
+  it('copies a primary, keeps it updated, copies status back, and cleans up on delete', async () => {
+    await a.ensureNamespace('t1');
+    await a.createDatabase('t1', 'orders', { size: 'small' }, { team: 'shop' });
+    const ns = defaultCopyNamespace('tenant-a', 't1');
+    const copy = await eventually('copy of t1/orders in the service cluster', () => svc.database(ns, 'orders'));
+    assert.deepEqual(copy.spec, { size: 'small' });
+    assert.equal(copy.metadata.labels?.team, 'shop');
+    assert.equal(copy.metadata.labels?.['relsync.dev/agent'], 'e2e');
+    assert.equal(copy.metadata.annotations?.['relsync.dev/source-cluster'], 'tenant-a');
+    assert.equal(copy.metadata.annotations?.['relsync.dev/source-name'], 'orders');
+    const primary = await a.database('t1', 'orders');
+    assert.ok(primary?.metadata.finalizers?.includes('relsync.dev/e2e'), 'the primary carries the finalizer');
+
+    await a.updateDatabase('t1', 'orders', (db) => (db.spec = { size: 'large' }));
+    await eventually('spec change reaches the copy', async () => (await svc.database(ns, 'orders'))?.spec?.size === 'large');
+
+    await svc.updateDatabase(ns, 'orders', (db) => (db.status = { phase: 'Ready' }), 'status');
+    await eventually('status flows back to the primary', async () => (await a.database('t1', 'orders'))?.status?.phase === 'Ready');
+
+    await a.deleteDatabase('t1', 'orders');
+    await eventually('copy deleted', async () => (await svc.database(ns, 'orders')) === undefined);
+    await eventually('primary released by its finalizer', async () => (await a.database('t1', 'orders')) === undefined);
+  });
+
+  it('syncs related objects by reference and template in both origins, and follows later changes', async () => {
+    await a.ensureNamespace('t2');
+    await a.putConfigMap('t2', 'orders-config', { mode: 'fast' });
+    await a.putSecret('t2', 'tls-a', { key: 'aaa' });
+    await a.putSecret('t2', 'tls-b', { key: 'bbb' });
+    await a.putConfigMap('t2', 'orders-settings', { retention: '7d' });
+    await a.createDatabase('t2', 'orders', { configMapName: 'orders-config', tlsSecrets: ['tls-a', 'tls-b'] });
+    const ns = defaultCopyNamespace('tenant-a', 't2');
+
+    const cfg = await eventually('referenced ConfigMap copied', () => svc.configMap(ns, 'orders-config'));
+    assert.deepEqual(cfg.data, { mode: 'fast' });
+    assert.equal(cfg.metadata?.labels?.['relsync.dev/agent'], 'e2e');
+    assert.equal(decode(await eventually('tls-a copied and renamed', () => svc.secret(ns, 'tls-a-copy')), 'key'), 'aaa');
+    assert.equal(decode(await eventually('tls-b copied and renamed', () => svc.secret(ns, 'tls-b-copy')), 'key'), 'bbb');
+    assert.deepEqual((await eventually('template ConfigMap copied', () => svc.configMap(ns, 'orders-settings'))).data, { retention: '7d' });
+
+    // service origin: the operator creates credentials and an endpoint ConfigMap it names in the copy's status
+    await svc.putSecret(ns, 'orders-credentials', { password: 's3cret' });
+    await svc.putConfigMap(ns, 'orders-endpoint', { host: 'db.internal' });
+    await svc.updateDatabase(ns, 'orders', (db) => (db.status = { endpointConfigMap: 'orders-endpoint' }), 'status');
+    assert.equal(decode(await eventually('service-origin Secret reaches the platform', () => a.secret('t2', 'orders-credentials')), 'password'), 's3cret');
+    assert.deepEqual((await eventually('service-origin reference reaches the platform', () => a.configMap('t2', 'orders-endpoint'))).data, { host: 'db.internal' });
+
+    // later changes of related objects alone, without touching the primary
+    await a.putConfigMap('t2', 'orders-config', { mode: 'safe' });
+    await eventually('platform-side change reaches the copy', async () => (await svc.configMap(ns, 'orders-config'))?.data?.mode === 'safe');
+    await svc.putSecret(ns, 'orders-credentials', { password: 'rotated' });
+    await eventually('service-side change reaches the platform', async () => decode(await a.secret('t2', 'orders-credentials'), 'password') === 'rotated');
+
+    // a related source deleted: its copy goes
+    await a.deleteSecret('t2', 'tls-b');
+    await eventually('copy of a deleted source removed', async () => (await svc.secret(ns, 'tls-b-copy')) === undefined);
+    assert.ok(await svc.secret(ns, 'tls-a-copy'), 'the other referenced Secret stays');
+
+    // the reference moves to another object
+    await a.putConfigMap('t2', 'orders-config-v2', { mode: 'v2' });
+    await a.updateDatabase('t2', 'orders', (db) => (db.spec = { ...db.spec, configMapName: 'orders-config-v2' }));
+    await eventually('new referenced object copied', async () => (await svc.configMap(ns, 'orders-config-v2'))?.data?.mode === 'v2');
+    await eventually('old referenced copy removed', async () => (await svc.configMap(ns, 'orders-config')) === undefined);
+
+    // drift: copies edited or deleted by hand are repaired
+    await svc.putConfigMap(ns, 'orders-config-v2', { mode: 'tampered' });
+    await eventually('edited related copy repaired', async () => (await svc.configMap(ns, 'orders-config-v2'))?.data?.mode === 'v2');
+    await svc.deleteConfigMap(ns, 'orders-settings');
+    await eventually('deleted related copy recreated', async () => (await svc.configMap(ns, 'orders-settings'))?.data?.retention === '7d');
+    await svc.updateDatabase(ns, 'orders', (db) => (db.spec = { ...db.spec, configMapName: 'tampered' }));
+    await eventually('edited primary copy repaired', async () => (await svc.database(ns, 'orders'))?.spec?.configMapName === 'orders-config-v2');
+    await svc.deleteDatabase(ns, 'orders');
+    await eventually('deleted primary copy recreated', async () => (await svc.database(ns, 'orders'))?.spec?.configMapName === 'orders-config-v2');
+  });
+
+  it('syncs a referenced object that is created after the primary', async () => {
+    await a.ensureNamespace('t3');
+    await a.createDatabase('t3', 'late', { configMapName: 'late-config' });
+    const ns = defaultCopyNamespace('tenant-a', 't3');
+    await eventually('copy of the primary', () => svc.database(ns, 'late'));
+    const pending = await eventually('pending relation in the store', async () => {
+      const out = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't3/late', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+      const parsed = JSON.parse(out.stdout || '[]') as Array<{ relations: Array<{ rule: string; state: string }> }>;
+      return parsed[0]?.relations.find((r) => r.rule === 'config' && r.state === 'pending');
+    });
+    assert.ok(pending);
+    await a.putConfigMap('t3', 'late-config', { ready: 'yes' });
+    await eventually('late object copied', async () => (await svc.configMap(ns, 'late-config'))?.data?.ready === 'yes');
+  });
+
+  it('keeps one copy of an object shared by two primaries until the last one lets go', async () => {
+    await a.ensureNamespace('t4');
+    await a.putConfigMap('t4', 'shared', { v: '1' });
+    await a.createDatabase('t4', 'one', { configMapName: 'shared' });
+    await a.createDatabase('t4', 'two', { configMapName: 'shared' });
+    const ns = defaultCopyNamespace('tenant-a', 't4');
+    await eventually('shared object copied', () => svc.configMap(ns, 'shared'));
+    const owners = await runCli(['inspect', 'owners', 'configmaps', 't4/shared', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    const parsed = JSON.parse(owners.stdout) as Array<{ primary: string }>;
+    assert.deepEqual(parsed.map((o) => o.primary).sort(), ['tenant-a:databases.demo.relsync.dev:t4/one', 'tenant-a:databases.demo.relsync.dev:t4/two']);
+
+    await a.deleteDatabase('t4', 'one');
+    await eventually('first owner gone', async () => (await a.database('t4', 'one')) === undefined && (await svc.database(ns, 'one')) === undefined);
+    assert.ok(await svc.configMap(ns, 'shared'), 'the copy stays while another primary owns it');
+    await a.putConfigMap('t4', 'shared', { v: '2' });
+    await eventually('the remaining owner still syncs it', async () => (await svc.configMap(ns, 'shared'))?.data?.v === '2');
+
+    await a.deleteDatabase('t4', 'two');
+    await eventually('copy removed with its last owner', async () => (await svc.configMap(ns, 'shared')) === undefined);
+  });
+
+  it('keeps two tenants with identical names apart', async () => {
+    await a.ensureNamespace('same');
+    await b.ensureNamespace('same');
+    await a.putConfigMap('same', 'cfg', { tenant: 'a' });
+    await b.putConfigMap('same', 'cfg', { tenant: 'b' });
+    await a.createDatabase('same', 'orders', { configMapName: 'cfg', size: 'a' });
+    await b.createDatabase('same', 'orders', { configMapName: 'cfg', size: 'b' });
+    const nsA = defaultCopyNamespace('tenant-a', 'same');
+    const nsB = defaultCopyNamespace('tenant-b', 'same');
+    assert.notEqual(nsA, nsB);
+    await eventually('tenant a copy', async () => (await svc.database(nsA, 'orders'))?.spec?.size === 'a');
+    await eventually('tenant b copy', async () => (await svc.database(nsB, 'orders'))?.spec?.size === 'b');
+    await eventually('tenant a related copy', async () => (await svc.configMap(nsA, 'cfg'))?.data?.tenant === 'a');
+    await eventually('tenant b related copy', async () => (await svc.configMap(nsB, 'cfg'))?.data?.tenant === 'b');
+    // service-origin objects go back only to their own tenant
+    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' });
+    await eventually('tenant b gets its credentials', async () => decode(await b.secret('same', 'orders-credentials'), 'password') === 'only-b');
+    assert.equal(await a.secret('same', 'orders-credentials'), undefined, 'tenant a never sees tenant b\'s credentials');
+  });
+
+  it('never overwrites an object in the service cluster that it did not create', async () => {
+    const ns = defaultCopyNamespace('tenant-a', 't6');
+    await svc.ensureNamespace(ns);
+    await svc.createDatabase(ns, 'squatter', { owner: 'someone-else' });
+    await svc.putConfigMap(ns, 'squat-config', { owner: 'someone-else' });
+    await a.ensureNamespace('t6');
+    await a.putConfigMap('t6', 'squat-config', { owner: 'relsync' });
+    await a.createDatabase('t6', 'squatter', { owner: 'tenant', configMapName: 'squat-config' });
+    await eventually('conflict Event on the primary', async () => (await a.events('t6', 'squatter')).some((e) => e.reason === 'CopyConflict'));
+    assert.deepEqual((await svc.database(ns, 'squatter'))?.spec, { owner: 'someone-else' });
+    assert.deepEqual((await svc.configMap(ns, 'squat-config'))?.data, { owner: 'someone-else' });
+    assert.match(relsync.log(), /CopyConflict|not created by relsync/);
+  });
+
+  it('cleans up at the next start a primary deleted while relsync was stopped, and catches up on changes', async () => {
+    await a.ensureNamespace('t7');
+    await a.putConfigMap('t7', 'gone-config', { v: '1' });
+    await a.putConfigMap('t7', 'kept-config', { v: '1' });
+    await a.createDatabase('t7', 'gone', { configMapName: 'gone-config' });
+    await a.createDatabase('t7', 'kept', { configMapName: 'kept-config' });
+    const ns = defaultCopyNamespace('tenant-a', 't7');
+    await eventually('copies exist', async () => (await svc.configMap(ns, 'gone-config')) !== undefined && (await svc.configMap(ns, 'kept-config')) !== undefined);
+
+    assert.equal(await relsync.stop(), 0, 'relsync exits cleanly on SIGTERM');
+    // Vanish without relsync seeing it: drop the finalizer by hand, then delete.
+    await a.updateDatabase('t7', 'gone', (db) => (db.metadata.finalizers = []));
+    await a.deleteDatabase('t7', 'gone');
+    await a.putConfigMap('t7', 'kept-config', { v: '2' });
+    await start();
+
+    await eventually('copy of the vanished primary removed', async () => (await svc.database(ns, 'gone')) === undefined, 15_000);
+    await eventually('its related copy removed', async () => (await svc.configMap(ns, 'gone-config')) === undefined);
+    await eventually('a change made while stopped is synced', async () => (await svc.configMap(ns, 'kept-config'))?.data?.v === '2');
+    const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't7/gone', '--config', configPath, '-o', 'json']);
+    assert.deepEqual(JSON.parse(inspect.stdout), [], 'the store forgot the vanished primary');
+  });
+
+  it('rejects a broken config with the exact path of each problem', async () => {
+    const broken = writeConfig(dir, {
+      platformClusters: [{ name: 'Tenant_A', kubeconfig: join(dir, 'missing.kubeconfig') }],
+      resources: [
+        {
+          group: 'demo.relsync.dev',
+          resource: 'databases',
+          related: [
+            { id: 'ok', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}' } },
+            { id: 'bad', origin: 'platform', resource: 'secrets', reference: { path: '.spec..name' } },
+            { id: 'bad', origin: 'sideways', resource: 'secrets', template: { name: '{{ nme }}' } },
+          ],
+        },
+      ],
+    }, 'broken.yaml');
+    const out = await runCli(['validate', '--config', broken]);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /platformClusters\[0\]\.name: must be a lowercase DNS label/);
+    assert.match(out.stderr, /resources\[0\]\.related\[2\]\.origin/);
+    assert.match(out.stderr, /resources\[0\]\.related\[2\]\.id: duplicate rule id "bad"/);
+
+    const fixable = writeConfig(dir, {
+      platformClusters: [{ name: 'tenant-a', kubeconfig: join(dir, 'missing.kubeconfig') }],
+      resources: [
+        {
+          group: 'demo.relsync.dev',
+          resource: 'databases',
+          related: [
+            { id: 'ok', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}' } },
+            { id: 'bad', origin: 'platform', resource: 'secrets', reference: { path: '.spec..name' } },
+            { id: 'tmpl', origin: 'platform', resource: 'secrets', template: { name: '{{ nme }}' } },
+          ],
+        },
+      ],
+    }, 'fixable.yaml');
+    const second = await runCli(['validate', '--config', fixable]);
+    assert.equal(second.code, 2);
+    assert.match(second.stderr, /platformClusters\[0\]\.kubeconfig: file .*missing\.kubeconfig does not exist/);
+    assert.match(second.stderr, /resources\[0\]\.related\[1\]\.reference\.path: invalid path/);
+    assert.match(second.stderr, /resources\[0\]\.related\[2\]\.template\.name: .*unknown variable "nme"/);
+
+    const run = await runCli(['run', '--config', fixable, '--no-http']);
+    assert.equal(run.code, 2, 'run refuses a broken config with exit code 2');
+  });
+});

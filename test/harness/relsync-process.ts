@@ -1,0 +1,84 @@
+/**
+ * Runs relsync as a real process from the built CLI (dist/src/cli/main.js),
+ * with its JSON log captured to a file for assertions and for debugging a
+ * failed test.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { eventually } from './kube.js';
+
+export const cliPath = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+export interface RelsyncProcess {
+  readonly logFile: string;
+  readonly httpPort: number;
+  log(): string;
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, no cleanup. */
+  kill(): Promise<void>;
+  readonly child: ChildProcess;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+export function writeConfig(dir: string, config: unknown, file = 'relsync.yaml'): string {
+  const path = join(dir, file);
+  writeFileSync(path, stringify(config));
+  return path;
+}
+
+export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = []): Promise<RelsyncProcess> {
+  const child = spawn(process.execPath, [cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const out = createWriteStream(logFile, { flags: 'a' });
+  child.stdout!.pipe(out);
+  child.stderr!.pipe(out);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+    running.delete(child);
+    resolve(code);
+  }));
+  const log = () => readFileSync(logFile, 'utf8');
+  const httpPort = await eventually(
+    `relsync serving HTTP (log ${logFile})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`relsync exited with ${child.exitCode}:\n${log().slice(-3000)}`);
+      const line = log().split('\n').find((l) => l.includes('serving /healthz'));
+      return line ? (JSON.parse(line) as { port: number }).port : undefined;
+    },
+    20_000,
+  );
+  return {
+    logFile,
+    httpPort,
+    child,
+    log,
+    async stop() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Runs the CLI to completion (validate, inspect) and returns its output. */
+export async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr };
+}

@@ -1,0 +1,132 @@
+/**
+ * What a test does on one cluster, through client-node (independent of the
+ * product's own REST client): namespaces, ConfigMaps, Secrets and the example
+ * Database custom resource.
+ */
+import { createHash } from 'node:crypto';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
+
+export const GROUP = 'demo.relsync.dev';
+export const VERSION = 'v1alpha1';
+export const PLURAL = 'databases';
+
+export interface Database {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string; resourceVersion?: string };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export function isNotFound(err: unknown): boolean {
+  return (err as { code?: number }).code === 404;
+}
+
+export class ClusterClient {
+  readonly core: CoreV1Api;
+  readonly objects: CustomObjectsApi;
+
+  constructor(readonly name: string, kc: KubeConfig) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.objects = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  async ensureNamespace(name: string): Promise<void> {
+    try {
+      await this.core.createNamespace({ body: { metadata: { name } } });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+
+  async configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    try {
+      return await this.core.readNamespacedConfigMap({ namespace, name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async putConfigMap(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>): Promise<void> {
+    const existing = await this.configMap(namespace, name);
+    if (existing) await this.core.replaceNamespacedConfigMap({ namespace, name, body: { ...existing, data } });
+    else await this.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, labels }, data } });
+  }
+
+  async deleteConfigMap(namespace: string, name: string): Promise<void> {
+    await this.core.deleteNamespacedConfigMap({ namespace, name });
+  }
+
+  async secret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.core.readNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async putSecret(namespace: string, name: string, values: Record<string, string>): Promise<void> {
+    const data = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+    const existing = await this.secret(namespace, name);
+    if (existing) await this.core.replaceNamespacedSecret({ namespace, name, body: { ...existing, data } });
+    else await this.core.createNamespacedSecret({ namespace, body: { metadata: { name }, data } });
+  }
+
+  async deleteSecret(namespace: string, name: string): Promise<void> {
+    await this.core.deleteNamespacedSecret({ namespace, name });
+  }
+
+  async database(namespace: string, name: string): Promise<Database | undefined> {
+    try {
+      return (await this.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name })) as Database;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async createDatabase(namespace: string, name: string, spec: Record<string, unknown>, labels?: Record<string, string>): Promise<Database> {
+    return (await this.objects.createNamespacedCustomObject({
+      group: GROUP, version: VERSION, plural: PLURAL, namespace,
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', metadata: { name, labels }, spec },
+    })) as Database;
+  }
+
+  /** Read-modify-write with retries on conflict. */
+  async updateDatabase(namespace: string, name: string, mutate: (db: Database) => void, subresource?: 'status'): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const db = await this.database(namespace, name);
+      if (!db) throw new Error(`database ${namespace}/${name} not found on ${this.name}`);
+      mutate(db);
+      try {
+        const args = { group: GROUP, version: VERSION, plural: PLURAL, namespace, name, body: db };
+        if (subresource === 'status') await this.objects.replaceNamespacedCustomObjectStatus(args);
+        else await this.objects.replaceNamespacedCustomObject(args);
+        return;
+      } catch (err) {
+        if ((err as { code?: number }).code !== 409 || attempt > 5) throw err;
+      }
+    }
+  }
+
+  async deleteDatabase(namespace: string, name: string): Promise<void> {
+    await this.objects.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name });
+  }
+
+  async events(namespace: string, involvedName: string): Promise<Array<{ reason?: string; message?: string }>> {
+    const list = await this.core.listNamespacedEvent({ namespace });
+    return list.items.filter((e) => e.involvedObject.name === involvedName);
+  }
+}
+
+/** Where the default naming rule puts a tenant namespace's copies. */
+export function defaultCopyNamespace(cluster: string, namespace: string): string {
+  return `${cluster}-${namespace}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 6)}`;
+}
+
+export function decode(secret: V1Secret | undefined, key: string): string | undefined {
+  const v = secret?.data?.[key];
+  return v === undefined ? undefined : Buffer.from(v, 'base64').toString();
+}
