@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relsync-config-'));
+const kubeconfig = join(dir, 'kubeconfig');
+writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+
+function problems(yaml: string): string[] {
+  try {
+    parseConfig(yaml, join(dir, 'relsync.yaml'));
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems.map((p) => `${p.path}: ${p.message}`);
+  }
+  return [];
+}
+
+const base = (related: string) => `
+platformClusters:
+  - name: tenant-a
+    kubeconfig: ${kubeconfig}
+resources:
+  - group: demo.relsync.dev
+    resource: databases
+    related:
+${related}
+`;
+
+describe('config', () => {
+  it('accepts a valid config and fills in the defaults', () => {
+    const config = parseConfig(base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }'), join(dir, 'relsync.yaml'));
+    assert.equal(config.agentName, 'relsync');
+    assert.equal(config.serviceCluster.name, 'service');
+    assert.equal(config.serviceCluster.kubeconfig, undefined, 'no kubeconfig means in-cluster config');
+    assert.equal(config.storePath, join(dir, 'relsync.db'), 'relative paths are relative to the config file');
+    assert.equal(config.workers, 4);
+    assert.equal(config.resources[0]!.naming.name.source, '{{ name }}');
+  });
+
+  it('names the exact path of every problem', () => {
+    const found = problems(base(`      - { id: a, origin: platform, resource: configmaps, reference: { path: ".spec..x" } }
+      - { id: b, origin: platform, resource: secrets, reference: { path: .spec.x, rewrite: { regex: { pattern: "(", replacement: "" } } } }
+      - { id: c, origin: platform, resource: secrets, template: { name: "{{ nme }}" } }
+      - { id: c, origin: platform, resource: secrets, template: { name: x }, reference: { path: .x } }
+      - { id: e, origin: platform, template: { name: x } }
+      - { id: f, origin: platform, resource: secrets, template: { name: x }, typo: 1 }`));
+    const expected = [
+      /^resources\[0\]\.related\[3\]: give exactly one way/,
+      /^resources\[0\]\.related\[4\]\.resource: give exactly one of "resource" or "kind"/,
+      /^resources\[0\]\.related\[5\]: Unrecognized key: "typo"/,
+      /^resources\[0\]\.related\[3\]\.id: duplicate rule id "c"/,
+    ];
+    for (const e of expected) assert.ok(found.some((f) => e.test(f)), `expected ${e} in:\n${found.join('\n')}`);
+    const compiled = problems(base(`      - { id: a, origin: platform, resource: configmaps, reference: { path: ".spec..x" } }
+      - { id: b, origin: platform, resource: secrets, reference: { path: .spec.x, rewrite: { regex: { pattern: "(", replacement: "" } } } }
+      - { id: c, origin: platform, resource: secrets, template: { name: "{{ nme }}" } }`));
+    assert.match(compiled.join('\n'), /resources\[0\]\.related\[0\]\.reference\.path: invalid path/);
+    assert.match(compiled.join('\n'), /resources\[0\]\.related\[1\]\.reference\.rewrite\.regex\.pattern: invalid regular expression/);
+    assert.match(compiled.join('\n'), /resources\[0\]\.related\[2\]\.template\.name: template "\{\{ nme \}\}": unknown variable/);
+  });
+
+  it('rejects YAML syntax errors, missing files and clashing cluster names', () => {
+    assert.match(problems('platformClusters: [').join('\n'), /^line/);
+    assert.match(problems(`platformClusters: [{ name: tenant-x, kubeconfig: /nonexistent }]\nresources: [{ resource: secrets }]`).join('\n'), /platformClusters\[0\]\.kubeconfig: file \/nonexistent does not exist/);
+    assert.match(problems(`platformClusters: [{ name: service, kubeconfig: ${kubeconfig} }]\nresources: [{ resource: secrets }]`).join('\n'), /serviceCluster\.name: "service" is also the name of platformClusters\[0\]/);
+    assert.match(problems(`platformClusters: []\nresources: []`).join('\n'), /platformClusters: Too small/);
+    assert.match(problems(`platformClusters: [{ name: a, kubeconfig: ${kubeconfig} }]\nresources: [{ resource: secrets, selector: { matchLabels: { "bad key": x } } }]`).join('\n'), /resources\[0\]\.selector\.matchLabels\.bad key: label key/);
+  });
+});

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import { openStore } from '../../../src/store/database.js';
+import type { ObjectIdentity } from '../../../src/store/identity.js';
+import { RelationStore } from '../../../src/store/relation-store.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));
+const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
+const cm = (cluster: string, name: string): ObjectIdentity => ({ cluster, group: '', resource: 'configmaps', namespace: 'ns', name });
+
+describe('relation store', () => {
+  it('applies migrations to a real file in WAL mode', async () => {
+    const store = await openStore(join(dir, 'wal.db'));
+    assert.equal(store.sqlite.pragma('journal_mode', { simple: true }), 'wal');
+    const tables = store.sqlite.prepare("select name from sqlite_master where type in ('table','view') order by name").all() as Array<{ name: string }>;
+    for (const t of ['primaries', 'relations', 'watch_checkpoints', 'relations_view', 'primaries_view']) assert.ok(tables.some((r) => r.name === t), t);
+    await store.close();
+    const again = await openStore(join(dir, 'wal.db'));
+    await again.close();
+  });
+
+  it('routes by source and by destination through the store, and cascades on delete', async () => {
+    const opened = await openStore(join(dir, 'routing.db'));
+    const store = new RelationStore(opened.db);
+    const relation = (source: ObjectIdentity) => ({ ruleId: 'cfg', origin: 'platform' as const, source, destination: { ...source, cluster: 'service', namespace: 'copy-ns' }, state: 'synced' as const, contentHash: 'h', message: null });
+    await store.saveReconcile({ id: primary('one'), uid: 'u1', copy: { ...primary('one'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared'))]);
+    await store.saveReconcile({ id: primary('two'), uid: 'u2', copy: { ...primary('two'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared')), relation(cm('tenant-a', 'own'))]);
+
+    assert.deepEqual((await store.ownersOf(cm('tenant-a', 'shared'))).map((p) => p.name).sort(), ['one', 'two']);
+    assert.deepEqual((await store.ownersOf({ ...cm('service', 'own'), namespace: 'copy-ns' })).map((p) => p.name), ['two'], 'the copy routes to its owner');
+    assert.deepEqual(await store.ownersOf(cm('tenant-b', 'shared')), [], 'another tenant\'s same-named object has no owner');
+    assert.equal(await store.otherOwnersOfDestination({ ...cm('service', 'shared'), namespace: 'copy-ns' }, primary('one')), 1);
+
+    // a reconcile that no longer resolves a relation drops its row
+    await store.saveReconcile({ id: primary('two'), uid: 'u2', copy: { ...primary('two'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared'))]);
+    assert.deepEqual(await store.ownersOf(cm('tenant-a', 'own')), []);
+
+    await store.deletePrimary(primary('one'));
+    assert.deepEqual((await store.ownersOf(cm('tenant-a', 'shared'))).map((p) => p.name), ['two'], 'relations cascade with their primary');
+    assert.deepEqual(await store.counts(), { primaries: 1, relations: 1 });
+    await opened.close();
+  });
+
+  it('refuses a store written by a newer relsync, and leaves it unchanged', async () => {
+    const path = join(dir, 'newer.db');
+    (await openStore(path)).close();
+    const raw = new BetterSqlite3(path);
+    raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', '2030-01-01')").run();
+    raw.close();
+    await assert.rejects(openStore(path), /written by a newer relsync.*9999_from_the_future/);
+    const check = new BetterSqlite3(path);
+    assert.equal((check.prepare('select count(*) as n from kysely_migration').get() as { n: number }).n, 2);
+    check.close();
+  });
+
+  it('says clearly when the file is not a database', async () => {
+    const path = join(dir, 'garbage.db');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(path, 'this is not sqlite'.repeat(100));
+    await assert.rejects(openStore(path), /cannot open store .*garbage\.db: file is not a database/);
+  });
+});

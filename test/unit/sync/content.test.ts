@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { contentHash, contentOf, isUpToDate } from '../../../src/sync/content.js';
+import { marksFor } from '../../../src/sync/marks.js';
+
+const source = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5', labels: { app: 'x' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } }, type: 'Opaque', data: { k: 'dg==' } };
+const marks = marksFor('agent', { cluster: 'a', group: '', resource: 'secrets', namespace: 'ns', name: 's' }, 'u');
+
+describe('content', () => {
+  it('copies payload and user labels, never server metadata', () => {
+    const c = contentOf(source);
+    assert.deepEqual(c.fields, { type: 'Opaque', data: { k: 'dg==' } });
+    assert.deepEqual(c.labels, { app: 'x' });
+    assert.deepEqual(c.annotations, {});
+  });
+
+  it('hashes without the value order mattering and never contains the value', () => {
+    const h = contentHash(contentOf(source));
+    assert.equal(h, contentHash(contentOf({ ...source, data: { k: 'dg==' } })));
+    assert.ok(!h.includes('dg=='));
+    assert.notEqual(h, contentHash(contentOf({ ...source, data: { k: 'other' } })));
+  });
+
+  it('treats server defaults as up to date but a changed or extra data key as drift', () => {
+    const copy = { ...source, metadata: { name: 's', labels: { app: 'x', ...marks.labels }, annotations: { ...marks.annotations } } };
+    assert.ok(isUpToDate(contentOf(source), marks, copy));
+    assert.ok(!isUpToDate(contentOf(source), marks, { ...copy, data: { k: 'dg==', extra: 'eA==' } }));
+    const cr = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c' }, spec: { a: 1 } };
+    assert.ok(isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 1, defaulted: true } }));
+    assert.ok(!isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 2 } }));
+  });
+});
