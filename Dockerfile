@@ -1,0 +1,30 @@
+# relsync container image.
+# Node.js 24 is the newest LTS line that better-sqlite3 12 supports (its
+# engines stop at 25); the image moves to the next LTS with better-sqlite3.
+FROM node:24-bookworm-slim AS build
+WORKDIR /src
+# better-sqlite3 is compiled from source when no prebuilt binary can be fetched.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src src
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules node_modules
+COPY --from=build /src/dist/src dist/src
+COPY migrations migrations
+# The store lives on a volume; the root filesystem can be mounted read-only.
+RUN mkdir -p /var/lib/relsync && chown 65532:65532 /var/lib/relsync
+VOLUME /var/lib/relsync
+USER 65532:65532
+EXPOSE 8080
+# node handles SIGTERM itself (relsync drains in-flight reconciles, then exits).
+ENTRYPOINT ["node", "/app/dist/src/cli/main.js"]
+CMD ["run", "--config", "/etc/relsync/config.yaml"]

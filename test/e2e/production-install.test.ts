@@ -1,0 +1,73 @@
+// The steps of the Dockerfile, outside Docker (no engine runs here): a
+// production install (`npm ci --omit=dev`) of the built output starts, serves
+// its health endpoints against a real API server, and stops on SIGTERM.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { writeConfig } from '../harness/relsync-process.js';
+
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+
+describe('production install', () => {
+  let app: string;
+  let plane: ControlPlane;
+
+  before(async () => {
+    app = mkdtempSync(join(tmpdir(), 'relsync-prod-'));
+    for (const f of ['package.json', 'package-lock.json']) cpSync(join(repo, f), join(app, f));
+    cpSync(join(repo, 'migrations'), join(app, 'migrations'), { recursive: true });
+    cpSync(join(repo, 'dist', 'src'), join(app, 'dist', 'src'), { recursive: true });
+    const install = spawnSync('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--ignore-scripts=false'], { cwd: app, encoding: 'utf8', timeout: 600_000 });
+    assert.equal(install.status, 0, `npm ci --omit=dev failed:\n${install.stdout}\n${install.stderr}`);
+    plane = await startControlPlane('prod');
+    await installCrd(plane.kubeConfig);
+  });
+
+  after(async () => {
+    await plane?.stop();
+  });
+
+  it('has no development dependencies and prints --help', () => {
+    assert.throws(() => readFileSync(join(app, 'node_modules', 'typescript', 'package.json')), 'typescript is not installed');
+    const help = spawnSync(process.execPath, [join(app, 'dist/src/cli/main.js'), '--help'], { encoding: 'utf8' });
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /run \[options\]/);
+  });
+
+  it('starts, serves /healthz, /readyz and /metrics, and stops on SIGTERM', async () => {
+    const config = writeConfig(app, {
+      agentName: 'prod',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: plane.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: plane.kubeconfigPath },
+      store: { path: join(app, 'data', 'relsync.db') },
+      resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [{ id: 'cfg', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+    });
+    const logFile = join(app, 'relsync.log');
+    const child = spawn(process.execPath, [join(app, 'dist/src/cli/main.js'), 'run', '--config', config, '--http-port', '0'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+    const log = createWriteStream(logFile);
+    child.stdout.pipe(log);
+    child.stderr.pipe(log);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const port = await eventually('HTTP port in the log', async () => {
+        const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('serving /healthz'));
+        return line ? (JSON.parse(line) as { port: number }).port : undefined;
+      }, 20_000);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+      await eventually('/readyz answers 200', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(metrics, /relsync_watch_events_total/);
+      assert.match(metrics, /relsync_store_rows\{table="primaries"\} 0/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, `relsync did not exit cleanly:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    assert.match(readFileSync(logFile, 'utf8'), /relsync stopped/);
+  });
+});

@@ -1,0 +1,21 @@
+// The configs in examples/ stay valid: each is parsed with stand-in kubeconfig files.
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { parseConfig } from '../../../src/config/load-config.js';
+
+const examples = fileURLToPath(new URL('../../../../examples/', import.meta.url));
+
+describe('examples', () => {
+  it('examples/relsync.yaml is a valid config', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
+    cpSync(join(examples, 'relsync.yaml'), join(dir, 'relsync.yaml'));
+    mkdirSync(join(dir, 'kubeconfigs'));
+    for (const f of ['tenant-a.yaml', 'tenant-b.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
+    const config = parseConfig(readFileSync(join(dir, 'relsync.yaml'), 'utf8'), join(dir, 'relsync.yaml'));
+    assert.equal(config.resources[0]!.related.length, 3);
+  });
+});
