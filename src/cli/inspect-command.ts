@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
-import { primariesMatching, relationsOfObject, relationsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
+import { primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
 import type { RelationsTable } from '../store/schema.js';
 import { printTable } from './table.js';
 
@@ -80,12 +80,12 @@ export async function inspectPrimary(type: string, object: string, options: Insp
   const query = parseQuery(type, object, options.cluster);
   const result = await withStore(options, async (db) => {
     const primaries = await primariesMatching(db, query);
-    return Promise.all(primaries.map(async (p) => ({ primary: p, relations: await relationsOfPrimary(db, p) })));
+    return Promise.all(primaries.map(async (p) => ({ primary: p, relations: await relationsOfPrimary(db, p), selectors: await selectorsOfPrimary(db, p) })));
   });
   if (options.output === 'json') {
     console.log(
       JSON.stringify(
-        result.map(({ primary: p, relations }) => ({
+        result.map(({ primary: p, relations, selectors }) => ({
           cluster: p.cluster,
           primary: `${p.namespace}/${p.name}`,
           uid: p.uid,
@@ -94,6 +94,7 @@ export async function inspectPrimary(type: string, object: string, options: Insp
           message: p.message,
           lastSynced: p.last_synced_at,
           relations: relations.map(relationColumns),
+          selectors,
         })),
         null,
         2,
@@ -105,10 +106,11 @@ export async function inspectPrimary(type: string, object: string, options: Insp
     console.log(`the store knows no primary ${type} ${object}`);
     return;
   }
-  for (const { primary: p, relations } of result) {
+  for (const { primary: p, relations, selectors } of result) {
     console.log(`${p.cluster}:${typeOf(p.group, p.resource)}:${p.namespace}/${p.name}  copy ${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}  state ${p.state}  last synced ${p.last_synced_at ?? '-'}`);
     if (p.message) console.log(`  ${p.message}`);
     if (relations.length === 0) console.log('  no related objects');
     else printTable(relations.map(relationColumns), ['rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);
+    for (const s of selectors) console.log(`  selector of rule ${s.rule}: ${s.selector} in ${s.scope}`);
   }
 }

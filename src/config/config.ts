@@ -17,9 +17,32 @@ export interface ClusterConfig {
 
 export type NameRewrite = { readonly kind: 'regex'; readonly pattern: RegExp; readonly replacement: string } | { readonly kind: 'template'; readonly template: Template };
 
+/** A selector requirement whose key and values are templates over the primary. */
+export interface SelectorTemplate {
+  readonly key: Template;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  readonly values: readonly Template[];
+  /** `matchLabels.app` or `matchExpressions[0]`, for messages. */
+  readonly where: string;
+}
+
+/** How a related object names its owner (an inverse rule). */
+export type OwnerPointer =
+  | { readonly kind: 'label'; readonly key: string }
+  | { readonly kind: 'annotation'; readonly key: string }
+  | { readonly kind: 'ownerReference' }
+  | { readonly kind: 'namePattern'; readonly pattern: RegExp };
+
 export type RelatedFinder =
   | { readonly kind: 'reference'; readonly path: JsonPath; readonly destinationPath: JsonPath | undefined; readonly rewrite: NameRewrite | undefined }
-  | { readonly kind: 'template'; readonly name: Template; readonly destinationName: Template | undefined };
+  | { readonly kind: 'template'; readonly name: Template; readonly destinationName: Template | undefined }
+  | { readonly kind: 'selector'; readonly requirements: readonly SelectorTemplate[]; readonly allowEmpty: boolean; readonly rewrite: NameRewrite | undefined }
+  | {
+      readonly kind: 'inverse';
+      readonly owner: OwnerPointer;
+      readonly namespaceFrom: { readonly kind: 'label' | 'annotation'; readonly key: string } | undefined;
+      readonly rewrite: NameRewrite | undefined;
+    };
 
 export type Origin = 'platform' | 'service';
 

@@ -7,10 +7,10 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { parseJsonPath } from '../rules/json-path.js';
-import { buildSelector } from '../rules/label-selector.js';
+import { buildSelector, labelKeyProblem, labelValueProblem } from '../rules/label-selector.js';
 import { Template } from '../rules/template.js';
-import type { ClusterConfig, Config, NameRewrite, PublishedResource, RelatedFinder, RelatedRule } from './config.js';
-import { configSchema, type RawConfig, type RawRelatedRule } from './schema.js';
+import type { ClusterConfig, Config, NameRewrite, OwnerPointer, PublishedResource, RelatedFinder, RelatedRule, SelectorTemplate } from './config.js';
+import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
 
 export interface ConfigProblem {
   readonly path: string;
@@ -31,6 +31,8 @@ export class ConfigError extends Error {
 export const primaryVariables = ['cluster', 'namespace', 'name', 'object'] as const;
 /** Variables of a reference rewrite: the primary's plus `value`, the source name. */
 export const rewriteVariables = [...primaryVariables, 'value'] as const;
+/** Variables of a selector or inverse rewrite: also `related`, the matched object. */
+export const relatedRewriteVariables = [...rewriteVariables, 'related'] as const;
 
 export function loadConfig(file: string): Config {
   let text: string;
@@ -187,23 +189,82 @@ function finder(
   path: (s: string, w: string) => ReturnType<typeof parseJsonPath>,
   problems: ConfigProblem[],
 ): RelatedFinder {
+  const regex = (source: string, at: string): RegExp | undefined => {
+    try {
+      return new RegExp(source);
+    } catch (err) {
+      problems.push({ path: at, message: `invalid regular expression: ${(err as Error).message}` });
+      return undefined;
+    }
+  };
+  const rewriteOf = (raw: RawRewrite | undefined, at: string, variables: readonly string[]): NameRewrite | undefined => {
+    if (raw?.regex) {
+      const pattern = regex(raw.regex.pattern, `${at}.regex.pattern`);
+      return pattern ? { kind: 'regex', pattern, replacement: raw.regex.replacement } : undefined;
+    }
+    if (raw?.template) return { kind: 'template', template: template(raw.template, `${at}.template`, variables) };
+    return undefined;
+  };
+
   if (rule.reference) {
     const ref = rule.reference;
-    let rewrite: NameRewrite | undefined;
-    if (ref.rewrite?.regex) {
-      try {
-        rewrite = { kind: 'regex', pattern: new RegExp(ref.rewrite.regex.pattern), replacement: ref.rewrite.regex.replacement };
-      } catch (err) {
-        problems.push({ path: `${where}.reference.rewrite.regex.pattern`, message: `invalid regular expression: ${(err as Error).message}` });
-      }
-    } else if (ref.rewrite?.template) {
-      rewrite = { kind: 'template', template: template(ref.rewrite.template, `${where}.reference.rewrite.template`, rewriteVariables) };
-    }
     return {
       kind: 'reference',
       path: path(ref.path, `${where}.reference.path`),
       destinationPath: ref.destinationPath === undefined ? undefined : path(ref.destinationPath, `${where}.reference.destinationPath`),
-      rewrite,
+      rewrite: rewriteOf(ref.rewrite, `${where}.reference.rewrite`, rewriteVariables),
+    };
+  }
+  if (rule.selector) {
+    const sel = rule.selector;
+    const at = `${where}.selector`;
+    const requirements: SelectorTemplate[] = [
+      ...Object.entries(sel.matchLabels ?? {}).map(([key, value]) => ({
+        key: template(key, `${at}.matchLabels.${key}`, primaryVariables),
+        operator: 'In' as const,
+        values: [template(value, `${at}.matchLabels.${key}`, primaryVariables)],
+        where: `${at}.matchLabels.${key}`,
+      })),
+      ...(sel.matchExpressions ?? []).map((e, i) => {
+        const w = `${at}.matchExpressions[${i}]`;
+        const values = e.values ?? [];
+        if ((e.operator === 'In' || e.operator === 'NotIn') && values.length === 0) problems.push({ path: `${w}.values`, message: `operator ${e.operator} needs at least one value` });
+        if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length > 0) problems.push({ path: `${w}.values`, message: `operator ${e.operator} takes no values` });
+        return { key: template(e.key, `${w}.key`, primaryVariables), operator: e.operator, values: values.map((v, j) => template(v, `${w}.values[${j}]`, primaryVariables)), where: w };
+      }),
+    ];
+    // A key or value without templates is checked now; templated ones when rendered.
+    for (const r of requirements) {
+      const keyProblem = r.key.isConstant ? labelKeyProblem(r.key.render({})) : undefined;
+      if (keyProblem) problems.push({ path: r.where, message: keyProblem });
+      for (const v of r.values) {
+        const valueProblem = v.isConstant ? labelValueProblem(v.render({})) : undefined;
+        if (valueProblem) problems.push({ path: r.where, message: valueProblem });
+      }
+    }
+    return { kind: 'selector', requirements, allowEmpty: sel.allowEmpty, rewrite: rewriteOf(sel.rewrite, `${at}.rewrite`, relatedRewriteVariables) };
+  }
+  if (rule.inverse) {
+    const inv = rule.inverse;
+    const at = `${where}.inverse`;
+    let owner: OwnerPointer;
+    if (inv.label !== undefined) {
+      const p = labelKeyProblem(inv.label);
+      if (p) problems.push({ path: `${at}.label`, message: p });
+      owner = { kind: 'label', key: inv.label };
+    } else if (inv.annotation !== undefined) owner = { kind: 'annotation', key: inv.annotation };
+    else if (inv.ownerReference) owner = { kind: 'ownerReference' };
+    else {
+      const pattern = regex(inv.namePattern!, `${at}.namePattern`);
+      if (pattern && !/\(\?<name>/.test(inv.namePattern!)) problems.push({ path: `${at}.namePattern`, message: 'needs a named group (?<name>...) that captures the owner\'s name' });
+      owner = { kind: 'namePattern', pattern: pattern ?? /(?<name>$^)/ };
+    }
+    const nsFrom = inv.namespaceFrom;
+    return {
+      kind: 'inverse',
+      owner,
+      namespaceFrom: nsFrom ? (nsFrom.label !== undefined ? { kind: 'label', key: nsFrom.label } : { kind: 'annotation', key: nsFrom.annotation! }) : undefined,
+      rewrite: rewriteOf(inv.rewrite, `${at}.rewrite`, relatedRewriteVariables),
     };
   }
   const t = rule.template!;

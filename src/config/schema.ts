@@ -67,6 +67,39 @@ const templateRuleSchema = z.strictObject({
   destinationName: z.string().min(1).optional(),
 });
 
+const selectorRuleSchema = z.strictObject({
+  /** Keys and values are templates over the primary (cluster, namespace, name, object). */
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z.array(labelSelectorRequirement).optional(),
+  /** An empty selector matches every object of the type in the namespace; only when this says so. */
+  allowEmpty: z.boolean().default(false),
+  /** Name of the copy; default: the matched object's name. Templates also see `related`. */
+  rewrite: rewriteSchema.optional(),
+});
+
+const fromLabelOrAnnotation = z
+  .strictObject({ label: z.string().min(1).optional(), annotation: z.string().min(1).optional() })
+  .refine((r) => (r.label === undefined) !== (r.annotation === undefined), 'give exactly one of "label" or "annotation"');
+
+const inverseRuleSchema = z
+  .strictObject({
+    /** The related object's label whose value is its owner's name. */
+    label: z.string().min(1).optional(),
+    /** The related object's annotation whose value is its owner's name. */
+    annotation: z.string().min(1).optional(),
+    /** An ownerReference to the primary's kind (platform origin) or its copy (service origin). */
+    ownerReference: z.literal(true).optional(),
+    /** A regex over the related object's name with a named group `name`: the owner's name. */
+    namePattern: z.string().min(1).optional(),
+    /** Where the owner's namespace comes from; default: the related object's own namespace. */
+    namespaceFrom: fromLabelOrAnnotation.optional(),
+    rewrite: rewriteSchema.optional(),
+  })
+  .refine(
+    (r) => [r.label, r.annotation, r.ownerReference, r.namePattern].filter((v) => v !== undefined).length === 1,
+    'give exactly one of "label", "annotation", "ownerReference" or "namePattern"',
+  );
+
 export const relatedRuleSchema = z
   .strictObject({
     id: z.string().regex(dnsLabel, 'must be a lowercase DNS label'),
@@ -76,14 +109,23 @@ export const relatedRuleSchema = z
     destination: typeSchema.optional(),
     reference: referenceSchema.optional(),
     template: templateRuleSchema.optional(),
+    selector: selectorRuleSchema.optional(),
+    inverse: inverseRuleSchema.optional(),
     /** Namespaces; default: the primary's (or its copy's) namespace on each side. */
     namespace: z.strictObject({ source: z.string().min(1).optional(), destination: z.string().min(1).optional() }).optional(),
   })
   .superRefine(oneOfResourceOrKind)
   .superRefine((rule, ctx) => {
-    const ways = (['reference', 'template'] as const).filter((k) => rule[k] !== undefined);
+    const ways = (['reference', 'template', 'selector', 'inverse'] as const).filter((k) => rule[k] !== undefined);
     if (ways.length !== 1) {
-      ctx.addIssue({ code: 'custom', message: `give exactly one way to find the objects: "reference" or "template" (got ${ways.length})` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `give exactly one way to find the objects: "reference", "template", "selector" or "inverse" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`,
+      });
+    }
+    const sel = rule.selector;
+    if (sel && !sel.allowEmpty && Object.keys(sel.matchLabels ?? {}).length === 0 && (sel.matchExpressions ?? []).length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['selector'], message: 'an empty selector matches every object in the namespace; set "allowEmpty: true" if that is meant' });
     }
   });
 
@@ -125,4 +167,5 @@ export const configSchema = z
 export type RawConfig = z.infer<typeof configSchema>;
 export type RawPublishedResource = z.infer<typeof publishedResourceSchema>;
 export type RawRelatedRule = z.infer<typeof relatedRuleSchema>;
+export type RawRewrite = z.infer<typeof rewriteSchema>;
 export type RawLabelSelector = z.infer<typeof labelSelectorSchema>;

@@ -15,11 +15,12 @@
  */
 import type { Logger } from 'pino';
 import type { KubeObject } from '../kube/object.js';
-import { sameType, type ResourceType } from '../kube/resource-type.js';
+import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
+import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { markedSource } from '../sync/marks.js';
-import type { ResolvedResource } from '../sync/resolved-config.js';
+import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
 
 export interface RouterMetrics {
@@ -40,9 +41,20 @@ export interface EventRouterOptions {
 
 export class EventRouter {
   private readonly platforms: Set<string>;
+  /** `group/resource` of every type some selector rule selects. */
+  private readonly selectorTypes = new Set<string>();
+  /** Inverse rules by the `group/resource` of the objects they read. */
+  private readonly inverseRules = new Map<string, Array<{ resource: ResolvedResource; rule: ResolvedRule }>>();
 
   constructor(private readonly options: EventRouterOptions) {
     this.platforms = new Set(options.platformClusters);
+    for (const resource of options.resources) {
+      for (const rule of resource.rules) {
+        const key = `${rule.sourceType.group}/${rule.sourceType.resource}`;
+        if (rule.finder.kind === 'selector') this.selectorTypes.add(key);
+        if (rule.finder.kind === 'inverse') this.inverseRules.set(key, [...(this.inverseRules.get(key) ?? []), { resource, rule }]);
+      }
+    }
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
@@ -61,10 +73,35 @@ export class EventRouter {
       if (source && this.platforms.has(source.cluster) && sameType(source, id)) add({ resource: primaryResource, id: source });
       else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
     }
+    // Reference, template and former matches: the store's relations by identity
+    // (this is also how an object that lost a label reaches its former owner).
     for (const owner of await this.options.store.ownersOf(id)) add(this.keyFor(owner));
+    // relsync's own copies are never sources of selector or inverse rules.
+    const ownCopy = markedSource(object, this.options.agentName) !== undefined;
+    // Selector rules: candidate selectors by the object's current labels.
+    if (!ownCopy && this.selectorTypes.has(`${type.group}/${type.resource}`)) {
+      const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };
+      for (const owner of await this.options.store.selectorOwners(scope, object.metadata.labels)) add(this.keyFor(owner));
+    }
+    // Inverse rules: the owner is computed from the object itself, in its own cluster.
+    for (const { resource, rule } of ownCopy ? [] : (this.inverseRules.get(`${type.group}/${type.resource}`) ?? [])) {
+      const finder = rule.finder as Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
+      const ref = inverseOwner(finder, object, resource.primaryType.kind, resource.primaryType.group);
+      if (!ref) continue;
+      const named = { cluster, group: resource.primaryType.group, resource: resource.primaryType.resource, namespace: ref.namespace, name: ref.name };
+      if (rule.origin === 'platform' && this.platforms.has(cluster)) {
+        const record = await this.options.store.primary(named);
+        if (record && (ref.uid === undefined || ref.uid === record.uid)) add({ resource, id: record.id });
+      } else if (rule.origin === 'service' && cluster === this.options.serviceCluster) {
+        add(this.keyFor((await this.options.store.primaryByCopy(named))?.id));
+      }
+    }
 
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(keys.size);
+    if (change !== 'LIST') {
+      this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
+    }
     return keys.size;
   }
 

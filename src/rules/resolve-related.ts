@@ -41,22 +41,43 @@ export function objectNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-export function resolveRelated(input: ResolveInput): Resolution {
+/** Which side is the source for this rule, and the namespaces on each side. */
+export interface Sides {
+  readonly sourceObject: KubeObject;
+  readonly destObject: KubeObject;
+  readonly sourceCluster: string;
+  readonly destCluster: string;
+  readonly sourceNamespace: string;
+  readonly destNamespace: string;
+}
+
+export function sidesOf(input: ResolveInput): Sides {
   const { rule, primary, copy, context } = input;
   const [sourceObject, destObject] = rule.origin === 'platform' ? [primary, copy] : [copy, primary];
   const [sourceCluster, destCluster] = rule.origin === 'platform' ? [input.platformCluster, input.serviceCluster] : [input.serviceCluster, input.platformCluster];
-  const problems: string[] = [];
-  const sourceNamespace = rule.sourceNamespace?.render(context) ?? sourceObject.metadata.namespace ?? '';
-  const destNamespace = rule.destinationNamespace?.render(context) ?? destObject.metadata.namespace ?? '';
+  return {
+    sourceObject,
+    destObject,
+    sourceCluster,
+    destCluster,
+    sourceNamespace: rule.sourceNamespace?.render(context) ?? sourceObject.metadata.namespace ?? '',
+    destNamespace: rule.destinationNamespace?.render(context) ?? destObject.metadata.namespace ?? '',
+  };
+}
 
+/** Reference and template rules: names computed from the primary (and its copy) alone. */
+export function resolveRelated(input: ResolveInput): Resolution {
+  const { rule, context } = input;
+  const sides = sidesOf(input);
+  const problems: string[] = [];
   let names: Array<{ source: string; destination: string | undefined }>;
   const finder = rule.finder;
   if (finder.kind === 'reference') {
-    const found = stringsAt(finder.path, sourceObject);
+    const found = stringsAt(finder.path, sides.sourceObject);
     for (const v of found.invalid) problems.push(`rule ${rule.id}: ${finder.path.source} yields a ${typeof v}, not a name`);
     let destNames: string[] | undefined;
     if (finder.destinationPath) {
-      const d = stringsAt(finder.destinationPath, destObject);
+      const d = stringsAt(finder.destinationPath, sides.destObject);
       for (const v of d.invalid) problems.push(`rule ${rule.id}: ${finder.destinationPath.source} yields a ${typeof v}, not a name`);
       destNames = d.values;
     }
@@ -71,16 +92,41 @@ export function resolveRelated(input: ResolveInput): Resolution {
       );
       names = names.filter((n) => n.destination !== undefined);
     }
-  } else {
+  } else if (finder.kind === 'template') {
     const source = finder.name.render(context);
     names = [{ source, destination: finder.destinationName?.render(context) ?? source }];
+  } else {
+    throw new Error(`rule ${rule.id}: ${finder.kind} rules are resolved from listed objects (pairsForObjects)`);
   }
+  return toPairs(input, sides, names, problems);
+}
 
+/** Selector and inverse rules: the objects the reconciler found, with their destination names. */
+export function pairsForObjects(input: ResolveInput, objects: readonly KubeObject[]): Resolution {
+  const { rule, context } = input;
+  const finder = rule.finder;
+  const rw = finder.kind === 'selector' || finder.kind === 'inverse' ? finder.rewrite : undefined;
+  const sides = sidesOf(input);
+  const names = objects.map((o) => {
+    const source = o.metadata.name ?? '';
+    return { source, destination: rewrite(rw, source, { ...context, related: o }), namespace: o.metadata.namespace };
+  });
+  return toPairs(input, sides, names, []);
+}
+
+function toPairs(
+  input: ResolveInput,
+  sides: Sides,
+  names: ReadonlyArray<{ source: string; destination: string | undefined; namespace?: string | undefined }>,
+  problems: string[],
+): Resolution {
+  const { rule } = input;
   const pairs: RelatedPair[] = [];
   const seen = new Set<string>();
-  for (const { source, destination } of names) {
+  for (const { source, destination, namespace } of names) {
     const dest = destination ?? source;
-    const bad = objectNameProblem(source) ?? (sourceNamespace ? undefined : 'has no namespace');
+    const sourceNamespace = namespace ?? sides.sourceNamespace;
+    const bad = objectNameProblem(source) ?? (sourceNamespace || !rule.sourceType.namespaced ? undefined : 'has no namespace');
     if (bad) {
       problems.push(`rule ${rule.id}: source name "${source}" ${bad}`);
       continue;
@@ -90,12 +136,12 @@ export function resolveRelated(input: ResolveInput): Resolution {
       problems.push(`rule ${rule.id}: destination name "${dest}" ${badDest}`);
       continue;
     }
-    const key = `${source}\u0000${dest}`;
+    const key = `${sourceNamespace}\u0000${source}\u0000${dest}`;
     if (seen.has(key)) continue;
     seen.add(key);
     pairs.push({
-      source: { cluster: sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace: rule.sourceType.namespaced ? sourceNamespace : '', name: source },
-      destination: { cluster: destCluster, group: rule.destinationType.group, resource: rule.destinationType.resource, namespace: rule.destinationType.namespaced ? destNamespace : '', name: dest },
+      source: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace: rule.sourceType.namespaced ? sourceNamespace : '', name: source },
+      destination: { cluster: sides.destCluster, group: rule.destinationType.group, resource: rule.destinationType.resource, namespace: rule.destinationType.namespaced ? sides.destNamespace : '', name: dest },
     });
   }
   return { pairs, problems };

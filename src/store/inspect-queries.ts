@@ -44,3 +44,21 @@ export async function relationsOfPrimary(db: Kysely<Database>, p: PrimariesTable
     .orderBy('rule_id')
     .execute();
 }
+
+export async function selectorsOfPrimary(db: Kysely<Database>, p: PrimariesTable): Promise<Array<{ rule: string; selector: string; scope: string }>> {
+  const rows = await db
+    .selectFrom('selectors')
+    .selectAll()
+    .where('primary_cluster', '=', p.cluster)
+    .where('primary_group', '=', p.group)
+    .where('primary_resource', '=', p.resource)
+    .where('primary_namespace', '=', p.namespace)
+    .where('primary_name', '=', p.name)
+    .orderBy('rule_id')
+    .execute();
+  return rows.map((r) => ({
+    rule: r.rule_id,
+    selector: r.selector_text || '(empty: every object)',
+    scope: `${r.source_cluster}:${r.source_group ? `${r.source_resource}.${r.source_group}` : r.source_resource}:${r.source_namespace}`,
+  }));
+}

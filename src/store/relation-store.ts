@@ -4,7 +4,8 @@
  * each reconcile's writes happen in one transaction.
  */
 import type { Kysely } from 'kysely';
-import { columns, fromColumns, identityKey, type ObjectIdentity } from './identity.js';
+import { columns, fromColumns, identityKey, type IdentityColumns, type ObjectIdentity } from './identity.js';
+import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../rules/label-selector.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
 
 export interface PrimaryRecord {
@@ -26,6 +27,14 @@ export interface RelationRecord {
   readonly contentHash: string | null;
   readonly message: string | null;
   readonly lastSyncedAt: string | null;
+}
+
+/** A primary's rendered selector for one rule, and where it applies. */
+export interface SelectorRecord {
+  readonly ruleId: string;
+  /** Cluster, group, resource and namespace of the objects it selects (name unused). */
+  readonly scope: Omit<ObjectIdentity, 'name'>;
+  readonly selector: LabelSelector;
 }
 
 export type Clock = () => Date;
@@ -120,7 +129,11 @@ export class RelationStore {
    * Records one reconcile of a primary: its row and exactly these relations
    * (rows of the primary not listed here are removed), in one transaction.
    */
-  async saveReconcile(primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>): Promise<void> {
+  async saveReconcile(
+    primary: Omit<PrimaryRecord, 'lastSyncedAt'>,
+    relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>,
+    selectors: readonly SelectorRecord[] = [],
+  ): Promise<void> {
     const at = this.now().toISOString();
     await this.db.transaction().execute(async (trx) => {
       await trx
@@ -149,6 +162,25 @@ export class RelationStore {
         )
         .execute();
       await trx.deleteFrom('relations').where((eb) => eb.and(columns('primary_', primary.id))).execute();
+      await trx.deleteFrom('selectors').where((eb) => eb.and(columns('primary_', primary.id))).execute();
+      for (const sel of selectors) {
+        const scope = { source_cluster: sel.scope.cluster, source_group: sel.scope.group, source_resource: sel.scope.resource, source_namespace: sel.scope.namespace };
+        const anchor = anchorOf(sel.selector);
+        await trx
+          .insertInto('selectors')
+          .values({
+            ...columns('primary_', primary.id),
+            rule_id: sel.ruleId,
+            ...scope,
+            requirements: JSON.stringify(sel.selector.requirements),
+            selector_text: selectorQuery(sel.selector),
+            anchored: anchor ? 1 : 0,
+          })
+          .execute();
+        for (const value of anchor?.values ?? []) {
+          await trx.insertInto('selector_terms').values({ ...scope, label_key: anchor!.key, label_value: value, ...columns('primary_', primary.id), rule_id: sel.ruleId }).execute();
+        }
+      }
       if (relations.length === 0) return;
       const rows: RelationsTable[] = relations.map((r) => ({
         ...columns('primary_', primary.id),
@@ -166,6 +198,65 @@ export class RelationStore {
     });
   }
 
+  /**
+   * The primaries whose selector (for some rule) matches these labels, for
+   * an object in `scope`: candidates by indexed label terms, plus the few
+   * selectors without one, then the whole selector evaluated.
+   */
+  async selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
+    const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource };
+    const namespaces = scope.namespace ? [scope.namespace] : [''];
+    const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
+    const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
+      for (const row of rows) candidates.set(`${identityKey(fromColumns('primary_', row))}\u0000${row.rule_id}`, { primary: fromColumns('primary_', row), requirements: row.requirements });
+    };
+    for (const [key, value] of Object.entries(labels ?? {})) {
+      consider(
+        await this.db
+          .selectFrom('selector_terms as t')
+          .innerJoin('selectors as s', (join) =>
+            join
+              .onRef('s.primary_cluster', '=', 't.primary_cluster')
+              .onRef('s.primary_group', '=', 't.primary_group')
+              .onRef('s.primary_resource', '=', 't.primary_resource')
+              .onRef('s.primary_namespace', '=', 't.primary_namespace')
+              .onRef('s.primary_name', '=', 't.primary_name')
+              .onRef('s.rule_id', '=', 't.rule_id'),
+          )
+          .select(['s.primary_cluster', 's.primary_group', 's.primary_resource', 's.primary_namespace', 's.primary_name', 's.rule_id', 's.requirements'])
+          .where('t.source_cluster', '=', where.source_cluster)
+          .where('t.source_group', '=', where.source_group)
+          .where('t.source_resource', '=', where.source_resource)
+          .where('t.source_namespace', 'in', namespaces)
+          .where('t.label_key', '=', key)
+          .where('t.label_value', '=', value)
+          .execute(),
+      );
+    }
+    consider(
+      await this.db
+        .selectFrom('selectors')
+        .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'requirements'])
+        .where('source_cluster', '=', where.source_cluster)
+        .where('source_group', '=', where.source_group)
+        .where('source_resource', '=', where.source_resource)
+        .where('source_namespace', 'in', namespaces)
+        .where('anchored', '=', 0)
+        .execute(),
+    );
+    const owners = new Map<string, ObjectIdentity>();
+    for (const { primary, requirements } of candidates.values()) {
+      const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
+      if (matchesSelector(selector, labels)) owners.set(identityKey(primary), primary);
+    }
+    return [...owners.values()];
+  }
+
+  async selectorsOf(primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
+    const rows = await this.db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
+    return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}` }));
+  }
+
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
     await this.db.updateTable('primaries').set({ state, message }).where((eb) => eb.and(columns('', id))).execute();
   }
@@ -180,6 +271,11 @@ export class RelationStore {
     const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return { primaries: Number(p.n), relations: Number(r.n) };
   }
+}
+
+/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
+function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
+  return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
 }
 
 function toPrimary(row: PrimariesTable): PrimaryRecord {

@@ -33,7 +33,29 @@ export interface WatchCheckpointsTable {
   updated_at: string;
 }
 
+interface SelectorScope {
+  source_cluster: string;
+  source_group: string;
+  source_resource: string;
+  source_namespace: string;
+}
+
+export interface SelectorsTable extends IdentityColumns<'primary_'>, SelectorScope {
+  rule_id: string;
+  requirements: string;
+  selector_text: string;
+  anchored: number;
+}
+
+export interface SelectorTermsTable extends IdentityColumns<'primary_'>, SelectorScope {
+  rule_id: string;
+  label_key: string;
+  label_value: string;
+}
+
 export interface Database {
+  selectors: SelectorsTable;
+  selector_terms: SelectorTermsTable;
   primaries: PrimariesTable;
   relations: RelationsTable;
   watch_checkpoints: WatchCheckpointsTable;

@@ -16,11 +16,13 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { matchesSelector } from '../rules/label-selector.js';
-import { objectNameProblem, resolveRelated, type RelatedPair } from '../rules/resolve-related.js';
+import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
+import { matchesSelector, selectorQuery } from '../rules/label-selector.js';
+import { objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type ResolveInput } from '../rules/resolve-related.js';
+import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
-import type { RelationRecord, RelationStore } from '../store/relation-store.js';
+import type { RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
@@ -96,10 +98,18 @@ export class PrimaryReconciler {
 
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
+    const selectors: SelectorRecord[] = [];
     for (const rule of resource.rules) {
-      const resolution = resolveRelated({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } });
-      problems.push(...resolution.problems);
-      for (const pair of resolution.pairs) outcomes.push(await this.syncRelated(rule, pair, id, synced));
+      const input: ResolveInput = { rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } };
+      const found = await this.findRelated(resource, input);
+      problems.push(...found.problems);
+      if (found.selector) selectors.push(found.selector);
+      if (found.keepStored) {
+        // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
+        outcomes.push(...(await this.keptRelations(id)).filter((r) => r.ruleId === rule.id));
+        continue;
+      }
+      for (const pair of found.pairs) outcomes.push(await this.syncRelated(rule, pair, id, synced));
     }
     await this.releaseStale(resource, id, outcomes);
 
@@ -111,8 +121,46 @@ export class PrimaryReconciler {
     }
     for (const p of problems) this.deps.logger.warn({ primary: describeIdentity(id) }, p);
     const state = problems.length > 0 ? 'error' : 'synced';
-    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? null }, outcomes);
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? null }, outcomes, selectors);
     return conflicts.length > 0 ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+  }
+
+  /**
+   * The related objects of one rule: names computed from the primary for
+   * reference and template rules; a LIST by the rendered selector, or of the
+   * objects that name this primary, for selector and inverse rules.
+   */
+  private async findRelated(resource: ResolvedResource, input: ResolveInput): Promise<{ pairs: RelatedPair[]; problems: string[]; selector?: SelectorRecord; keepStored?: boolean }> {
+    const { rule } = input;
+    const finder = rule.finder;
+    if (finder.kind === 'reference' || finder.kind === 'template') return resolveRelated(input);
+    const sides = sidesOf(input);
+    const sources = this.deps.clusters.client(sides.sourceCluster, rule.sourceType);
+    const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
+    if (finder.kind === 'selector') {
+      const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
+      if (!rendered.selector) return { pairs: [], problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`), keepStored: true };
+      const { items } = await sources.listAll({ namespace: namespace || undefined, labelSelector: selectorQuery(rendered.selector) || undefined });
+      const candidates = items.filter((o) => !this.isOwnCopy(o));
+      const selector: SelectorRecord = { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector };
+      return { ...pairsForObjects(input, candidates), selector };
+    }
+    const owner = sides.sourceObject.metadata;
+    const { items } = await sources.listAll({
+      namespace: finder.namespaceFrom || !namespace ? undefined : namespace,
+      labelSelector: inverseListSelector(finder, owner.name ?? ''),
+    });
+    const mine = items.filter((o) => {
+      if (this.isOwnCopy(o)) return false;
+      const ref = inverseOwner(finder, o, resource.primaryType.kind, resource.primaryType.group);
+      return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
+    });
+    return pairsForObjects(input, mine);
+  }
+
+  /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
+  private isOwnCopy(object: KubeObject): boolean {
+    return markedSource(object, this.deps.agentName) !== undefined;
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */

@@ -1,0 +1,59 @@
+/**
+ * Inverse rules: a related object names its owner itself. The owner is
+ * computed from the object alone — a label or annotation value, an
+ * ownerReference to the owner's kind, or a named group of a regex over the
+ * object's name — so routing needs no lookup. The owner is always in the
+ * object's own cluster: inverse rules never cross clusters.
+ */
+import type { OwnerPointer } from '../config/config.js';
+import type { KubeObject } from '../kube/object.js';
+
+export interface OwnerRef {
+  readonly namespace: string;
+  readonly name: string;
+  /** Set for ownerReferences: the owner's uid, to be checked against the object found. */
+  readonly uid?: string | undefined;
+}
+
+export interface InverseFinder {
+  readonly owner: OwnerPointer;
+  readonly namespaceFrom: { readonly kind: 'label' | 'annotation'; readonly key: string } | undefined;
+}
+
+/** The owner `object` names, or undefined; `ownerKind`/`ownerGroup` are the owner's type. */
+export function inverseOwner(finder: InverseFinder, object: KubeObject, ownerKind: string, ownerGroup: string): OwnerRef | undefined {
+  const meta = object.metadata;
+  let namespace = meta.namespace ?? '';
+  if (finder.namespaceFrom) {
+    const map = finder.namespaceFrom.kind === 'label' ? meta.labels : meta.annotations;
+    const v = map?.[finder.namespaceFrom.key];
+    if (!v) return undefined;
+    namespace = v;
+  }
+  const o = finder.owner;
+  switch (o.kind) {
+    case 'label':
+    case 'annotation': {
+      const name = (o.kind === 'label' ? meta.labels : meta.annotations)?.[o.key];
+      return name ? { namespace, name } : undefined;
+    }
+    case 'ownerReference': {
+      const ref = meta.ownerReferences?.find((r) => r.kind === ownerKind && groupOf(r.apiVersion) === ownerGroup);
+      return ref ? { namespace, name: ref.name, uid: ref.uid } : undefined;
+    }
+    case 'namePattern': {
+      const name = o.pattern.exec(meta.name ?? '')?.groups?.name;
+      return name ? { namespace, name } : undefined;
+    }
+  }
+}
+
+/** The server-side label selector that narrows the LIST for an owner, when there is one. */
+export function inverseListSelector(finder: InverseFinder, ownerName: string): string | undefined {
+  return finder.owner.kind === 'label' ? `${finder.owner.key}=${ownerName}` : undefined;
+}
+
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0 ? '' : apiVersion.slice(0, slash);
+}
