@@ -18,12 +18,12 @@ import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
 import { matchesSelector, selectorQuery } from '../rules/label-selector.js';
-import { objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type ResolveInput } from '../rules/resolve-related.js';
+import { objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
 import type { RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
-import type { RelationState } from '../store/schema.js';
+import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
 import type { EventRecorder } from './event-recorder.js';
@@ -45,6 +45,17 @@ export interface ReconcilerDeps {
 const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
 
 type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
+
+/** One rule's phase-1 result for one primary. */
+interface RulePlan {
+  readonly input: ResolveInput;
+  /** Reference and template rules: the resolved names. */
+  readonly named?: Resolution;
+  /** Selector rules: the rendered selector. */
+  readonly selector?: SelectorRecord;
+  /** A selector that could not be rendered. */
+  readonly problems?: string[];
+}
 
 export class PrimaryReconciler {
   private readonly finalizer: string;
@@ -96,20 +107,25 @@ export class PrimaryReconciler {
 
     const synced = await this.syncStatus(primaries, current, copy);
 
+    // Phase 1: what every rule resolves to without reading related objects
+    // (names, rendered selectors) is stored before those objects are read, so
+    // that an object created while this reconcile runs is routed here (the
+    // queue then runs this primary again) instead of being missed.
+    const plans = resource.rules.map((rule) => this.plan({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } }));
+    const selectors = plans.flatMap((p) => (p.selector ? [p.selector] : []));
+    await this.recordIntent(id, synced, copyId, record?.state, plans, selectors);
+
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
-    const selectors: SelectorRecord[] = [];
-    for (const rule of resource.rules) {
-      const input: ResolveInput = { rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } };
-      const found = await this.findRelated(resource, input);
+    for (const plan of plans) {
+      const found = await this.findRelated(resource, plan);
       problems.push(...found.problems);
-      if (found.selector) selectors.push(found.selector);
       if (found.keepStored) {
         // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
-        outcomes.push(...(await this.keptRelations(id)).filter((r) => r.ruleId === rule.id));
+        outcomes.push(...(await this.keptRelations(id)).filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of found.pairs) outcomes.push(await this.syncRelated(rule, pair, id, synced));
+      for (const pair of found.pairs) outcomes.push(await this.syncRelated(plan.input.rule, pair, id, synced));
     }
     await this.releaseStale(resource, id, outcomes);
 
@@ -125,26 +141,57 @@ export class PrimaryReconciler {
     return conflicts.length > 0 ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
-  /**
-   * The related objects of one rule: names computed from the primary for
-   * reference and template rules; a LIST by the rendered selector, or of the
-   * objects that name this primary, for selector and inverse rules.
-   */
-  private async findRelated(resource: ResolvedResource, input: ResolveInput): Promise<{ pairs: RelatedPair[]; problems: string[]; selector?: SelectorRecord; keepStored?: boolean }> {
+  /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
+  private plan(input: ResolveInput): RulePlan {
     const { rule } = input;
     const finder = rule.finder;
-    if (finder.kind === 'reference' || finder.kind === 'template') return resolveRelated(input);
+    if (finder.kind === 'reference' || finder.kind === 'template') return { input, named: resolveRelated(input) };
+    if (finder.kind === 'selector') {
+      const sides = sidesOf(input);
+      const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
+      const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
+      if (!rendered.selector) return { input, problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`) };
+      return { input, selector: { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector } };
+    }
+    return { input };
+  }
+
+  /** Stores phase 1 (the primary, its new name-based relations as pending, its selectors) when it differs from the store. */
+  private async recordIntent(id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, state: PrimaryState | undefined, plans: readonly RulePlan[], selectors: readonly SelectorRecord[]): Promise<void> {
+    const { store } = this.deps;
+    const stored = await store.relationsOf(id);
+    const known = new Set(stored.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}`));
+    const fresh: RelationOutcome[] = plans.flatMap((p) =>
+      (p.named?.pairs ?? [])
+        .filter((pair) => !known.has(`${p.input.rule.id}\u0000${identityKey(pair.source)}`))
+        .map((pair) => ({ ruleId: p.input.rule.id, origin: p.input.rule.origin, ...pair, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' })),
+    );
+    const storedSelectors = new Map((await store.selectorsOf(id)).map((s) => [s.ruleId, s.selector]));
+    const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
+    if (state !== undefined && fresh.length === 0 && !selectorsChanged) return;
+    const kept = stored.map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
+    await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: state ?? 'synced', message: null }, [...kept, ...fresh], selectors);
+  }
+
+  /**
+   * Phase 2 of one rule: the related objects. Names come from phase 1 for
+   * reference and template rules; selector and inverse rules LIST the objects
+   * (by the rendered selector, or those that name this primary).
+   */
+  private async findRelated(resource: ResolvedResource, plan: RulePlan): Promise<{ pairs: RelatedPair[]; problems: string[]; keepStored?: boolean }> {
+    const { input } = plan;
+    const { rule } = input;
+    const finder = rule.finder;
+    if (plan.named) return plan.named;
+    if (plan.problems) return { pairs: [], problems: plan.problems, keepStored: true };
     const sides = sidesOf(input);
     const sources = this.deps.clusters.client(sides.sourceCluster, rule.sourceType);
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
-      const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
-      if (!rendered.selector) return { pairs: [], problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`), keepStored: true };
-      const { items } = await sources.listAll({ namespace: namespace || undefined, labelSelector: selectorQuery(rendered.selector) || undefined });
-      const candidates = items.filter((o) => !this.isOwnCopy(o));
-      const selector: SelectorRecord = { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector };
-      return { ...pairsForObjects(input, candidates), selector };
+      const { items } = await sources.listAll({ namespace: namespace || undefined, labelSelector: selectorQuery(plan.selector!.selector) || undefined });
+      return pairsForObjects(input, items.filter((o) => !this.isOwnCopy(o)));
     }
+    if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
     const owner = sides.sourceObject.metadata;
     const { items } = await sources.listAll({
       namespace: finder.namespaceFrom || !namespace ? undefined : namespace,
