@@ -6,6 +6,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { logLevels } from '../util/logger.js';
 import { runCommand } from './run-command.js';
+import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
 import { inspectOwners, inspectPrimary } from './inspect-command.js';
 
@@ -31,6 +32,14 @@ program
   .option('--no-http', 'serve no HTTP endpoints')
   .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
   .action(runCommand);
+
+program
+  .command('sweep')
+  .description('run one full-resync sweep (relist everything, repair, prune) and exit with a summary')
+  .requiredOption('-c, --config <file>', 'config file (YAML)')
+  .addOption(new Option('--log-level <level>', 'log level').choices(logLevels).default('warn'))
+  .addOption(new Option('-o, --output <format>', 'summary format').choices(['text', 'json']).default('text'))
+  .action(sweepCommand);
 
 program
   .command('validate')

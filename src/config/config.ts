@@ -72,5 +72,6 @@ export interface Config {
   readonly serviceCluster: ClusterConfig;
   readonly storePath: string;
   readonly workers: number;
+  readonly resync: { readonly schedule: string; readonly onStartup: boolean };
   readonly resources: readonly PublishedResource[];
 }

@@ -176,6 +176,7 @@ function compile(raw: RawConfig, file: string): Config {
     serviceCluster: cluster(raw.serviceCluster, 'serviceCluster'),
     storePath: absolute(raw.store.path),
     workers: raw.workers,
+    resync: raw.resync,
     resources,
   };
   if (problems.length > 0) throw new ConfigError(file, problems);

@@ -3,6 +3,7 @@
  * errors (a typo must not be ignored silently). Defaults live here and are
  * documented in the README's "Configuration" section.
  */
+import cron from 'node-cron';
 import { z } from 'zod';
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -159,6 +160,22 @@ export const configSchema = z
       .strictObject({ name: clusterName.default('service'), ...connectionSchema })
       .prefault({}),
     store: z.strictObject({ path: z.string().min(1).default('./relsync.db') }).prefault({}),
+    /** Full-resync sweeps: a cron expression (node-cron, 5 or 6 fields: seconds allowed) and whether to sweep at start. */
+    resync: z
+      .strictObject({
+        schedule: z
+          .string()
+          .default('*/10 * * * *')
+          .superRefine((expr, ctx) => {
+            const result = cron.validateDetailed(expr);
+            if (!result.valid) {
+              const detail = result.errors.map((e) => `${e.field}${e.value !== undefined ? ` "${e.value}"` : ''}: ${e.message}`).join('; ');
+              ctx.addIssue({ code: 'custom', message: `invalid cron expression "${expr}"${detail ? ` (${detail})` : ''}` });
+            }
+          }),
+        onStartup: z.boolean().default(true),
+      })
+      .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
     resources: z.array(publishedResourceSchema).min(1),

@@ -58,7 +58,7 @@ export class EventRouter {
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT'): Promise<number> {
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', collect?: (key: PrimaryKey) => void): Promise<number> {
     this.options.metrics?.countEvent(cluster, type, change);
     const id = identityOf(cluster, type, object);
     const keys = new Map<string, PrimaryKey>();
@@ -97,7 +97,10 @@ export class EventRouter {
       }
     }
 
-    for (const key of keys.values()) this.options.enqueue(key);
+    for (const key of keys.values()) {
+      this.options.enqueue(key);
+      collect?.(key);
+    }
     this.options.metrics?.observeFanout(keys.size);
     if (change !== 'LIST') {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
@@ -106,17 +109,18 @@ export class EventRouter {
   }
 
   /** Routes a complete LIST: every item, and every stored object of this type the list no longer has. */
-  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
+  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined, collect?: (key: PrimaryKey) => void): Promise<void> {
     const present = new Set<string>();
     for (const item of items) {
       present.add(identityKey(identityOf(cluster, type, item)));
-      await this.route(cluster, type, item, 'LIST');
+      await this.route(cluster, type, item, 'LIST', collect);
     }
     let missing = 0;
     const enqueueMissing = (owner: ObjectIdentity) => {
       const key = this.keyFor(owner);
       if (key) {
         this.options.enqueue(key);
+        collect?.(key);
         missing++;
       }
     };

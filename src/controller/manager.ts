@@ -1,29 +1,34 @@
 /**
  * Wires and runs relsync: connections, resolved types, the store, watches,
- * the router, the work queue with its reconciler, and the HTTP server. Every
- * part shares one lifecycle: start(signal) resolves when stopped. Shutdown
- * stops the watches and the queue from taking work, lets in-flight reconciles
- * finish, then closes connections.
+ * the router, the work queue with its reconciler, checkpoints, sweeps and the
+ * HTTP server. Every part shares one lifecycle: start(signal) resolves when
+ * stopped. Shutdown stops the watches and the queue from taking work, lets
+ * in-flight reconciles finish, flushes checkpoints, then closes connections.
  *
  * Data flows one way: watch event → router (store) → queue → reconcile.
  */
 import { setMaxListeners } from 'node:events';
+import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { ListWatch } from '../kube/list-watch.js';
 import { typeName } from '../kube/resource-type.js';
+import { CheckpointStore, type WatchKey } from '../store/checkpoint-store.js';
 import type { OpenedStore } from '../store/database.js';
 import { describeIdentity } from '../store/identity.js';
 import { RelationStore } from '../store/relation-store.js';
+import { SweepStore } from '../store/sweep-store.js';
 import { HttpServer } from '../server/http-server.js';
 import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
+import { Checkpointer } from './checkpointer.js';
 import { EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
-import { planWatches } from './watch-plan.js';
+import { Sweeper, type SweepResult } from './sweeper.js';
+import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
 
 export interface ManagerOptions {
@@ -35,88 +40,67 @@ export interface ManagerOptions {
   readonly onHttpListening?: (port: number) => void;
 }
 
+interface Wiring {
+  readonly clusters: ClusterSet;
+  readonly resources: readonly ResolvedResource[];
+  readonly store: RelationStore;
+  readonly checkpoints: CheckpointStore;
+  readonly checkpointer: Checkpointer;
+  readonly queue: WorkQueue<PrimaryKey>;
+  readonly reconciler: PrimaryReconciler;
+  readonly router: EventRouter;
+  readonly plan: readonly PlannedWatch[];
+  readonly sweeper: Sweeper;
+}
+
 export class Manager {
   readonly metrics = new Metrics();
   private watches: ListWatch[] = [];
-  private resources: ResolvedResource[] = [];
 
   constructor(private readonly options: ManagerOptions) {}
 
+  /** Runs until `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
     // Every watch, worker and the server listen on the one stop signal.
     setMaxListeners(0, signal);
-    const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, (cluster, method, code) =>
-      this.metrics.apiRequests.inc({ cluster, method, code: String(code) }),
-    );
+    const w = await this.wire();
     try {
-      this.resources = await resolveConfig(config, clusters);
-      const store = new RelationStore(this.options.store.db);
-      const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
-      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics });
-      const queue = new WorkQueue<PrimaryKey>({
-        key: primaryKeyString,
-        concurrency: config.workers,
-        onError: (item, err, retryInMs) =>
-          logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
-        onProcessed: (_item, ms, outcome) => {
-          this.metrics.reconciles.inc({ outcome });
-          this.metrics.reconcileDuration.observe(ms / 1000);
-        },
-      });
-      const router = new EventRouter({
-        agentName: config.agentName,
-        serviceCluster: clusters.service.name,
-        platformClusters: clusters.platforms.map((p) => p.name),
-        resources: this.resources,
-        store,
-        enqueue: (key) => queue.add(key),
-        logger,
-        metrics: this.metrics,
-      });
+      const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
 
-      const plan = planWatches(this.resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
-      this.watches = plan.map((w) => {
-        const watch: ListWatch = new ListWatch({
-          client: clusters.client(w.cluster, w.type),
-          labelSelector: w.labelSelector,
-          logger,
-          handler: {
-            onEvent: async (_change, object) => {
-              await router.route(w.cluster, w.type, object, _change);
-            },
-            onList: (items) => router.routeList(w.cluster, w.type, items, w.labelSelector),
-          },
-          onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
-          onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
-        });
-        return watch;
-      });
+      // Work that was routed but not reconciled when the last process ended.
+      const pending = await w.checkpoints.pending();
+      for (const id of pending) {
+        const resource = w.resources.find((r) => r.primaryType.group === id.group && r.primaryType.resource === id.resource);
+        if (resource) w.queue.add({ resource, id });
+        else w.checkpointer.noteDone(id);
+      }
+      if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
+
+      this.watches = await Promise.all(w.plan.map((p) => this.watchFor(w, p)));
       logger.info(
-        { agent: config.agentName, resources: this.resources.map((r) => typeName(r.primaryType)), watches: this.watches.map((w) => w.name) },
+        {
+          agent: config.agentName,
+          resources: w.resources.map((r) => typeName(r.primaryType)),
+          watches: this.watches.map((x) => x.name),
+          resumed: this.watches.filter((x) => x.resumed).length,
+          resync: config.resync,
+        },
         'relsync started',
       );
 
-      const runs: Array<Promise<void>> = [
-        queue.start(signal, async (key) => reconciler.reconcile(key.resource, key.id)),
-        ...this.watches.map((w) => w.start(signal)),
-      ];
-      if (this.options.httpPort !== undefined) {
-        const server = new HttpServer({
-          port: this.options.httpPort,
-          registry: this.metrics.registry,
-          readiness: { notReady: () => this.notReady() },
-          logger,
-          beforeScrape: async () => {
-            const counts = await store.counts();
-            this.metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
-            this.metrics.storeRows.set({ table: 'relations' }, counts.relations);
-            this.metrics.queueDepth.set(queue.depth);
-            this.metrics.queueRetrying.set(queue.retrying);
-          },
-        });
-        runs.push(server.start(signal, this.options.onHttpListening));
-      }
+      const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...this.watches.map((x) => x.start(signal))];
+      if (this.options.httpPort !== undefined) runs.push(this.serve(w, signal));
+
+      let sweeping: Promise<unknown> = Promise.resolve();
+      const sweep = (trigger: 'startup' | 'schedule') => {
+        if (signal.aborted) return;
+        sweeping = w.sweeper.sweep(trigger);
+      };
+      const task = cron.schedule(config.resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
+      signal.addEventListener('abort', () => void task.stop(), { once: true });
+      if (config.resync.onStartup) sweep('startup');
+
       let announced = false;
       const readyCheck = setInterval(() => {
         if (!announced && this.notReady().length === 0) {
@@ -126,17 +110,120 @@ export class Manager {
       }, 200);
       try {
         await Promise.all(runs);
+        await sweeping;
+        await w.checkpointer.flush();
       } finally {
         clearInterval(readyCheck);
+        await task.destroy();
       }
       logger.info('relsync stopped');
     } finally {
-      clusters.close();
+      w.clusters.close();
+    }
+  }
+
+  /** One sweep without watches (`relsync sweep`); resolves with its summary. */
+  async sweepOnce(): Promise<SweepResult> {
+    const w = await this.wire();
+    const stop = new AbortController();
+    setMaxListeners(0, stop.signal);
+    const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+    try {
+      return await w.sweeper.sweep('cli');
+    } finally {
+      stop.abort();
+      await workers;
+      await w.checkpointer.flush();
+      w.clusters.close();
     }
   }
 
   notReady(): string[] {
     if (this.watches.length === 0) return ['starting'];
-    return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} has not synced`);
+    return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
+  }
+
+  private async wire(): Promise<Wiring> {
+    const { config, logger } = this.options;
+    const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, (cluster, method, code) =>
+      this.metrics.apiRequests.inc({ cluster, method, code: String(code) }),
+    );
+    try {
+      const resources = await resolveConfig(config, clusters);
+      const db = this.options.store.db;
+      const store = new RelationStore(db);
+      const checkpoints = new CheckpointStore(db);
+      const checkpointer = new Checkpointer(checkpoints, logger);
+      const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
+      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics });
+      const queue = new WorkQueue<PrimaryKey>({
+        key: primaryKeyString,
+        concurrency: config.workers,
+        onError: (item, err, retryInMs) =>
+          logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
+        onProcessed: (item, ms, outcome) => {
+          this.metrics.reconciles.inc({ outcome });
+          this.metrics.reconcileDuration.observe(ms / 1000);
+          if (outcome !== 'error') checkpointer.noteDone(item.id);
+        },
+      });
+      const router = new EventRouter({
+        agentName: config.agentName,
+        serviceCluster: clusters.service.name,
+        platformClusters: clusters.platforms.map((p) => p.name),
+        resources,
+        store,
+        enqueue: (key) => {
+          checkpointer.noteQueued(key.id);
+          queue.add(key);
+        },
+        logger,
+        metrics: this.metrics,
+      });
+      const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
+      const sweeper = new Sweeper({ agentName: config.agentName, clusters, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });
+      return { clusters, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper };
+    } catch (err) {
+      clusters.close();
+      throw err;
+    }
+  }
+
+  private async watchFor(w: Wiring, p: PlannedWatch): Promise<ListWatch> {
+    const key: WatchKey = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
+    const resumeFrom = await w.checkpoints.resourceVersion(key);
+    const watch: ListWatch = new ListWatch({
+      client: w.clusters.client(p.cluster, p.type),
+      labelSelector: p.labelSelector,
+      logger: this.options.logger,
+      resumeFrom,
+      handler: {
+        onEvent: async (change, object) => {
+          await w.router.route(p.cluster, p.type, object, change);
+        },
+        onList: (items) => w.router.routeList(p.cluster, p.type, items, p.labelSelector),
+        onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
+      },
+      onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
+      onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
+    });
+    return watch;
+  }
+
+  private serve(w: Wiring, signal: AbortSignal): Promise<void> {
+    const server = new HttpServer({
+      port: this.options.httpPort!,
+      registry: this.metrics.registry,
+      readiness: { notReady: () => this.notReady() },
+      logger: this.options.logger,
+      beforeScrape: async () => {
+        const counts = await w.store.counts();
+        this.metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
+        this.metrics.storeRows.set({ table: 'relations' }, counts.relations);
+        this.metrics.queueDepth.set(w.queue.depth);
+        this.metrics.queueRetrying.set(w.queue.retrying);
+      },
+    });
+    return server.start(signal, this.options.onHttpListening);
   }
 }

@@ -8,13 +8,15 @@
 import { Backoff } from '../util/backoff.js';
 import { TerminalError, type Result } from './result.js';
 
+export type Outcome = 'ok' | 'error' | 'requeue';
+
 export interface WorkQueueOptions<T> {
   readonly key: (item: T) => string;
   readonly concurrency: number;
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
-  readonly onProcessed?: (item: T, durationMs: number, outcome: 'ok' | 'error' | 'requeue') => void;
+  readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
 }
 
 export class WorkQueue<T> {
@@ -25,6 +27,7 @@ export class WorkQueue<T> {
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
+  private readonly waiters = new Map<string, Array<(outcome: Outcome) => void>>();
   private wake: (() => void) | undefined;
   private stopped = false;
 
@@ -68,6 +71,25 @@ export class WorkQueue<T> {
     this.timers.set(key, { at, timer });
   }
 
+  /**
+   * Adds the item and resolves when a run of it that started after this call
+   * has finished (with its outcome), or with 'error' if the queue stops first.
+   */
+  addAndWait(item: T): Promise<Outcome> {
+    const key = this.options.key(item);
+    const done = new Promise<Outcome>((resolve) => this.waiters.set(key, [...(this.waiters.get(key) ?? []), resolve]));
+    if (this.stopped) this.resolveWaiters(key, 'error');
+    else this.add(item);
+    return done;
+  }
+
+  private resolveWaiters(key: string, outcome: Outcome): void {
+    const waiting = this.waiters.get(key);
+    if (!waiting) return;
+    this.waiters.delete(key);
+    for (const resolve of waiting) resolve(outcome);
+  }
+
   /** Runs workers until `signal` aborts; resolves when in-flight work has finished. */
   async start(signal: AbortSignal, handle: (item: T) => Promise<Result>): Promise<void> {
     const stop = () => {
@@ -79,6 +101,7 @@ export class WorkQueue<T> {
     await Promise.all(workers);
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    for (const key of [...this.waiters.keys()]) this.resolveWaiters(key, 'error');
   }
 
   private async worker(handle: (item: T) => Promise<Result>): Promise<void> {
@@ -97,9 +120,12 @@ export class WorkQueue<T> {
       }
       this.queued.delete(key);
       this.processing.add(key);
+      // Waiters registered from here on wait for the next run (the key is then dirty).
+      const waiting = this.waiters.get(key) ?? [];
+      this.waiters.delete(key);
       const item = this.items.get(key)!;
       const started = Date.now();
-      let outcome: 'ok' | 'error' | 'requeue' = 'ok';
+      let outcome: Outcome = 'ok';
       try {
         const result = await handle(item);
         this.failures.delete(key);
@@ -122,6 +148,7 @@ export class WorkQueue<T> {
       } finally {
         this.processing.delete(key);
         this.options.onProcessed?.(item, Date.now() - started, outcome);
+        for (const resolve of waiting) resolve(outcome);
         if (this.dirty.delete(key)) this.add(item);
         else if (!this.queued.has(key) && !this.timers.has(key)) this.items.delete(key);
       }

@@ -16,7 +16,8 @@
  *
  * Emits events only; never writes to a cluster.
  */
-import { createInterface } from 'node:readline';
+import type { IncomingMessage } from 'node:http';
+import { createInterface, type Interface } from 'node:readline';
 import type { Logger } from 'pino';
 import { isGone, ApiError } from './api-error.js';
 import type { KubeObject, WatchEvent } from './object.js';
@@ -54,10 +55,16 @@ export interface ListWatchOptions {
 export class ListWatch {
   private resourceVersion: string | undefined;
   private syncedOnce = false;
+  private healthy = false;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
 
   constructor(private readonly options: ListWatchOptions) {
     this.resourceVersion = options.resumeFrom;
+  }
+
+  /** True when this loop started from a checkpoint instead of a LIST. */
+  get resumed(): boolean {
+    return this.options.resumeFrom !== undefined;
   }
 
   get name(): string {
@@ -65,9 +72,9 @@ export class ListWatch {
     return `${client.connection.name}/${typeName(client.type)}${labelSelector ? `?${labelSelector}` : ''}`;
   }
 
-  /** True once a LIST (or a resumed watch) has delivered the current state. */
+  /** True once a LIST (or a resumed watch) delivered the current state, and while no error has broken the loop since. */
   get synced(): boolean {
-    return this.syncedOnce;
+    return this.syncedOnce && this.healthy;
   }
 
   /** Runs until `signal` aborts. */
@@ -76,7 +83,6 @@ export class ListWatch {
     while (!signal.aborted) {
       try {
         if (this.resourceVersion === undefined) await this.list(signal);
-        else this.syncedOnce = true;
         await this.watch(signal);
         this.backoff.reset();
       } catch (err) {
@@ -87,6 +93,7 @@ export class ListWatch {
           this.options.onRelist?.();
           continue;
         }
+        this.healthy = false;
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');
@@ -109,7 +116,6 @@ export class ListWatch {
     } while (continueToken);
     await guard(this.options.logger, this.name, 'list handler', () => handler.onList(items));
     this.resourceVersion = resourceVersion;
-    this.syncedOnce = true;
     handler.onResourceVersion?.(resourceVersion);
   }
 
@@ -123,6 +129,7 @@ export class ListWatch {
     // Jitter the server timeout so that many loops do not reconnect in step.
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: NodeJS.Timeout | undefined;
+    let stream: { res: IncomingMessage; lines: Interface } | undefined;
     const pet = () => {
       clearTimeout(watchdog);
       watchdog = setTimeout(() => {
@@ -143,7 +150,15 @@ export class ListWatch {
         },
         signal: local.signal,
       });
+      // The stream is open from a known resourceVersion: this loop is in sync.
+      this.syncedOnce = true;
+      this.healthy = true;
       const lines = createInterface({ input: res, crlfDelay: Infinity });
+      // Errors of an aborted stream surface through the iterator (or not at all
+      // once we stopped reading); without listeners they would crash the process.
+      res.on('error', () => undefined);
+      lines.on('error', () => undefined);
+      stream = { res, lines };
       for await (const line of lines) {
         pet();
         if (!line.trim()) continue;
@@ -177,6 +192,8 @@ export class ListWatch {
     } finally {
       clearTimeout(watchdog);
       signal.removeEventListener('abort', abort);
+      stream?.lines.close();
+      stream?.res.destroy();
       local.abort();
     }
   }

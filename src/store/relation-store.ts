@@ -257,6 +257,20 @@ export class RelationStore {
     return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}` }));
   }
 
+  /** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
+  async allRelationKeys(): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
+    const rows = await this.db.selectFrom('relations').selectAll().execute();
+    return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
+  }
+
+  /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
+  async forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
+    let query = this.db.deleteFrom('primaries');
+    for (const t of types) query = query.where((eb) => eb.not(eb.and([eb('group', '=', t.group), eb('resource', '=', t.resource)])));
+    const result = await query.executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
     await this.db.updateTable('primaries').set({ state, message }).where((eb) => eb.and(columns('', id))).execute();
   }

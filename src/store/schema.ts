@@ -1,4 +1,5 @@
 /** Kysely table types; they mirror migrations/*.sql. */
+import type { Generated } from 'kysely';
 import type { IdentityColumns } from './identity.js';
 
 export type PrimaryState = 'synced' | 'conflict' | 'error' | 'deleting';
@@ -53,7 +54,32 @@ export interface SelectorTermsTable extends IdentityColumns<'primary_'>, Selecto
   label_value: string;
 }
 
+export interface PendingPrimariesTable extends IdentityColumns<''> {
+  queued_at: string;
+}
+
+export type SweepTrigger = 'startup' | 'schedule' | 'cli';
+export type SweepStatus = 'running' | 'done' | 'failed' | 'skipped';
+
+export interface SweepsTable {
+  id: Generated<number>;
+  trigger: SweepTrigger;
+  status: SweepStatus;
+  started_at: string;
+  finished_at: string | null;
+  primaries_seen: number;
+  objects_listed: number;
+  relations_added: number;
+  relations_removed: number;
+  copies_repaired: number;
+  copies_removed: number;
+  errors: number;
+  message: string | null;
+}
+
 export interface Database {
+  pending_primaries: PendingPrimariesTable;
+  sweeps: SweepsTable;
   selectors: SelectorsTable;
   selector_terms: SelectorTermsTable;
   primaries: PrimariesTable;

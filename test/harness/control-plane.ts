@@ -31,6 +31,8 @@ export interface ControlPlane {
   /** Admin bearer token (system:masters). */
   readonly token: string;
   readonly dir: string;
+  /** etcd's client URL, e.g. for compaction through its HTTP gateway. */
+  readonly etcdUrl: string;
   /** Stops the API server and etcd and removes the data folder. */
   stop(): Promise<void>;
   /** Sends a signal to the kube-apiserver process (e.g. SIGSTOP/SIGCONT). */
@@ -238,6 +240,7 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
     kubeConfig,
     token,
     dir,
+    etcdUrl: `http://127.0.0.1:${etcdClientPort}`,
     async stop() {
       await stopProcess(apiServer);
       await stopProcess(etcd);
@@ -252,6 +255,20 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
       await waitApi();
     },
   };
+}
+
+/**
+ * Compacts etcd at its current revision (through etcd's HTTP gateway), so
+ * that watches from older resourceVersions expire once the API server's
+ * watch cache no longer holds them (e.g. after restartApiServer).
+ */
+export async function compactEtcd(plane: ControlPlane): Promise<number> {
+  const range = await fetch(`${plane.etcdUrl}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: Buffer.from('/').toString('base64') }) });
+  const { header } = (await range.json()) as { header: { revision: string } };
+  const revision = Number(header.revision);
+  const res = await fetch(`${plane.etcdUrl}/v3/kv/compaction`, { method: 'POST', body: JSON.stringify({ revision, physical: true }) });
+  if (!res.ok) throw new Error(`etcd compaction failed: ${res.status} ${await res.text()}`);
+  return revision;
 }
 
 /** Starts several control planes side by side. */

@@ -56,3 +56,26 @@ describe('work queue', () => {
     assert.equal(requeued, 2);
   });
 });
+
+describe('work queue addAndWait', () => {
+  it('resolves after a run that started after the call, with its outcome', async () => {
+    const order: string[] = [];
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 2, backoffInitialMs: 1000 });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      order.push(`run ${key}`);
+      await tick(20);
+      if (key === 'bad') throw new Error('boom');
+      return {};
+    });
+    queue.add('a');
+    await tick(5); // 'a' is running now
+    const waited = queue.addAndWait('a').then((o) => order.push(`waited a ${o}`));
+    const bad = await queue.addAndWait('bad');
+    await waited;
+    ac.abort();
+    await done;
+    assert.equal(bad, 'error');
+    assert.deepEqual(order.filter((o) => o.includes(' a')), ['run a', 'run a', 'waited a ok'], 'the waiter waited for the second run');
+  });
+});

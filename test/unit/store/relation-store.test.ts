@@ -49,11 +49,12 @@ describe('relation store', () => {
     const path = join(dir, 'newer.db');
     (await openStore(path)).close();
     const raw = new BetterSqlite3(path);
+    const applied = (raw.prepare('select count(*) as n from kysely_migration').get() as { n: number }).n;
     raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', '2030-01-01')").run();
     raw.close();
     await assert.rejects(openStore(path), /written by a newer relsync.*9999_from_the_future/);
     const check = new BetterSqlite3(path);
-    assert.equal((check.prepare('select count(*) as n from kysely_migration').get() as { n: number }).n, 2);
+    assert.equal((check.prepare('select count(*) as n from kysely_migration').get() as { n: number }).n, applied + 1, 'no migration was applied or removed');
     check.close();
   });
 

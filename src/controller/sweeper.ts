@@ -1,0 +1,166 @@
+/**
+ * Full-resync sweeps: a real relist from the API servers, never a replay of
+ * a cache. One sweep
+ *
+ * 1. lists (in pages) everything relsync watches — primaries on every
+ *    platform cluster, their copies, related sources and related copies —
+ *    and routes each list through the router, which also queues the owners
+ *    of objects the store knows but the list no longer has;
+ * 2. waits until every primary it queued has been reconciled (through the
+ *    shared work queue, so a sweep never runs a primary on two workers);
+ * 3. deletes copies (carrying this agent's marks) that no stored primary or
+ *    relation accounts for any more, and store rows of types no longer
+ *    configured.
+ *
+ * Its cost is one paginated LIST per watched (cluster, type) plus one
+ * reconcile per primary: proportional to the objects, not objects × primaries.
+ * Sweeps never overlap: one due while another runs is skipped and counted.
+ */
+import type { Logger } from 'pino';
+import type { ClusterSet } from '../kube/cluster-set.js';
+import type { KubeObject } from '../kube/object.js';
+import { sameType, typeName } from '../kube/resource-type.js';
+import { describeIdentity, identityKey, sameIdentity } from '../store/identity.js';
+import type { RelationStore } from '../store/relation-store.js';
+import type { SweepTrigger } from '../store/schema.js';
+import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
+import { markedSource } from '../sync/marks.js';
+import type { ResolvedResource } from '../sync/resolved-config.js';
+import type { Metrics } from '../server/metrics.js';
+import { identityOf, type EventRouter } from './event-router.js';
+import { primaryKeyString, type PrimaryKey } from './primary-key.js';
+import type { PlannedWatch } from './watch-plan.js';
+import type { WorkQueue } from './work-queue.js';
+
+export interface SweeperOptions {
+  readonly agentName: string;
+  readonly clusters: ClusterSet;
+  readonly resources: readonly ResolvedResource[];
+  readonly plan: readonly PlannedWatch[];
+  readonly store: RelationStore;
+  readonly sweeps: SweepStore;
+  readonly router: EventRouter;
+  readonly queue: WorkQueue<PrimaryKey>;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export type SweepResult = SweepCounts & { readonly id: number; readonly durationMs: number; readonly status: 'done' | 'failed' | 'skipped' };
+
+export class Sweeper {
+  private running = false;
+
+  constructor(private readonly options: SweeperOptions) {}
+
+  get busy(): boolean {
+    return this.running;
+  }
+
+  async sweep(trigger: SweepTrigger): Promise<SweepResult> {
+    const { logger, metrics, sweeps } = this.options;
+    const zero: SweepCounts = { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0 };
+    if (this.running) {
+      metrics.sweeps.inc({ trigger, status: 'skipped' });
+      logger.warn({ trigger }, 'sweep skipped: the previous sweep is still running');
+      await sweeps.skipped(trigger, 'the previous sweep was still running');
+      return { ...zero, id: 0, durationMs: 0, status: 'skipped' };
+    }
+    this.running = true;
+    const started = Date.now();
+    const id = await sweeps.start(trigger);
+    logger.info({ sweep: id, trigger }, 'sweep started');
+    const counts = { ...zero };
+    try {
+      await this.run(counts);
+      const durationMs = Date.now() - started;
+      await sweeps.finish(id, 'done', counts);
+      metrics.sweeps.inc({ trigger, status: 'done' });
+      metrics.sweepDuration.observe(durationMs / 1000);
+      logger.info({ sweep: id, trigger, durationMs, ...counts }, 'sweep finished');
+      return { ...counts, id, durationMs, status: 'done' };
+    } catch (err) {
+      counts.errors++;
+      const message = (err as Error).message;
+      await sweeps.finish(id, 'failed', counts, message);
+      metrics.sweeps.inc({ trigger, status: 'failed' });
+      logger.error({ sweep: id, trigger, err: message }, 'sweep failed');
+      return { ...counts, id, durationMs: Date.now() - started, status: 'failed' };
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async run(counts: SweepCounts): Promise<void> {
+    const { clusters, plan, router, queue, store, metrics } = this.options;
+    const relationsBefore = await this.relationKeys();
+    const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
+    const removedBefore = await counterTotal(metrics.copiesRemoved);
+
+    // 1. relist everything and route it; collect the primaries that were queued
+    const queued = new Map<string, PrimaryKey>();
+    const copyLists: Array<{ watch: PlannedWatch; items: KubeObject[] }> = [];
+    for (const watch of plan) {
+      const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
+      counts.objectsListed += items.length;
+      if (this.isPrimaryWatch(watch) && watch.cluster !== clusters.service.name) counts.primariesSeen += items.length;
+      if (watch.labelSelector) copyLists.push({ watch, items });
+      await router.routeList(watch.cluster, watch.type, items, watch.labelSelector, (key) => queued.set(primaryKeyString(key), key));
+    }
+
+    // 2. wait for every queued primary to be reconciled once
+    const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
+    counts.errors += outcomes.filter((o) => o === 'error').length;
+
+    // 3. copies nothing accounts for any more, and rows of types no longer configured
+    for (const { watch, items } of copyLists) {
+      for (const item of items) if (await this.isOrphan(watch, item)) await this.deleteOrphan(watch, item);
+    }
+    await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
+
+    const relationsAfter = await this.relationKeys();
+    for (const k of relationsAfter) if (!relationsBefore.has(k)) counts.relationsAdded++;
+    for (const k of relationsBefore) if (!relationsAfter.has(k)) counts.relationsRemoved++;
+    counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
+    counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
+  }
+
+  private isPrimaryWatch(watch: PlannedWatch): boolean {
+    return this.options.resources.some((r) => sameType(r.primaryType, watch.type));
+  }
+
+  /** A copy is an orphan when its marks name a source that no stored primary or relation accounts for. */
+  private async isOrphan(watch: PlannedWatch, copy: KubeObject): Promise<boolean> {
+    const { store, agentName } = this.options;
+    const source = markedSource(copy, agentName);
+    if (!source) return false;
+    const id = identityOf(watch.cluster, watch.type, copy);
+    if (this.isPrimaryWatch(watch) && watch.cluster === this.options.clusters.service.name) {
+      const record = await store.primary(source);
+      return !record || !sameIdentity(record.copy, id);
+    }
+    return (await store.ownersOf(id)).length === 0;
+  }
+
+  private async deleteOrphan(watch: PlannedWatch, copy: KubeObject): Promise<void> {
+    const client = this.options.clusters.client(watch.cluster, watch.type);
+    const current = await client.get(copy.metadata.namespace ?? '', copy.metadata.name ?? '');
+    // Look again: a reconcile may have claimed it since the LIST.
+    if (!current || current.metadata.uid !== copy.metadata.uid || !(await this.isOrphan(watch, current))) return;
+    await client.delete(current.metadata.namespace ?? '', current.metadata.name ?? '', current.metadata.uid);
+    this.options.metrics.copiesRemoved.inc({ kind: this.isPrimaryWatch(watch) ? 'primary' : 'related' });
+    this.options.logger.info({ copy: describeIdentity(identityOf(watch.cluster, watch.type, current)), type: typeName(watch.type) }, 'sweep deleted a copy that no rule resolves to any more');
+  }
+
+  /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */
+  private async relationKeys(): Promise<Set<string>> {
+    const keys = new Set<string>();
+    for (const r of await this.options.store.allRelationKeys()) keys.add(`${identityKey(r.primary)}\u0000${r.ruleId}\u0000${identityKey(r.source)}`);
+    return keys;
+  }
+}
+
+async function counterTotal(counter: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number> }> }> }, filter?: (labels: Record<string, string | number>) => boolean): Promise<number> {
+  const { values } = await counter.get();
+  return values.filter((v) => !filter || filter(v.labels)).reduce((n, v) => n + v.value, 0);
+}
+
