@@ -73,5 +73,13 @@ export interface Config {
   readonly storePath: string;
   readonly workers: number;
   readonly resync: { readonly schedule: string; readonly onStartup: boolean };
+  readonly leaderElection: {
+    readonly enabled: boolean;
+    readonly namespace: string;
+    readonly name: string;
+    readonly leaseDurationSeconds: number;
+    readonly renewDeadlineSeconds: number;
+    readonly retryPeriodSeconds: number;
+  };
   readonly resources: readonly PublishedResource[];
 }

@@ -177,6 +177,11 @@ function compile(raw: RawConfig, file: string): Config {
     storePath: absolute(raw.store.path),
     workers: raw.workers,
     resync: raw.resync,
+    leaderElection: {
+      ...raw.leaderElection,
+      namespace: raw.leaderElection.namespace ?? process.env.POD_NAMESPACE ?? 'default',
+      name: raw.leaderElection.name ?? `relsync-${raw.agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}`,
+    },
     resources,
   };
   if (problems.length > 0) throw new ConfigError(file, problems);

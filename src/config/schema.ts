@@ -176,6 +176,21 @@ export const configSchema = z
         onStartup: z.boolean().default(true),
       })
       .prefault({}),
+    /** Leader election through a Lease in the service cluster: with several replicas only one reconciles. */
+    leaderElection: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** Namespace of the Lease; default: $POD_NAMESPACE, else "default". */
+        namespace: z.string().regex(dnsLabel, 'must be a namespace name').optional(),
+        /** Name of the Lease; default: relsync-<agentName>. */
+        name: z.string().min(1).optional(),
+        leaseDurationSeconds: z.number().positive().default(15),
+        renewDeadlineSeconds: z.number().positive().default(10),
+        retryPeriodSeconds: z.number().positive().default(2),
+      })
+      .refine((l) => l.renewDeadlineSeconds < l.leaseDurationSeconds, { message: 'renewDeadlineSeconds must be shorter than leaseDurationSeconds', path: ['renewDeadlineSeconds'] })
+      .refine((l) => l.retryPeriodSeconds < l.renewDeadlineSeconds, { message: 'retryPeriodSeconds must be shorter than renewDeadlineSeconds', path: ['retryPeriodSeconds'] })
+      .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
     resources: z.array(publishedResourceSchema).min(1),

@@ -8,6 +8,7 @@
  * Data flows one way: watch event → router (store) → queue → reconcile.
  */
 import { setMaxListeners } from 'node:events';
+import { hostname } from 'node:os';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
@@ -25,11 +26,17 @@ import { EventRecorder } from '../sync/event-recorder.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { Checkpointer } from './checkpointer.js';
+import { LeaderElector, leaseType } from './leader-election.js';
 import { EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper, type SweepResult } from './sweeper.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
+
+/** The leader lease was lost: the process must exit so that a standby can lead alone. */
+export class LostLeadershipError extends Error {
+  override name = 'LostLeadershipError';
+}
 
 export interface ManagerOptions {
   readonly config: Config;
@@ -56,69 +63,112 @@ interface Wiring {
 export class Manager {
   readonly metrics = new Metrics();
   private watches: ListWatch[] = [];
+  private elector: LeaderElector | undefined;
+  private lostLeadership = false;
 
   constructor(private readonly options: ManagerOptions) {}
 
-  /** Runs until `signal` aborts. */
+  /**
+   * Runs until `signal` aborts. With leader election on, serves health
+   * endpoints at once but watches and reconciles only while leader; losing
+   * the lease stops everything (`onLostLeadership`).
+   */
   async start(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
     // Every watch, worker and the server listen on the one stop signal.
     setMaxListeners(0, signal);
     const w = await this.wire();
+    const inner = new AbortController();
+    setMaxListeners(0, inner.signal);
+    const stopInner = () => inner.abort();
+    signal.addEventListener('abort', stopInner, { once: true });
     try {
-      const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
-
-      // Work that was routed but not reconciled when the last process ended.
-      const pending = await w.checkpoints.pending();
-      for (const id of pending) {
-        const resource = w.resources.find((r) => r.primaryType.group === id.group && r.primaryType.resource === id.resource);
-        if (resource) w.queue.add({ resource, id });
-        else w.checkpointer.noteDone(id);
-      }
-      if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
-
-      this.watches = await Promise.all(w.plan.map((p) => this.watchFor(w, p)));
-      logger.info(
-        {
-          agent: config.agentName,
-          resources: w.resources.map((r) => typeName(r.primaryType)),
-          watches: this.watches.map((x) => x.name),
-          resumed: this.watches.filter((x) => x.resumed).length,
-          resync: config.resync,
-        },
-        'relsync started',
-      );
-
-      const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...this.watches.map((x) => x.start(signal))];
-      if (this.options.httpPort !== undefined) runs.push(this.serve(w, signal));
-
-      let sweeping: Promise<unknown> = Promise.resolve();
-      const sweep = (trigger: 'startup' | 'schedule') => {
-        if (signal.aborted) return;
-        sweeping = w.sweeper.sweep(trigger);
-      };
-      const task = cron.schedule(config.resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
-      signal.addEventListener('abort', () => void task.stop(), { once: true });
-      if (config.resync.onStartup) sweep('startup');
-
-      let announced = false;
-      const readyCheck = setInterval(() => {
-        if (!announced && this.notReady().length === 0) {
-          announced = true;
-          logger.info('every watch has synced once; ready');
-        }
-      }, 200);
-      try {
-        await Promise.all(runs);
-        await sweeping;
-        await w.checkpointer.flush();
-      } finally {
-        clearInterval(readyCheck);
-        await task.destroy();
-      }
+      const runs: Array<Promise<void>> = [];
+      if (this.options.httpPort !== undefined) runs.push(this.serve(w, inner.signal));
+      let becameLeader: () => void = () => undefined;
+      const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
+      const le = config.leaderElection;
+      if (le.enabled) {
+        this.elector = new LeaderElector({
+          client: w.clusters.client(w.clusters.service.name, leaseType),
+          namespace: le.namespace,
+          name: le.name,
+          identity: `${hostname()}-${process.pid}`,
+          leaseDurationMs: le.leaseDurationSeconds * 1000,
+          renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+          retryPeriodMs: le.retryPeriodSeconds * 1000,
+          logger,
+          onStarted: becameLeader,
+          onLost: () => {
+            this.lostLeadership = true;
+            inner.abort();
+          },
+        });
+        logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
+        runs.push(this.elector.start(inner.signal));
+      } else becameLeader();
+      const aborted = new Promise<void>((resolve) => inner.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await Promise.race([leadership, aborted]);
+      if (!inner.signal.aborted) runs.push(this.lead(w, inner.signal).then(() => this.elector?.release()));
+      await Promise.all(runs);
       logger.info('relsync stopped');
     } finally {
+      signal.removeEventListener('abort', stopInner);
       w.clusters.close();
+    }
+    if (this.lostLeadership) throw new LostLeadershipError('lost the leader lease; stopped reconciling');
+  }
+
+  /** The leader's work: watches, reconciles, checkpoints, sweeps. */
+  private async lead(w: Wiring, signal: AbortSignal): Promise<void> {
+    const { config, logger } = this.options;
+    const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+
+    // Work that was routed but not reconciled when the last process ended.
+    const pending = await w.checkpoints.pending();
+    for (const id of pending) {
+      const resource = w.resources.find((r) => r.primaryType.group === id.group && r.primaryType.resource === id.resource);
+      if (resource) w.queue.add({ resource, id });
+      else w.checkpointer.noteDone(id);
+    }
+    if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
+
+    this.watches = await Promise.all(w.plan.map((p) => this.watchFor(w, p)));
+    logger.info(
+      {
+        agent: config.agentName,
+        resources: w.resources.map((r) => typeName(r.primaryType)),
+        watches: this.watches.map((x) => x.name),
+        resumed: this.watches.filter((x) => x.resumed).length,
+        resync: config.resync,
+      },
+      'relsync started',
+    );
+    const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...this.watches.map((x) => x.start(signal))];
+
+    let sweeping: Promise<unknown> = Promise.resolve();
+    const sweep = (trigger: 'startup' | 'schedule') => {
+      if (signal.aborted) return;
+      sweeping = w.sweeper.sweep(trigger);
+    };
+    const task = cron.schedule(config.resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
+    signal.addEventListener('abort', () => void task.stop(), { once: true });
+    if (config.resync.onStartup) sweep('startup');
+
+    let announced = false;
+    const readyCheck = setInterval(() => {
+      if (!announced && this.notReady().length === 0) {
+        announced = true;
+        logger.info('every watch has synced once; ready');
+      }
+    }, 200);
+    try {
+      await Promise.all(runs);
+      await sweeping;
+      await w.checkpointer.flush();
+    } finally {
+      clearInterval(readyCheck);
+      await task.destroy();
     }
   }
 
@@ -139,8 +189,16 @@ export class Manager {
   }
 
   notReady(): string[] {
+    if (this.elector && !this.elector.isLeader) return [];
     if (this.watches.length === 0) return ['starting'];
     return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
+  }
+
+  /** "leader", "standby (leader: x)" or "single instance (leader election off)". */
+  role(): string {
+    if (!this.elector) return 'single instance (leader election off)';
+    if (this.elector.isLeader) return 'leader';
+    return `standby (leader: ${this.elector.currentHolder ?? 'none yet'})`;
   }
 
   private async wire(): Promise<Wiring> {
@@ -214,7 +272,7 @@ export class Manager {
     const server = new HttpServer({
       port: this.options.httpPort!,
       registry: this.metrics.registry,
-      readiness: { notReady: () => this.notReady() },
+      readiness: { notReady: () => this.notReady(), role: () => this.role() },
       logger: this.options.logger,
       beforeScrape: async () => {
         const counts = await w.store.counts();

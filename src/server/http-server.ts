@@ -10,6 +10,8 @@ import type { Registry } from 'prom-client';
 export interface Readiness {
   /** Names of what is not ready yet; empty when ready. */
   notReady(): string[];
+  /** One line saying what this process is doing, e.g. "leader" or "standby (leader: x)". */
+  role(): string;
 }
 
 export interface HttpServerOptions {
@@ -34,7 +36,8 @@ export class HttpServer {
       if (url === '/healthz') return reply(res, 200, 'ok\n');
       if (url === '/readyz') {
         const waiting = readiness.notReady();
-        return waiting.length === 0 ? reply(res, 200, 'ok\n') : reply(res, 503, `not ready:\n${waiting.map((w) => `- ${w}\n`).join('')}`);
+        const role = readiness.role();
+        return waiting.length === 0 ? reply(res, 200, `ok: ${role}\n`) : reply(res, 503, `not ready: ${role}\n${waiting.map((w) => `- ${w}\n`).join('')}`);
       }
       if (url === '/metrics') {
         void (async () => {

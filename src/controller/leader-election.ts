@@ -1,0 +1,162 @@
+/**
+ * Leader election through a coordination.k8s.io/v1 Lease in the service
+ * cluster, the way client-go does it: the holder renews the lease every
+ * retry period; a candidate takes it over once the record has not changed
+ * for a whole lease duration, as observed on its own clock (so clock skew
+ * between replicas does not matter). A leader that cannot renew within the
+ * renew deadline gives up leadership (`onLost`), so that two replicas never
+ * both write for longer than that. On a clean stop the leader releases the
+ * lease (release(), after its work stopped) so a standby takes over at once.
+ */
+import type { Logger } from 'pino';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
+import type { KubeObject } from '../kube/object.js';
+import type { ResourceClient } from '../kube/resource-client.js';
+
+export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
+
+export interface LeaderElectionOptions {
+  readonly client: ResourceClient;
+  readonly namespace: string;
+  readonly name: string;
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly logger: Logger;
+  /** Called once, when this process becomes the leader. */
+  readonly onStarted: () => void;
+  /** Called once, when a leader could not renew within the renew deadline. */
+  readonly onLost: () => void;
+}
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+export class LeaderElector {
+  private leader = false;
+  private holder: string | undefined;
+  private observed: { resourceVersion: string; at: number } | undefined;
+  private lastRenew = 0;
+
+  constructor(private readonly options: LeaderElectionOptions) {}
+
+  get isLeader(): boolean {
+    return this.leader;
+  }
+
+  /** Who holds the lease as last seen (this process's identity when leader). */
+  get currentHolder(): string | undefined {
+    return this.holder;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    const { logger, retryPeriodMs, renewDeadlineMs } = this.options;
+    while (!signal.aborted) {
+      try {
+        const ok = await this.tryAcquireOrRenew();
+        if (ok) {
+          this.lastRenew = Date.now();
+          if (!this.leader) {
+            this.leader = true;
+            logger.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became the leader');
+            this.options.onStarted();
+          }
+        }
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'leader election: could not read or write the lease');
+      }
+      if (this.leader && Date.now() - this.lastRenew > renewDeadlineMs) {
+        this.leader = false;
+        logger.error({ renewDeadlineMs }, 'lost leadership: the lease could not be renewed in time');
+        this.options.onLost();
+        return;
+      }
+      await sleep(retryPeriodMs, signal);
+    }
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { client, namespace, name, identity, leaseDurationMs } = this.options;
+    const now = new Date();
+    const spec = (): LeaseSpec => ({ holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: micro(now) });
+    const lease = await client.get(namespace, name);
+    if (!lease) {
+      try {
+        await client.create(namespace, { metadata: { name, namespace }, spec: { ...spec(), acquireTime: micro(now), leaseTransitions: 0 } });
+        this.holder = identity;
+        return true;
+      } catch (err) {
+        if (isAlreadyExists(err)) return false;
+        throw err;
+      }
+    }
+    const current = (lease.spec ?? {}) as LeaseSpec;
+    const rv = lease.metadata.resourceVersion ?? '';
+    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: Date.now() };
+    this.holder = current.holderIdentity || undefined;
+    const mine = current.holderIdentity === identity;
+    const durationMs = (current.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
+    const expired = !current.holderIdentity || Date.now() - this.observed.at > durationMs;
+    if (!mine && !expired) return false;
+    const next: KubeObject = {
+      ...lease,
+      spec: {
+        ...current,
+        ...spec(),
+        acquireTime: mine ? current.acquireTime : micro(now),
+        leaseTransitions: (current.leaseTransitions ?? 0) + (mine ? 0 : 1),
+      },
+    };
+    try {
+      const written = await client.replace(next);
+      this.observed = { resourceVersion: written.metadata.resourceVersion ?? '', at: Date.now() };
+      this.holder = identity;
+      return true;
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Gives the lease up so that a standby does not wait a whole lease
+   * duration. Call it after the leader's work has stopped, not before.
+   */
+  async release(): Promise<void> {
+    if (!this.leader) return;
+    const { client, namespace, name, identity, logger } = this.options;
+    try {
+      const lease = await client.get(namespace, name);
+      if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
+      await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date()) } });
+      logger.info('released the leader lease');
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'could not release the leader lease; a standby takes over when it expires');
+    } finally {
+      this.leader = false;
+    }
+  }
+}
+
+/** Lease times are MicroTime: RFC 3339 with microseconds. */
+function micro(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

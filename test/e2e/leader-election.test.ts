@@ -1,0 +1,89 @@
+// Two relsync replicas with the same config: only the leader reconciles; when
+// it dies the standby takes over within the lease duration.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+
+const LEASE_SECONDS = 4;
+
+describe('leader election', () => {
+  let planes: ControlPlane[] = [];
+  let a: ClusterClient;
+  let svc: ClusterClient;
+  let first: RelsyncProcess;
+  let second: RelsyncProcess | undefined;
+  let dir: string;
+
+  const config = (name: string, pa: ControlPlane, ps: ControlPlane) =>
+    writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      // each replica has its own store, as each pod has its own volume
+      store: { path: join(dir, `${name}.db`) },
+      leaderElection: { leaseDurationSeconds: LEASE_SECONDS, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+      resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [{ id: 'cfg', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+    }, `${name}.yaml`);
+
+  const readyz = async (p: RelsyncProcess) => {
+    const res = await fetch(`http://127.0.0.1:${p.httpPort}/readyz`);
+    return `${res.status} ${await res.text()}`;
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-leader-'));
+    planes = await startControlPlanes('tenant-a', 'service');
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    a = new ClusterClient('tenant-a', pa.kubeConfig);
+    svc = new ClusterClient('service', ps.kubeConfig);
+    first = await startRelsync(config('first', pa, ps), join(dir, 'first.log'));
+    await eventually('first replica leads', async () => /^200 ok: leader/.test(await readyz(first)));
+    second = await startRelsync(config('second', pa, ps), join(dir, 'second.log'));
+  });
+
+  after(async () => {
+    await first?.stop();
+    await second?.stop();
+    await Promise.all(planes.map((p) => p.stop()));
+  });
+
+  it('lets only the leader reconcile, and the standby take over when the leader dies', async () => {
+    await eventually('second replica says it is a standby', async () => /^200 ok: standby \(leader: .+\)/.test(await readyz(second!)));
+    await a.ensureNamespace('le');
+    const ns = defaultCopyNamespace('tenant-a', 'le');
+    await a.putConfigMap('le', 'cfg-1', { v: '1' });
+    await a.createDatabase('le', 'one', { configMapName: 'cfg-1' });
+    await eventually('the leader syncs', () => svc.configMap(ns, 'cfg-1'));
+    assert.doesNotMatch(second!.log(), /"msg":"relsync started"/, 'the standby does not watch or reconcile');
+
+    await first.kill();
+    const killedAt = Date.now();
+    await a.putConfigMap('le', 'cfg-2', { v: '2' });
+    await a.createDatabase('le', 'two', { configMapName: 'cfg-2' });
+    await eventually('the standby takes over and syncs', () => svc.configMap(ns, 'cfg-2'), (LEASE_SECONDS + 10) * 1000);
+    const tookOver = Date.now() - killedAt;
+    console.log(`standby took over and synced ${tookOver} ms after the leader was killed (lease ${LEASE_SECONDS} s)`);
+    assert.ok(tookOver < (LEASE_SECONDS + 5) * 1000, `took over after ${tookOver} ms`);
+    assert.match(second!.log(), /became the leader/);
+  });
+
+  it('hands over at once when the leader stops cleanly', async () => {
+    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    first = await startRelsync(config('first', pa, ps), join(dir, 'first-2.log'));
+    await eventually('restarted replica is a standby', async () => /standby/.test(await readyz(first)));
+    const stoppedAt = Date.now();
+    assert.equal(await second!.stop(), 0);
+    second = undefined;
+    await eventually('the other replica leads', async () => /^200 ok: leader/.test(await readyz(first)), 10_000);
+    const handover = Date.now() - stoppedAt;
+    console.log(`clean hand-over took ${handover} ms`);
+    assert.ok(handover < LEASE_SECONDS * 1000, 'the released lease is taken without waiting for it to expire');
+  });
+});
