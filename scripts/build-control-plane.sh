@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the upstream Go modules through the Go
+# Builds kube-apiserver, etcd and kubectl from the upstream Go modules through the Go
 # module proxy and caches them by version. No prebuilt binary is downloaded.
 #
 #   scripts/build-control-plane.sh            # build if missing, print the folder
 #   KUBE_VERSION=v1.36.3 scripts/build-control-plane.sh
 #
-# The folder printed on the last line holds `kube-apiserver` and `etcd`; it is
-# what test/harness uses (and what KUBEBUILDER_ASSETS may point at instead).
+# The folder printed on the last line holds `kube-apiserver`, `etcd` and
+# `kubectl` (for `kubectl apply -k --dry-run=server` of deploy/); it is what
+# test/harness uses (and what KUBEBUILDER_ASSETS may point at instead).
+# Only missing binaries are built.
 #
 # Why a wrapper module: k8s.io/kubernetes requires its staging modules
 # (k8s.io/api, k8s.io/apiserver, ...) at v0.0.0 and replaces them with local
@@ -20,7 +22,12 @@ KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 CACHE_ROOT="${RELSYNC_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/control-plane}"
 OUT="$CACHE_ROOT/$KUBE_VERSION"
 
-if [[ -x "$OUT/kube-apiserver" && -x "$OUT/etcd" ]]; then
+# RELSYNC_ONLY=kubectl builds just that one (when KUBEBUILDER_ASSETS has the others).
+want=(${RELSYNC_ONLY:-kube-apiserver etcd kubectl})
+missing_any=false
+for b in "${want[@]}"; do [[ -x "$OUT/$b" ]] || missing_any=true; done
+wanted() { [[ " ${want[*]} " == *" $1 "* && ! -x "$OUT/$1" ]]; }
+if [[ $missing_any == false ]]; then
   echo "$OUT"
   exit 0
 fi
@@ -71,6 +78,7 @@ package tools
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
 
@@ -86,13 +94,22 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 start=$(date +%s)
-echo "build-control-plane: building etcd $etcd_version" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
-echo "build-control-plane: building kube-apiserver $KUBE_VERSION (this takes many minutes on 2 cores)" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$OUT/etcd.tmp" "$OUT/etcd"
-mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-echo "$etcd_version" > "$OUT/etcd.version"
+if wanted etcd; then
+  echo "build-control-plane: building etcd $etcd_version" >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
+  mv "$OUT/etcd.tmp" "$OUT/etcd"
+  echo "$etcd_version" > "$OUT/etcd.version"
+fi
+if wanted kube-apiserver; then
+  echo "build-control-plane: building kube-apiserver $KUBE_VERSION (this takes many minutes on 2 cores)" >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
+fi
+if wanted kubectl; then
+  echo "build-control-plane: building kubectl $KUBE_VERSION" >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
+  mv "$OUT/kubectl.tmp" "$OUT/kubectl"
+fi
 echo "build-control-plane: built in $(( $(date +%s) - start ))s" >&2
 rm -rf "$work"
 echo "$OUT"

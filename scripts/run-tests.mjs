@@ -5,7 +5,7 @@
 //   node scripts/run-tests.mjs e2e      # only test/e2e
 //
 // Before end-to-end tests it makes sure kube-apiserver and etcd exist: taken
-// from KUBEBUILDER_ASSETS when that folder holds both, otherwise built (once,
+// (and kubectl) from KUBEBUILDER_ASSETS when that folder holds them, otherwise built (once,
 // cached by version) by scripts/build-control-plane.sh. A missing binary is a
 // failure, never a skip. Afterwards it kills any control-plane process a
 // crashed test file left behind, and says so.
@@ -32,6 +32,14 @@ if (suites.includes('e2e')) {
   const assets = env.KUBEBUILDER_ASSETS;
   if (assets && existsSync(join(assets, 'kube-apiserver')) && existsSync(join(assets, 'etcd'))) {
     console.log(`run-tests: using control-plane binaries from KUBEBUILDER_ASSETS=${assets}`);
+    if (!existsSync(join(assets, 'kubectl'))) {
+      const build = spawnSync('bash', ['scripts/build-control-plane.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env: { ...env, RELSYNC_ONLY: 'kubectl' } });
+      if (build.status !== 0) {
+        console.error('run-tests: KUBEBUILDER_ASSETS has no kubectl and it could not be built');
+        process.exit(1);
+      }
+      env.RELSYNC_KUBECTL = join(build.stdout.trim().split('\n').pop(), 'kubectl');
+    }
   } else {
     const build = spawnSync('bash', ['scripts/build-control-plane.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
     if (build.status !== 0) {

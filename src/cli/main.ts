@@ -6,6 +6,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { logLevels } from '../util/logger.js';
 import { runCommand } from './run-command.js';
+import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
 import { inspectOwners, inspectPrimary } from './inspect-command.js';
@@ -46,6 +47,11 @@ program
   .description('check a config file and exit: 0 when valid, 2 with every problem listed when not')
   .requiredOption('-c, --config <file>', 'config file (YAML)')
   .action(validateCommand);
+
+program
+  .command('demo')
+  .description('start two local control planes, run relsync against them and show a related change arriving (needs a clone of the repository and Go)')
+  .action(demoCommand);
 
 const inspect = program.command('inspect').description('read the store: who owns what, and when it was last synced');
 for (const [name, description, action] of [

@@ -2,7 +2,7 @@
  * Opens the SQLite store: WAL mode, foreign keys on (relations cascade with
  * their primary), migrations applied. Errors say which file and what to do.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -24,7 +24,11 @@ export interface OpenStoreOptions {
 export async function openStore(path: string, options: OpenStoreOptions = {}): Promise<OpenedStore> {
   let sqlite: BetterSqlite3.Database;
   try {
-    if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (!options.readonly && path !== ':memory:') {
+      mkdirSync(dirname(path), { recursive: true });
+      // Only relsync's user may read the store (SQLite gives -wal and -shm the same mode).
+      if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+    }
     if (options.readonly && !existsSync(path)) throw new Error('the file does not exist');
     sqlite = new BetterSqlite3(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
     sqlite.pragma('busy_timeout = 5000');

@@ -2,7 +2,7 @@
 // a service cluster, relsync started as a real process from the built CLI.
 // Each test works in its own namespace so that they do not disturb each other.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -229,6 +229,21 @@ describe('core sync', () => {
     await eventually('a change made while stopped is synced', async () => (await svc.configMap(ns, 'kept-config'))?.data?.v === '2');
     const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't7/gone', '--config', configPath, '-o', 'json']);
     assert.deepEqual(JSON.parse(inspect.stdout), [], 'the store forgot the vanished primary');
+  });
+
+  it('never writes a Secret value to its logs, metrics, Events or store', async () => {
+    // Values synced by the tests above (both origins), in clear and base64.
+    const values = ['s3cret', 'rotated', 'only-b'];
+    const forms = values.flatMap((v) => [v, Buffer.from(v).toString('base64').replace(/=+$/, '')]);
+    const logs = readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => readFileSync(join(dir, f), 'utf8')).join('\n');
+    assert.ok(logs.length > 1000 && /"level":20/.test(logs), 'debug logs were captured');
+    const store = readdirSync(dir).filter((f) => f.startsWith('relsync.db')).map((f) => readFileSync(join(dir, f)).toString('latin1')).join('');
+    const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
+    const events = JSON.stringify([...(await a.core.listEventForAllNamespaces()).items, ...(await b.core.listEventForAllNamespaces()).items]);
+    for (const [where, text] of [['logs', logs], ['store', store], ['metrics', metrics], ['events', events]] as const) {
+      for (const form of forms) assert.ok(!text.includes(form), `${where} contain a Secret value (${form})`);
+    }
+    assert.equal(statSync(join(dir, 'relsync.db')).mode & 0o777, 0o600, 'the store file is readable by its owner only');
   });
 
   it('rejects a broken config with the exact path of each problem', async () => {

@@ -47,6 +47,8 @@ describe('restart, relist and sweeps', () => {
       serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
       store: { path: storePath },
       resync: { schedule: '0 0 1 1 *', onStartup: false },
+      // After SIGKILL the dead process still holds the lease: a restart waits for it to expire.
+      leaderElection: { leaseDurationSeconds: 3, renewDeadlineSeconds: 2, retryPeriodSeconds: 1 },
       resources: [
         {
           group: 'demo.relsync.dev',

@@ -77,6 +77,14 @@ export function controlPlaneAssets(): string {
   );
 }
 
+/** kubectl, built beside the control plane (or from KUBEBUILDER_ASSETS). */
+export function kubectlPath(): string {
+  if (process.env.RELSYNC_KUBECTL && existsSync(process.env.RELSYNC_KUBECTL)) return process.env.RELSYNC_KUBECTL;
+  const path = join(controlPlaneAssets(), 'kubectl');
+  if (!existsSync(path)) throw new Error(`no kubectl in ${controlPlaneAssets()}; build it with 'npm run control-plane'`);
+  return path;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -19,3 +19,14 @@ describe('examples', () => {
     assert.equal(config.resources[0]!.related.length, 3);
   });
 });
+
+describe('deploy/config.yaml', () => {
+  it('is a valid config once its kubeconfig paths exist', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-deploy-config-'));
+    const text = readFileSync(fileURLToPath(new URL('../../../../deploy/config.yaml', import.meta.url)), 'utf8').replaceAll('/etc/relsync/kubeconfigs/', `${dir}/`);
+    for (const f of ['tenant-a.yaml', 'tenant-b.yaml']) writeFileSync(join(dir, f), 'apiVersion: v1\nkind: Config\n');
+    const config = parseConfig(text, join(dir, 'config.yaml'));
+    assert.equal(config.serviceCluster.kubeconfig, undefined, 'in-cluster config for the service cluster');
+    assert.equal(config.leaderElection.enabled, true);
+  });
+});

@@ -1,0 +1,53 @@
+// deploy/ is valid: `kubectl apply -k deploy --dry-run=server` against a real
+// API server accepts every object, and once applied the ServiceAccount may do
+// exactly what relsync does in the service cluster (and not more).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { kubectlPath, startControlPlane, type ControlPlane } from '../harness/control-plane.js';
+import { installCrd } from '../harness/kube.js';
+
+const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
+
+describe('deploy manifests', () => {
+  let plane: ControlPlane;
+  const kubectl = (...args: string[]) => spawnSync(kubectlPath(), ['--kubeconfig', plane.kubeconfigPath, ...args], { encoding: 'utf8' });
+
+  before(async () => {
+    plane = await startControlPlane('deploy');
+    await installCrd(plane.kubeConfig);
+  });
+  after(async () => {
+    await plane?.stop();
+  });
+
+  it('are accepted by a real API server (server-side dry run)', () => {
+    // A dry run creates nothing, so the namespace the other objects go to must exist.
+    assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
+    const out = kubectl('apply', '-k', deploy, '--dry-run=server');
+    assert.equal(out.status, 0, out.stderr);
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync-leader-election', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
+      assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
+    }
+  });
+
+  it('grant the verbs relsync uses on the types it is configured for, and no others', () => {
+    // Apply for real (the Deployment stays pending: no scheduler or kubelet runs here).
+    const applied = kubectl('apply', '-k', deploy);
+    assert.equal(applied.status, 0, applied.stderr);
+    const sa = 'system:serviceaccount:relsync-system:relsync';
+    const can = (verb: string, resource: string, namespace = 'tenant-a-ns') => kubectl('auth', 'can-i', verb, resource, '--as', sa, '-n', namespace).stdout.trim();
+    for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete']) {
+      assert.equal(can(verb, 'databases.demo.relsync.dev'), 'yes', `${verb} databases`);
+      assert.equal(can(verb, 'configmaps'), 'yes', `${verb} configmaps`);
+      assert.equal(can(verb, 'secrets'), 'yes', `${verb} secrets`);
+    }
+    assert.equal(can('create', 'namespaces'), 'yes');
+    assert.equal(can('update', 'leases.coordination.k8s.io', 'relsync-system'), 'yes');
+    assert.equal(can('update', 'leases.coordination.k8s.io', 'kube-system'), 'no', 'leases only in its own namespace');
+    assert.equal(can('delete', 'namespaces'), 'no');
+    assert.equal(can('create', 'pods'), 'no');
+    assert.equal(can('patch', 'secrets'), 'no', 'relsync never patches');
+  });
+});
