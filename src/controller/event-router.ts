@@ -37,6 +37,12 @@ export interface EventRouterOptions {
   readonly enqueue: (key: PrimaryKey) => void;
   readonly logger: Logger;
   readonly metrics?: RouterMetrics;
+  /**
+   * Bench only (RELSYNC_BENCH_ROUTING=fanout): replace routing of related
+   * events by "enqueue every primary of the cluster", the strategy of agents
+   * without a relationship store, so that a benchmark can compare the two.
+   */
+  readonly fanout?: boolean;
 }
 
 export class EventRouter {
@@ -72,6 +78,16 @@ export class EventRouter {
       const source = markedSource(object, this.options.agentName);
       if (source && this.platforms.has(source.cluster) && sameType(source, id)) add({ resource: primaryResource, id: source });
       else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
+    }
+    if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
+      const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
+      for (const p of all) add(this.keyFor(p.id));
+      for (const key of keys.values()) {
+        this.options.enqueue(key);
+        collect?.(key);
+      }
+      this.options.metrics?.observeFanout(keys.size);
+      return keys.size;
     }
     // Reference, template and former matches: the store's relations by identity
     // (this is also how an object that lost a label reaches its former owner).

@@ -8,6 +8,7 @@
  * Data flows one way: watch event → router (store) → queue → reconcile.
  */
 import { setMaxListeners } from 'node:events';
+import { existsSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
@@ -237,6 +238,7 @@ export class Manager {
         },
         logger,
         metrics: this.metrics,
+        fanout: process.env.RELSYNC_BENCH_ROUTING === 'fanout',
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const sweeper = new Sweeper({ agentName: config.agentName, clusters, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });
@@ -278,10 +280,16 @@ export class Manager {
         const counts = await w.store.counts();
         this.metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
         this.metrics.storeRows.set({ table: 'relations' }, counts.relations);
+        this.metrics.storeBytes.set(storeFileBytes(this.options.store.path));
         this.metrics.queueDepth.set(w.queue.depth);
         this.metrics.queueRetrying.set(w.queue.retrying);
       },
     });
     return server.start(signal, this.options.onHttpListening);
   }
+}
+
+/** Bytes of the SQLite file and its WAL. */
+function storeFileBytes(path: string): number {
+  return [path, `${path}-wal`].reduce((n, p) => n + (existsSync(p) ? statSync(p).size : 0), 0);
 }

@@ -21,6 +21,7 @@ export class Metrics implements SyncMetrics, RouterMetrics {
   readonly apiRequests = new Counter({ name: 'relsync_api_requests_total', help: 'Requests to API servers, by cluster, verb and status code', labelNames: ['cluster', 'method', 'code'], registers: [this.registry] });
   readonly sweeps = new Counter({ name: 'relsync_sweeps_total', help: 'Full-resync sweeps, by trigger and status (skipped: the previous one was still running)', labelNames: ['trigger', 'status'], registers: [this.registry] });
   readonly sweepDuration = new Histogram({ name: 'relsync_sweep_duration_seconds', help: 'Duration of completed sweeps', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: [this.registry] });
+  readonly storeBytes = new Gauge({ name: 'relsync_store_bytes', help: 'Size of the store file and its write-ahead log', registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   constructor() {

@@ -56,6 +56,13 @@ export class RelationStore {
     return rows.map(toPrimary);
   }
 
+  /** Every primary of a cluster (or of all clusters): only for the bench's fan-out comparison. */
+  async primariesOfCluster(cluster: string | undefined): Promise<PrimaryRecord[]> {
+    let query = this.db.selectFrom('primaries').selectAll();
+    if (cluster !== undefined) query = query.where('cluster', '=', cluster);
+    return (await query.execute()).map(toPrimary);
+  }
+
   /** Primaries whose copies are of this type in this cluster (used on relist of copies, never per event). */
   async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
     const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('group', '=', group).where('resource', '=', resource).execute();

@@ -64,6 +64,11 @@ describe('production install', () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       assert.match(metrics, /relsync_watch_events_total/);
       assert.match(metrics, /relsync_store_rows\{table="primaries"\} 0/);
+      for (const name of ['relsync_routed_primaries', 'relsync_reconciles_total', 'relsync_reconcile_duration_seconds', 'relsync_queue_depth', 'relsync_queue_retrying', 'relsync_copies_written_total', 'relsync_copies_removed_total', 'relsync_conflicts_total', 'relsync_watch_reconnects_total', 'relsync_watch_relists_total', 'relsync_sweeps_total', 'relsync_sweep_duration_seconds', 'relsync_api_requests_total']) {
+        assert.match(metrics, new RegExp(`# TYPE ${name} `), name);
+      }
+      assert.match(metrics, /relsync_store_bytes [1-9]\d*/);
+      assert.match(await (await fetch(`http://127.0.0.1:${port}/readyz`)).text(), /^ok: leader/);
     } finally {
       child.kill('SIGTERM');
     }

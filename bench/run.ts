@@ -1,0 +1,356 @@
+/**
+ * `npm run bench -- --primaries N --related-per-primary M [--duration S] [--rates 5,20]`
+ *
+ * A benchmark, not a test: it prints figures and writes them to
+ * bench/results/latest.json (and a timestamped copy); nothing is asserted.
+ * Real control planes (a platform and a service cluster), relsync as a real
+ * process, and beside it in the same run:
+ *
+ * - a floor client: the smallest program that watches the source ConfigMaps
+ *   and writes each change straight to a destination — relsync's propagation
+ *   latency is reported as a ratio to it;
+ * - fan-out routing: the same relsync with RELSYNC_BENCH_ROUTING=fanout, which
+ *   enqueues every primary of the cluster on every related event.
+ *
+ * Related objects per primary, in this order (M ≤ 5): a ConfigMap by
+ * reference, a ConfigMap by template, a ConfigMap by label selector, a Secret
+ * by inverse label, and a Secret the service side creates (service origin).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import BetterSqlite3 from 'better-sqlite3';
+import { Watch, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
+import { eventually, installCrd } from '../test/harness/kube.js';
+import { startRelsync, runCli, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
+import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
+
+const { values: args } = parseArgs({
+  options: {
+    primaries: { type: 'string', default: '200' },
+    'related-per-primary': { type: 'string', default: '5' },
+    duration: { type: 'string', default: '15' },
+    rates: { type: 'string', default: '5,20' },
+    drift: { type: 'string', default: '20' },
+  },
+});
+const N = Number(args.primaries);
+const M = Math.min(5, Math.max(1, Number(args['related-per-primary'])));
+const DURATION_S = Number(args.duration);
+const RATES = args.rates!.split(',').map(Number);
+const K = Number(args.drift);
+const NS = 'bench';
+const OWNER = 'bench.relsync.dev/owner';
+const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+
+const log = (s: string) => console.log(s);
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+const round = (x: number) => Math.round(x * 10) / 10;
+
+async function pool<T>(items: readonly T[], width: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+/** Counts of a metric family from relsync's /metrics. */
+async function metric(p: RelsyncProcess, name: string, filter = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(filter))
+    .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return round(kb / 1024);
+}
+
+/** Watches ConfigMaps in a namespace and records when each `t` value arrives. */
+async function arrivals(kc: KubeConfig, namespace: string): Promise<{ seen: Map<string, number>; stop: () => void }> {
+  const seen = new Map<string, number>();
+  const req = await new Watch(kc).watch(`/api/v1/namespaces/${namespace}/configmaps`, {}, (_type, obj: V1ConfigMap) => {
+    const t = obj.data?.t;
+    if (t && !seen.has(`${obj.metadata?.name}/${t}`)) seen.set(`${obj.metadata?.name}/${t}`, Date.now());
+  }, () => undefined);
+  return { seen, stop: () => req.abort() };
+}
+
+/** The floor client: watch the source ConfigMaps, write each change to the destination, nothing else. */
+async function floorClient(from: KubeConfig, to: ClusterClient, namespace: string, destNamespace: string): Promise<() => void> {
+  const req = await new Watch(from).watch(`/api/v1/namespaces/${namespace}/configmaps`, { labelSelector: 'bench.relsync.dev/kind=ref' }, (type, obj: V1ConfigMap) => {
+    if (type !== 'ADDED' && type !== 'MODIFIED') return;
+    void to.putConfigMap(destNamespace, obj.metadata!.name!, obj.data ?? {}).catch(() => undefined);
+  }, () => undefined);
+  return () => req.abort();
+}
+
+async function writer(a: ClusterClient, ratePerSecond: number, seconds: number, sent: Map<string, number>): Promise<void> {
+  const total = ratePerSecond * seconds;
+  const started = Date.now();
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / ratePerSecond;
+    const wait = due - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const name = `p${i % N}-ref`;
+    const t = String(Date.now());
+    sent.set(`${name}/${t}`, Number(t));
+    pending.push(a.core.replaceNamespacedConfigMap({ namespace: NS, name, body: { metadata: { name, labels: { 'bench.relsync.dev/kind': 'ref' } }, data: { t } } }).catch(() => undefined));
+  }
+  await Promise.all(pending);
+}
+
+function latencies(sent: Map<string, number>, seen: Map<string, number>): { values: number[]; lost: number } {
+  const values: number[] = [];
+  let lost = 0;
+  for (const [key, t] of sent) {
+    const at = seen.get(key);
+    if (at === undefined) lost++;
+    else values.push(at - t);
+  }
+  return { values, lost };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-bench-'));
+  log(`relsync bench: ${N} primaries × ${M} related, writes at ${RATES.join(', ')}/s for ${DURATION_S} s each; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  const planes = await startControlPlanes('platform', 'service');
+  const [pp, ps] = planes as [ControlPlane, ControlPlane];
+  let relsync: RelsyncProcess | undefined;
+  try {
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const a = new ClusterClient('platform', pp.kubeConfig);
+    const s = new ClusterClient('service', ps.kubeConfig);
+    const copyNs = defaultCopyNamespace('platform', NS);
+    await a.ensureNamespace(NS);
+    await s.ensureNamespace(copyNs);
+    await s.ensureNamespace('floor');
+
+    const related = [
+      { id: 'ref', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+      { id: 'tmpl', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-tmpl' } },
+      { id: 'sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+      { id: 'inv', origin: 'platform', resource: 'secrets', inverse: { label: OWNER } },
+      { id: 'svc', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-creds' } },
+    ].slice(0, M);
+    const storePath = join(dir, 'relsync.db');
+    const configPath = writeConfig(dir, {
+      agentName: 'bench',
+      platformClusters: [{ name: 'platform', kubeconfig: pp.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: storePath },
+      workers: 8,
+      resync: { schedule: '0 0 1 1 *', onStartup: false },
+      leaderElection: { enabled: false },
+      resources: [{ group: GROUP, resource: PLURAL, related }],
+    });
+
+    log(`creating ${N} primaries and ${N * M} related objects ...`);
+    const names = Array.from({ length: N }, (_, i) => `p${i}`);
+    const createStarted = Date.now();
+    await pool(names, 16, async (name) => {
+      await a.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `${name}-ref`, labels: { 'bench.relsync.dev/kind': 'ref' } }, data: { t: '0' } } });
+      if (M >= 2) await a.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `${name}-tmpl` }, data: { v: name } } });
+      if (M >= 3) await a.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `${name}-sel`, labels: { app: name } }, data: { v: name } } });
+      if (M >= 4) await a.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: `${name}-inv`, labels: { [OWNER]: name } }, stringData: { v: name } } });
+      if (M >= 5) await s.core.createNamespacedSecret({ namespace: copyNs, body: { metadata: { name: `${name}-creds` }, stringData: { v: name } } });
+      await a.objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: NS, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', metadata: { name }, spec: { configMapName: `${name}-ref` } } });
+    });
+    log(`  created in ${Date.now() - createStarted} ms`);
+
+    // --- initial sync
+    const expectedCopies = N * (1 + Math.min(M, 4));
+    const countCopies = async () => {
+      const dbs = ((await s.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: copyNs })) as { items: unknown[] }).items.length;
+      const cms = (await s.core.listNamespacedConfigMap({ namespace: copyNs, labelSelector: 'relsync.dev/agent=bench' })).items.length;
+      const secrets = (await s.core.listNamespacedSecret({ namespace: copyNs, labelSelector: 'relsync.dev/agent=bench' })).items.length;
+      const back = M >= 5 ? (await a.core.listNamespacedSecret({ namespace: NS, labelSelector: 'relsync.dev/agent=bench' })).items.length : 0;
+      return dbs + cms + secrets + back;
+    };
+    const initialStarted = Date.now();
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'warn']);
+    const totalCopies = expectedCopies + (M >= 5 ? N : 0);
+    await eventually('initial sync', async () => (await countCopies()) >= totalCopies, 60 * 60 * 1000);
+    const initialSyncMs = Date.now() - initialStarted;
+    log(`initial sync: ${totalCopies} copies in ${initialSyncMs} ms (${round((totalCopies * 1000) / initialSyncMs)} objects/s, including process start)`);
+
+    // --- propagation latency, relsync beside the floor client
+    const propagation: Array<Record<string, number>> = [];
+    let enqueuedPerEvent = NaN;
+    let apiRequestsPerEvent = NaN;
+    for (const rate of RATES) {
+      const relsyncSeen = await arrivals(ps.kubeConfig, copyNs);
+      const floorSeen = await arrivals(ps.kubeConfig, 'floor');
+      const stopFloor = await floorClient(pp.kubeConfig, s, NS, 'floor');
+      await new Promise((r) => setTimeout(r, 1000));
+      const routedBefore = await metric(relsync, 'relsync_routed_primaries_sum');
+      const countBefore = await metric(relsync, 'relsync_routed_primaries_count');
+      const eventsBefore = await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"');
+      const requestsBefore = await metric(relsync, 'relsync_api_requests_total');
+      const sent = new Map<string, number>();
+      await writer(a, rate, DURATION_S, sent);
+      await new Promise((r) => setTimeout(r, 3000));
+      stopFloor();
+      relsyncSeen.stop();
+      floorSeen.stop();
+      const r = latencies(sent, relsyncSeen.seen);
+      const f = latencies(sent, floorSeen.seen);
+      const routed = (await metric(relsync, 'relsync_routed_primaries_sum')) - routedBefore;
+      const routedCount = (await metric(relsync, 'relsync_routed_primaries_count')) - countBefore;
+      const events = (await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"')) - eventsBefore;
+      const requests = (await metric(relsync, 'relsync_api_requests_total')) - requestsBefore;
+      enqueuedPerEvent = round((routed / Math.max(1, routedCount)) * 100) / 100;
+      apiRequestsPerEvent = round(requests / Math.max(1, sent.size));
+      const row = {
+        rate,
+        writes: sent.size,
+        p50Ms: pct(r.values, 50), p95Ms: pct(r.values, 95), p99Ms: pct(r.values, 99), maxMs: pct(r.values, 100), lost: r.lost,
+        floorP50Ms: pct(f.values, 50), floorP99Ms: pct(f.values, 99), floorLost: f.lost,
+        p99Ratio: round((pct(r.values, 99) / Math.max(1, pct(f.values, 99))) * 100) / 100,
+      };
+      propagation.push(row);
+      log(`propagation at ${rate}/s: relsync p50 ${row.p50Ms} p95 ${row.p95Ms} p99 ${row.p99Ms} max ${row.maxMs} ms (lost ${row.lost}); floor p50 ${row.floorP50Ms} p99 ${row.floorP99Ms} ms; p99 ratio ${row.p99Ratio}`);
+      log(`  routing: ${enqueuedPerEvent} primaries enqueued per routed event (${routedCount} events routed, ${events} MODIFIED watch events); ${apiRequestsPerEvent} API requests per write`);
+    }
+
+    // --- sweep: no-op, with K drifted copies, and the bare LIST floor
+    const sweepOnce = async () => {
+      const out = await runCli(['sweep', '--config', configPath, '-o', 'json']);
+      return JSON.parse(out.stdout) as { durationMs: number; copiesRepaired: number; objectsListed: number };
+    };
+    const rssMb = peakRssMb(relsync.child.pid!);
+    await relsync.stop();
+    relsync = undefined;
+    const noop = await sweepOnce();
+    for (let i = 0; i < K; i++) await s.putConfigMap(copyNs, `p${i}-ref`, { t: 'drift' });
+    const drifted = await sweepOnce();
+    // The floor: one paginated LIST of every type the sweep lists, nothing else.
+    const listStarted = Date.now();
+    let listed = 0;
+    for (const [c, labelSelector] of [[a, undefined], [s, 'relsync.dev/agent=bench']] as const) {
+      let cont: string | undefined;
+      do {
+        const page = (await c.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, limit: 500, _continue: cont, labelSelector })) as { items: unknown[]; metadata: { _continue?: string; continue?: string } };
+        listed += page.items.length;
+        cont = page.metadata.continue || page.metadata._continue || undefined;
+      } while (cont);
+      for (const list of [
+        (q: { limit: number; _continue?: string; labelSelector?: string }) => c.core.listConfigMapForAllNamespaces(q),
+        (q: { limit: number; _continue?: string; labelSelector?: string }) => c.core.listSecretForAllNamespaces(q),
+      ]) {
+        let next: string | undefined;
+        do {
+          const page = await list({ limit: 500, _continue: next, labelSelector });
+          listed += page.items.length;
+          next = page.metadata?._continue || undefined;
+        } while (next);
+      }
+    }
+    const listFloorMs = Date.now() - listStarted;
+    log(`sweep: no-op ${noop.durationMs} ms (${noop.objectsListed} objects listed), with ${K} drifted copies ${drifted.durationMs} ms (repaired ${drifted.copiesRepaired}); bare paginated LIST of the same types ${listFloorMs} ms (${listed} objects); no-op/LIST ratio ${round((noop.durationMs / Math.max(1, listFloorMs)) * 100) / 100}`);
+
+    // --- store against live relationships
+    const db = new BetterSqlite3(storePath, { readonly: true });
+    const rows = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    const storeRows = rows('select count(*) as n from relations');
+    const primaryRows = rows('select count(*) as n from primaries');
+    db.close();
+    const liveRelations = N * M;
+    const storeBytes = statSync(storePath).size;
+    log(`store: ${primaryRows} primaries, ${storeRows} relations (live: ${N} primaries, ${liveRelations} relations), ${round(storeBytes / 2 ** 20)} MiB; relsync peak RSS ${rssMb} MB`);
+
+    // --- restart with K changes made while down
+    for (let i = 0; i < K; i++) await a.putConfigMap(NS, `p${i}-ref`, { t: `restart-${i}` });
+    const restartStarted = Date.now();
+    relsync = await startRelsync(configPath, join(dir, 'relsync-restart.log'), ['--log-level', 'warn']);
+    await eventually('changes made while down arrive', async () => {
+      for (let i = 0; i < K; i++) if ((await s.configMap(copyNs, `p${i}-ref`))?.data?.t !== `restart-${i}`) return false;
+      return true;
+    }, 10 * 60 * 1000);
+    const restartConvergeMs = Date.now() - restartStarted;
+    log(`restart: ${K} changes made while down converged ${restartConvergeMs} ms after start`);
+    await relsync.stop();
+
+    relsync = undefined;
+    // --- fan-out routing, same relsync, same writes (shorter: it is slow by design)
+    const fanout = await runFanout(configPath, ps, a, copyNs, Math.min(...RATES));
+
+    const first = propagation[0]!;
+    const result = {
+      date: new Date().toISOString(),
+      machine: { cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
+      primaries: N,
+      relatedPerPrimary: M,
+      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs) },
+      propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
+      floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
+      fanout,
+      enqueuedPerEvent,
+      apiRequestsPerEvent,
+      sweep: { noopMs: noop.durationMs, driftedMs: drifted.durationMs, drifted: K, listFloorMs },
+      peakRssMb: rssMb,
+      storeRows,
+      storeBytes,
+      liveRelations,
+      restartConvergeMs,
+    };
+    mkdirSync(resultsDir, { recursive: true });
+    writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(join(resultsDir, `${result.date.replace(/[:.]/g, '-')}-${N}x${M}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    log(`\nwritten to bench/results/latest.json`);
+  } finally {
+    await relsync?.stop();
+    await Promise.all(planes.map((p) => p.stop()));
+  }
+}
+
+/** The same relsync with fan-out routing, the same kind of writes; latency and work per event. */
+async function runFanout(configPath: string, ps: ControlPlane, a: ClusterClient, copyNs: string, rate: number): Promise<{ p99Ms: number; p50Ms: number; lost: number; enqueuedPerEvent: number; reconcilesPerWrite: number }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../src/cli/main.js', import.meta.url)), 'run', '--config', configPath, '--http-port', '0', '--log-level', 'info'], {
+    env: { ...process.env, RELSYNC_BENCH_ROUTING: 'fanout' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const port = await eventually('fan-out relsync serving', async () => {
+    const line = out.split('\n').find((l) => l.includes('serving /healthz'));
+    return line ? (JSON.parse(line) as { port: number }).port : undefined;
+  }, 30_000);
+  const fake = { httpPort: port } as RelsyncProcess;
+  await eventually('fan-out relsync ready', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000);
+  await new Promise((r) => setTimeout(r, 2000));
+  const seen = await arrivals(ps.kubeConfig, copyNs);
+  const routedBefore = await metric(fake, 'relsync_routed_primaries_sum');
+  const countBefore = await metric(fake, 'relsync_routed_primaries_count');
+  const reconcilesBefore = await metric(fake, 'relsync_reconciles_total');
+  const sent = new Map<string, number>();
+  const seconds = Math.max(5, Math.round(DURATION_S / 2));
+  await writer(a, rate, seconds, sent);
+  await eventually('fan-out catches up', async () => latencies(sent, seen.seen).lost === 0, 120_000).catch(() => undefined);
+  seen.stop();
+  const l = latencies(sent, seen.seen);
+  const enqueued = ((await metric(fake, 'relsync_routed_primaries_sum')) - routedBefore) / Math.max(1, (await metric(fake, 'relsync_routed_primaries_count')) - countBefore);
+  const reconciles = (await metric(fake, 'relsync_reconciles_total')) - reconcilesBefore;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  const result = { p50Ms: pct(l.values, 50), p99Ms: pct(l.values, 99), lost: l.lost, enqueuedPerEvent: round(enqueued * 100) / 100, reconcilesPerWrite: round(reconciles / Math.max(1, sent.size)) };
+  log(`fan-out routing at ${rate}/s for ${seconds} s: p50 ${result.p50Ms} p99 ${result.p99Ms} ms (lost ${result.lost}); ${result.enqueuedPerEvent} primaries enqueued per event; ${result.reconcilesPerWrite} reconciles per write`);
+  return result;
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench failed: ${(err as Error).stack ?? String(err)}`);
+  process.exit(1);
+});
