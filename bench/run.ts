@@ -180,7 +180,7 @@ async function main(): Promise<void> {
       return dbs + cms + secrets + back;
     };
     const initialStarted = Date.now();
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'warn']);
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'info']);
     const totalCopies = expectedCopies + (M >= 5 ? N : 0);
     await eventually('initial sync', async () => (await countCopies()) >= totalCopies, 60 * 60 * 1000);
     const initialSyncMs = Date.now() - initialStarted;
@@ -190,13 +190,21 @@ async function main(): Promise<void> {
     const propagation: Array<Record<string, number>> = [];
     let enqueuedPerEvent = NaN;
     let apiRequestsPerEvent = NaN;
+    const drained = async (p: RelsyncProcess) => {
+      await eventually('relsync queue drained', async () => (await metric(p, 'relsync_queue_depth')) === 0, 10 * 60 * 1000);
+      await new Promise((r) => setTimeout(r, 2000));
+      await eventually('relsync queue drained', async () => (await metric(p, 'relsync_queue_depth')) === 0, 10 * 60 * 1000);
+    };
     for (const rate of RATES) {
+      await drained(relsync);
       const relsyncSeen = await arrivals(ps.kubeConfig, copyNs);
       const floorSeen = await arrivals(ps.kubeConfig, 'floor');
       const stopFloor = await floorClient(pp.kubeConfig, s, NS, 'floor');
       await new Promise((r) => setTimeout(r, 1000));
-      const routedBefore = await metric(relsync, 'relsync_routed_primaries_sum');
-      const countBefore = await metric(relsync, 'relsync_routed_primaries_count');
+      // precision: routed events of the source side (the platform), the writer's changes
+      const sourceEvents = 'cluster="platform",own_write="false"';
+      const routedBefore = await metric(relsync, 'relsync_routed_primaries_sum', sourceEvents);
+      const countBefore = await metric(relsync, 'relsync_routed_primaries_count', sourceEvents);
       const eventsBefore = await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"');
       const requestsBefore = await metric(relsync, 'relsync_api_requests_total');
       const sent = new Map<string, number>();
@@ -207,8 +215,8 @@ async function main(): Promise<void> {
       floorSeen.stop();
       const r = latencies(sent, relsyncSeen.seen);
       const f = latencies(sent, floorSeen.seen);
-      const routed = (await metric(relsync, 'relsync_routed_primaries_sum')) - routedBefore;
-      const routedCount = (await metric(relsync, 'relsync_routed_primaries_count')) - countBefore;
+      const routed = (await metric(relsync, 'relsync_routed_primaries_sum', sourceEvents)) - routedBefore;
+      const routedCount = (await metric(relsync, 'relsync_routed_primaries_count', sourceEvents)) - countBefore;
       const events = (await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"')) - eventsBefore;
       const requests = (await metric(relsync, 'relsync_api_requests_total')) - requestsBefore;
       enqueuedPerEvent = round((routed / Math.max(1, routedCount)) * 100) / 100;
@@ -222,7 +230,7 @@ async function main(): Promise<void> {
       };
       propagation.push(row);
       log(`propagation at ${rate}/s: relsync p50 ${row.p50Ms} p95 ${row.p95Ms} p99 ${row.p99Ms} max ${row.maxMs} ms (lost ${row.lost}); floor p50 ${row.floorP50Ms} p99 ${row.floorP99Ms} ms; p99 ratio ${row.p99Ratio}`);
-      log(`  routing: ${enqueuedPerEvent} primaries enqueued per routed event (${routedCount} events routed, ${events} MODIFIED watch events); ${apiRequestsPerEvent} API requests per write`);
+      log(`  routing: ${enqueuedPerEvent} primaries enqueued per source event (${routedCount} source events routed; ${events} MODIFIED watch events in all, copies included); ${apiRequestsPerEvent} API requests per write`);
     }
 
     // --- sweep: no-op, with K drifted copies, and the bare LIST floor
@@ -274,7 +282,7 @@ async function main(): Promise<void> {
     // --- restart with K changes made while down
     for (let i = 0; i < K; i++) await a.putConfigMap(NS, `p${i}-ref`, { t: `restart-${i}` });
     const restartStarted = Date.now();
-    relsync = await startRelsync(configPath, join(dir, 'relsync-restart.log'), ['--log-level', 'warn']);
+    relsync = await startRelsync(configPath, join(dir, 'relsync-restart.log'), ['--log-level', 'info']);
     await eventually('changes made while down arrive', async () => {
       for (let i = 0; i < K; i++) if ((await s.configMap(copyNs, `p${i}-ref`))?.data?.t !== `restart-${i}`) return false;
       return true;
@@ -332,8 +340,9 @@ async function runFanout(configPath: string, ps: ControlPlane, a: ClusterClient,
   await eventually('fan-out relsync ready', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000);
   await new Promise((r) => setTimeout(r, 2000));
   const seen = await arrivals(ps.kubeConfig, copyNs);
-  const routedBefore = await metric(fake, 'relsync_routed_primaries_sum');
-  const countBefore = await metric(fake, 'relsync_routed_primaries_count');
+  const sourceEvents = 'cluster="platform",own_write="false"';
+  const routedBefore = await metric(fake, 'relsync_routed_primaries_sum', sourceEvents);
+  const countBefore = await metric(fake, 'relsync_routed_primaries_count', sourceEvents);
   const reconcilesBefore = await metric(fake, 'relsync_reconciles_total');
   const sent = new Map<string, number>();
   const seconds = Math.max(5, Math.round(DURATION_S / 2));
@@ -341,7 +350,7 @@ async function runFanout(configPath: string, ps: ControlPlane, a: ClusterClient,
   await eventually('fan-out catches up', async () => latencies(sent, seen.seen).lost === 0, 120_000).catch(() => undefined);
   seen.stop();
   const l = latencies(sent, seen.seen);
-  const enqueued = ((await metric(fake, 'relsync_routed_primaries_sum')) - routedBefore) / Math.max(1, (await metric(fake, 'relsync_routed_primaries_count')) - countBefore);
+  const enqueued = ((await metric(fake, 'relsync_routed_primaries_sum', sourceEvents)) - routedBefore) / Math.max(1, (await metric(fake, 'relsync_routed_primaries_count', sourceEvents)) - countBefore);
   const reconciles = (await metric(fake, 'relsync_reconciles_total')) - reconcilesBefore;
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));

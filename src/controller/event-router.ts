@@ -20,11 +20,13 @@ import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { markedSource } from '../sync/marks.js';
+import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
 
 export interface RouterMetrics {
-  observeFanout(count: number): void;
+  /** `ownWrite`: the event of relsync's own write, not routed. */
+  observeFanout(cluster: string, count: number, ownWrite?: boolean): void;
   countEvent(cluster: string, type: ResourceType, change: string): void;
 }
 
@@ -37,6 +39,8 @@ export interface EventRouterOptions {
   readonly enqueue: (key: PrimaryKey) => void;
   readonly logger: Logger;
   readonly metrics?: RouterMetrics;
+  /** Versions relsync wrote itself; their events are not routed. */
+  readonly ownWrites?: OwnWrites;
   /**
    * Bench only (RELSYNC_BENCH_ROUTING=fanout): replace routing of related
    * events by "enqueue every primary of the cluster", the strategy of agents
@@ -67,6 +71,12 @@ export class EventRouter {
   async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', collect?: (key: PrimaryKey) => void): Promise<number> {
     this.options.metrics?.countEvent(cluster, type, change);
     const id = identityOf(cluster, type, object);
+    // The event of relsync's own write: the reconcile that wrote it already holds this state.
+    if (change !== 'LIST' && change !== 'DELETED' && this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) {
+      this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
+      this.options.metrics?.observeFanout(cluster, 0, true);
+      return 0;
+    }
     const keys = new Map<string, PrimaryKey>();
     const add = (key: PrimaryKey | undefined) => {
       if (key) keys.set(identityKey(key.id), key);
@@ -86,7 +96,7 @@ export class EventRouter {
         this.options.enqueue(key);
         collect?.(key);
       }
-      this.options.metrics?.observeFanout(keys.size);
+      this.options.metrics?.observeFanout(cluster, keys.size);
       return keys.size;
     }
     // Reference, template and former matches: the store's relations by identity
@@ -117,7 +127,7 @@ export class EventRouter {
       this.options.enqueue(key);
       collect?.(key);
     }
-    this.options.metrics?.observeFanout(keys.size);
+    this.options.metrics?.observeFanout(cluster, keys.size);
     if (change !== 'LIST') {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
     }

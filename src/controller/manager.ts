@@ -24,6 +24,7 @@ import { SweepStore } from '../store/sweep-store.js';
 import { HttpServer } from '../server/http-server.js';
 import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
+import { OwnWrites } from '../sync/own-writes.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { Checkpointer } from './checkpointer.js';
@@ -214,7 +215,8 @@ export class Manager {
       const checkpoints = new CheckpointStore(db);
       const checkpointer = new Checkpointer(checkpoints, logger);
       const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
-      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics });
+      const ownWrites = new OwnWrites();
+      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites });
       const queue = new WorkQueue<PrimaryKey>({
         key: primaryKeyString,
         concurrency: config.workers,
@@ -239,6 +241,7 @@ export class Manager {
         logger,
         metrics: this.metrics,
         fanout: process.env.RELSYNC_BENCH_ROUTING === 'fanout',
+        ownWrites,
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const sweeper = new Sweeper({ agentName: config.agentName, clusters, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });

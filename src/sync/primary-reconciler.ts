@@ -27,6 +27,7 @@ import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
 import type { EventRecorder } from './event-recorder.js';
+import type { OwnWrites } from './own-writes.js';
 import { finalizerName, markedSource, marksFor } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -38,6 +39,8 @@ export interface ReconcilerDeps {
   readonly recorder: EventRecorder;
   readonly logger: Logger;
   readonly metrics: SyncMetrics;
+  /** Versions of relsync's own writes, whose watch events need no reconcile. */
+  readonly ownWrites?: OwnWrites;
   /** How soon to look again at a conflict; default 30 s. */
   readonly conflictRetryMs?: number;
 }
@@ -91,7 +94,7 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
-    const current = await this.ensureFinalizer(primaries, primary);
+    const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.primaryType);
     if (resource.primaryType.namespaced) await this.ensureNamespace(clusters.service.name, copyNamespace);
 
@@ -105,7 +108,7 @@ export class PrimaryReconciler {
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    const synced = await this.syncStatus(primaries, current, copy);
+    const synced = await this.syncStatus(primaries, current, copy, id);
 
     // Phase 1: what every rule resolves to without reading related objects
     // (names, rendered selectors) is stored before those objects are read, so
@@ -254,9 +257,16 @@ export class PrimaryReconciler {
     }
   }
 
-  private async ensureFinalizer(client: ResourceClient, primary: KubeObject): Promise<KubeObject> {
+  private async ensureFinalizer(client: ResourceClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } });
+    return this.recorded(id, client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+  }
+
+  /** Remembers the version a write of relsync's produced, so its own watch event is not routed back here. */
+  private async recorded(id: ObjectIdentity, write: Promise<KubeObject>): Promise<KubeObject> {
+    const written = await write;
+    this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
+    return written;
   }
 
   private async ensureNamespace(cluster: string, name: string): Promise<void> {
@@ -284,6 +294,7 @@ export class PrimaryReconciler {
     };
     if (!existing) {
       const created = await copies.create(copyId.namespace, body);
+      this.deps.ownWrites?.record(copyId, created.metadata.resourceVersion);
       this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'create' });
       return created;
     }
@@ -294,14 +305,15 @@ export class PrimaryReconciler {
       ...desired.fields,
       metadata: { ...existing.metadata, labels: mergeMarked(existing.metadata.labels, body.metadata.labels!), annotations: mergeMarked(existing.metadata.annotations, body.metadata.annotations!) },
     });
+    this.deps.ownWrites?.record(copyId, updated.metadata.resourceVersion);
     this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'update' });
     return updated;
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
-  private async syncStatus(primaries: ResourceClient, primary: KubeObject, copy: KubeObject): Promise<KubeObject> {
+  private async syncStatus(primaries: ResourceClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return primaries.replaceStatus({ ...primary, status: copy.status });
+    return this.recorded(id, primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
   private async syncRelated(rule: ResolvedRule, pair: RelatedPair, owner: ObjectIdentity, primary: KubeObject): Promise<RelationOutcome> {
@@ -335,7 +347,7 @@ export class PrimaryReconciler {
     try {
       if (!existing) {
         if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(pair.destination.cluster, pair.destination.namespace);
-        await dests.create(pair.destination.namespace, {
+        const created = await dests.create(pair.destination.namespace, {
           ...desired.fields,
           metadata: {
             name: pair.destination.name,
@@ -344,6 +356,7 @@ export class PrimaryReconciler {
             annotations: { ...desired.annotations, ...marks.annotations },
           },
         });
+        this.deps.ownWrites?.record(pair.destination, created.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'create' });
       } else if (!isUpToDate(desired, marks, existing)) {
         const next: KubeObject = { ...existing, metadata: { ...existing.metadata } };
@@ -351,7 +364,8 @@ export class PrimaryReconciler {
         Object.assign(next, desired.fields);
         next.metadata.labels = mergeMarked(existing.metadata.labels, { ...desired.labels, ...marks.labels });
         next.metadata.annotations = mergeMarked(existing.metadata.annotations, { ...desired.annotations, ...marks.annotations });
-        await dests.replace(next);
+        const updated = await dests.replace(next);
+        this.deps.ownWrites?.record(pair.destination, updated.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'update' });
       }
     } catch (err) {

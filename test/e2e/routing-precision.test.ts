@@ -99,9 +99,14 @@ describe('routing precision', () => {
     console.log(`primaries enqueued by one matched object's events: ADDED=${added.enqueued} MODIFIED=${modified.enqueued}`);
     assert.equal(added.enqueued, 1);
     assert.equal(modified.enqueued, 1);
-    // the copy's own event in the service cluster finds the same single owner
-    const copyEvent = await eventually('routed copy MODIFIED line', async () => routed('service', `${ns}/cm-p5`, 'MODIFIED')[0]);
-    assert.equal(copyEvent.enqueued, 1);
+    // the copy's own event, caused by relsync's write, is recognised and not routed back
+    const ownWrite = await eventually('routed copy MODIFIED line', async () => routed('service', `${ns}/cm-p5`, 'MODIFIED')[0]);
+    assert.equal(ownWrite.enqueued, 0, 'relsync\'s own write is not reconciled again');
+    // a hand edit of the copy finds its single owner, and is repaired
+    await svc.putConfigMap(ns, 'cm-p5', { v: 'tampered' });
+    await eventually('hand edit repaired', async () => (await svc.configMap(ns, 'cm-p5'))?.data?.v === '2', 30_000);
+    const edit = await eventually('routed hand edit', async () => routed('service', `${ns}/cm-p5`, 'MODIFIED').find((r) => r.enqueued > 0));
+    assert.equal(edit.enqueued, 1);
   });
 
   it('enqueues exactly the two owners of an object matched by two selectors', async () => {
