@@ -19,7 +19,8 @@ import { sameType, typeName, type ResourceType } from '../kube/resource-type.js'
 import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
-import { markedSource } from '../sync/marks.js';
+import { contentHash, contentOf } from '../sync/content.js';
+import { CONTENT_HASH_ANNOTATION, markedSource } from '../sync/marks.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
@@ -72,7 +73,7 @@ export class EventRouter {
     this.options.metrics?.countEvent(cluster, type, change);
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
-    if (change !== 'LIST' && change !== 'DELETED' && this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) {
+    if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeFanout(cluster, 0, true);
       return 0;
@@ -179,4 +180,15 @@ export class EventRouter {
 
 export function identityOf(cluster: string, type: ResourceType, object: KubeObject): ObjectIdentity {
   return { cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? (object.metadata.namespace ?? '') : '', name: object.metadata.name ?? '' };
+}
+
+/**
+ * A related copy whose content is still exactly what relsync wrote (its
+ * content-hash annotation matches): its event is relsync's own write, not
+ * drift. Deterministic, unlike matching resourceVersions, whose event can
+ * arrive before the write's answer.
+ */
+function isUnchangedRelatedCopy(object: KubeObject, agentName: string): boolean {
+  const written = object.metadata.annotations?.[CONTENT_HASH_ANNOTATION];
+  return written !== undefined && markedSource(object, agentName) !== undefined && contentHash(contentOf(object)) === written;
 }

@@ -17,6 +17,8 @@ export const SOURCE_ANNOTATIONS = {
   name: 'relsync.dev/source-name',
 } as const;
 export const SOURCE_UID_ANNOTATION = 'relsync.dev/source-uid';
+/** On related copies: the hash of the content relsync wrote, to tell its own writes from drift. */
+export const CONTENT_HASH_ANNOTATION = 'relsync.dev/content-hash';
 
 /** The finalizer that holds a primary until its copies are gone. */
 export function finalizerName(agentName: string): string {

@@ -28,7 +28,7 @@ import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { OwnWrites } from './own-writes.js';
-import { finalizerName, markedSource, marksFor } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, finalizerName, markedSource, marksFor } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -334,7 +334,8 @@ export class PrimaryReconciler {
     }
     const desired = contentOf(source);
     const hash = contentHash(desired);
-    const marks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
+    const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
+    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     if (existing && !(marked && sameIdentity(marked, pair.source))) {
       metrics.conflicts.inc({ kind: 'related' });
       return {
