@@ -1,5 +1,5 @@
 import type { LevelWithSilent } from 'pino';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { loadConfigOrExit } from './load-config-or-exit.js';
 import { LostLeadershipError, Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
 import { ResolveError } from '../sync/resolved-config.js';
@@ -15,16 +15,7 @@ export interface RunOptions {
 
 export async function runCommand(options: RunOptions): Promise<void> {
   const logger = createLogger(options.logLevel);
-  let config;
-  try {
-    config = loadConfig(options.config);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit(options.config);
   let store;
   try {
     store = await openStore(config.storePath);

@@ -1,5 +1,5 @@
 import type { LevelWithSilent } from 'pino';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { loadConfigOrExit } from './load-config-or-exit.js';
 import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
 import { ResolveError } from '../sync/resolved-config.js';
@@ -8,16 +8,7 @@ import { createLogger } from '../util/logger.js';
 /** `relsync sweep`: one full-resync sweep, a summary, exit 0 (1 when a primary failed). */
 export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; output: 'text' | 'json' }): Promise<void> {
   const logger = createLogger(options.logLevel);
-  let config;
-  try {
-    config = loadConfig(options.config);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit(options.config);
   const store = await openStore(config.storePath).catch((err: Error) => {
     console.error(err.message);
     process.exit(1);

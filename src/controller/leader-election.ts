@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../kube/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
+import { sleep } from '../util/sleep.js';
 
 export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
 
@@ -147,16 +148,4 @@ export class LeaderElector {
 /** Lease times are MicroTime: RFC 3339 with microseconds. */
 function micro(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

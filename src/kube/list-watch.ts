@@ -24,6 +24,7 @@ import type { KubeObject, WatchEvent } from './object.js';
 import type { ResourceClient } from './resource-client.js';
 import { typeName } from './resource-type.js';
 import { Backoff } from '../util/backoff.js';
+import { sleep } from '../util/sleep.js';
 
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -209,16 +210,4 @@ async function guard(logger: Logger, watch: string, what: string, fn: () => Prom
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
