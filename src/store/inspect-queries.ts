@@ -1,5 +1,6 @@
 /** Read-only questions people ask of the store (the `inspect` commands). */
 import type { Kysely } from 'kysely';
+import { columns, fromColumns } from './identity.js';
 import type { Database, RelationsTable, PrimariesTable } from './schema.js';
 
 export interface ObjectQuery {
@@ -36,11 +37,7 @@ export async function relationsOfPrimary(db: Kysely<Database>, p: PrimariesTable
   return db
     .selectFrom('relations')
     .selectAll()
-    .where('primary_cluster', '=', p.cluster)
-    .where('primary_group', '=', p.group)
-    .where('primary_resource', '=', p.resource)
-    .where('primary_namespace', '=', p.namespace)
-    .where('primary_name', '=', p.name)
+    .where((eb) => eb.and(columns('primary_', fromColumns('', p))))
     .orderBy('rule_id')
     .execute();
 }
@@ -49,11 +46,7 @@ export async function selectorsOfPrimary(db: Kysely<Database>, p: PrimariesTable
   const rows = await db
     .selectFrom('selectors')
     .selectAll()
-    .where('primary_cluster', '=', p.cluster)
-    .where('primary_group', '=', p.group)
-    .where('primary_resource', '=', p.resource)
-    .where('primary_namespace', '=', p.namespace)
-    .where('primary_name', '=', p.name)
+    .where((eb) => eb.and(columns('primary_', fromColumns('', p))))
     .orderBy('rule_id')
     .execute();
   return rows.map((r) => ({
