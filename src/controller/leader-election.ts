@@ -44,6 +44,7 @@ export class LeaderElector {
   private holder: string | undefined;
   private observed: { resourceVersion: string; at: number } | undefined;
   private lastRenew = 0;
+  private loop: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: LeaderElectionOptions) {}
 
@@ -56,7 +57,13 @@ export class LeaderElector {
     return this.holder;
   }
 
-  async start(signal: AbortSignal): Promise<void> {
+  /** Runs the acquire/renew loop until `signal` aborts or leadership is lost. */
+  start(signal: AbortSignal): Promise<void> {
+    this.loop = this.run(signal);
+    return this.loop;
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
     const { logger, retryPeriodMs, renewDeadlineMs } = this.options;
     while (!signal.aborted) {
       try {
@@ -130,13 +137,25 @@ export class LeaderElector {
    * duration. Call it after the leader's work has stopped, not before.
    */
   async release(): Promise<void> {
+    // A renewal that was in flight when the stop signal came would otherwise
+    // race this write: either it conflicts with ours, or it lands after ours
+    // and names this process the holder again. Both make the standby wait a
+    // whole lease duration.
+    await this.loop;
     if (!this.leader) return;
     const { client, namespace, name, identity, logger } = this.options;
     try {
-      const lease = await client.get(namespace, name);
-      if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
-      await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date()) } });
-      logger.info('released the leader lease');
+      for (let attempt = 1; ; attempt++) {
+        const lease = await client.get(namespace, name);
+        if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
+        try {
+          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date()) } });
+          logger.info('released the leader lease');
+          return;
+        } catch (err) {
+          if (!isConflict(err) || attempt >= 3) throw err;
+        }
+      }
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'could not release the leader lease; a standby takes over when it expires');
     } finally {
