@@ -1,0 +1,385 @@
+/**
+ * The crash loop: relsync killed with SIGKILL at random moments while a
+ * writer keeps changing, creating and deleting primaries and related objects
+ * in two tenants (and service-side objects that flow back), then restarted.
+ * At the end the writer stops, and the live clusters are checked against what
+ * the rules say must hold — computed from the live source objects, so the
+ * check does not trust anything relsync itself recorded:
+ *
+ * - lost: a destination that is missing or does not hold its source's content;
+ * - orphans: a copy carrying relsync's marks that no live source accounts for,
+ *   or a primary still stuck in deletion;
+ * - crossTenant: a copy whose content or marks came from the other tenant;
+ * - integrity: `PRAGMA integrity_check` of the store after every kill and at
+ *   the end;
+ * - storeMismatches: store rows (primaries and relations) that differ from
+ *   the live relationships, after a clean stop.
+ *
+ * Used by `npm run chaos -- --kills K` (chaos/run.ts) and, with a few kills,
+ * by the end-to-end test test/e2e/crash-loop.test.ts.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
+import { installCrd } from '../test/harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
+import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION, type Database } from '../test/harness/tenant.js';
+
+export interface CrashLoopOptions {
+  readonly kills: number;
+  /** Seed of every random choice (kill moments, writer operations). */
+  readonly seed: number;
+  /** A kill comes this long after a start, at random: [min, max] ms. */
+  readonly killAfterMs: readonly [number, number];
+  /** How long convergence may take after the last restart. */
+  readonly convergeTimeoutMs: number;
+  readonly log: (line: string) => void;
+}
+
+export interface CrashLoopResult {
+  readonly kills: number;
+  readonly changes: number;
+  readonly lost: number;
+  readonly orphans: number;
+  readonly crossTenant: number;
+  /** 'ok', or the first answer of integrity_check that was not. */
+  readonly integrity: string;
+  readonly integrityChecks: number;
+  readonly storeMismatches: number;
+  readonly convergeMs: number;
+  /** What was wrong at the end, one line each (empty when nothing). */
+  readonly problems: readonly string[];
+  readonly seed: number;
+}
+
+const TENANTS = ['tenant-a', 'tenant-b'] as const;
+type Tenant = (typeof TENANTS)[number];
+/** Identical namespace and primary names in both tenants, so that a crossing would collide. */
+const NAMESPACES = ['shop', 'blog'];
+const PRIMARIES = ['db-0', 'db-1', 'db-2', 'db-3', 'db-4'];
+const EXTRAS = 2;
+const AGENT = 'chaos';
+
+/** mulberry32: small, seedable, good enough to pick operations. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const code = (err: unknown) => (err as { code?: number }).code;
+
+export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoopResult> {
+  const { log } = options;
+  const rand = random(options.seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-chaos-'));
+  const planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
+  let relsync: RelsyncProcess | undefined;
+  try {
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
+    const platform: Record<Tenant, ClusterClient> = { 'tenant-a': new ClusterClient('tenant-a', pa.kubeConfig), 'tenant-b': new ClusterClient('tenant-b', pb.kubeConfig) };
+    const svc = new ClusterClient('service', ps.kubeConfig);
+    const storePath = join(dir, 'relsync.db');
+    const configPath = writeConfig(dir, {
+      agentName: AGENT,
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: storePath },
+      // A killed leader holds the lease until it expires: keep that short.
+      leaderElection: { leaseDurationSeconds: 3, renewDeadlineSeconds: 2, retryPeriodSeconds: 1 },
+      resources: [
+        {
+          group: GROUP,
+          resource: PLURAL,
+          related: [
+            { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.secretName' } },
+            { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+            { id: 'conn', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-conn' } },
+          ],
+        },
+      ],
+    });
+    for (const t of TENANTS) for (const ns of NAMESPACES) await platform[t].ensureNamespace(ns);
+
+    // ---- the writer --------------------------------------------------------
+    let changes = 0;
+    let writing = true;
+    let seq = 0;
+    const value = (who: string) => `${who}:${++seq}`;
+    const tenantOps = async (t: Tenant) => {
+      const c = platform[t];
+      const ns = pick(NAMESPACES);
+      const p = pick(PRIMARIES);
+      const db = await c.database(ns, p);
+      const live = db !== undefined && !db.metadata.deletionTimestamp;
+      const r = rand();
+      if (!db) {
+        if (r < 0.5) {
+          await c.putConfigMap(ns, `${p}-cfg`, { v: value(t) });
+          await c.putSecret(ns, `${p}-tls`, { k: value(t) });
+          await c.createDatabase(ns, p, { configMapName: `${p}-cfg`, secretName: `${p}-tls` });
+          changes += 3;
+        }
+        return;
+      }
+      if (!live) return;
+      if (r < 0.3) await c.putConfigMap(ns, `${p}-cfg`, { v: value(t) });
+      else if (r < 0.45) await c.putSecret(ns, `${p}-tls`, { k: value(t) });
+      else if (r < 0.6) {
+        // a selector match appears, changes, or loses its label
+        const name = `${p}-extra-${Math.floor(rand() * EXTRAS)}`;
+        const existing = await c.configMap(ns, name);
+        const roll = rand();
+        if (existing && roll < 0.25) await c.core.replaceNamespacedConfigMap({ namespace: ns, name, body: { ...existing, metadata: { ...existing.metadata, labels: {} } } });
+        else if (existing && roll < 0.5) await c.deleteConfigMap(ns, name);
+        else if (existing) await c.core.replaceNamespacedConfigMap({ namespace: ns, name, body: { ...existing, metadata: { ...existing.metadata, labels: { app: p } }, data: { v: value(t) } } });
+        else await c.putConfigMap(ns, name, { v: value(t) }, { app: p });
+      } else if (r < 0.7) await c.deleteConfigMap(ns, `${p}-cfg`).catch(ignoreNotFound);
+      else if (r < 0.8) await c.deleteDatabase(ns, p);
+      else if (r < 0.9) await c.updateDatabase(ns, p, (d) => (d.spec = { ...d.spec, size: value(t) }));
+      else return;
+      changes++;
+    };
+    const serviceOps = async () => {
+      // The service side's operator writes connection Secrets next to the copies.
+      const t = pick(TENANTS);
+      const ns = defaultCopyNamespace(t, pick(NAMESPACES));
+      const p = pick(PRIMARIES);
+      if (!(await svc.database(ns, p))) return;
+      if (rand() < 0.85) await svc.putSecret(ns, `${p}-conn`, { url: value(`svc-${t}`) });
+      else await svc.deleteSecret(ns, `${p}-conn`).catch(ignoreNotFound);
+      changes++;
+    };
+    const lane = async (op: () => Promise<void>) => {
+      while (writing) {
+        try {
+          await op();
+        } catch (err) {
+          // 409s from racing our own earlier write, or a namespace relsync has
+          // not created yet: the writer moves on; it never stops the run.
+          if (![404, 409].includes(code(err) ?? 0)) log(`writer: ${(err as Error).message}`);
+        }
+        await sleep(10);
+      }
+    };
+    const writers = [lane(() => tenantOps('tenant-a')), lane(() => tenantOps('tenant-b')), lane(serviceOps)];
+
+    // ---- the kills ---------------------------------------------------------
+    let runs = 0;
+    let integrity = 'ok';
+    let integrityChecks = 0;
+    const checkIntegrity = () => {
+      const db = new BetterSqlite3(storePath);
+      try {
+        const answer = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check).join('; ');
+        integrityChecks++;
+        if (answer !== 'ok' && integrity === 'ok') integrity = answer;
+      } finally {
+        db.close();
+      }
+    };
+    const start = async () => (relsync = await startRelsync(configPath, join(dir, `relsync-${++runs}.log`), ['--log-level', 'info']));
+    await start();
+    for (let k = 1; k <= options.kills; k++) {
+      const [min, max] = options.killAfterMs;
+      const after = Math.round(min + rand() * (max - min));
+      await sleep(after);
+      await relsync!.kill();
+      checkIntegrity();
+      log(`kill ${k}/${options.kills}: SIGKILL ${after} ms after start; ${changes} changes so far; store integrity ${integrity}`);
+      await start();
+    }
+    await sleep(options.killAfterMs[1]);
+    writing = false;
+    await Promise.all(writers);
+    log(`writer stopped after ${changes} changes; waiting for convergence`);
+
+    // ---- convergence -------------------------------------------------------
+    const stoppedAt = Date.now();
+    let check = await liveCheck(platform, svc);
+    while ((check.lost.length > 0 || check.orphans.length > 0) && Date.now() - stoppedAt < options.convergeTimeoutMs) {
+      await sleep(500);
+      check = await liveCheck(platform, svc);
+    }
+    const convergeMs = Date.now() - stoppedAt;
+    const exitCode = await relsync!.stop();
+    relsync = undefined;
+    checkIntegrity();
+    const storeProblems = await compareStore(storePath, platform);
+    const problems = [
+      ...(exitCode === 0 ? [] : [`relsync exited with ${exitCode} on SIGTERM`]),
+      ...check.lost.map((p) => `lost: ${p}`),
+      ...check.orphans.map((p) => `orphan: ${p}`),
+      ...check.crossTenant.map((p) => `crossTenant: ${p}`),
+      ...storeProblems.map((p) => `store: ${p}`),
+    ];
+    return {
+      kills: options.kills,
+      changes,
+      lost: check.lost.length,
+      orphans: check.orphans.length,
+      crossTenant: check.crossTenant.length,
+      integrity,
+      integrityChecks,
+      storeMismatches: storeProblems.length,
+      convergeMs,
+      problems,
+      seed: options.seed,
+    };
+  } finally {
+    await relsync?.kill();
+    await Promise.all(planes.map((p) => p.stop()));
+  }
+}
+
+function ignoreNotFound(err: unknown): void {
+  if (code(err) !== 404) throw err;
+}
+
+interface LiveCheck {
+  lost: string[];
+  orphans: string[];
+  crossTenant: string[];
+}
+
+/** JSON with sorted keys, so that key order never counts as a difference. */
+const canonical = (v: unknown): string =>
+  v && typeof v === 'object' && !Array.isArray(v)
+    ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`
+    : JSON.stringify(v ?? null);
+const same = (a: unknown, b: unknown) => canonical(a ?? {}) === canonical(b ?? {});
+const source = (o: V1ConfigMap | V1Secret | Database) => `${o.metadata?.annotations?.['relsync.dev/source-cluster']}/${o.metadata?.annotations?.['relsync.dev/source-namespace']}/${o.metadata?.annotations?.['relsync.dev/source-name']}`;
+const marked = (o: V1ConfigMap | V1Secret | Database) => o.metadata?.labels?.['relsync.dev/agent'] === AGENT;
+
+/** What the rules say must exist, from the live sources, against what does. */
+async function liveCheck(platform: Record<Tenant, ClusterClient>, svc: ClusterClient): Promise<LiveCheck> {
+  const out: LiveCheck = { lost: [], orphans: [], crossTenant: [] };
+  const svcConfigMaps = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: `relsync.dev/agent=${AGENT}` })).items;
+  const svcSecrets = (await svc.core.listSecretForAllNamespaces()).items;
+  const svcDatabases = ((await svc.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: Database[] }).items;
+  const at = (items: Array<V1ConfigMap | V1Secret | Database>, ns: string, name: string) => items.find((o) => o.metadata?.namespace === ns && o.metadata?.name === name);
+  const expectedInService = new Set<string>();
+  const expectedInPlatform = new Set<string>();
+
+  for (const t of TENANTS) {
+    const c = platform[t];
+    const databases = ((await c.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: Database[] }).items;
+    const configMaps = (await c.core.listConfigMapForAllNamespaces()).items;
+    const secrets = (await c.core.listSecretForAllNamespaces()).items;
+    for (const db of databases) {
+      const ns = db.metadata.namespace!;
+      const name = db.metadata.name;
+      if (db.metadata.deletionTimestamp) {
+        out.orphans.push(`${t}/${ns}/${name}: primary still being deleted`);
+        continue;
+      }
+      const copyNs = defaultCopyNamespace(t, ns);
+      const want = (kind: string, destNs: string, destName: string) => expectedInService.add(`${kind}/${destNs}/${destName}`);
+      want('databases', copyNs, name);
+      const copy = at(svcDatabases, copyNs, name) as Database | undefined;
+      if (!copy || !same(copy.spec, db.spec)) out.lost.push(`${t}/${ns}/${name}: primary copy ${copy ? 'stale' : 'missing'}`);
+      const cfgName = db.spec?.configMapName as string;
+      const tlsName = db.spec?.secretName as string;
+      const related: Array<{ kind: 'configmaps' | 'secrets'; src: V1ConfigMap | V1Secret }> = [];
+      const cfg = at(configMaps, ns, cfgName) as V1ConfigMap | undefined;
+      if (cfg) related.push({ kind: 'configmaps', src: cfg });
+      const tls = at(secrets, ns, tlsName) as V1Secret | undefined;
+      if (tls) related.push({ kind: 'secrets', src: tls });
+      for (const extra of configMaps) if (extra.metadata?.namespace === ns && extra.metadata.labels?.app === name) related.push({ kind: 'configmaps', src: extra });
+      for (const { kind, src } of related) {
+        want(kind, copyNs, src.metadata!.name!);
+        const dest = at(kind === 'configmaps' ? svcConfigMaps : svcSecrets, copyNs, src.metadata!.name!) as V1ConfigMap | V1Secret | undefined;
+        if (!dest || !same(dest.data, src.data)) out.lost.push(`${t}/${ns}/${src.metadata!.name} (${kind}): copy ${dest ? 'stale' : 'missing'}`);
+      }
+      // service origin: the operator's connection Secret comes back to the tenant
+      expectedInPlatform.add(`${t}/${ns}/${name}-conn`);
+      const conn = at(svcSecrets, copyNs, `${name}-conn`) as V1Secret | undefined;
+      const back = at(secrets, ns, `${name}-conn`) as V1Secret | undefined;
+      if (conn && (!back || !same(back.data, conn.data))) out.lost.push(`service/${copyNs}/${name}-conn: copy in ${t} ${back ? 'stale' : 'missing'}`);
+      if (!conn && back && marked(back)) out.orphans.push(`${t}/${ns}/${name}-conn: copy of a deleted service Secret`);
+    }
+    for (const s of secrets) {
+      if (!marked(s)) continue;
+      if (!expectedInPlatform.has(`${t}/${s.metadata!.namespace}/${s.metadata!.name}`)) out.orphans.push(`${t}/${s.metadata!.namespace}/${s.metadata!.name}: copy whose primary is gone`);
+      const url = s.data?.url ? Buffer.from(s.data.url, 'base64').toString() : '';
+      if (!url.startsWith(`svc-${t}:`)) out.crossTenant.push(`${t}/${s.metadata!.namespace}/${s.metadata!.name} holds ${url.split(':')[0]}'s data`);
+    }
+  }
+
+  const tenantOf = (ns: string) => TENANTS.find((t) => NAMESPACES.some((n) => defaultCopyNamespace(t, n) === ns));
+  const inService: Array<[string, V1ConfigMap | V1Secret | Database]> = [
+    ...svcConfigMaps.map((o) => ['configmaps', o] as [string, V1ConfigMap]),
+    ...svcSecrets.filter(marked).map((o) => ['secrets', o] as [string, V1Secret]),
+    ...svcDatabases.filter(marked).map((o) => ['databases', o] as [string, Database]),
+  ];
+  for (const [kind, o] of inService) {
+    const key = `${kind}/${o.metadata!.namespace}/${o.metadata!.name}`;
+    if (!expectedInService.has(key)) out.orphans.push(`service ${key} (source ${source(o)})`);
+    const t = tenantOf(o.metadata!.namespace!);
+    const origin = o.metadata?.annotations?.['relsync.dev/source-cluster'];
+    const payload = kind === 'databases' ? ((o as Database).spec as Record<string, unknown> | undefined) : (o as V1ConfigMap).data;
+    const values = Object.values(payload ?? {}).map((v) => (kind === 'secrets' ? Buffer.from(String(v), 'base64').toString() : String(v)));
+    if (origin !== t || values.some((v) => /^tenant-/.test(v) && !v.startsWith(`${t}:`))) out.crossTenant.push(`service ${key} in ${t}'s namespace comes from ${origin}`);
+  }
+  return out;
+}
+
+/** Store rows against the live relationships (after a clean stop). */
+async function compareStore(storePath: string, platform: Record<Tenant, ClusterClient>): Promise<string[]> {
+  const want = { primaries: new Set<string>(), relations: new Set<string>() };
+  for (const t of TENANTS) {
+    const c = platform[t];
+    const databases = ((await c.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: Database[] }).items;
+    const configMaps = (await c.core.listConfigMapForAllNamespaces()).items;
+    for (const db of databases) {
+      const ns = db.metadata.namespace!;
+      const name = db.metadata.name;
+      want.primaries.add(`${t}/${ns}/${name}`);
+      want.relations.add(`${t}/${ns}/${name} config ${t}/${ns}/${db.spec?.configMapName}`);
+      want.relations.add(`${t}/${ns}/${name} tls ${t}/${ns}/${db.spec?.secretName}`);
+      want.relations.add(`${t}/${ns}/${name} conn service/${defaultCopyNamespace(t, ns)}/${name}-conn`);
+      for (const cm of configMaps) if (cm.metadata?.namespace === ns && cm.metadata.labels?.app === name) want.relations.add(`${t}/${ns}/${name} extra ${t}/${ns}/${cm.metadata.name}`);
+    }
+  }
+  const db = new BetterSqlite3(storePath, { readonly: true });
+  try {
+    const have = {
+      primaries: new Set((db.prepare('select cluster, namespace, name from primaries').all() as Array<Record<string, string>>).map((r) => `${r.cluster}/${r.namespace}/${r.name}`)),
+      relations: new Set(
+        (db.prepare('select primary_cluster, primary_namespace, primary_name, rule_id, source_cluster, source_namespace, source_name from relations').all() as Array<Record<string, string>>).map(
+          (r) => `${r.primary_cluster}/${r.primary_namespace}/${r.primary_name} ${r.rule_id} ${r.source_cluster}/${r.source_namespace}/${r.source_name}`,
+        ),
+      ),
+    };
+    const problems: string[] = [];
+    for (const table of ['primaries', 'relations'] as const) {
+      for (const k of want[table]) if (!have[table].has(k)) problems.push(`${table}: missing row ${k}`);
+      for (const k of have[table]) if (!want[table].has(k)) problems.push(`${table}: row for a relationship that is not live: ${k}`);
+    }
+    const pending = (db.prepare('select count(*) as n from pending_primaries').get() as { n: number }).n;
+    if (pending > 0) problems.push(`pending_primaries: ${pending} rows left after a clean stop`);
+    return problems;
+  } finally {
+    db.close();
+  }
+}
+
+/** The one line the issue asks for. */
+export function summaryLine(r: CrashLoopResult): string {
+  return `kills=${r.kills} changes=${r.changes} lost=${r.lost} orphans=${r.orphans} crossTenant=${r.crossTenant} integrity=${r.integrity === 'ok' ? 'ok' : 'failed'} convergeMs=${r.convergeMs}`;
+}
