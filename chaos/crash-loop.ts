@@ -85,6 +85,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const dir = mkdtempSync(join(tmpdir(), 'relsync-chaos-'));
   const planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
   let relsync: RelsyncProcess | undefined;
+  let writing = true;
   try {
     await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
     const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
@@ -118,7 +119,6 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
 
     // ---- the writer --------------------------------------------------------
     let changes = 0;
-    let writing = true;
     let seq = 0;
     const value = (who: string) => `${who}:${++seq}`;
     const tenantOps = async (t: Tenant) => {
@@ -242,6 +242,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       seed: options.seed,
     };
   } finally {
+    writing = false;
     await relsync?.kill();
     await Promise.all(planes.map((p) => p.stop()));
   }

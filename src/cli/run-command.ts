@@ -1,6 +1,6 @@
 import type { LevelWithSilent } from 'pino';
 import { loadConfigOrExit } from './load-config-or-exit.js';
-import { LostLeadershipError, Manager } from '../controller/manager.js';
+import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger } from '../util/logger.js';
@@ -42,11 +42,6 @@ export async function runCommand(options: RunOptions): Promise<void> {
   try {
     await manager.start(controller.signal);
   } catch (err) {
-    if (err instanceof LostLeadershipError) {
-      logger.fatal('lost the leader lease; exiting so that the standby leads alone');
-      await store.close();
-      process.exit(1);
-    }
     if (err instanceof ResolveError) {
       logger.fatal({ err: err.message }, 'a configured type is not served by the API server');
       console.error(`${options.config}: ${err.message}`);

@@ -73,6 +73,7 @@ export interface Config {
   readonly storePath: string;
   readonly workers: number;
   readonly resync: { readonly schedule: string; readonly onStartup: boolean };
+  readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };
   readonly leaderElection: {
     readonly enabled: boolean;
     readonly namespace: string;

@@ -177,6 +177,7 @@ function compile(raw: RawConfig, file: string): Config {
     storePath: absolute(raw.store.path),
     workers: raw.workers,
     resync: raw.resync,
+    watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },
     leaderElection: {
       ...raw.leaderElection,
       namespace: raw.leaderElection.namespace ?? process.env.POD_NAMESPACE ?? 'default',

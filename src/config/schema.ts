@@ -191,6 +191,16 @@ export const configSchema = z
       .refine((l) => l.renewDeadlineSeconds < l.leaseDurationSeconds, { message: 'renewDeadlineSeconds must be shorter than leaseDurationSeconds', path: ['renewDeadlineSeconds'] })
       .refine((l) => l.retryPeriodSeconds < l.renewDeadlineSeconds, { message: 'retryPeriodSeconds must be shorter than renewDeadlineSeconds', path: ['retryPeriodSeconds'] })
       .prefault({}),
+    /** Watch connections: how long the API server keeps one open, and how long a silent one is trusted. */
+    watch: z
+      .strictObject({
+        /** Server-side timeout of each watch request (jittered down by up to 20 %). */
+        timeoutSeconds: z.number().int().min(1).max(3600).default(300),
+        /** Reconnect when nothing, not even a bookmark, arrived this long; default timeoutSeconds + 30. */
+        idleTimeoutSeconds: z.number().int().min(1).optional(),
+      })
+      .refine((w) => w.idleTimeoutSeconds === undefined || w.idleTimeoutSeconds > w.timeoutSeconds, { message: 'idleTimeoutSeconds must be longer than timeoutSeconds', path: ['idleTimeoutSeconds'] })
+      .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
     resources: z.array(publishedResourceSchema).min(1),

@@ -5,7 +5,8 @@
  * for a whole lease duration, as observed on its own clock (so clock skew
  * between replicas does not matter). A leader that cannot renew within the
  * renew deadline gives up leadership (`onLost`), so that two replicas never
- * both write for longer than that. On a clean stop the leader releases the
+ * both write for longer than that; the manager then stops its work and
+ * campaigns again. On a clean stop the leader releases the
  * lease (release(), after its work stopped) so a standby takes over at once.
  */
 import type { Logger } from 'pino';
@@ -67,7 +68,10 @@ export class LeaderElector {
     const { logger, retryPeriodMs, renewDeadlineMs } = this.options;
     while (!signal.aborted) {
       try {
-        const ok = await this.tryAcquireOrRenew();
+        // One attempt may not outlast the renew deadline: against an API
+        // server that hangs (SIGSTOP, a black-holed network) a request would
+        // otherwise wait its whole request timeout and the deadline pass unseen.
+        const ok = await withTimeout(this.tryAcquireOrRenew(), renewDeadlineMs, 'lease request');
         if (ok) {
           this.lastRenew = Date.now();
           if (!this.leader) {
@@ -162,6 +166,12 @@ export class LeaderElector {
       this.leader = false;
     }
   }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Lease times are MicroTime: RFC 3339 with microseconds. */

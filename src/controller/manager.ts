@@ -34,11 +34,8 @@ import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper, type SweepResult } from './sweeper.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
-
-/** The leader lease was lost: the process must exit so that a standby can lead alone. */
-export class LostLeadershipError extends Error {
-  override name = 'LostLeadershipError';
-}
+import { Backoff } from '../util/backoff.js';
+import { sleep } from '../util/sleep.js';
 
 export interface ManagerOptions {
   readonly config: Config;
@@ -66,59 +63,100 @@ export class Manager {
   readonly metrics = new Metrics();
   private watches: ListWatch[] = [];
   private elector: LeaderElector | undefined;
-  private lostLeadership = false;
+  /** The current term's wiring (the HTTP server reads it). */
+  private wiring!: Wiring;
+  private readonly identity = `${hostname()}-${process.pid}`;
 
   constructor(private readonly options: ManagerOptions) {}
 
   /**
    * Runs until `signal` aborts. With leader election on, serves health
-   * endpoints at once but watches and reconciles only while leader; losing
-   * the lease stops everything (`onLostLeadership`).
+   * endpoints at once but watches and reconciles only while leader. A leader
+   * that cannot renew in time stops all its work (so it never writes beside a
+   * new leader), then wires afresh and campaigns again: an unreachable
+   * service cluster costs a term, never the process.
    */
   async start(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
     // Every watch, worker and the server listen on the one stop signal.
     setMaxListeners(0, signal);
-    const w = await this.wire();
-    const inner = new AbortController();
-    setMaxListeners(0, inner.signal);
-    const stopInner = () => inner.abort();
-    signal.addEventListener('abort', stopInner, { once: true });
+    this.wiring = await this.wire();
+    const server = this.options.httpPort !== undefined ? this.serve(signal) : Promise.resolve();
     try {
-      const runs: Array<Promise<void>> = [];
-      if (this.options.httpPort !== undefined) runs.push(this.serve(w, inner.signal));
-      let becameLeader: () => void = () => undefined;
-      const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
-      const le = config.leaderElection;
-      if (le.enabled) {
-        this.elector = new LeaderElector({
-          client: w.clusters.client(w.clusters.service.name, leaseType),
-          namespace: le.namespace,
-          name: le.name,
-          identity: `${hostname()}-${process.pid}`,
-          leaseDurationMs: le.leaseDurationSeconds * 1000,
-          renewDeadlineMs: le.renewDeadlineSeconds * 1000,
-          retryPeriodMs: le.retryPeriodSeconds * 1000,
-          logger,
-          onStarted: becameLeader,
-          onLost: () => {
-            this.lostLeadership = true;
-            inner.abort();
-          },
-        });
-        logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
-        runs.push(this.elector.start(inner.signal));
-      } else becameLeader();
-      const aborted = new Promise<void>((resolve) => inner.signal.addEventListener('abort', () => resolve(), { once: true }));
-      await Promise.race([leadership, aborted]);
-      if (!inner.signal.aborted) runs.push(this.lead(w, inner.signal).then(() => this.elector?.release()));
-      await Promise.all(runs);
+      if (!config.leaderElection.enabled) await this.lead(this.wiring, signal);
+      else {
+        for (let term = 1; !signal.aborted; term++) {
+          const lost = await this.campaignAndLead(this.wiring, signal);
+          if (!lost || signal.aborted) break;
+          this.metrics.leadershipLost.inc();
+          logger.warn({ term }, 'lost the leader lease: stopped all work; wiring afresh and campaigning again');
+          this.wiring.clusters.close();
+          this.wiring = await this.rewire(signal);
+        }
+      }
+      await server;
       logger.info('relsync stopped');
     } finally {
-      signal.removeEventListener('abort', stopInner);
-      w.clusters.close();
+      this.wiring.clusters.close();
     }
-    if (this.lostLeadership) throw new LostLeadershipError('lost the leader lease; stopped reconciling');
+  }
+
+  /** One term: wait for the lease, lead until stopped; true when the lease was lost. */
+  private async campaignAndLead(w: Wiring, signal: AbortSignal): Promise<boolean> {
+    const { logger } = this.options;
+    const le = this.options.config.leaderElection;
+    const term = new AbortController();
+    setMaxListeners(0, term.signal);
+    const stopTerm = () => term.abort();
+    signal.addEventListener('abort', stopTerm, { once: true });
+    let lost = false;
+    let becameLeader: () => void = () => undefined;
+    const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
+    const elector = new LeaderElector({
+      client: w.clusters.client(w.clusters.service.name, leaseType),
+      namespace: le.namespace,
+      name: le.name,
+      identity: this.identity,
+      leaseDurationMs: le.leaseDurationSeconds * 1000,
+      renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+      retryPeriodMs: le.retryPeriodSeconds * 1000,
+      logger,
+      onStarted: becameLeader,
+      onLost: () => {
+        lost = true;
+        term.abort();
+      },
+    });
+    this.elector = elector;
+    this.watches = [];
+    logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
+    try {
+      const electing = elector.start(term.signal);
+      const aborted = new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await Promise.race([leadership, aborted]);
+      if (!term.signal.aborted) await this.lead(w, term.signal);
+      term.abort();
+      await electing;
+      await elector.release();
+      return lost;
+    } finally {
+      signal.removeEventListener('abort', stopTerm);
+    }
+  }
+
+  /** A fresh wiring for a new term; retries while the clusters do not answer. */
+  private async rewire(signal: AbortSignal): Promise<Wiring> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
+    for (;;) {
+      try {
+        return await this.wire();
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const retryInMs = backoff.next();
+        this.options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not wire up for a new term; will retry');
+        await sleep(retryInMs, signal);
+      }
+    }
   }
 
   /** The leader's work: watches, reconciles, checkpoints, sweeps. */
@@ -260,6 +298,8 @@ export class Manager {
       labelSelector: p.labelSelector,
       logger: this.options.logger,
       resumeFrom,
+      timeoutSeconds: this.options.config.watch.timeoutSeconds,
+      watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
         onEvent: async (change, object) => {
           await w.router.route(p.cluster, p.type, object, change);
@@ -273,13 +313,14 @@ export class Manager {
     return watch;
   }
 
-  private serve(w: Wiring, signal: AbortSignal): Promise<void> {
+  private serve(signal: AbortSignal): Promise<void> {
     const server = new HttpServer({
       port: this.options.httpPort!,
       registry: this.metrics.registry,
       readiness: { notReady: () => this.notReady(), role: () => this.role() },
       logger: this.options.logger,
       beforeScrape: async () => {
+        const w = this.wiring;
         const counts = await w.store.counts();
         this.metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
         this.metrics.storeRows.set({ table: 'relations' }, counts.relations);

@@ -18,6 +18,7 @@ export class Metrics implements SyncMetrics, RouterMetrics {
   readonly conflicts = new Counter({ name: 'relsync_conflicts_total', help: 'Destination objects left alone because relsync did not create them', labelNames: ['kind'], registers: [this.registry] });
   readonly watchReconnects = new Counter({ name: 'relsync_watch_reconnects_total', help: 'Watch reconnects, by watch and reason', labelNames: ['watch', 'reason'], registers: [this.registry] });
   readonly watchRelists = new Counter({ name: 'relsync_watch_relists_total', help: 'Relists after an expired resourceVersion', labelNames: ['watch'], registers: [this.registry] });
+  readonly leadershipLost = new Counter({ name: 'relsync_leadership_lost_total', help: 'Terms that ended because the leader lease could not be renewed in time', registers: [this.registry] });
   readonly apiRequests = new Counter({ name: 'relsync_api_requests_total', help: 'Requests to API servers, by cluster, verb and status code', labelNames: ['cluster', 'method', 'code'], registers: [this.registry] });
   readonly sweeps = new Counter({ name: 'relsync_sweeps_total', help: 'Full-resync sweeps, by trigger and status (skipped: the previous one was still running)', labelNames: ['trigger', 'status'], registers: [this.registry] });
   readonly sweepDuration = new Histogram({ name: 'relsync_sweep_duration_seconds', help: 'Duration of completed sweeps', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: [this.registry] });

@@ -39,6 +39,9 @@ export interface ControlPlane {
   signalApiServer(signal: NodeJS.Signals): void;
   /** Restarts kube-apiserver (etcd keeps its data). */
   restartApiServer(): Promise<void>;
+  /** Stops kube-apiserver: its port refuses connections until startApiServer(). */
+  stopApiServer(): Promise<void>;
+  startApiServer(): Promise<void>;
 }
 
 const live = new Set<ChildProcess>();
@@ -224,6 +227,11 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
     return ca;
   };
   const ca = await waitApi();
+  const stopApiServer = () => stopProcess(apiServer);
+  const startApiServer = async () => {
+    apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
+    await waitApi();
+  };
 
   const kubeconfigPath = join(dir, 'kubeconfig.yaml');
   writeFileSync(
@@ -258,10 +266,11 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
       apiServer.kill(signal);
     },
     async restartApiServer() {
-      await stopProcess(apiServer);
-      apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
-      await waitApi();
+      await stopApiServer();
+      await startApiServer();
     },
+    stopApiServer,
+    startApiServer,
   };
 }
 
