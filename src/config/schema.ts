@@ -9,6 +9,9 @@ import { z } from 'zod';
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
+/** Cross-field checks run only when each field is valid: one mistake, one problem. */
+const onlyIfValid = (payload: { issues: readonly unknown[] }) => payload.issues.length === 0;
+
 const clusterName = z
   .string()
   .max(63)
@@ -188,8 +191,8 @@ export const configSchema = z
         renewDeadlineSeconds: z.number().positive().default(10),
         retryPeriodSeconds: z.number().positive().default(2),
       })
-      .refine((l) => l.renewDeadlineSeconds < l.leaseDurationSeconds, { message: 'renewDeadlineSeconds must be shorter than leaseDurationSeconds', path: ['renewDeadlineSeconds'] })
-      .refine((l) => l.retryPeriodSeconds < l.renewDeadlineSeconds, { message: 'retryPeriodSeconds must be shorter than renewDeadlineSeconds', path: ['retryPeriodSeconds'] })
+      .refine((l) => l.renewDeadlineSeconds < l.leaseDurationSeconds, { message: 'renewDeadlineSeconds must be shorter than leaseDurationSeconds', path: ['renewDeadlineSeconds'], when: onlyIfValid })
+      .refine((l) => l.retryPeriodSeconds < l.renewDeadlineSeconds, { message: 'retryPeriodSeconds must be shorter than renewDeadlineSeconds', path: ['retryPeriodSeconds'], when: onlyIfValid })
       .prefault({}),
     /** Watch connections: how long the API server keeps one open, and how long a silent one is trusted. */
     watch: z
@@ -199,7 +202,7 @@ export const configSchema = z
         /** Reconnect when nothing, not even a bookmark, arrived this long; default timeoutSeconds + 30. */
         idleTimeoutSeconds: z.number().int().min(1).optional(),
       })
-      .refine((w) => w.idleTimeoutSeconds === undefined || w.idleTimeoutSeconds > w.timeoutSeconds, { message: 'idleTimeoutSeconds must be longer than timeoutSeconds', path: ['idleTimeoutSeconds'] })
+      .refine((w) => w.idleTimeoutSeconds === undefined || w.idleTimeoutSeconds > w.timeoutSeconds, { message: 'idleTimeoutSeconds must be longer than timeoutSeconds', path: ['idleTimeoutSeconds'], when: onlyIfValid })
       .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
