@@ -140,7 +140,7 @@ export const publishedResourceSchema = z
     selector: labelSelectorSchema.optional(),
     naming: z
       .strictObject({
-        namespace: z.string().min(1).default('{{ cluster }}-{{ namespace }}-{{ hash cluster namespace | trunc 6 }}'),
+        namespace: z.string().min(1).default('{{ join "-" cluster namespace | trunc 56 }}-{{ hash cluster namespace | trunc 6 }}'),
         name: z.string().min(1).default('{{ name }}'),
       })
       .prefault({}),

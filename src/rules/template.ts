@@ -8,8 +8,8 @@
  *   {{ hash cluster namespace | trunc 6 }} a function call with arguments
  *   {{ "literal" }}
  *
- * Functions: lower, upper, trim, trunc N, hash A B... (sha256 hex of the
- * arguments joined by "/"), replace OLD NEW, default D (D when the value is
+ * Functions: lower, upper, trim, trunc N, join SEP A B... (the arguments
+ * joined by SEP), hash A B... (sha256 hex of the arguments joined by "/"), replace OLD NEW, default D (D when the value is
  * empty). Variables depend on where the template is used: `cluster`,
  * `namespace`, `name`, `object` (the primary) everywhere; `value` in a
  * reference rewrite. The rendered text is trimmed.
@@ -48,6 +48,7 @@ const functions: Record<string, { arity: number | 'variadic'; apply: (args: unkn
   trunc: { arity: 2, apply: ([n, v]) => text(v).slice(0, Number(n)) },
   replace: { arity: 3, apply: ([from, to, v]) => text(v).split(text(from)).join(text(to)) },
   default: { arity: 2, apply: ([d, v]) => (text(v) === '' ? text(d) : text(v)) },
+  join: { arity: 'variadic', apply: ([sep, ...parts]) => parts.map(text).join(text(sep)) },
   hash: { arity: 'variadic', apply: (args) => createHash('sha256').update(args.map(text).join('/')).digest('hex') },
 };
 

@@ -39,6 +39,7 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
     sqlite.pragma('foreign_keys = ON');
     // Fails fast on a file that is not a SQLite database.
     sqlite.prepare('select count(*) from sqlite_master').get();
+    if (!options.readonly) probeWritable(sqlite);
   } catch (err) {
     throw new StoreSchemaError(`cannot open store ${path}: ${(err as Error).message}`, { cause: err });
   }
@@ -51,4 +52,19 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
     throw new StoreSchemaError(`store ${path}: ${(err as Error).message}`, { cause: err });
   }
   return { db, sqlite, path, close: () => db.destroy() };
+}
+
+/**
+ * SQLite quietly opens a file it cannot write read-only, and relsync would
+ * fail at its first write, long after start. A write that is rolled back
+ * says so now, and leaves the file as it was.
+ */
+function probeWritable(sqlite: BetterSqlite3.Database): void {
+  try {
+    sqlite.exec('BEGIN IMMEDIATE; CREATE TABLE relsync_write_probe (x); ROLLBACK');
+  } catch (err) {
+    if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+    if (/readonly|read-only/i.test((err as Error).message)) throw new Error('the file is read-only (check its permissions, attributes and the volume mount)', { cause: err });
+    throw err;
+  }
 }

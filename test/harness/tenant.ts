@@ -123,7 +123,7 @@ export class ClusterClient {
 
 /** Where the default naming rule puts a tenant namespace's copies. */
 export function defaultCopyNamespace(cluster: string, namespace: string): string {
-  return `${cluster}-${namespace}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 6)}`;
+  return `${`${cluster}-${namespace}`.slice(0, 56)}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 6)}`;
 }
 
 export function decode(secret: V1Secret | undefined, key: string): string | undefined {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,17 @@ describe('config', () => {
     assert.equal(config.storePath, join(dir, 'relsync.db'), 'relative paths are relative to the config file');
     assert.equal(config.workers, 4);
     assert.equal(config.resources[0]!.naming.name.source, '{{ name }}');
+  });
+
+  it('names copy namespaces <cluster>-<namespace>-<hash>, cut to a valid namespace name when long', () => {
+    const naming = parseConfig(base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }'), join(dir, 'relsync.yaml')).resources[0]!.naming.namespace;
+    const hash = (c: string, n: string) => createHash('sha256').update(`${c}/${n}`).digest('hex').slice(0, 6);
+    assert.equal(naming.render({ cluster: 'tenant-a', namespace: 'shop', name: 'x', object: {} }), `tenant-a-shop-${hash('tenant-a', 'shop')}`);
+    const long = (s: string) => s.repeat(63).slice(0, 63);
+    const a = naming.render({ cluster: long('c'), namespace: `${long('n').slice(0, 60)}abc`, name: 'x', object: {} });
+    const b = naming.render({ cluster: long('c'), namespace: `${long('n').slice(0, 60)}xyz`, name: 'x', object: {} });
+    assert.ok(a.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(a), a);
+    assert.notEqual(a, b, 'names that differ only past the cut stay apart');
   });
 
   it('names the exact path of every problem', () => {

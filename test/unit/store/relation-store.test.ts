@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -63,5 +64,22 @@ describe('relation store', () => {
     const { writeFileSync } = await import('node:fs');
     writeFileSync(path, 'this is not sqlite'.repeat(100));
     await assert.rejects(openStore(path), /cannot open store .*garbage\.db: file is not a database/);
+  });
+
+  it('refuses a read-only store file at start, and leaves it as it was', async () => {
+    const path = join(dir, 'read-only.db');
+    await (await openStore(path)).close();
+    const before = readFileSync(path);
+    // root ignores file modes; the immutable attribute stops root too
+    const root = process.getuid?.() === 0;
+    if (root) execFileSync('chattr', ['+i', path]);
+    else chmodSync(path, 0o400);
+    try {
+      await assert.rejects(openStore(path), /cannot open store .*read-only\.db: the file is read-only/);
+    } finally {
+      if (root) execFileSync('chattr', ['-i', path]);
+      else chmodSync(path, 0o600);
+    }
+    assert.deepEqual(readFileSync(path), before, 'the file is unchanged');
   });
 });

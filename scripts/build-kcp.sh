@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Builds the kcp server binary (github.com/kcp-dev/kcp/cmd/kcp) from its Go module
+# through the Go module proxy and caches it by version. No prebuilt binary is downloaded.
+#
+#   scripts/build-kcp.sh                      # build if missing, print the folder
+#   KCP_VERSION=v0.31.2 scripts/build-kcp.sh
+#
+# The folder printed on the last line holds `kcp` (and `kcp.version`, the module
+# versions it was built from). Cache: ${RELSYNC_KCP_CACHE:-~/.cache/relsync/kcp}/<version>/.
+#
+# Why a wrapper module (same reason as build-control-plane.sh): github.com/kcp-dev/kcp
+# requires its in-repo staging modules (github.com/kcp-dev/sdk, client-go,
+# apimachinery/v2, virtual-workspace-framework, code-generator/v3) at v0.0.0 and
+# replaces them with ./staging/... paths, and k8s.io/* with its Kubernetes fork
+# (github.com/kcp-dev/kubernetes/staging/src/...). A dependency's replace lines are
+# ignored, so the wrapper copies the fork replaces verbatim and points each staging
+# module at the release the kcp publishing bot tagged for this kcp version:
+# v0.<minor>.<patch> (…/v2 and …/v3 modules: v2./v3.<minor>.<patch>).
+# Both lists are read from that release's own go.mod.
+#
+# A staging module whose tag the proxy does not serve is replaced by an empty local
+# stub: that is harmless when kcp does not compile it (code-generator is a
+# build-time tool), and otherwise the build stops with "does not contain package".
+# KCP_STAGING_VERSIONS="module@version ..." pins staging modules explicitly.
+set -euo pipefail
+
+KCP_VERSION="${KCP_VERSION:-v0.31.2}"
+CACHE_ROOT="${RELSYNC_KCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/kcp}"
+OUT="$CACHE_ROOT/$KCP_VERSION"
+
+if [[ -x "$OUT/kcp" ]]; then
+  echo "$OUT"
+  exit 0
+fi
+
+die() { echo "build-kcp: $*" >&2; exit 1; }
+command -v go >/dev/null || die "the 'go' command is required to build kcp"
+command -v python3 >/dev/null || die "python3 is required (to read go.mod JSON)"
+[[ "$KCP_VERSION" =~ ^v0\.([0-9]+)\.([0-9]+)$ ]] || die "KCP_VERSION must look like v0.<minor>.<patch>, got '$KCP_VERSION'"
+minor_patch="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"   # 31.2
+
+work="$CACHE_ROOT/.build-$KCP_VERSION"
+rm -rf "$work"
+mkdir -p "$work" "$OUT"
+cd "$work"
+
+echo "build-kcp: reading go.mod of github.com/kcp-dev/kcp@$KCP_VERSION" >&2
+if ! info="$(go mod download -json "github.com/kcp-dev/kcp@$KCP_VERSION" 2>"$work/download.err")"; then
+  cat "$work/download.err" >&2
+  die "cannot download github.com/kcp-dev/kcp@$KCP_VERSION from ${GOPROXY:-the Go module proxy}"
+fi
+gomod="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$info")"
+srcdir="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$info")"
+commit="$(python3 -c 'import json,sys; print(((json.load(sys.stdin).get("Origin") or {}).get("Hash") or "")[:10])' <<<"$info")"
+modjson="$(go mod edit -json "$gomod")"
+go_directive="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])' <<<"$modjson")"
+kube_version="$(python3 -c '
+import json,sys
+for r in json.load(sys.stdin)["Require"]:
+    if r["Path"] == "k8s.io/kubernetes": print(r["Version"])' <<<"$modjson")"
+# Non-local replaces (the Kubernetes fork), copied as they are.
+fork_replaces="$(python3 -c '
+import json,sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    old, new = r["Old"], r["New"]
+    if new.get("Version"):
+        print("%s%s => %s %s" % (old["Path"], " " + old["Version"] if old.get("Version") else "", new["Path"], new["Version"]))' <<<"$modjson")"
+staging="$(python3 -c '
+import json,sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    if r["New"]["Path"].startswith("./"): print(r["Old"]["Path"])' <<<"$modjson")"
+
+declare -A pinned=()
+for mv in ${KCP_STAGING_VERSIONS:-}; do
+  [[ "$mv" == *@* ]] || die "KCP_STAGING_VERSIONS entries must be module@version, got '$mv'"
+  pinned["${mv%@*}"]="${mv#*@}"
+done
+
+staging_replaces=""
+stubbed=""
+for m in $staging; do
+  if [[ -n "${pinned[$m]:-}" ]]; then
+    v="${pinned[$m]}"
+  elif [[ "$m" =~ /v([0-9]+)$ ]]; then
+    v="v${BASH_REMATCH[1]}.$minor_patch"
+  else
+    v="v0.$minor_patch"
+  fi
+  if go list -m -f '{{.Version}}' "$m@$v" >/dev/null 2>"$work/list.err"; then
+    staging_replaces+="  $m => $m $v"$'\n'
+  elif [[ -n "${pinned[$m]:-}" ]]; then
+    cat "$work/list.err" >&2
+    die "KCP_STAGING_VERSIONS pins $m@$v, which the module proxy does not serve"
+  else
+    echo "build-kcp: $m@$v is not served by the module proxy ($(head -n1 "$work/list.err")); using an empty stub" >&2
+    stub="stub/${m//\//_}"
+    mkdir -p "$stub"
+    printf 'module %s\n\ngo %s\n' "$m" "$go_directive" > "$stub/go.mod"
+    staging_replaces+="  $m => ./$stub"$'\n'
+    stubbed+=" $m@$v"
+  fi
+done
+
+{
+  echo "module relsync.local/kcp"
+  echo
+  echo "go $go_directive"
+  echo
+  echo "require github.com/kcp-dev/kcp $KCP_VERSION"
+  echo
+  echo "replace ("
+  printf '%s\n' "$fork_replaces" | sed 's/^/  /'
+  printf '%s' "$staging_replaces"
+  echo ")"
+} > go.mod
+cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "github.com/kcp-dev/kcp/cmd/kcp"
+)
+GO
+
+# kcp's own go.sum pins the hashes of its dependencies, including the Kubernetes
+# fork pseudo-versions, which the checksum database may not know (a lookup there
+# answers 404 and the build stops with "verifying module").
+cp "$srcdir/go.sum" go.sum
+chmod u+w go.sum
+echo "build-kcp: resolving modules (kubernetes fork $kube_version, go $go_directive)" >&2
+go mod tidy -e >&2 || true
+go mod download >&2
+
+major="${kube_version#v}"; major="${major%%.*}"
+minor="${kube_version#v*.}"; minor="${minor%%.*}"
+git_version="${kube_version}+kcp-${KCP_VERSION}"
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$git_version -X $pkg.gitCommit=${commit:-unknown} -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+done
+
+start=$(date +%s)
+echo "build-kcp: building kcp $KCP_VERSION (this takes many minutes on 2 cores)" >&2
+if ! CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kcp.tmp" github.com/kcp-dev/kcp/cmd/kcp; then
+  [[ -z "$stubbed" ]] || echo "build-kcp: these staging modules were stubbed because the proxy does not serve them:$stubbed; pin a served version with KCP_STAGING_VERSIONS=\"module@version\"" >&2
+  die "go build of github.com/kcp-dev/kcp/cmd/kcp@$KCP_VERSION failed (work dir kept: $work)"
+fi
+mv "$OUT/kcp.tmp" "$OUT/kcp"
+{
+  echo "kcp $KCP_VERSION ($commit)"
+  echo "kubernetes $kube_version"
+  printf '%s' "$staging_replaces" | sed 's/^ *//'
+} > "$OUT/kcp.version"
+echo "build-kcp: built in $(( $(date +%s) - start ))s" >&2
+rm -rf "$work"
+echo "$OUT"
