@@ -74,11 +74,11 @@ export function resolveRelated(input: ResolveInput): Resolution {
   const finder = rule.finder;
   if (finder.kind === 'reference') {
     const found = stringsAt(finder.path, sides.sourceObject);
-    for (const v of found.invalid) problems.push(`rule ${rule.id}: ${finder.path.source} yields a ${typeof v}, not a name`);
+    for (const v of found.invalid) problems.push(`rule ${rule.id}: ${finder.path.source} yields ${kindOf(v)}, not a name`);
     let destNames: string[] | undefined;
     if (finder.destinationPath) {
       const d = stringsAt(finder.destinationPath, sides.destObject);
-      for (const v of d.invalid) problems.push(`rule ${rule.id}: ${finder.destinationPath.source} yields a ${typeof v}, not a name`);
+      for (const v of d.invalid) problems.push(`rule ${rule.id}: ${finder.destinationPath.source} yields ${kindOf(v)}, not a name`);
       destNames = d.values;
     }
     names = found.values.map((source, i) => ({
@@ -151,4 +151,12 @@ function rewrite(rw: NameRewrite | undefined, value: string, context: TemplateCo
   if (!rw) return value;
   if (rw.kind === 'regex') return value.replace(rw.pattern, rw.replacement);
   return rw.template.render({ ...context, value });
+}
+
+/** "a number", "an object", "null": for messages about a value of the wrong type. */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  const t = typeof v;
+  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
 }

@@ -55,6 +55,8 @@ export class EventRecorder {
       lastTimestamp: time,
       count: 1,
     };
+    // Every Warning the user sees as an Event is also a log line for the operator.
+    if (type === 'Warning') this.options.logger.warn({ cluster, object: `${namespace}/${name}`, reason }, message);
     try {
       await this.options.clusters.client(cluster, eventType).create(namespace, event);
     } catch (err) {

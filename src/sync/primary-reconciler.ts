@@ -101,7 +101,6 @@ export class PrimaryReconciler {
     const copy = await this.syncCopy(copies, current, id, copyId);
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
-      this.deps.logger.warn({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, `conflict: ${message}`);
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
@@ -132,13 +131,12 @@ export class PrimaryReconciler {
     }
     await this.releaseStale(resource, id, outcomes);
 
+    // The recorder logs each warning as it records it (see event-recorder.ts).
     for (const p of problems) await this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
     const conflicts = outcomes.filter((o) => o.state === 'conflict');
     for (const c of conflicts) {
-      this.deps.logger.warn({ primary: describeIdentity(id), rule: c.ruleId, copy: describeIdentity(c.destination) }, `conflict: ${c.message}`);
       await this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
     }
-    for (const p of problems) this.deps.logger.warn({ primary: describeIdentity(id) }, p);
     const state = problems.length > 0 ? 'error' : 'synced';
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? null }, outcomes, selectors);
     return conflicts.length > 0 ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
@@ -372,7 +370,6 @@ export class PrimaryReconciler {
     } catch (err) {
       if (isConflict(err) && !isAlreadyExists(err)) throw err; // concurrent change: retry the whole reconcile
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
-      this.deps.logger.warn({ primary: describeIdentity(owner), rule: rule.id, err: (err as Error).message }, 'related copy failed');
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
