@@ -1,0 +1,163 @@
+// Tenant isolation against a tenant that tries: forged relsync marks on its
+// own primary and objects, references that try to leave the namespace, and
+// an inverse annotation naming another tenant's primary. (Identical names,
+// selector and inverse labels across tenants and unowned objects in the
+// destination are covered in core-sync and selector-inverse.)
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { ClusterClient, decode, defaultCopyNamespace } from '../harness/tenant.js';
+
+const OWNER = 'demo.relsync.dev/owner';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('tenant isolation against a tenant that tries', () => {
+  let planes: ControlPlane[] = [];
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let relsync: RelsyncProcess;
+  let configPath: string;
+  let dir: string;
+  const nsA = defaultCopyNamespace('tenant-a', 'iso');
+  const nsB = defaultCopyNamespace('tenant-b', 'iso');
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-isolation-'));
+    planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
+    a = new ClusterClient('tenant-a', pa.kubeConfig);
+    b = new ClusterClient('tenant-b', pb.kubeConfig);
+    svc = new ClusterClient('service', ps.kubeConfig);
+    configPath = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      resources: [
+        {
+          group: 'demo.relsync.dev',
+          resource: 'databases',
+          related: [
+            { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'owned', origin: 'platform', resource: 'configmaps', inverse: { annotation: OWNER } },
+            { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
+          ],
+        },
+      ],
+    });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    for (const c of [a, b]) await c.ensureNamespace('iso');
+    await a.putConfigMap('iso', 'cfg', { tenant: 'a' });
+    await a.createDatabase('iso', 'orders', { configMapName: 'cfg', size: 'a' });
+    await eventually("tenant a's primary copied", () => svc.configMap(nsA, 'cfg'), 30_000);
+    await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a' });
+    await eventually('tenant a gets its credentials', async () => decode(await a.secret('iso', 'orders-credentials'), 'password') === 'only-a');
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await Promise.all(planes.map((p) => p.stop()));
+  });
+
+  /** Waits until relsync has processed tenant b's latest events (a marker primary syncs). */
+  async function settled(marker: string): Promise<void> {
+    await b.createDatabase('iso', marker, {});
+    await eventually(`tenant b marker ${marker} copied`, () => svc.database(nsB, marker), 30_000);
+    await sleep(500);
+  }
+
+  async function tenantAUntouched(): Promise<void> {
+    assert.deepEqual((await svc.database(nsA, 'orders'))?.spec, { configMapName: 'cfg', size: 'a' });
+    assert.deepEqual((await svc.configMap(nsA, 'cfg'))?.data, { tenant: 'a' });
+    assert.equal(decode(await svc.secret(nsA, 'orders-credentials'), 'password'), 'only-a');
+    assert.equal((await svc.database(nsA, 'orders'))?.metadata.annotations?.['relsync.dev/source-cluster'], 'tenant-a');
+  }
+
+  it("cannot claim another tenant's copy by forging relsync's marks on its own primary", async () => {
+    const copyA = await svc.database(nsA, 'orders');
+    const forged = {
+      'relsync.dev/source-cluster': 'tenant-a',
+      'relsync.dev/source-group': 'demo.relsync.dev',
+      'relsync.dev/source-resource': 'databases',
+      'relsync.dev/source-namespace': 'iso',
+      'relsync.dev/source-name': 'orders',
+      'relsync.dev/source-uid': copyA?.metadata.annotations?.['relsync.dev/source-uid'] ?? 'x',
+    };
+    await b.putConfigMap('iso', 'cfg', { tenant: 'b' });
+    await b.objects.createNamespacedCustomObject({
+      group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'databases', namespace: 'iso',
+      body: { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'orders', labels: { 'relsync.dev/agent': 'e2e' }, annotations: forged }, spec: { configMapName: 'cfg', size: 'b' } },
+    });
+    await eventually("tenant b's own copy", async () => (await svc.database(nsB, 'orders'))?.spec?.size === 'b', 30_000);
+    const copyB = (await svc.database(nsB, 'orders'))!;
+    assert.equal(copyB.metadata.annotations?.['relsync.dev/source-cluster'], 'tenant-b', "the copy's marks name its true source, not the forged one");
+    assert.equal(copyB.metadata.annotations?.['relsync.dev/source-uid'], (await b.database('iso', 'orders'))?.metadata.uid);
+    await eventually("tenant b's related copy", async () => (await svc.configMap(nsB, 'cfg'))?.data?.tenant === 'b', 30_000);
+    // The service side answers tenant b's copy; tenant a's credentials stay where they are.
+    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' });
+    await eventually('tenant b gets its own credentials', async () => decode(await b.secret('iso', 'orders-credentials'), 'password') === 'only-b');
+    // A sweep must not take the forged marks for anything either.
+    await relsync.stop();
+    const sweep = await runCli(['sweep', '--config', configPath, '-o', 'json']);
+    assert.equal(sweep.code, 0, sweep.stderr);
+    relsync = await startRelsync(configPath, join(dir, 'relsync-2.log'));
+    await tenantAUntouched();
+    assert.equal(decode(await a.secret('iso', 'orders-credentials'), 'password'), 'only-a');
+    // Deleting tenant b's forged primary removes tenant b's copy only.
+    await b.deleteDatabase('iso', 'orders');
+    await eventually("tenant b's copy removed", async () => (await svc.database(nsB, 'orders')) === undefined, 30_000);
+    await tenantAUntouched();
+  });
+
+  it('cannot reach another namespace through a reference', async () => {
+    await b.ensureNamespace('victim');
+    await b.putConfigMap('victim', 'cfg', { secret: 'victim' });
+    for (const [name, ref] of [['slash', 'victim/cfg'], ['dotdot', '../victim/cfg'], ['dots', '..']] as const) {
+      await b.createDatabase('iso', `ref-${name}`, { configMapName: ref });
+    }
+    await settled('marker-ref');
+    for (const name of ['slash', 'dotdot', 'dots']) {
+      await eventually(`Event for ref-${name}`, async () => (await b.events('iso', `ref-${name}`)).some((e) => e.reason === 'RelatedResourceProblem'), 20_000);
+    }
+    const copies = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: 'relsync.dev/agent=e2e' })).items;
+    assert.equal(copies.filter((c) => c.data?.secret === 'victim').length, 0, "nothing of the other namespace was copied");
+    assert.equal(await svc.configMap(defaultCopyNamespace('tenant-b', 'victim'), 'cfg'), undefined);
+  });
+
+  it("cannot attach its objects to another tenant's primary with an inverse annotation", async () => {
+    await b.core.createNamespacedConfigMap({ namespace: 'iso', body: { metadata: { name: 'b-attached', annotations: { [OWNER]: 'orders' } }, data: { from: 'b' } } });
+    await a.core.createNamespacedConfigMap({ namespace: 'iso', body: { metadata: { name: 'a-attached', annotations: { [OWNER]: 'orders' } }, data: { from: 'a' } } });
+    await eventually("tenant a's own inverse object copied", () => svc.configMap(nsA, 'a-attached'), 30_000);
+    await settled('marker-inverse');
+    assert.equal(await svc.configMap(nsA, 'b-attached'), undefined);
+    const everywhere = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: 'relsync.dev/agent=e2e' })).items;
+    assert.equal(everywhere.filter((c) => c.metadata?.name === 'b-attached').length, 0, "tenant b has no primary named orders now, so its object goes nowhere");
+  });
+
+  it("never writes into a tenant's object that merely carries relsync's marks, from another tenant", async () => {
+    // Tenant b forges a "copy" of tenant a's credentials in its own namespace.
+    await b.core.createNamespacedSecret({
+      namespace: 'iso',
+      body: {
+        metadata: { name: 'stolen', labels: { 'relsync.dev/agent': 'e2e' }, annotations: { 'relsync.dev/source-cluster': 'service', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'secrets', 'relsync.dev/source-namespace': nsA, 'relsync.dev/source-name': 'orders-credentials' } },
+        data: { password: Buffer.from('empty').toString('base64') },
+      },
+    });
+    await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a-v2' });
+    await eventually('tenant a gets the new credentials', async () => decode(await a.secret('iso', 'orders-credentials'), 'password') === 'only-a-v2');
+    await settled('marker-forged-copy');
+    const stolen = await b.secret('iso', 'stolen');
+    assert.notEqual(decode(stolen, 'password'), 'only-a-v2', "tenant a's value never reaches tenant b");
+    assert.ok(!relsync.log().includes('only-a'), 'and never reaches the log');
+  });
+});
