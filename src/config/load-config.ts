@@ -10,6 +10,7 @@ import { parseJsonPath } from '../rules/json-path.js';
 import { buildSelector, labelKeyProblem, labelValueProblem } from '../rules/label-selector.js';
 import { Template } from '../rules/template.js';
 import type { ClusterConfig, Config, NameRewrite, OwnerPointer, PublishedResource, RelatedFinder, RelatedRule, SelectorTemplate } from './config.js';
+import { publishedResourcesFromYaml } from './published-resource.js';
 import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
 
 export interface ConfigProblem {
@@ -53,12 +54,62 @@ export function parseConfig(text: string, file: string): Config {
     );
   }
   const input: unknown = doc.toJS() ?? {};
+  const imported = importPublishedResources(input, file);
   const parsed = configSchema.safeParse(input);
   // Uniqueness is checked on the raw input so that it is reported together
   // with schema problems (zod skips refinements of objects that have some).
   const duplicates = duplicateProblems(input);
-  if (!parsed.success || duplicates.length > 0) throw new ConfigError(file, [...(parsed.success ? [] : zodProblems(parsed.error)), ...duplicates]);
-  return compile(parsed.data, file);
+  // A manifest that could not be read leaves "resources" short: that is not a second problem.
+  const schemaProblems = parsed.success ? [] : zodProblems(parsed.error).filter((p) => imported.problems.length === 0 || p.path !== 'resources');
+  const problems = [...imported.problems, ...schemaProblems, ...duplicates].map(imported.rename);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(file, problems);
+  try {
+    return compile(parsed.data, file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(file, err.problems.map(imported.rename));
+    throw err;
+  }
+}
+
+/**
+ * Appends the PublishedResources of `publishedResourceFiles` to `resources`
+ * (in place, before validation). `rename` points a problem in an appended
+ * entry back at its file and document.
+ */
+function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; rename: (p: ConfigProblem) => ConfigProblem } {
+  const none = { problems: [], rename: (p: ConfigProblem) => p };
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return none;
+  const cfg = input as Record<string, unknown>;
+  if (!Array.isArray(cfg.publishedResourceFiles)) return none;
+  const own = Array.isArray(cfg.resources) ? cfg.resources : cfg.resources === undefined ? [] : undefined;
+  if (!own) return none; // the schema reports the wrong type of "resources"
+  const problems: ConfigProblem[] = [];
+  const origins: string[] = [];
+  cfg.publishedResourceFiles.forEach((entry, i) => {
+    if (typeof entry !== 'string') return; // the schema reports it
+    const where = `publishedResourceFiles[${i}] (${entry})`;
+    const path = isAbsolute(entry) ? entry : resolve(dirname(file), entry);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      problems.push({ path: `publishedResourceFiles[${i}]`, message: `cannot read ${path}: ${(err as Error).message}` });
+      return;
+    }
+    const { resources, problems: found } = publishedResourcesFromYaml(text, where);
+    problems.push(...found);
+    resources.forEach((r, k) => {
+      own.push(r);
+      origins[own.length - 1] = `${where} PublishedResource ${k + 1}`;
+    });
+  });
+  cfg.resources = own;
+  const rename = (p: ConfigProblem): ConfigProblem => {
+    const m = /^resources\[(\d+)\](.*)$/.exec(p.path);
+    const origin = m ? origins[Number(m[1])] : undefined;
+    return origin ? { path: `${origin} (as resources[${m![1]}]${m![2]})`, message: p.message } : p;
+  };
+  return { problems, rename };
 }
 
 /** Duplicate cluster names and duplicate rule ids within a resource. */

@@ -206,7 +206,9 @@ export const configSchema = z
       .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
-    resources: z.array(publishedResourceSchema).min(1),
+    /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */
+    publishedResourceFiles: z.array(z.string().min(1)).optional(),
+    resources: z.array(publishedResourceSchema).min(1, 'give at least one published resource (here or through publishedResourceFiles)'),
   });
 
 export type RawConfig = z.infer<typeof configSchema>;

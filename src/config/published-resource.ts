@@ -1,0 +1,172 @@
+/**
+ * api-syncagent's `PublishedResource` (syncagent.kcp.io/v1alpha1) read as
+ * relsync config: each manifest becomes one entry of `resources`, before
+ * validation, so it is checked and compiled exactly like relsync's own
+ * config. What relsync cannot do the same way is an error naming the field,
+ * never silently dropped. The README has the field-by-field table.
+ */
+import { parseAllDocuments } from 'yaml';
+import type { ConfigProblem } from './load-config.js';
+
+type Raw = Record<string, unknown>;
+
+export const PUBLISHED_RESOURCE_API_VERSION = 'syncagent.kcp.io/v1alpha1';
+
+const record = (v: unknown): Raw => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Raw) : {});
+
+/** Reads every PublishedResource of a YAML stream; `where` prefixes problem paths. */
+export function publishedResourcesFromYaml(text: string, where: string): { resources: Raw[]; problems: ConfigProblem[] } {
+  const resources: Raw[] = [];
+  const problems: ConfigProblem[] = [];
+  parseAllDocuments(text).forEach((doc, i) => {
+    const at = `${where} document ${i + 1}`;
+    if ('errors' in doc && doc.errors.length > 0) {
+      for (const e of doc.errors) problems.push({ path: `${at} line ${e.linePos?.[0]?.line ?? '?'}`, message: e.message.split('\n')[0] ?? e.message });
+      return;
+    }
+    const manifest: unknown = doc.toJS();
+    if (manifest === null || manifest === undefined) return; // an empty document, e.g. after a trailing ---
+    const translated = translatePublishedResource(manifest, at);
+    problems.push(...translated.problems);
+    if (translated.resource) resources.push(translated.resource);
+  });
+  return { resources, problems };
+}
+
+/** One PublishedResource manifest as a relsync `resources[]` entry. */
+export function translatePublishedResource(manifest: unknown, where: string): { resource: Raw | undefined; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const problem = (path: string, message: string) => problems.push({ path: `${where} ${path}`.trim(), message });
+  const m = record(manifest);
+  if (m.apiVersion !== PUBLISHED_RESOURCE_API_VERSION || m.kind !== 'PublishedResource') {
+    problem('', `expected apiVersion ${PUBLISHED_RESOURCE_API_VERSION} and kind PublishedResource, got ${String(m.apiVersion)} ${String(m.kind)}`);
+    return { resource: undefined, problems };
+  }
+  const spec = record(m.spec);
+  const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
+  if (spec.projection !== undefined) unsupported('spec.projection', 'projecting a resource to another group, version or kind');
+  if (spec.mutation !== undefined) unsupported('spec.mutation', 'mutation rules');
+  if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
+
+  const source = record(spec.resource);
+  const versions = Array.isArray(source.versions) ? source.versions : [];
+  if (versions.length > 1) problem('spec.resource.versions', 'relsync syncs one version of a type; give exactly one');
+  const out: Raw = { group: source.apiGroup ?? '', kind: source.kind };
+  const version = source.version ?? versions[0];
+  if (version !== undefined) out.version = version;
+
+  const filter = record(spec.filter);
+  if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
+  if (filter.resource !== undefined) out.selector = filter.resource;
+
+  const naming = record(spec.naming);
+  const names: Raw = {};
+  for (const key of ['name', 'namespace'] as const) {
+    if (typeof naming[key] !== 'string' || naming[key] === '') continue;
+    const t = translateTemplate(placeholdersToTemplate(naming[key]));
+    if (t.problem) problem(`spec.naming.${key}`, t.problem);
+    else names[key] = t.template;
+  }
+  if (Object.keys(names).length > 0) out.naming = names;
+
+  const related = Array.isArray(spec.related) ? spec.related : [];
+  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem));
+  return { resource: problems.length === 0 ? out : undefined, problems };
+}
+
+function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void): Raw {
+  const rule: Raw = { id: typeof r.identifier === 'string' ? r.identifier.toLowerCase() : r.identifier, kind: r.kind };
+  if (r.origin === 'kcp') rule.origin = 'platform';
+  else if (r.origin === 'service') rule.origin = 'service';
+  else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
+  if (r.mutation !== undefined) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
+
+  const object = record(r.object);
+  const template = (value: unknown, path: string): string | undefined => {
+    const t = translateTemplate(String(value ?? ''));
+    if (t.problem) problem(path, t.problem);
+    return t.template;
+  };
+  const ways = ['reference', 'template', 'selector'].filter((k) => object[k] !== undefined);
+  if (ways.length !== 1) problem(`${at}.object`, `give exactly one of "reference", "template" or "selector" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`);
+  if (object.reference !== undefined) {
+    const ref = record(object.reference);
+    const reference: Raw = { path: jsonPath(ref.path) };
+    if (ref.regex !== undefined) reference.rewrite = { regex: regexRewrite(record(ref.regex)) };
+    rule.reference = reference;
+  } else if (object.template !== undefined) {
+    rule.template = { name: template(record(object.template).template, `${at}.object.template.template`) };
+  } else if (object.selector !== undefined) {
+    const sel = record(object.selector);
+    const selector: Raw = {};
+    if (sel.matchLabels !== undefined) {
+      selector.matchLabels = Object.fromEntries(
+        Object.entries(record(sel.matchLabels)).map(([k, v]) => [template(k, `${at}.object.selector.matchLabels`), template(v, `${at}.object.selector.matchLabels.${k}`)]),
+      );
+    }
+    if (sel.matchExpressions !== undefined) selector.matchExpressions = sel.matchExpressions;
+    const rewrite = record(sel.rewrite);
+    if (rewrite.regex !== undefined) selector.rewrite = { regex: regexRewrite(record(rewrite.regex)) };
+    else if (rewrite.template !== undefined) selector.rewrite = { template: template(record(rewrite.template).template, `${at}.object.selector.rewrite.template.template`) };
+    rule.selector = selector;
+  }
+
+  if (object.namespace !== undefined) {
+    const ns = record(object.namespace);
+    if (ns.reference !== undefined) {
+      const ref = record(ns.reference);
+      if (ref.regex !== undefined) problem(`${at}.object.namespace.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
+      rule.namespace = { source: `{{ object${jsonPath(ref.path)} }}` };
+    } else if (ns.template !== undefined) {
+      rule.namespace = { source: template(record(ns.template).template, `${at}.object.namespace.template.template`) };
+    } else problem(`${at}.object.namespace`, 'only "reference" and "template" are supported for the related object\'s namespace');
+  }
+  return rule;
+}
+
+/** api-syncagent paths are written without the leading dot ("spec.secretName"). */
+function jsonPath(path: unknown): string {
+  const p = String(path ?? '');
+  return p.startsWith('.') || p.startsWith('$') ? p : `.${p}`;
+}
+
+/** Go regexp replacement: an empty pattern replaces the whole value; `\N` is group N. */
+function regexRewrite(regex: Raw): Raw {
+  const pattern = typeof regex.pattern === 'string' && regex.pattern !== '' ? regex.pattern : '^[\\s\\S]*$';
+  const replacement = String(regex.replacement ?? '').replace(/\\(\d)/g, '$$$1');
+  return { pattern, replacement };
+}
+
+/** The deprecated `$remote…` placeholders of `naming`, as relsync templates. */
+function placeholdersToTemplate(text: string): string {
+  return text
+    .replaceAll('$remoteClusterName', '{{ cluster }}')
+    .replaceAll('$remoteNamespaceHash', '{{ hash namespace | trunc 20 }}')
+    .replaceAll('$remoteNamespace', '{{ namespace }}')
+    .replaceAll('$remoteNameHash', '{{ hash name | trunc 20 }}')
+    .replaceAll('$remoteName', '{{ name }}');
+}
+
+const variables: Record<string, string> = { ClusterName: 'cluster', Object: 'object', Value: 'value', Related: 'related' };
+
+/**
+ * A Go template of api-syncagent as a relsync template: `.ClusterName`,
+ * `.Object.…`, `.Value` and `.Related.…` become relsync's variables and `{{-`
+ * trim markers are dropped; pipes and functions are kept as they are, so an
+ * unknown function is reported by relsync's own template parser.
+ */
+export function translateTemplate(text: string): { template?: string; problem?: string } {
+  let problem: string | undefined;
+  const template = text.replace(/\{\{-?([\s\S]*?)-?\}\}/g, (_, body: string) => {
+    const translated = body.replace(/(^|[\s(|])\.([A-Za-z_]\w*)((?:\.[A-Za-z_][\w-]*)*)/g, (whole, lead: string, root: string, rest: string) => {
+      const name = variables[root];
+      if (!name) {
+        problem ??= `template "${text}": .${root} is not available in relsync (available: ${Object.keys(variables).map((v) => `.${v}`).join(', ')})`;
+        return whole;
+      }
+      return `${lead}${name}${rest}`;
+    });
+    return `{{ ${translated.trim()} }}`;
+  });
+  return problem ? { problem } : { template };
+}

@@ -1,0 +1,141 @@
+// api-syncagent PublishedResource manifests as relsync config.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { translateTemplate } from '../../../src/config/published-resource.js';
+import { selectorQuery } from '../../../src/rules/label-selector.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relsync-pr-'));
+const kubeconfig = join(dir, 'kubeconfig');
+writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+
+const manifest = `
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-databases
+spec:
+  resource:
+    apiGroup: demo.relsync.dev
+    versions: [v1alpha1]
+    kind: Database
+  filter:
+    resource:
+      matchLabels: { tier: gold }
+  naming:
+    namespace: "$remoteClusterName"
+    name: "{{ .Object.metadata.name }}"
+  related:
+    - identifier: credentials
+      origin: service
+      kind: Secret
+      object:
+        reference:
+          path: spec.credentialsSecret
+          regex: { pattern: "^(.*)$", replacement: "\\\\1-creds" }
+    - identifier: config
+      origin: kcp
+      kind: ConfigMap
+      object:
+        template:
+          template: "{{- .Object.metadata.name -}}-config"
+    - identifier: extras
+      origin: kcp
+      kind: ConfigMap
+      object:
+        selector:
+          matchLabels:
+            app: "{{ .Object.metadata.name }}"
+          rewrite:
+            template:
+              template: "{{ .Value }}-copy"
+---
+`;
+
+function configWith(files: Record<string, string>): string {
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return `
+platformClusters: [{ name: tenant-a, kubeconfig: ${kubeconfig} }]
+publishedResourceFiles: [${Object.keys(files).join(', ')}]
+`;
+}
+
+function problems(text: string): string[] {
+  try {
+    parseConfig(text, join(dir, 'relsync.yaml'));
+    return [];
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems.map((p) => `${p.path}: ${p.message}`);
+  }
+}
+
+describe('PublishedResource manifests', () => {
+  it('become published resources with every related rule', () => {
+    const config = parseConfig(configWith({ 'pr.yaml': manifest }), join(dir, 'relsync.yaml'));
+    assert.equal(config.resources.length, 1);
+    const [res] = config.resources as [(typeof config.resources)[0]];
+    assert.deepEqual({ ...res.type }, { group: 'demo.relsync.dev', version: 'v1alpha1', kind: 'Database', resource: undefined });
+    assert.equal(selectorQuery(res.selector!), 'tier=gold');
+    const vars = { cluster: 'ws-1', namespace: 'ns', name: 'db', object: { metadata: { name: 'db' }, spec: { credentialsSecret: 'pw' } } };
+    assert.equal(res.naming.namespace.render(vars), 'ws-1');
+    assert.equal(res.naming.name.render(vars), 'db');
+    const [credentials, cfg, extras] = res.related as [(typeof res.related)[0], (typeof res.related)[0], (typeof res.related)[0]];
+    assert.equal(credentials.id, 'credentials');
+    assert.equal(credentials.origin, 'service');
+    assert.equal(credentials.source.kind, 'Secret');
+    assert.equal(credentials.finder.kind, 'reference');
+    if (credentials.finder.kind === 'reference') {
+      assert.equal(credentials.finder.path.source, '.spec.credentialsSecret');
+      assert.ok(credentials.finder.rewrite?.kind === 'regex');
+      assert.equal('pw'.replace(credentials.finder.rewrite.pattern, credentials.finder.rewrite.replacement), 'pw-creds', 'Go\'s \\1 became $1');
+    }
+    assert.equal(cfg.origin, 'platform', 'origin kcp is the platform side');
+    assert.ok(cfg.finder.kind === 'template');
+    assert.equal(cfg.finder.name.render(vars), 'db-config');
+    assert.ok(extras.finder.kind === 'selector');
+    assert.equal(extras.finder.requirements[0]!.values[0]!.render(vars), 'db');
+    assert.ok(extras.finder.rewrite?.kind === 'template');
+    assert.equal(extras.finder.rewrite.template.render({ ...vars, value: 'x', related: {} }), 'x-copy');
+  });
+
+  it('sit beside relsync\'s own resources', () => {
+    const text = `${configWith({ 'pr.yaml': manifest })}resources: [{ resource: secrets }]\n`;
+    const config = parseConfig(text, join(dir, 'relsync.yaml'));
+    assert.equal(config.resources.length, 2);
+  });
+
+  it('name what relsync does not support, and where', () => {
+    const found = problems(configWith({
+      'bad.yaml': manifest
+        .replace('  filter:', '  projection: { kind: Other }\n  filter:')
+        .replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterPath }}-config"')
+        .replace('origin: kcp\n      kind: ConfigMap\n      object:\n        selector', 'origin: elsewhere\n      kind: ConfigMap\n      object:\n        selector'),
+    }));
+    const all = found.join('\n');
+    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.projection: .*not supported by relsync/);
+    assert.match(all, /document 1 spec\.related\[1\]\.object\.template\.template: template .*\.ClusterPath is not available/);
+    assert.match(all, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
+  });
+
+  it('point a problem found after translation back at the manifest', () => {
+    const found = problems(configWith({ 'pr2.yaml': manifest.replace('path: spec.credentialsSecret', 'path: spec..credentialsSecret') }));
+    assert.equal(found.length, 1, found.join('\n'));
+    assert.match(found[0]!, /^publishedResourceFiles\[0\] \(pr2\.yaml\) PublishedResource 1 \(as resources\[0\]\.related\[0\]\.reference\.path\): invalid path/);
+  });
+
+  it('refuse a document that is not a PublishedResource, and a missing file', () => {
+    assert.match(problems(configWith({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\n' })).join('\n'), /cm\.yaml\) document 1: expected apiVersion syncagent\.kcp\.io\/v1alpha1 and kind PublishedResource/);
+    const missing = `platformClusters: [{ name: tenant-a, kubeconfig: ${kubeconfig} }]\npublishedResourceFiles: [nope.yaml]\n`;
+    assert.match(problems(missing).join('\n'), /publishedResourceFiles\[0\]: cannot read .*nope\.yaml/);
+  });
+
+  it('translate Go template variables and leave functions to relsync', () => {
+    assert.deepEqual(translateTemplate('{{ .ClusterName }}-{{ .Object.spec.tier | lower }}'), { template: '{{ cluster }}-{{ object.spec.tier | lower }}' });
+    assert.deepEqual(translateTemplate('plain'), { template: 'plain' });
+    assert.match(translateTemplate('{{ .Nope }}').problem ?? '', /\.Nope is not available/);
+  });
+});
