@@ -46,8 +46,10 @@ cd "$work"
 
 echo "build-kcp: reading go.mod of github.com/kcp-dev/kcp@$KCP_VERSION" >&2
 if ! info="$(go mod download -json "github.com/kcp-dev/kcp@$KCP_VERSION" 2>"$work/download.err")"; then
+  # -json reports the failure in its "Error" field on stdout.
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("Error",""))' <<<"$info" >&2 || true
   cat "$work/download.err" >&2
-  die "cannot download github.com/kcp-dev/kcp@$KCP_VERSION from ${GOPROXY:-the Go module proxy}"
+  die "cannot download github.com/kcp-dev/kcp@$KCP_VERSION through GOPROXY=$(go env GOPROXY)"
 fi
 gomod="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$info")"
 srcdir="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$info")"
