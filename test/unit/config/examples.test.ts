@@ -18,6 +18,16 @@ describe('examples', () => {
     const config = parseConfig(readFileSync(join(dir, 'relsync.yaml'), 'utf8'), join(dir, 'relsync.yaml'));
     assert.equal(config.resources[0]!.related.length, 3);
   });
+
+  it('examples/api-syncagent/ is a valid config made of a PublishedResource', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
+    cpSync(join(examples, 'api-syncagent'), join(dir, 'api-syncagent'), { recursive: true });
+    mkdirSync(join(dir, 'kubeconfigs'));
+    for (const f of ['tenant-a.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
+    const file = join(dir, 'api-syncagent', 'relsync.yaml');
+    const config = parseConfig(readFileSync(file, 'utf8'), file);
+    assert.deepEqual(config.resources[0]!.related.map((r) => `${r.id}:${r.origin}:${r.finder.kind}`), ['config:platform:reference', 'credentials:service:template']);
+  });
 });
 
 describe('deploy/config.yaml', () => {
