@@ -8,7 +8,8 @@
 // (and kubectl) from KUBEBUILDER_ASSETS when that folder holds them, otherwise built (once,
 // cached by version) by scripts/build-control-plane.sh. A missing binary is a
 // failure, never a skip. Afterwards it kills any control-plane process a
-// crashed test file left behind, and says so.
+// crashed test file left behind, and says so. kcp is built the same way
+// (scripts/build-kcp.sh).
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,18 @@ if (suites.includes('e2e')) {
     env.RELSYNC_CONTROL_PLANE_ASSETS = build.stdout.trim().split('\n').pop();
     console.log(`run-tests: using control-plane binaries from ${env.RELSYNC_CONTROL_PLANE_ASSETS}`);
   }
+}
+
+// kcp, for the tests of kcp as a platform: built (once, cached by version) by
+// scripts/build-kcp.sh; a failed build fails the run, as above.
+if (suites.includes('e2e')) {
+  const build = spawnSync('bash', ['scripts/build-kcp.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env });
+  if (build.status !== 0) {
+    console.error('run-tests: could not build kcp (see the output above); the kcp end-to-end tests cannot run');
+    process.exit(1);
+  }
+  env.RELSYNC_KCP_ASSETS = build.stdout.trim().split('\n').pop();
+  console.log(`run-tests: using kcp from ${env.RELSYNC_KCP_ASSETS}`);
 }
 
 const files = suites.flatMap((s) => testFiles(join('dist', 'test', s)));

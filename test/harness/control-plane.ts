@@ -115,7 +115,8 @@ function track(child: ChildProcess, name: string): void {
   });
 }
 
-function start(binary: string, args: string[], logFile: string, name: string): ChildProcess {
+/** Starts a process whose output goes to `logFile`; killed when the test process exits. */
+export function startTracked(binary: string, args: string[], logFile: string, name: string): ChildProcess {
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(log);
@@ -124,7 +125,7 @@ function start(binary: string, args: string[], logFile: string, name: string): C
   return child;
 }
 
-async function stopProcess(child: ChildProcess, graceMs = 5000): Promise<void> {
+export async function stopProcess(child: ChildProcess, graceMs = 5000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGCONT');
@@ -176,7 +177,7 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
   const [etcdClientPort, etcdPeerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
 
   const etcdLog = join(dir, 'etcd.log');
-  const etcd = start(
+  const etcd = startTracked(
     join(assets, 'etcd'),
     [
       '--name=default',
@@ -217,7 +218,7 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
     '--v=0',
   ];
   const apiLog = join(dir, 'kube-apiserver.log');
-  let apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
+  let apiServer = startTracked(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
   const url = `https://127.0.0.1:${apiPort}`;
 
   const waitApi = async (): Promise<Buffer> => {
@@ -229,7 +230,7 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
   const ca = await waitApi();
   const stopApiServer = () => stopProcess(apiServer);
   const startApiServer = async () => {
-    apiServer = start(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
+    apiServer = startTracked(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
     await waitApi();
   };
 

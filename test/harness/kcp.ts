@@ -1,0 +1,211 @@
+/**
+ * A real kcp for tests: `kcp start` (etcd embedded) with its own root
+ * folder, loopback ports and a static token, built by scripts/build-kcp.sh.
+ * Helpers set up what a service provider has: a provider workspace with an
+ * APIExport (and permission claims for ConfigMaps and Secrets), consumer
+ * workspaces that bind it, and the APIExport's virtual workspace URL.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { freePort, startTracked, stopProcess } from './control-plane.js';
+import { eventually } from './kube.js';
+
+export const KCP_VERSION = 'v0.28.1';
+
+/** The kcp binary: RELSYNC_KCP_ASSETS (set by run-tests.mjs) or the build cache. */
+export function kcpPath(): string {
+  const candidates = [process.env.RELSYNC_KCP_ASSETS, join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'relsync', 'kcp', KCP_VERSION)];
+  for (const dir of candidates) if (dir && existsSync(join(dir, 'kcp'))) return join(dir, 'kcp');
+  throw new Error(`no kcp binary found (RELSYNC_KCP_ASSETS=${process.env.RELSYNC_KCP_ASSETS ?? '<unset>'}, cache for ${KCP_VERSION}); build it with 'bash scripts/build-kcp.sh'`);
+}
+
+export interface Kcp {
+  readonly url: string;
+  /** Admin token (group system:kcp:admin), from the static token file. */
+  readonly token: string;
+  readonly ca: Buffer;
+  readonly dir: string;
+  /** A JSON request against kcp; `path` starts with /clusters/… or is a full URL. */
+  request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** Writes a kubeconfig for `server` (default: kcp's base URL) with the admin token. */
+  kubeconfig(file: string, server?: string): string;
+  stop(): Promise<void>;
+}
+
+export async function startKcp(): Promise<Kcp> {
+  const binary = kcpPath();
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-kcp-'));
+  const token = randomBytes(16).toString('hex');
+  writeFileSync(join(dir, 'tokens.csv'), `${token},relsync-admin,relsync-admin-uid,"system:kcp:admin"\n`);
+  const ports = new Set<number>();
+  while (ports.size < 3) ports.add(await freePort()); // three different ones
+  const [port, etcdClient, etcdPeer] = [...ports] as [number, number, number];
+  const log = join(dir, 'kcp.log');
+  const child = startTracked(
+    binary,
+    [
+      'start',
+      `--root-directory=${join(dir, 'root')}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--embedded-etcd-client-port=${etcdClient}`,
+      `--embedded-etcd-peer-port=${etcdPeer}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    ],
+    log,
+    'kcp',
+  );
+  const url = `https://127.0.0.1:${port}`;
+  const tail = () => (existsSync(log) ? readFileSync(log, 'utf8').slice(-2000) : '');
+  // /readyz answers without credentials; about 30 s on a fresh root folder.
+  await eventually(
+    `kcp /readyz (log ${log})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`kcp exited with ${child.exitCode}:\n${tail()}`);
+      return (await raw('GET', `${url}/readyz`, undefined, undefined, undefined)).status === 200;
+    },
+    180_000,
+  );
+  const admin = parse(readFileSync(join(dir, 'root', 'admin.kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { 'certificate-authority-data'?: string } }> };
+  const caData = admin.clusters[0]?.cluster['certificate-authority-data'];
+  const ca = caData ? Buffer.from(caData, 'base64') : readFileSync(join(dir, 'root', 'apiserver.crt'));
+  return {
+    url,
+    token,
+    ca,
+    dir,
+    request: <T>(method: string, path: string, body?: unknown) => raw<T>(method, path.startsWith('https:') ? path : `${url}${path}`, body, token, ca),
+    kubeconfig(file: string, server = url) {
+      writeFileSync(
+        file,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          `clusters: [{name: kcp, cluster: {server: '${server}', certificate-authority-data: ${ca.toString('base64')}}}]`,
+          `users: [{name: admin, user: {token: ${token}}}]`,
+          'contexts: [{name: kcp, context: {cluster: kcp, user: admin}}]',
+          'current-context: kcp',
+          '',
+        ].join('\n'),
+      );
+      return file;
+    },
+    async stop() {
+      await stopProcess(child, 10_000);
+      if (!process.env.RELSYNC_KEEP_CONTROL_PLANES) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function raw<T>(method: string, url: string, body: unknown, token: string | undefined, ca: Buffer | undefined): Promise<{ status: number; body: T }> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = https.request(
+      url,
+      {
+        method,
+        headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(data ? { 'Content-Type': 'application/json' } : {}) },
+        ca,
+        rejectUnauthorized: ca !== undefined,
+        timeout: 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            // not JSON (e.g. "ok" from /readyz)
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed as T });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: no answer`)));
+    req.on('error', (err) => (token ? reject(err) : resolve({ status: 0, body: undefined as T })));
+    req.end(data);
+  });
+}
+
+/** Creates `body` in a workspace (`/clusters/<path>`) and fails on anything but 201/409. */
+async function create(kcp: Kcp, workspace: string, apiPath: string, body: unknown): Promise<void> {
+  const res = await kcp.request('POST', `/clusters/${workspace}${apiPath}`, body);
+  if (res.status !== 201 && res.status !== 409) throw new Error(`POST /clusters/${workspace}${apiPath}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/** Workspaces under root, Ready; returns each one's logical cluster name. */
+export async function createWorkspaces(kcp: Kcp, ...names: string[]): Promise<Record<string, string>> {
+  for (const name of names) await create(kcp, 'root', '/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+  const clusters: Record<string, string> = {};
+  for (const name of names) {
+    clusters[name] = await eventually(`workspace ${name} Ready`, async () => {
+      const ws = await kcp.request<{ status?: { phase?: string }; spec?: { cluster?: string } }>('GET', `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
+      return ws.body.status?.phase === 'Ready' ? ws.body.spec?.cluster : undefined;
+    }, 120_000);
+  }
+  return clusters;
+}
+
+const claims = ['configmaps', 'secrets'].map((resource) => ({ group: '', resource, verbs: ['*'] }));
+
+/** The example Database type as an APIResourceSchema and an APIExport claiming ConfigMaps and Secrets. */
+export async function createDatabaseExport(kcp: Kcp, provider: string): Promise<void> {
+  const base = `/apis/apis.kcp.io`;
+  await create(kcp, provider, `${base}/v1alpha1/apiresourceschemas`, {
+    apiVersion: 'apis.kcp.io/v1alpha1',
+    kind: 'APIResourceSchema',
+    metadata: { name: 'v1.databases.demo.relsync.dev' },
+    spec: {
+      group: 'demo.relsync.dev',
+      names: { kind: 'Database', listKind: 'DatabaseList', plural: 'databases', singular: 'database' },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: 'v1alpha1',
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+        },
+      ],
+    },
+  });
+  await create(kcp, provider, `${base}/v1alpha2/apiexports`, {
+    apiVersion: 'apis.kcp.io/v1alpha2',
+    kind: 'APIExport',
+    metadata: { name: 'demo.relsync.dev' },
+    spec: { resources: [{ name: 'databases', group: 'demo.relsync.dev', schema: 'v1.databases.demo.relsync.dev', storage: { crd: {} } }], permissionClaims: claims },
+  });
+}
+
+/** Binds the export in a consumer workspace, accepting its claims; waits until Ready. */
+export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string): Promise<void> {
+  await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', {
+    apiVersion: 'apis.kcp.io/v1alpha2',
+    kind: 'APIBinding',
+    metadata: { name: 'demo.relsync.dev' },
+    spec: {
+      reference: { export: { path: providerPath, name: 'demo.relsync.dev' } },
+      permissionClaims: claims.map((c) => ({ ...c, selector: { matchAll: true }, state: 'Accepted' })),
+    },
+  });
+  await eventually(`APIBinding in ${consumer} Ready`, async () => {
+    const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/demo.relsync.dev`);
+    return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+  }, 120_000);
+}
+
+/** The APIExport's virtual workspace URL, from its APIExportEndpointSlice (there once a binding exists). */
+export async function virtualWorkspaceUrl(kcp: Kcp, provider: string): Promise<string> {
+  return eventually('APIExportEndpointSlice has an endpoint', async () => {
+    const slice = await kcp.request<{ status?: { endpoints?: Array<{ url: string }> } }>('GET', `/clusters/${provider}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/demo.relsync.dev`);
+    return slice.body.status?.endpoints?.[0]?.url;
+  }, 60_000);
+}
