@@ -40,6 +40,7 @@ program
   .requiredOption('-c, --config <file>', 'config file (YAML)')
   .addOption(new Option('--log-level <level>', 'log level').choices(logLevels).default('warn'))
   .addOption(new Option('-o, --output <format>', 'summary format').choices(['text', 'json']).default('text'))
+  .option('--force', 'sweep even while a relsync leader holds the lease (it races the leader)')
   .action(sweepCommand);
 
 program

@@ -6,7 +6,7 @@ import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger } from '../util/logger.js';
 
 /** `relsync sweep`: one full-resync sweep, a summary, exit 0 (1 when a primary failed). */
-export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; output: 'text' | 'json' }): Promise<void> {
+export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; output: 'text' | 'json'; force?: boolean }): Promise<void> {
   const logger = createLogger(options.logLevel);
   const config = loadConfigOrExit(options.config);
   const store = await openStore(config.storePath).catch((err: Error) => {
@@ -14,7 +14,7 @@ export async function sweepCommand(options: { config: string; logLevel: LevelWit
     process.exit(1);
   });
   try {
-    const result = await new Manager({ config, store, logger }).sweepOnce();
+    const result = await new Manager({ config, store, logger }).sweepOnce({ force: options.force ?? false });
     if (options.output === 'json') console.log(JSON.stringify(result));
     else {
       console.log(

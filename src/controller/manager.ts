@@ -28,7 +28,7 @@ import { OwnWrites } from '../sync/own-writes.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { Checkpointer } from './checkpointer.js';
-import { LeaderElector, leaseType } from './leader-election.js';
+import { LeaderElector, leaseType, liveLeader } from './leader-election.js';
 import { EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper, type SweepResult } from './sweeper.js';
@@ -36,6 +36,11 @@ import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
 import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
+
+/** `relsync sweep` refused: a leader is running. */
+export class LeaderRunningError extends Error {
+  override name = 'LeaderRunningError';
+}
 
 export interface ManagerOptions {
   readonly config: Config;
@@ -213,8 +218,20 @@ export class Manager {
   }
 
   /** One sweep without watches (`relsync sweep`); resolves with its summary. */
-  async sweepOnce(): Promise<SweepResult> {
+  async sweepOnce(options: { force?: boolean } = {}): Promise<SweepResult> {
     const w = await this.wire();
+    const le = this.options.config.leaderElection;
+    if (le.enabled && !options.force) {
+      // A sweep beside a running leader would race its reconciles (and, on a shared volume, its store).
+      const holder = await liveLeader(w.clusters.client(w.clusters.service.name, leaseType), le.namespace, le.name).catch((err: Error) => {
+        w.clusters.close();
+        throw err;
+      });
+      if (holder) {
+        w.clusters.close();
+        throw new LeaderRunningError(`relsync "${holder}" holds the lease ${le.namespace}/${le.name} and sweeps on its own schedule; stop it first, or pass --force`);
+      }
+    }
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
     const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
 import { eventually, installCrd } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
 
 const LEASE_SECONDS = 4;
@@ -85,5 +85,15 @@ describe('leader election', () => {
     const handover = Date.now() - stoppedAt;
     console.log(`clean hand-over took ${handover} ms`);
     assert.ok(handover < LEASE_SECONDS * 1000, 'the released lease is taken without waiting for it to expire');
+  });
+
+  it('refuses a one-shot sweep beside the running leader, unless forced', async () => {
+    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    const path = config('sweeper', pa, ps);
+    const refused = await runCli(['sweep', '--config', path]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /holds the lease .* stop it first, or pass --force/);
+    const forced = await runCli(['sweep', '--config', path, '--force']);
+    assert.equal(forced.code, 0, forced.stderr);
   });
 });

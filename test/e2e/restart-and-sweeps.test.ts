@@ -192,7 +192,7 @@ describe('restart, relist and sweeps', () => {
         await eventually(`cycle ${cycle} cleaned up`, async () => (await Promise.all(names.map((n) => svc.configMap(ns, `${n}-cfg`)))).every((c) => c === undefined), 30_000);
       }
     }
-    const out = await runCli(['sweep', '--config', configPath, '-o', 'json']);
+    const out = await runCli(['sweep', '--config', configPath, '-o', 'json', '--force']);
     assert.equal(out.code, 0, out.stderr);
     const db = store();
     const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
