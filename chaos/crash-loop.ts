@@ -23,10 +23,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
-import { installCrd } from '../test/harness/kube.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startClusters } from '../test/harness/clusters.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION, type Database } from '../test/harness/tenant.js';
+import { defaultCopyNamespace, GROUP, PLURAL, VERSION, type ClusterClient, type Database } from '../test/harness/tenant.js';
 
 export interface CrashLoopOptions {
   readonly kills: number;
@@ -75,7 +75,6 @@ function random(seed: number): () => number {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const code = (err: unknown) => (err as { code?: number }).code;
 
 export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoopResult> {
@@ -83,14 +82,12 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const rand = random(options.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const dir = mkdtempSync(join(tmpdir(), 'relsync-chaos-'));
-  const planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
+  const clusters = await startClusters('tenant-a', 'tenant-b', 'service');
   let relsync: RelsyncProcess | undefined;
   let writing = true;
   try {
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
-    const platform: Record<Tenant, ClusterClient> = { 'tenant-a': new ClusterClient('tenant-a', pa.kubeConfig), 'tenant-b': new ClusterClient('tenant-b', pb.kubeConfig) };
-    const svc = new ClusterClient('service', ps.kubeConfig);
+    const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
+    const { service: svc, ...platform } = clusters.client;
     const storePath = join(dir, 'relsync.db');
     const configPath = writeConfig(dir, {
       agentName: AGENT,
@@ -244,7 +241,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   } finally {
     writing = false;
     await relsync?.kill();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters.stop();
   }
 }
 

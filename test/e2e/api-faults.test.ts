@@ -7,18 +7,19 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { compactEtcd, startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { compactEtcd, type ControlPlane } from '../harness/control-plane.js';
+import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const WATCH_TIMEOUT_S = 4;
 const IDLE_TIMEOUT_S = 6;
 const OUTAGE_MS = 15_000;
 
 describe('API faults', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'>;
   let platform: ControlPlane;
   let service: ControlPlane;
   let a: ClusterClient;
@@ -28,11 +29,9 @@ describe('API faults', () => {
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-faults-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    [platform, service] = planes as [ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', platform.kubeConfig);
-    svc = new ClusterClient('service', service.kubeConfig);
+    clusters = await startClusters('tenant-a', 'service');
+    ({ 'tenant-a': platform, service } = clusters.plane);
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     const configPath = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [{ name: 'tenant-a', kubeconfig: platform.kubeconfigPath }],
@@ -49,7 +48,7 @@ describe('API faults', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   const stillTheSameProcess = () => {

@@ -9,16 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const NS = 'limits';
 const long = (c: string, n: number) => c.repeat(n);
 
 describe('objects at the limits and objects that break the rules', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'>;
   let a: ClusterClient;
   let svc: ClusterClient;
   let relsync: RelsyncProcess;
@@ -29,11 +29,9 @@ describe('objects at the limits and objects that break the rules', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-limits-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'service');
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     storePath = join(dir, 'relsync.db');
     configPath = writeConfig(dir, {
       agentName: 'e2e',
@@ -59,7 +57,7 @@ describe('objects at the limits and objects that break the rules', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   const warnings = async (primary: string, reason: string) => (await a.events(NS, primary)).filter((e) => e.reason === reason);

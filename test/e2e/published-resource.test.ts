@@ -6,10 +6,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, decode, defaultCopyNamespace } from '../harness/tenant.js';
+import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const manifest = `
 apiVersion: syncagent.kcp.io/v1alpha1
@@ -45,18 +45,16 @@ spec:
 `;
 
 describe('a PublishedResource manifest as the config', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'>;
   let a: ClusterClient;
   let svc: ClusterClient;
   let relsync: RelsyncProcess;
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-pr-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'service');
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     writeFileSync(join(dir, 'published.yaml'), manifest);
     const configPath = writeConfig(dir, {
       agentName: 'e2e',
@@ -70,7 +68,7 @@ describe('a PublishedResource manifest as the config', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   it('syncs the filtered primaries and their related objects in both directions', async () => {

@@ -8,16 +8,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, decode, defaultCopyNamespace } from '../harness/tenant.js';
+import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'demo.relsync.dev/owner';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('tenant isolation against a tenant that tries', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>;
   let a: ClusterClient;
   let b: ClusterClient;
   let svc: ClusterClient;
@@ -29,12 +29,9 @@ describe('tenant isolation against a tenant that tries', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-isolation-'));
-    planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    b = new ClusterClient('tenant-b', pb.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
     configPath = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [
@@ -66,7 +63,7 @@ describe('tenant isolation against a tenant that tries', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   /** Waits until relsync has processed tenant b's latest events (a marker primary syncs). */
