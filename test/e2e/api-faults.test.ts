@@ -84,9 +84,12 @@ describe('API faults', () => {
 
   it('relists when its watches expired under it (etcd compacted, API server restarted)', async () => {
     const ns = await synced('expire', 'one');
-    // Freeze relsync, change things, and expire every version it holds.
+    // Freeze relsync, change things, and expire every version it holds. The
+    // first restart drops relsync's watch connections before the changes, so
+    // no event of them waits in a socket buffer for relsync to read on SIGCONT.
     relsync.child.kill('SIGSTOP');
     try {
+      await platform.restartApiServer();
       await a.putConfigMap('expire', 'one-cfg', { v: 'while-frozen' });
       await a.putConfigMap('expire', 'two-cfg', { v: '1' });
       await a.createDatabase('expire', 'two', { configMapName: 'two-cfg' });
