@@ -13,6 +13,8 @@ export interface ClusterConfig {
   /** Absolute path; undefined means in-cluster config. */
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
+  /** A kcp platform, reached through an APIExport's virtual workspace; see kube/kcp-endpoint.ts. */
+  readonly kcp?: { readonly endpointSlice: string | undefined; readonly url: string | undefined } | undefined;
 }
 
 export type NameRewrite = { readonly kind: 'regex'; readonly pattern: RegExp; readonly replacement: string } | { readonly kind: 'template'; readonly template: Template };

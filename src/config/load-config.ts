@@ -161,12 +161,13 @@ function compile(raw: RawConfig, file: string): Config {
   const base = dirname(resolve(file));
   const absolute = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
 
-  const cluster = (c: { name: string; kubeconfig?: string | undefined; context?: string | undefined }, where: string): ClusterConfig => {
+  const cluster = (c: { name: string; kubeconfig?: string | undefined; context?: string | undefined; kcp?: RawConfig['platformClusters'][number]['kcp'] }, where: string): ClusterConfig => {
     const kubeconfig = c.kubeconfig === undefined ? undefined : absolute(c.kubeconfig);
     if (kubeconfig !== undefined && !existsSync(kubeconfig)) {
       problems.push({ path: `${where}.kubeconfig`, message: `file ${kubeconfig} does not exist` });
     }
-    return { name: c.name, kubeconfig, context: c.context };
+    const kcp = c.kcp && { endpointSlice: c.kcp.apiExportEndpointSlice, url: c.kcp.virtualWorkspaceUrl?.replace(/\/+$/, '') };
+    return { name: c.name, kubeconfig, context: c.context, kcp };
   };
 
   const template = (source: string, where: string, variables: readonly string[]): Template => {

@@ -154,11 +154,26 @@ const connectionSchema = {
   context: z.string().min(1).optional(),
 };
 
+/**
+ * A kcp platform: the kubeconfig points at the provider's workspace, and
+ * relsync reaches every workspace that binds the APIExport through its
+ * virtual workspace. Give the APIExportEndpointSlice (relsync reads the URL
+ * off its status) or the URL itself.
+ */
+const kcpSchema = z
+  .strictObject({
+    /** Name of the APIExportEndpointSlice in the kubeconfig's workspace. */
+    apiExportEndpointSlice: z.string().min(1).optional(),
+    /** The virtual workspace URL, e.g. https://kcp:6443/services/apiexport/<cluster>/<export>. */
+    virtualWorkspaceUrl: z.url({ protocol: /^https?$/ }).optional(),
+  })
+  .refine((k) => (k.apiExportEndpointSlice === undefined) !== (k.virtualWorkspaceUrl === undefined), 'give exactly one of "apiExportEndpointSlice" or "virtualWorkspaceUrl"');
+
 export const configSchema = z
   .strictObject({
     /** Names this agent instance in the marks it puts on copies. */
     agentName: z.string().max(63).regex(labelValue, 'must be a valid label value').default('relsync'),
-    platformClusters: z.array(z.strictObject({ name: clusterName, ...connectionSchema, kubeconfig: z.string().min(1) })).min(1),
+    platformClusters: z.array(z.strictObject({ name: clusterName, ...connectionSchema, kubeconfig: z.string().min(1), kcp: kcpSchema.optional() })).min(1),
     serviceCluster: z
       .strictObject({ name: clusterName.default('service'), ...connectionSchema })
       .prefault({}),

@@ -34,7 +34,10 @@ export interface RouterMetrics {
 export interface EventRouterOptions {
   readonly agentName: string;
   readonly serviceCluster: string;
-  readonly platformClusters: readonly string[];
+  /** A platform cluster's name, or a kcp logical cluster's (see kube/cluster-set.ts). */
+  readonly isPlatform: (cluster: string) => boolean;
+  /** The cluster label of metrics; default: the cluster itself. */
+  readonly metricsCluster?: (cluster: string) => string;
   readonly resources: readonly ResolvedResource[];
   readonly store: RelationStore;
   readonly enqueue: (key: PrimaryKey) => void;
@@ -51,14 +54,14 @@ export interface EventRouterOptions {
 }
 
 export class EventRouter {
-  private readonly platforms: Set<string>;
+  private readonly platforms: { has(cluster: string): boolean };
   /** `group/resource` of every type some selector rule selects. */
   private readonly selectorTypes = new Set<string>();
   /** Inverse rules by the `group/resource` of the objects they read. */
   private readonly inverseRules = new Map<string, Array<{ resource: ResolvedResource; rule: ResolvedRule }>>();
 
   constructor(private readonly options: EventRouterOptions) {
-    this.platforms = new Set(options.platformClusters);
+    this.platforms = { has: options.isPlatform };
     for (const resource of options.resources) {
       for (const rule of resource.rules) {
         const key = `${rule.sourceType.group}/${rule.sourceType.resource}`;
@@ -70,12 +73,13 @@ export class EventRouter {
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
   async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', collect?: (key: PrimaryKey) => void): Promise<number> {
-    this.options.metrics?.countEvent(cluster, type, change);
+    const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
+    this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
     if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
-      this.options.metrics?.observeFanout(cluster, 0, true);
+      this.options.metrics?.observeFanout(metricsCluster, 0, true);
       return 0;
     }
     const keys = new Map<string, PrimaryKey>();
@@ -97,7 +101,7 @@ export class EventRouter {
         this.options.enqueue(key);
         collect?.(key);
       }
-      this.options.metrics?.observeFanout(cluster, keys.size);
+      this.options.metrics?.observeFanout(metricsCluster, keys.size);
       return keys.size;
     }
     // Reference, template and former matches: the store's relations by identity
@@ -128,7 +132,7 @@ export class EventRouter {
       this.options.enqueue(key);
       collect?.(key);
     }
-    this.options.metrics?.observeFanout(cluster, keys.size);
+    this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
     }

@@ -14,11 +14,14 @@ import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
+import { EndpointPendingError } from '../kube/kcp-endpoint.js';
 import { ListWatch } from '../kube/list-watch.js';
-import { typeName } from '../kube/resource-type.js';
+import { LogicalClusters } from '../kube/logical-clusters.js';
+import { sameType, typeName } from '../kube/resource-type.js';
 import { CheckpointStore, type WatchKey } from '../store/checkpoint-store.js';
 import type { OpenedStore } from '../store/database.js';
-import { describeIdentity } from '../store/identity.js';
+import { describeIdentity, type ObjectIdentity } from '../store/identity.js';
+import { LogicalClusterStore } from '../store/logical-cluster-store.js';
 import { RelationStore } from '../store/relation-store.js';
 import { SweepStore } from '../store/sweep-store.js';
 import { HttpServer } from '../server/http-server.js';
@@ -27,7 +30,9 @@ import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
+import { apiBindingType, bindingHandler } from './binding-watch.js';
 import { Checkpointer } from './checkpointer.js';
+import { ClusterScope } from './cluster-scope.js';
 import { LeaderElector, leaseType, liveLeader } from './leader-election.js';
 import { EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
@@ -53,6 +58,8 @@ export interface ManagerOptions {
 
 interface Wiring {
   readonly clusters: ClusterSet;
+  readonly logical: LogicalClusters;
+  readonly scope: ClusterScope;
   readonly resources: readonly ResolvedResource[];
   readonly store: RelationStore;
   readonly checkpoints: CheckpointStore;
@@ -85,7 +92,7 @@ export class Manager {
     const { config, logger } = this.options;
     // Every watch, worker and the server listen on the one stop signal.
     setMaxListeners(0, signal);
-    this.wiring = await this.wire();
+    this.wiring = await this.wire(signal);
     const server = this.options.httpPort !== undefined ? this.serve(signal) : Promise.resolve();
     try {
       if (!config.leaderElection.enabled) await this.lead(this.wiring, signal);
@@ -154,7 +161,7 @@ export class Manager {
     const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
     for (;;) {
       try {
-        return await this.wire();
+        return await this.wire(signal);
       } catch (err) {
         if (signal.aborted) throw err;
         const retryInMs = backoff.next();
@@ -171,14 +178,13 @@ export class Manager {
 
     // Work that was routed but not reconciled when the last process ended.
     const pending = await w.checkpoints.pending();
-    for (const id of pending) {
-      const resource = w.resources.find((r) => r.primaryType.group === id.group && r.primaryType.resource === id.resource);
-      if (resource) w.queue.add({ resource, id });
-      else w.checkpointer.noteDone(id);
-    }
+    for (const id of pending) if (!this.enqueue(w, id)) w.checkpointer.noteDone(id);
     if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
 
-    this.watches = await Promise.all(w.plan.map((p) => this.watchFor(w, p)));
+    this.watches = await Promise.all([
+      ...w.plan.map((p) => this.watchFor(w, p)),
+      ...w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => this.bindingWatchFor(w, p.name)),
+    ]);
     logger.info(
       {
         agent: config.agentName,
@@ -219,7 +225,7 @@ export class Manager {
 
   /** One sweep without watches (`relsync sweep`); resolves with its summary. */
   async sweepOnce(options: { force?: boolean } = {}): Promise<SweepResult> {
-    const w = await this.wire();
+    const w = await this.wire(AbortSignal.timeout(60_000));
     const le = this.options.config.leaderElection;
     if (le.enabled && !options.force) {
       // A sweep beside a running leader would race its reconciles (and, on a shared volume, its store).
@@ -258,14 +264,18 @@ export class Manager {
     return `standby (leader: ${this.elector.currentHolder ?? 'none yet'})`;
   }
 
-  private async wire(): Promise<Wiring> {
+  private async wire(signal: AbortSignal): Promise<Wiring> {
     const { config, logger } = this.options;
-    const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, (cluster, method, code) =>
-      this.metrics.apiRequests.inc({ cluster, method, code: String(code) }),
-    );
+    const db = this.options.store.db;
+    const logical = await LogicalClusters.load(new LogicalClusterStore(db));
+    const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
+      observer: (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) }),
+      logicalClusters: logical,
+      onManyShards: (cluster, urls) => logger.warn({ cluster, urls }, 'the APIExportEndpointSlice lists several shards; relsync serves the first one only'),
+    });
     try {
+      await this.awaitKcpEndpoints(clusters, signal);
       const resources = await resolveConfig(config, clusters);
-      const db = this.options.store.db;
       const store = new RelationStore(db);
       const checkpoints = new CheckpointStore(db);
       const checkpointer = new Checkpointer(checkpoints, logger);
@@ -286,7 +296,8 @@ export class Manager {
       const router = new EventRouter({
         agentName: config.agentName,
         serviceCluster: clusters.service.name,
-        platformClusters: clusters.platforms.map((p) => p.name),
+        isPlatform: (cluster) => clusters.isPlatform(cluster),
+        metricsCluster: (cluster) => clusters.metricsName(cluster),
         resources,
         store,
         enqueue: (key) => {
@@ -299,8 +310,9 @@ export class Manager {
         ownWrites,
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
-      const sweeper = new Sweeper({ agentName: config.agentName, clusters, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });
-      return { clusters, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper };
+      const scope = new ClusterScope(clusters, logical, logger);
+      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });
+      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper };
     } catch (err) {
       clusters.close();
       throw err;
@@ -319,15 +331,69 @@ export class Manager {
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
         onEvent: async (change, object) => {
-          await w.router.route(p.cluster, p.type, object, change);
+          const cluster = await w.scope.of(p.cluster, object);
+          if (cluster !== undefined) await w.router.route(cluster, p.type, object, change);
         },
-        onList: (items) => w.router.routeList(p.cluster, p.type, items, p.labelSelector),
+        onList: async (items) => {
+          for (const [cluster, part] of await w.scope.split(p.cluster, items)) await w.router.routeList(cluster, p.type, part, p.labelSelector);
+        },
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
       onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
       onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
     });
     return watch;
+  }
+
+  /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
+  private async bindingWatchFor(w: Wiring, platform: string): Promise<ListWatch> {
+    const key: WatchKey = { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
+    const watch: ListWatch = new ListWatch({
+      client: w.clusters.client(platform, apiBindingType),
+      logger: this.options.logger,
+      resumeFrom: await w.checkpoints.resourceVersion(key),
+      timeoutSeconds: this.options.config.watch.timeoutSeconds,
+      watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
+      handler: {
+        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id), logger: this.options.logger }),
+        onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
+      },
+      onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
+      onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
+    });
+    return watch;
+  }
+
+  /** Queues a primary by identity; false when no configured resource has its type any more. */
+  private enqueue(w: Wiring, id: ObjectIdentity): boolean {
+    const resource = w.resources.find((r) => sameType(r.primaryType, id));
+    if (!resource) return false;
+    w.checkpointer.noteQueued(id);
+    w.queue.add({ resource, id });
+    return true;
+  }
+
+  /**
+   * A kcp platform's virtual workspace URL appears once a workspace binds the
+   * export: until then relsync waits (and says so) instead of failing.
+   */
+  private async awaitKcpEndpoints(clusters: ClusterSet, signal: AbortSignal): Promise<void> {
+    for (const platform of clusters.platforms) {
+      if (!platform.endpoint) continue;
+      const backoff = new Backoff({ initialMs: 1_000, maxMs: 10_000 });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const url = await platform.endpoint.resolve();
+          this.options.logger.info({ cluster: platform.name, url }, 'kcp virtual workspace found');
+          break;
+        } catch (err) {
+          if (!(err instanceof EndpointPendingError) || signal.aborted) throw err;
+          const retryInMs = backoff.next();
+          if (attempt === 1 || attempt % 10 === 0) this.options.logger.info({ cluster: platform.name, retryInMs }, `${err.message}; waiting`);
+          await sleep(retryInMs, signal);
+        }
+      }
+    }
   }
 
   private serve(signal: AbortSignal): Promise<void> {
@@ -344,6 +410,8 @@ export class Manager {
         this.metrics.storeBytes.set(storeFileBytes(this.options.store.path));
         this.metrics.queueDepth.set(w.queue.depth);
         this.metrics.queueRetrying.set(w.queue.retrying);
+        this.metrics.logicalClusters.reset();
+        for (const r of w.logical.records()) this.metrics.logicalClusters.inc({ platform: r.platform, state: r.state });
       },
     });
     return server.start(signal, this.options.onHttpListening);

@@ -27,6 +27,7 @@ import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { markedSource } from '../sync/marks.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { Metrics } from '../server/metrics.js';
+import type { ClusterScope } from './cluster-scope.js';
 import { identityOf, type EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import type { PlannedWatch } from './watch-plan.js';
@@ -35,6 +36,7 @@ import type { WorkQueue } from './work-queue.js';
 export interface SweeperOptions {
   readonly agentName: string;
   readonly clusters: ClusterSet;
+  readonly scope: ClusterScope;
   readonly resources: readonly ResolvedResource[];
   readonly plan: readonly PlannedWatch[];
   readonly store: RelationStore;
@@ -91,20 +93,23 @@ export class Sweeper {
   }
 
   private async run(counts: SweepCounts): Promise<void> {
-    const { clusters, plan, router, queue, store, metrics } = this.options;
+    const { clusters, scope, plan, router, queue, store, metrics } = this.options;
     const relationsBefore = await this.relationKeys();
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
     // 1. relist everything and route it; collect the primaries that were queued
     const queued = new Map<string, PrimaryKey>();
-    const copyLists: Array<{ watch: PlannedWatch; items: KubeObject[] }> = [];
+    const copyLists: Array<{ cluster: string; watch: PlannedWatch; items: KubeObject[] }> = [];
     for (const watch of plan) {
       const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
       counts.objectsListed += items.length;
       if (this.isPrimaryWatch(watch) && watch.cluster !== clusters.service.name) counts.primariesSeen += items.length;
-      if (watch.labelSelector) copyLists.push({ watch, items });
-      await router.routeList(watch.cluster, watch.type, items, watch.labelSelector, (key) => queued.set(primaryKeyString(key), key));
+      // A kcp platform's list spans its workspaces: each is diffed against the store on its own.
+      for (const [cluster, part] of await scope.split(watch.cluster, items)) {
+        if (watch.labelSelector) copyLists.push({ cluster, watch, items: part });
+        await router.routeList(cluster, watch.type, part, watch.labelSelector, (key) => queued.set(primaryKeyString(key), key));
+      }
     }
 
     // 2. wait for every queued primary to be reconciled once
@@ -112,10 +117,16 @@ export class Sweeper {
     counts.errors += outcomes.filter((o) => o === 'error').length;
 
     // 3. copies nothing accounts for any more, and rows of types no longer configured
-    for (const { watch, items } of copyLists) {
-      for (const item of items) if (await this.isOrphan(watch, item)) await this.deleteOrphan(watch, item);
+    for (const { cluster, watch, items } of copyLists) {
+      if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
+      for (const item of items) if (await this.isOrphan(cluster, watch, item)) await this.deleteOrphan(cluster, watch, item);
     }
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
+    for (const platform of clusters.platforms) {
+      for (const name of this.options.scope.unboundOf(platform.name)) {
+        if ((await store.primariesOfCluster(name)).length === 0) await clusters.forgetLogical(name);
+      }
+    }
 
     const relationsAfter = await this.relationKeys();
     for (const k of relationsAfter) if (!relationsBefore.has(k)) counts.relationsAdded++;
@@ -129,26 +140,26 @@ export class Sweeper {
   }
 
   /** A copy is an orphan when its marks name a source that no stored primary or relation accounts for. */
-  private async isOrphan(watch: PlannedWatch, copy: KubeObject): Promise<boolean> {
+  private async isOrphan(cluster: string, watch: PlannedWatch, copy: KubeObject): Promise<boolean> {
     const { store, agentName } = this.options;
     const source = markedSource(copy, agentName);
     if (!source) return false;
-    const id = identityOf(watch.cluster, watch.type, copy);
-    if (this.isPrimaryWatch(watch) && watch.cluster === this.options.clusters.service.name) {
+    const id = identityOf(cluster, watch.type, copy);
+    if (this.isPrimaryWatch(watch) && cluster === this.options.clusters.service.name) {
       const record = await store.primary(source);
       return !record || !sameIdentity(record.copy, id);
     }
     return (await store.ownersOf(id)).length === 0;
   }
 
-  private async deleteOrphan(watch: PlannedWatch, copy: KubeObject): Promise<void> {
-    const client = this.options.clusters.client(watch.cluster, watch.type);
+  private async deleteOrphan(cluster: string, watch: PlannedWatch, copy: KubeObject): Promise<void> {
+    const client = this.options.clusters.client(cluster, watch.type);
     const current = await client.get(copy.metadata.namespace ?? '', copy.metadata.name ?? '');
     // Look again: a reconcile may have claimed it since the LIST.
-    if (!current || current.metadata.uid !== copy.metadata.uid || !(await this.isOrphan(watch, current))) return;
+    if (!current || current.metadata.uid !== copy.metadata.uid || !(await this.isOrphan(cluster, watch, current))) return;
     await client.delete(current.metadata.namespace ?? '', current.metadata.name ?? '', current.metadata.uid);
     this.options.metrics.copiesRemoved.inc({ kind: this.isPrimaryWatch(watch) ? 'primary' : 'related' });
-    this.options.logger.info({ copy: describeIdentity(identityOf(watch.cluster, watch.type, current)), type: typeName(watch.type) }, 'sweep deleted a copy that no rule resolves to any more');
+    this.options.logger.info({ copy: describeIdentity(identityOf(cluster, watch.type, current)), type: typeName(watch.type) }, 'sweep deleted a copy that no rule resolves to any more');
   }
 
   /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */

@@ -44,3 +44,7 @@ export function isAlreadyExists(err: unknown): boolean {
 export function isGone(err: unknown): boolean {
   return err instanceof ApiError && err.statusCode === 410;
 }
+
+export function isForbidden(err: unknown): boolean {
+  return err instanceof ApiError && err.statusCode === 403;
+}

@@ -1,32 +1,65 @@
 /**
- * All connections of one relsync process, by cluster name: the platform
- * clusters and the service cluster. Hands out one ResourceClient per
- * (cluster, type); the set of types is fixed by the config, so this is bounded.
+ * All connections of one relsync process, by cluster name: the service
+ * cluster, the platform clusters, and, behind each kcp platform, its logical
+ * clusters. An identity's `cluster` is one of these names: for a plain
+ * Kubernetes platform the configured name, for kcp the logical cluster.
+ *
+ * A kcp platform's own connection reaches every bound workspace at once
+ * (`/clusters/*`, for watches and sweeps); a logical cluster gets its own
+ * connection (`/clusters/<name>`, for reads and writes), made on first use
+ * over the same agent. Hands out one ResourceClient per (cluster, type):
+ * bounded by the config's types times the known clusters, and a forgotten
+ * logical cluster's clients go with it.
  */
 import type { ClusterConfig } from '../config/config.js';
 import { Connection, type RequestObserver } from './connection.js';
 import { Discovery, type TypeReference } from './discovery.js';
+import { KcpEndpoint, LOGICAL_CLUSTER_ANNOTATION } from './kcp-endpoint.js';
+import type { LogicalClusters } from './logical-clusters.js';
+import type { KubeObject } from './object.js';
 import { ResourceClient } from './resource-client.js';
 import type { ResourceType } from './resource-type.js';
 
 export interface Cluster {
   readonly name: string;
   readonly role: 'platform' | 'service';
+  /** `kcp`: a kcp platform seen across its workspaces; `logical`: one of its workspaces. */
+  readonly kind: 'kubernetes' | 'kcp' | 'logical';
   readonly connection: Connection;
   readonly discovery: Discovery;
+  /** kcp platforms only. */
+  readonly endpoint?: KcpEndpoint;
+}
+
+export interface ClusterSetOptions {
+  readonly observer?: RequestObserver;
+  /** The logical clusters of kcp platforms; required when a platform is kcp. */
+  readonly logicalClusters?: LogicalClusters;
+  readonly onManyShards?: (cluster: string, urls: string[]) => void;
 }
 
 export class ClusterSet {
   readonly service: Cluster;
   readonly platforms: readonly Cluster[];
   private readonly byName = new Map<string, Cluster>();
+  private readonly logical = new Map<string, Cluster>();
   private readonly clients = new Map<string, ResourceClient>();
+  private readonly logicalClusters: LogicalClusters | undefined;
 
-  constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], observer?: RequestObserver) {
+  constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], options: ClusterSetOptions = {}) {
+    this.logicalClusters = options.logicalClusters;
     const make = (c: ClusterConfig, role: Cluster['role']): Cluster => {
       const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context });
-      connection.observer = observer;
-      const cluster = { name: c.name, role, connection, discovery: new Discovery(connection) };
+      connection.observer = options.observer;
+      let cluster: Cluster;
+      if (c.kcp) {
+        if (!this.logicalClusters) throw new Error(`cluster ${c.name}: a kcp platform needs the store's logical clusters`);
+        const endpoint = new KcpEndpoint(connection, c.kcp, (urls) => options.onManyShards?.(c.name, urls));
+        const wildcard = connection.derive(c.name, () => endpoint.wildcard());
+        cluster = { name: c.name, role, kind: 'kcp', connection: wildcard, discovery: new Discovery(wildcard), endpoint };
+      } else {
+        cluster = { name: c.name, role, kind: 'kubernetes', connection, discovery: new Discovery(connection) };
+      }
       this.byName.set(c.name, cluster);
       return cluster;
     };
@@ -35,13 +68,40 @@ export class ClusterSet {
   }
 
   get(name: string): Cluster {
-    const c = this.byName.get(name);
+    const c = this.byName.get(name) ?? this.logicalCluster(name);
     if (!c) throw new Error(`unknown cluster "${name}"`);
     return c;
   }
 
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.byName.has(name) || this.logicalClusters?.platformOf(name) !== undefined;
+  }
+
+  /** True for a platform cluster's name and for a known logical cluster (never for a kcp platform's own, wildcard, name). */
+  isPlatform(name: string): boolean {
+    const c = this.byName.get(name);
+    if (c) return c.role === 'platform' && c.kind === 'kubernetes';
+    return this.logicalClusters?.platformOf(name) !== undefined;
+  }
+
+  /** A logical cluster whose APIBinding is gone: nothing can be read or written there any more. */
+  isUnbound(name: string): boolean {
+    return this.logicalClusters?.isUnbound(name) ?? false;
+  }
+
+  /**
+   * The identity cluster of an object that a watch or list on `cluster`
+   * returned: the cluster itself, or for a kcp platform the object's logical
+   * cluster (undefined when kcp did not annotate it).
+   */
+  clusterOf(cluster: string, object: KubeObject): string | undefined {
+    if (this.get(cluster).kind !== 'kcp') return cluster;
+    return object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION] || undefined;
+  }
+
+  /** The name metrics use: a logical cluster counts under its kcp platform (one label value per workspace would not scale). */
+  metricsName(cluster: string): string {
+    return this.logicalClusters?.platformOf(cluster) ?? cluster;
   }
 
   client(cluster: string, type: ResourceType): ResourceClient {
@@ -58,7 +118,27 @@ export class ClusterSet {
     return this.get(cluster).discovery.resolve(ref);
   }
 
+  /** Forgets an unbound logical cluster once nothing of it is left in the store: its row, connection and clients. */
+  async forgetLogical(name: string): Promise<void> {
+    await this.logicalClusters?.forget(name);
+    this.logical.delete(name);
+    for (const key of this.clients.keys()) if (key.startsWith(`${name}\u0000`)) this.clients.delete(key);
+  }
+
   close(): void {
     for (const c of this.byName.values()) c.connection.close();
+  }
+
+  private logicalCluster(name: string): Cluster | undefined {
+    const known = this.logical.get(name);
+    if (known) return known;
+    const platform = this.logicalClusters?.platformOf(name);
+    const parent = platform === undefined ? undefined : this.byName.get(platform);
+    if (!parent?.endpoint) return undefined;
+    const endpoint = parent.endpoint;
+    const connection = parent.connection.derive(`${parent.name}/${name}`, () => endpoint.logicalCluster(name));
+    const cluster: Cluster = { name, role: 'platform', kind: 'logical', connection, discovery: parent.discovery };
+    this.logical.set(name, cluster);
+    return cluster;
   }
 }

@@ -32,33 +32,70 @@ export interface RequestOptions {
 /** Counts requests per verb, for metrics and benchmarks. */
 export type RequestObserver = (cluster: string, method: string, statusCode: number) => void;
 
+/** TLS options and credentials from the kubeconfig, and the one keep-alive agent, shared by a connection and those derived from it. */
+interface Transport {
+  readonly agent: https.Agent | http.Agent;
+  readonly options: https.RequestOptions;
+  readonly ready: Promise<void>;
+}
+
 export class Connection {
   readonly name: string;
-  readonly server: string;
-  private readonly kubeConfig: KubeConfig;
-  private readonly agent: https.Agent | http.Agent;
-  private readonly baseOptions: https.RequestOptions = {};
+  /** The cluster name in metrics: derived connections count under their parent's. */
+  readonly metricsName: string;
+  private server: string | undefined;
+  private readonly resolveServer: () => Promise<string>;
+  private readonly transport: Transport;
   private readonly requestTimeoutMs: number;
-  private ready: Promise<void>;
   observer: RequestObserver | undefined;
 
   constructor(options: ConnectionOptions) {
     this.name = options.name;
+    this.metricsName = options.name;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    this.kubeConfig = new KubeConfig();
+    const kubeConfig = new KubeConfig();
     if (options.kubeconfig) {
-      this.kubeConfig.loadFromFile(options.kubeconfig);
-      if (options.context) this.kubeConfig.setCurrentContext(options.context);
+      kubeConfig.loadFromFile(options.kubeconfig);
+      if (options.context) kubeConfig.setCurrentContext(options.context);
     } else {
-      this.kubeConfig.loadFromCluster();
+      kubeConfig.loadFromCluster();
     }
-    const cluster = this.kubeConfig.getCurrentCluster();
+    const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error(`cluster ${options.name}: the kubeconfig has no current cluster`);
-    this.server = cluster.server.replace(/\/+$/, '');
-    this.agent = this.server.startsWith('https:')
-      ? new https.Agent({ keepAlive: true, maxSockets: 32 })
-      : new http.Agent({ keepAlive: true, maxSockets: 32 });
-    this.ready = this.kubeConfig.applyToHTTPSOptions(this.baseOptions);
+    const server = cluster.server.replace(/\/+$/, '');
+    this.server = server;
+    this.resolveServer = () => Promise.resolve(server);
+    const tlsOptions: https.RequestOptions = {};
+    this.transport = {
+      agent: server.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true, maxSockets: 32 }),
+      options: tlsOptions,
+      ready: kubeConfig.applyToHTTPSOptions(tlsOptions),
+    };
+  }
+
+  /**
+   * A connection with the same credentials and agent to another base URL,
+   * found on first use (for kcp: the virtual workspace URL, which the
+   * APIExportEndpointSlice only shows once a workspace binds the export).
+   * A failed lookup fails that request and is tried again on the next one.
+   */
+  derive(name: string, resolveServer: () => Promise<string>): Connection {
+    const child = Object.create(Connection.prototype) as Connection;
+    Object.assign(child, {
+      name,
+      metricsName: this.metricsName,
+      server: undefined,
+      resolveServer,
+      transport: this.transport,
+      requestTimeoutMs: this.requestTimeoutMs,
+      observer: this.observer,
+    });
+    return child;
+  }
+
+  /** The base URL, once known. */
+  get baseUrl(): string | undefined {
+    return this.server;
   }
 
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
@@ -66,7 +103,7 @@ export class Connection {
     const res = await this.open(method, path, options, this.requestTimeoutMs);
     const text = await readBody(res);
     const status = res.statusCode ?? 0;
-    this.observer?.(this.name, method, status);
+    this.observer?.(this.metricsName, method, status);
     if (status < 200 || status >= 300) throw new ApiError(method, path, status, text);
     return (text ? JSON.parse(text) : undefined) as T;
   }
@@ -75,23 +112,26 @@ export class Connection {
   async stream(path: string, options: RequestOptions): Promise<http.IncomingMessage> {
     const res = await this.open('GET', path, options, 0);
     const status = res.statusCode ?? 0;
-    this.observer?.(this.name, 'WATCH', status);
+    this.observer?.(this.metricsName, 'WATCH', status);
     if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res));
     return res;
   }
 
+  /** Closes the shared agent: this connection and every one derived from it. */
   close(): void {
-    this.agent.destroy();
+    this.transport.agent.destroy();
   }
 
   private async open(method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<http.IncomingMessage> {
-    await this.ready;
+    await this.transport.ready;
+    this.server ??= (await this.resolveServer()).replace(/\/+$/, '');
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string> = { Accept: 'application/json', ...(this.baseOptions.headers as Record<string, string>) };
+    const tls = this.transport.options;
+    const headers: Record<string, string> = { Accept: 'application/json', ...(tls.headers as Record<string, string>) };
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
@@ -103,11 +143,11 @@ export class Connection {
         {
           method,
           headers,
-          agent: this.agent,
-          ca: this.baseOptions.ca,
-          cert: this.baseOptions.cert,
-          key: this.baseOptions.key,
-          rejectUnauthorized: this.baseOptions.rejectUnauthorized,
+          agent: this.transport.agent,
+          ca: tls.ca,
+          cert: tls.cert,
+          key: tls.key,
+          rejectUnauthorized: tls.rejectUnauthorized,
           signal: options.signal,
         },
         resolve,

@@ -23,6 +23,7 @@ export class Metrics implements SyncMetrics, RouterMetrics {
   readonly sweeps = new Counter({ name: 'relsync_sweeps_total', help: 'Full-resync sweeps, by trigger and status (skipped: the previous one was still running)', labelNames: ['trigger', 'status'], registers: [this.registry] });
   readonly sweepDuration = new Histogram({ name: 'relsync_sweep_duration_seconds', help: 'Duration of completed sweeps', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: [this.registry] });
   readonly storeBytes = new Gauge({ name: 'relsync_store_bytes', help: 'Size of the store file and its write-ahead log', registers: [this.registry] });
+  readonly logicalClusters = new Gauge({ name: 'relsync_logical_clusters', help: 'kcp workspaces known through each kcp platform, by state (bound, unbound: waiting for cleanup)', labelNames: ['platform', 'state'], registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   constructor() {

@@ -77,7 +77,18 @@ export interface SweepsTable {
   message: string | null;
 }
 
+export type LogicalClusterState = 'bound' | 'unbound';
+
+export interface LogicalClustersTable {
+  name: string;
+  platform: string;
+  state: LogicalClusterState;
+  first_seen_at: string;
+  changed_at: string;
+}
+
 export interface Database {
+  logical_clusters: LogicalClustersTable;
   pending_primaries: PendingPrimariesTable;
   sweeps: SweepsTable;
   selectors: SelectorsTable;

@@ -1,7 +1,7 @@
 /**
  * What of an object is copied, and when a copy is up to date. A copy gets
  * every top-level field except apiVersion/kind/metadata/status, plus the
- * source's labels and annotations (less server-set and relsync's own).
+ * source's labels and annotations (less server-set, kcp's and relsync's own).
  *
  * Up to date means: the payload maps of ConfigMaps and Secrets (`data`,
  * `binaryData`, `type`) are equal, and every other field the source has is
@@ -31,8 +31,18 @@ export function contentOf(object: KubeObject): CopyContent {
 
 function userMap(map: Record<string, string> | undefined, drop?: Set<string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !drop?.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !isKcpKey(k) && !drop?.has(k)) out[k] = v;
   return out;
+}
+
+/**
+ * kcp's own metadata (`kcp.io/cluster`, `claimed.internal.apis.kcp.io/…`):
+ * it says where an object lives in kcp, so it is never copied to the other side.
+ */
+function isKcpKey(key: string): boolean {
+  const slash = key.indexOf('/');
+  const prefix = slash < 0 ? '' : key.slice(0, slash);
+  return prefix === 'kcp.io' || prefix.endsWith('.kcp.io');
 }
 
 /** sha256 of the content, stable under key order. Stored instead of any value. */

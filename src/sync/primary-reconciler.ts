@@ -70,7 +70,8 @@ export class PrimaryReconciler {
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
     const primaries = clusters.client(id.cluster, resource.primaryType);
-    const primary = await primaries.get(id.namespace, id.name);
+    // A kcp workspace that unbound the export can no longer be read: its primaries are gone for relsync.
+    const primary = clusters.isUnbound(id.cluster) ? undefined : await primaries.get(id.namespace, id.name);
     const record = await store.primary(id);
 
     if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
@@ -231,6 +232,10 @@ export class PrimaryReconciler {
       }
     }
     for (const relation of await store.relationsOf(id)) {
+      if (clusters.isUnbound(relation.destination.cluster)) {
+        logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
+        continue;
+      }
       if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
@@ -242,6 +247,10 @@ export class PrimaryReconciler {
       }
     }
     await store.deletePrimary(id);
+    if (clusters.isUnbound(id.cluster) && (await store.primariesOfCluster(id.cluster)).length === 0) {
+      await clusters.forgetLogical(id.cluster);
+      logger.info({ logicalCluster: id.cluster }, 'every copy of an unbound workspace is removed; relsync forgets the workspace');
+    }
     return done;
   }
 

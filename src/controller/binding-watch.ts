@@ -1,0 +1,82 @@
+/**
+ * The APIBinding watch of a kcp platform: the virtual workspace shows every
+ * workspace's binding of the export. A binding that appears records its
+ * logical cluster; one that goes marks it unbound and queues its primaries,
+ * whose reconcile then finds them unreachable and removes their copies in
+ * the service cluster (see PrimaryReconciler.finalize). A relist that lacks
+ * a known workspace's binding means the same.
+ *
+ * kcp deletes the bound objects while a binding terminates, and waits for
+ * relsync's finalizers: most cleanup happens then, through the ordinary
+ * deletion of each primary. This watch catches what that path cannot: a
+ * workspace that vanished while relsync was stopped, or objects kcp stopped
+ * showing without a DELETED event.
+ */
+import type { Logger } from 'pino';
+import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
+import type { LogicalClusterChange, LogicalClusters } from '../kube/logical-clusters.js';
+import type { ChangeType, WatchHandler } from '../kube/list-watch.js';
+import type { KubeObject } from '../kube/object.js';
+import type { ResourceType } from '../kube/resource-type.js';
+import type { RelationStore } from '../store/relation-store.js';
+import type { ObjectIdentity } from '../store/identity.js';
+
+export const apiBindingType: ResourceType = { group: 'apis.kcp.io', version: 'v1alpha1', resource: 'apibindings', kind: 'APIBinding', namespaced: false };
+
+export interface BindingWatchOptions {
+  /** The kcp platform's configured name. */
+  readonly platform: string;
+  readonly logical: LogicalClusters;
+  readonly store: RelationStore;
+  /** Queues one primary for reconcile. */
+  readonly enqueue: (id: ObjectIdentity) => void;
+  readonly logger: Logger;
+  readonly onChange?: (change: LogicalClusterChange) => void;
+}
+
+export function bindingHandler(options: BindingWatchOptions): WatchHandler {
+  const { platform, logical, store, enqueue, logger } = options;
+  const unbinding = new Set<string>();
+  const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+
+  const bound = async (cluster: string, binding: KubeObject) => {
+    const change = await logical.bound(cluster, platform);
+    if (change) {
+      options.onChange?.(change);
+      logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change.change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
+    }
+    if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
+      unbinding.add(cluster);
+      logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace is unbinding the export; kcp deletes its objects, and relsync removes their copies');
+    }
+  };
+
+  const unbound = async (cluster: string) => {
+    unbinding.delete(cluster);
+    const change = await logical.unbound(cluster);
+    if (!change) return;
+    options.onChange?.(change);
+    const primaries = await store.primariesOfCluster(cluster);
+    for (const p of primaries) enqueue(p.id);
+    logger.warn({ cluster: platform, logicalCluster: cluster, primaries: primaries.length }, 'a workspace no longer binds the export; removing the copies of its primaries');
+  };
+
+  return {
+    async onEvent(type: ChangeType, binding: KubeObject) {
+      const cluster = clusterOf(binding);
+      if (!cluster) return;
+      if (type === 'DELETED') await unbound(cluster);
+      else await bound(cluster, binding);
+    },
+    async onList(items: KubeObject[]) {
+      const seen = new Set<string>();
+      for (const binding of items) {
+        const cluster = clusterOf(binding);
+        if (!cluster) continue;
+        seen.add(cluster);
+        await bound(cluster, binding);
+      }
+      for (const cluster of logical.of(platform)) if (!seen.has(cluster)) await unbound(cluster);
+    },
+  };
+}

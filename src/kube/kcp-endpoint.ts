@@ -1,0 +1,71 @@
+/**
+ * Where a kcp platform's objects are served: the APIExport's virtual
+ * workspace. Under it, `/clusters/*` lists and watches across every
+ * workspace that binds the export (each object annotated with its logical
+ * cluster, `kcp.io/cluster`), and `/clusters/<logical cluster>` reads and
+ * writes in one of them.
+ *
+ * The URL comes from the config or from the APIExportEndpointSlice in the
+ * kubeconfig's (the provider's) workspace, which kcp fills in once a
+ * workspace binds the export. It is looked up on first use and kept.
+ */
+import { isNotFound } from './api-error.js';
+import type { Connection } from './connection.js';
+
+/** The annotation kcp puts on every object it serves from a wildcard request. */
+export const LOGICAL_CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
+/** The endpoint slice exists but shows no URL yet. */
+export class EndpointPendingError extends Error {
+  override name = 'EndpointPendingError';
+}
+
+interface EndpointSlice {
+  status?: { endpoints?: Array<{ url?: string }> };
+}
+
+export class KcpEndpoint {
+  private url: string | undefined;
+  private warnedShards = false;
+
+  constructor(
+    /** The connection to the provider's workspace (the kubeconfig's server). */
+    private readonly provider: Connection,
+    private readonly source: { readonly endpointSlice: string | undefined; readonly url: string | undefined },
+    private readonly onManyShards?: (urls: string[]) => void,
+  ) {
+    this.url = source.url;
+  }
+
+  async resolve(): Promise<string> {
+    if (this.url) return this.url;
+    const name = this.source.endpointSlice!;
+    let slice: EndpointSlice;
+    try {
+      slice = await this.provider.request<EndpointSlice>('GET', `/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${encodeURIComponent(name)}`);
+    } catch (err) {
+      if (isNotFound(err)) throw new Error(`cluster ${this.provider.name}: no APIExportEndpointSlice "${name}" in the kubeconfig's workspace (kcp.apiExportEndpointSlice)`, { cause: err });
+      throw err;
+    }
+    const urls = (slice.status?.endpoints ?? []).flatMap((e) => (e.url ? [e.url] : []));
+    if (urls.length === 0) {
+      throw new EndpointPendingError(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists no endpoint yet (kcp adds one once a workspace binds the export)`);
+    }
+    if (urls.length > 1 && !this.warnedShards) {
+      this.warnedShards = true;
+      this.onManyShards?.(urls);
+    }
+    this.url = urls[0]!.replace(/\/+$/, '');
+    return this.url;
+  }
+
+  /** The base for requests across all bound workspaces. */
+  async wildcard(): Promise<string> {
+    return `${await this.resolve()}/clusters/*`;
+  }
+
+  /** The base for requests in one logical cluster. */
+  async logicalCluster(name: string): Promise<string> {
+    return `${await this.resolve()}/clusters/${encodeURIComponent(name)}`;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The kcp logical clusters relsync knows, each with the platform connection
+ * that reaches it: loaded from the store at start (so that pending work of
+ * the last run can be reconciled before any watch event), added when a watch
+ * first shows an object of a new workspace, marked unbound when its
+ * APIBinding goes, and forgotten once nothing of it is left in the store.
+ * Bounded by the workspaces bound to the export.
+ */
+import type { LogicalClusterRecord, LogicalClusterStore } from '../store/logical-cluster-store.js';
+
+export interface LogicalClusterChange {
+  readonly name: string;
+  readonly platform: string;
+  readonly change: 'new' | 'rebound' | 'unbound';
+}
+
+export class LogicalClusters {
+  private readonly byName = new Map<string, LogicalClusterRecord>();
+
+  private constructor(private readonly store: LogicalClusterStore | undefined) {}
+
+  static async load(store: LogicalClusterStore | undefined): Promise<LogicalClusters> {
+    const registry = new LogicalClusters(store);
+    for (const record of (await store?.all()) ?? []) registry.byName.set(record.name, record);
+    return registry;
+  }
+
+  platformOf(name: string): string | undefined {
+    return this.byName.get(name)?.platform;
+  }
+
+  isUnbound(name: string): boolean {
+    return this.byName.get(name)?.state === 'unbound';
+  }
+
+  /** Every logical cluster reached through `platform`, bound or not. */
+  of(platform: string): string[] {
+    return [...this.byName.values()].filter((r) => r.platform === platform).map((r) => r.name);
+  }
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  records(): LogicalClusterRecord[] {
+    return [...this.byName.values()];
+  }
+
+  /** A logical cluster seen bound through `platform`; says what changed, if anything. */
+  async bound(name: string, platform: string): Promise<LogicalClusterChange | undefined> {
+    const known = this.byName.get(name);
+    if (known?.platform === platform && known.state === 'bound') return undefined;
+    const record: LogicalClusterRecord = { name, platform, state: 'bound' };
+    await this.store?.save(record);
+    this.byName.set(name, record);
+    return { name, platform, change: known ? 'rebound' : 'new' };
+  }
+
+  async unbound(name: string): Promise<LogicalClusterChange | undefined> {
+    const known = this.byName.get(name);
+    if (!known || known.state === 'unbound') return undefined;
+    const record: LogicalClusterRecord = { ...known, state: 'unbound' };
+    await this.store?.save(record);
+    this.byName.set(name, record);
+    return { name, platform: known.platform, change: 'unbound' };
+  }
+
+  async forget(name: string): Promise<void> {
+    await this.store?.delete(name);
+    this.byName.delete(name);
+  }
+}

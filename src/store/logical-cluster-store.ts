@@ -1,0 +1,37 @@
+/**
+ * The `logical_clusters` table: which kcp platform connection reaches each
+ * logical cluster relsync has seen. Written once when a workspace first
+ * shows up and when it unbinds, so single-row writes are fine here.
+ */
+import type { Kysely } from 'kysely';
+import type { Database, LogicalClusterState } from './schema.js';
+
+export interface LogicalClusterRecord {
+  readonly name: string;
+  readonly platform: string;
+  readonly state: LogicalClusterState;
+}
+
+export class LogicalClusterStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async all(): Promise<LogicalClusterRecord[]> {
+    return this.db.selectFrom('logical_clusters').select(['name', 'platform', 'state']).orderBy('name').execute();
+  }
+
+  async save(record: LogicalClusterRecord): Promise<void> {
+    const at = this.now().toISOString();
+    await this.db
+      .insertInto('logical_clusters')
+      .values({ ...record, first_seen_at: at, changed_at: at })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ platform: record.platform, state: record.state, changed_at: at }))
+      .execute();
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.db.deleteFrom('logical_clusters').where('name', '=', name).execute();
+  }
+}
