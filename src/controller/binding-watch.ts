@@ -30,6 +30,8 @@ export interface BindingWatchOptions {
   readonly store: RelationStore;
   /** Queues one primary for reconcile. */
   readonly enqueue: (id: ObjectIdentity) => void;
+  /** Forgets a logical cluster with nothing left in the store (kube/cluster-set.ts forgetLogical). */
+  readonly forget: (cluster: string) => Promise<void>;
   readonly logger: Logger;
   readonly onChange?: (change: LogicalClusterChange) => void;
 }
@@ -57,6 +59,12 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
     if (!change) return;
     options.onChange?.(change);
     const primaries = await store.primariesOfCluster(cluster);
+    if (primaries.length === 0) {
+      // The usual case: kcp deleted the objects before the binding, and relsync removed the copies then.
+      await options.forget(cluster);
+      logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace no longer binds the export; nothing of it is left, relsync forgets it');
+      return;
+    }
     for (const p of primaries) enqueue(p.id);
     logger.warn({ cluster: platform, logicalCluster: cluster, primaries: primaries.length }, 'a workspace no longer binds the export; removing the copies of its primaries');
   };

@@ -355,7 +355,7 @@ export class Manager {
       timeoutSeconds: this.options.config.watch.timeoutSeconds,
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
-        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id), logger: this.options.logger }),
+        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id), forget: (c) => w.clusters.forgetLogical(c), logger: this.options.logger }),
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
       onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),

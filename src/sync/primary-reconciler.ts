@@ -69,9 +69,8 @@ export class PrimaryReconciler {
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
-    const primaries = clusters.client(id.cluster, resource.primaryType);
-    // A kcp workspace that unbound the export can no longer be read: its primaries are gone for relsync.
-    const primary = clusters.isUnbound(id.cluster) ? undefined : await primaries.get(id.namespace, id.name);
+    // A kcp workspace that unbound the export (or that relsync no longer knows) cannot be read: its primaries are gone for relsync.
+    const primary = this.reachable(id.cluster) ? await clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name) : undefined;
     const record = await store.primary(id);
 
     if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
@@ -83,6 +82,7 @@ export class PrimaryReconciler {
       if (result.requeueAfterMs !== undefined) return result;
     }
 
+    const primaries = clusters.client(id.cluster, resource.primaryType);
     const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = resource.naming.namespace.render(context);
     const copyName = resource.naming.name.render(context);
@@ -207,6 +207,11 @@ export class PrimaryReconciler {
     return pairsForObjects(input, mine);
   }
 
+  /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
+  private reachable(cluster: string): boolean {
+    return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
+  }
+
   /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
   private isOwnCopy(object: KubeObject): boolean {
     return markedSource(object, this.deps.agentName) !== undefined;
@@ -231,12 +236,14 @@ export class PrimaryReconciler {
         }
       }
     }
+    const shared: RelationRecord[] = [];
     for (const relation of await store.relationsOf(id)) {
-      if (clusters.isUnbound(relation.destination.cluster)) {
+      if (!this.reachable(relation.destination.cluster)) {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
       if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+      else shared.push(relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
       const primaries = clusters.client(id.cluster, resource.primaryType);
@@ -247,6 +254,12 @@ export class PrimaryReconciler {
       }
     }
     await store.deletePrimary(id);
+    // A copy shared with primaries that are being finalized at the same moment
+    // (on other workers): each looks again after its own rows are gone, so the
+    // last one sees no owner left and removes the copy.
+    for (const relation of shared) {
+      if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+    }
     if (clusters.isUnbound(id.cluster) && (await store.primariesOfCluster(id.cluster)).length === 0) {
       await clusters.forgetLogical(id.cluster);
       logger.info({ logicalCluster: id.cluster }, 'every copy of an unbound workspace is removed; relsync forgets the workspace');

@@ -10,9 +10,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import https from 'node:https';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { freePort, startTracked, stopProcess } from './control-plane.js';
 import { eventually } from './kube.js';
+import { ClusterClient } from './tenant.js';
 
 export const KCP_VERSION = 'v0.28.1';
 
@@ -153,15 +155,21 @@ export async function createWorkspaces(kcp: Kcp, ...names: string[]): Promise<Re
   return clusters;
 }
 
-const claims = ['configmaps', 'secrets'].map((resource) => ({ group: '', resource, verbs: ['*'] }));
+/** What relsync needs in a consumer workspace beyond the export's own type: its related types, and Events for the user. */
+const claims = ['configmaps', 'secrets', 'events'].map((resource) => ({ group: '', resource, verbs: ['*'] }));
 
-/** The example Database type as an APIResourceSchema and an APIExport claiming ConfigMaps and Secrets. */
-export async function createDatabaseExport(kcp: Kcp, provider: string): Promise<void> {
+export const DATABASE_EXPORT = 'demo.relsync.dev';
+
+/** The example Database type as an APIResourceSchema and an APIExport claiming ConfigMaps, Secrets and Events. */
+export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT): Promise<void> {
   const base = `/apis/apis.kcp.io`;
+  // One schema per export: kcp v0.28 serves the objects of every export that
+  // shares a schema in each one's wildcard list (but forbids reading them).
+  const schema = exportName === DATABASE_EXPORT ? 'v1.databases.demo.relsync.dev' : `${exportName}.databases.demo.relsync.dev`;
   await create(kcp, provider, `${base}/v1alpha1/apiresourceschemas`, {
     apiVersion: 'apis.kcp.io/v1alpha1',
     kind: 'APIResourceSchema',
-    metadata: { name: 'v1.databases.demo.relsync.dev' },
+    metadata: { name: schema },
     spec: {
       group: 'demo.relsync.dev',
       names: { kind: 'Database', listKind: 'DatabaseList', plural: 'databases', singular: 'database' },
@@ -180,32 +188,39 @@ export async function createDatabaseExport(kcp: Kcp, provider: string): Promise<
   await create(kcp, provider, `${base}/v1alpha2/apiexports`, {
     apiVersion: 'apis.kcp.io/v1alpha2',
     kind: 'APIExport',
-    metadata: { name: 'demo.relsync.dev' },
-    spec: { resources: [{ name: 'databases', group: 'demo.relsync.dev', schema: 'v1.databases.demo.relsync.dev', storage: { crd: {} } }], permissionClaims: claims },
+    metadata: { name: exportName },
+    spec: { resources: [{ name: 'databases', group: 'demo.relsync.dev', schema, storage: { crd: {} } }], permissionClaims: claims },
   });
 }
 
 /** Binds the export in a consumer workspace, accepting its claims; waits until Ready. */
-export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string): Promise<void> {
+export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT): Promise<void> {
   await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', {
     apiVersion: 'apis.kcp.io/v1alpha2',
     kind: 'APIBinding',
-    metadata: { name: 'demo.relsync.dev' },
+    metadata: { name: exportName },
     spec: {
-      reference: { export: { path: providerPath, name: 'demo.relsync.dev' } },
+      reference: { export: { path: providerPath, name: exportName } },
       permissionClaims: claims.map((c) => ({ ...c, selector: { matchAll: true }, state: 'Accepted' })),
     },
   });
   await eventually(`APIBinding in ${consumer} Ready`, async () => {
-    const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/demo.relsync.dev`);
+    const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
     return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
   }, 120_000);
 }
 
 /** The APIExport's virtual workspace URL, from its APIExportEndpointSlice (there once a binding exists). */
-export async function virtualWorkspaceUrl(kcp: Kcp, provider: string): Promise<string> {
+export async function virtualWorkspaceUrl(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT): Promise<string> {
   return eventually('APIExportEndpointSlice has an endpoint', async () => {
-    const slice = await kcp.request<{ status?: { endpoints?: Array<{ url: string }> } }>('GET', `/clusters/${provider}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/demo.relsync.dev`);
+    const slice = await kcp.request<{ status?: { endpoints?: Array<{ url: string }> } }>('GET', `/clusters/${provider}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${exportName}`);
     return slice.body.status?.endpoints?.[0]?.url;
   }, 60_000);
+}
+
+/** A ClusterClient on one workspace (`/clusters/<path>`), as its user sees it (not through the virtual workspace). */
+export function workspaceClient(kcp: Kcp, path: string, dir: string): ClusterClient {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kcp.kubeconfig(join(dir, `${path.replace(/:/g, '_')}.kubeconfig`), `${kcp.url}/clusters/${path}`));
+  return new ClusterClient(path, kc);
 }

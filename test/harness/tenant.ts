@@ -50,7 +50,8 @@ export class ClusterClient {
 
   async putConfigMap(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>): Promise<void> {
     const existing = await this.configMap(namespace, name);
-    if (existing) await this.core.replaceNamespacedConfigMap({ namespace, name, body: { ...existing, data } });
+    // Labels, when given, replace the existing ones (so a test can take one away).
+    if (existing) await this.core.replaceNamespacedConfigMap({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels }, data } });
     else await this.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, labels }, data } });
   }
 
@@ -67,11 +68,11 @@ export class ClusterClient {
     }
   }
 
-  async putSecret(namespace: string, name: string, values: Record<string, string>): Promise<void> {
+  async putSecret(namespace: string, name: string, values: Record<string, string>, labels?: Record<string, string>): Promise<void> {
     const data = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
     const existing = await this.secret(namespace, name);
-    if (existing) await this.core.replaceNamespacedSecret({ namespace, name, body: { ...existing, data } });
-    else await this.core.createNamespacedSecret({ namespace, body: { metadata: { name }, data } });
+    if (existing) await this.core.replaceNamespacedSecret({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels }, data } });
+    else await this.core.createNamespacedSecret({ namespace, body: { metadata: { name, labels }, data } });
   }
 
   async deleteSecret(namespace: string, name: string): Promise<void> {

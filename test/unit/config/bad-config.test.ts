@@ -65,6 +65,9 @@ const cases: Array<{ what: string; edit: Parameters<typeof problemsOf>[0]; path:
   { what: 'a naming template that never closes', edit: (c) => (c.resources[0]!.naming = { namespace: '{{ cluster ' }), path: 'resources[0].naming.namespace', says: /template/ },
   { what: 'an inverse name pattern without the named group', edit: (c) => (c.resources[0]!.related[0] = { id: 'inv', origin: 'platform', resource: 'secrets', inverse: { namePattern: '^(.*)-tls$' } }), path: 'resources[0].related[0].inverse.namePattern', says: /name/ },
   { what: 'a rule with two ways to find objects', edit: (c) => (rule(c).template = { name: 'x' }), path: 'resources[0].related[0]', says: /give exactly one way/ },
+  { what: 'a kcp platform with neither endpoint slice nor URL', edit: (c) => ((c.platformClusters as Raw[])[0]!.kcp = {}), path: 'platformClusters[0].kcp', says: /exactly one of "apiExportEndpointSlice" or "virtualWorkspaceUrl"/ },
+  { what: 'a kcp platform with both endpoint slice and URL', edit: (c) => ((c.platformClusters as Raw[])[0]!.kcp = { apiExportEndpointSlice: 'x', virtualWorkspaceUrl: 'https://kcp/services/apiexport/c/x' }), path: 'platformClusters[0].kcp', says: /exactly one of/ },
+  { what: 'a kcp virtual workspace URL that is not one', edit: (c) => ((c.platformClusters as Raw[])[0]!.kcp = { virtualWorkspaceUrl: 'kcp:6443/services' }), path: 'platformClusters[0].kcp.virtualWorkspaceUrl', says: /URL/i },
   { what: 'a misspelt field', edit: (c) => (rule(c).refrence = { path: '.x' }), path: 'resources[0].related[0]', says: /Unrecognized key: "refrence"/ },
 ];
 

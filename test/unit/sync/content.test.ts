@@ -14,6 +14,16 @@ describe('content', () => {
     assert.deepEqual(c.annotations, {});
   });
 
+  it('never copies kcp’s own metadata, which says where the object lives in kcp', () => {
+    const fromKcp = {
+      ...source,
+      metadata: { ...source.metadata, labels: { app: 'x', 'claimed.internal.apis.kcp.io/abc': 'def' }, annotations: { 'kcp.io/cluster': '1pr8q7w2btjziqqh', note: 'kept', 'example.com/kcp.io': 'kept too' } },
+    };
+    const c = contentOf(fromKcp);
+    assert.deepEqual(c.labels, { app: 'x' });
+    assert.deepEqual(c.annotations, { note: 'kept', 'example.com/kcp.io': 'kept too' });
+  });
+
   it('hashes without the value order mattering and never contains the value', () => {
     const h = contentHash(contentOf(source));
     assert.equal(h, contentHash(contentOf({ ...source, data: { k: 'dg==' } })));

@@ -1,0 +1,234 @@
+// kcp as the platform, end to end: a real kcp with a provider workspace that
+// exports the Database type (claiming ConfigMaps, Secrets and Events), two
+// consumer workspaces that bind it, a real service cluster, and relsync as a
+// real process that reaches both workspaces through the APIExport's virtual
+// workspace. A third workspace binds a second export of the same type, served
+// by a second relsync configured by an api-syncagent PublishedResource.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
+import { eventually } from '../harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+
+const PR_EXPORT = 'databases-pr';
+
+describe('kcp as the platform', () => {
+  let kcp: Kcp;
+  let service: Clusters<'service'>;
+  let svc: ClusterClient;
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let c: ClusterClient;
+  /** Logical cluster names: the `cluster` of every identity relsync stores. */
+  let lc: Record<'consumer-a' | 'consumer-b' | 'consumer-c', string>;
+  let dir: string;
+  let configPath: string;
+  let storePath: string;
+  let relsync: RelsyncProcess | undefined;
+  let relsyncPr: RelsyncProcess | undefined;
+  const ns = (workspace: keyof typeof lc, namespace = 'default') => defaultCopyNamespace(lc[workspace], namespace);
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-kcp-'));
+    const [started, plane] = await Promise.allSettled([startKcp(), startClusters('service')]);
+    if (started.status === 'fulfilled') kcp = started.value;
+    if (plane.status === 'fulfilled') service = plane.value;
+    for (const s of [started, plane]) if (s.status === 'rejected') throw s.reason;
+    svc = service.client.service;
+    const created = await createWorkspaces(kcp, 'provider', 'consumer-a', 'consumer-b', 'consumer-c');
+    lc = { 'consumer-a': created['consumer-a']!, 'consumer-b': created['consumer-b']!, 'consumer-c': created['consumer-c']! };
+    await createDatabaseExport(kcp, 'root:provider');
+    await createDatabaseExport(kcp, 'root:provider', PR_EXPORT);
+    await bindDatabaseExport(kcp, 'root:consumer-a', 'root:provider');
+    await bindDatabaseExport(kcp, 'root:consumer-b', 'root:provider');
+    await bindDatabaseExport(kcp, 'root:consumer-c', 'root:provider', PR_EXPORT);
+    [a, b, c] = ['consumer-a', 'consumer-b', 'consumer-c'].map((w) => workspaceClient(kcp, `root:${w}`, dir)) as [ClusterClient, ClusterClient, ClusterClient];
+    storePath = join(dir, 'relsync.db');
+    configPath = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'provider.kubeconfig'), `${kcp.url}/clusters/root:provider`), kcp: { apiExportEndpointSlice: DATABASE_EXPORT } }],
+      serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
+      store: { path: storePath },
+      resources: [
+        {
+          group: 'demo.relsync.dev',
+          kind: 'Database',
+          related: [
+            { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
+            { id: 'extras', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+            { id: 'notes', origin: 'platform', resource: 'secrets', inverse: { label: 'notes-for' } },
+          ],
+        },
+      ],
+    });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await relsyncPr?.stop();
+    await service?.stop();
+    await kcp?.stop();
+  });
+
+  it('copies each workspace’s primaries, related objects and status, keeping same-named objects apart', async () => {
+    for (const [client, from] of [[a, 'consumer-a'], [b, 'consumer-b']] as const) {
+      await client.putConfigMap('default', 'settings', { from });
+      await client.createDatabase('default', 'orders', { configMapName: 'settings' });
+    }
+    for (const w of ['consumer-a', 'consumer-b'] as const) {
+      await eventually(`${w}: primary copied`, () => svc.database(ns(w), 'orders'), 60_000);
+      const copy = await eventually(`${w}: referenced ConfigMap copied`, async () => {
+        const cm = await svc.configMap(ns(w), 'settings');
+        return cm?.data?.from === w ? cm : undefined;
+      }, 30_000);
+      assert.equal(copy.metadata?.annotations?.['kcp.io/cluster'], undefined, 'kcp’s own metadata stays in kcp');
+      assert.deepEqual(Object.keys(copy.metadata?.labels ?? {}).filter((k) => k.includes('kcp.io')), []);
+    }
+
+    // service → workspace: only into the workspace whose copy it belongs to
+    await svc.putSecret(ns('consumer-a'), 'orders-credentials', { password: 'for-a' });
+    await eventually('the credentials reach workspace A', async () => decode(await a.secret('default', 'orders-credentials'), 'password') === 'for-a', 30_000);
+    assert.equal(await b.secret('default', 'orders-credentials'), undefined, 'workspace B gets nothing of A’s');
+
+    // status flows back
+    await svc.updateDatabase(ns('consumer-b'), 'orders', (db) => void (db.status = { phase: 'Ready' }), 'status');
+    await eventually('status reaches workspace B', async () => (await b.database('default', 'orders'))?.status?.phase === 'Ready', 30_000);
+    assert.equal((await a.database('default', 'orders'))?.status?.phase, undefined);
+  });
+
+  it('follows a related change in one workspace without touching the primary', async () => {
+    await a.putConfigMap('default', 'settings', { from: 'consumer-a', v: '2' });
+    await eventually('A’s change copied', async () => (await svc.configMap(ns('consumer-a'), 'settings'))?.data?.v === '2', 30_000);
+    assert.equal((await svc.configMap(ns('consumer-b'), 'settings'))?.data?.from, 'consumer-b', 'B’s copy is B’s');
+    await svc.putSecret(ns('consumer-a'), 'orders-credentials', { password: 'rotated' });
+    await eventually('a service-side change reaches A', async () => decode(await a.secret('default', 'orders-credentials'), 'password') === 'rotated', 30_000);
+  });
+
+  it('resolves selector and inverse rules inside each workspace only', async () => {
+    await a.putConfigMap('default', 'tuning', { t: '1' }, { app: 'orders' });
+    await b.putSecret('default', 'note', { text: 'b' }, { 'notes-for': 'orders' });
+    await eventually('selector match in A copied', () => svc.configMap(ns('consumer-a'), 'tuning'), 30_000);
+    await eventually('inverse match in B copied', async () => decode(await svc.secret(ns('consumer-b'), 'note'), 'text') === 'b', 30_000);
+    assert.equal(await svc.configMap(ns('consumer-b'), 'tuning'), undefined);
+    assert.equal(await svc.secret(ns('consumer-a'), 'note'), undefined);
+
+    // B's objects that point at a primary only A has must not reach A's copies
+    await b.putConfigMap('default', 'stray', { x: '1' }, { app: 'only-in-a' });
+    await b.putSecret('default', 'stray-note', { x: '1' }, { 'notes-for': 'only-in-a' });
+    await a.createDatabase('default', 'only-in-a', {});
+    await eventually('A’s second primary copied', () => svc.database(ns('consumer-a'), 'only-in-a'), 30_000);
+    await delay(2_000);
+    assert.equal(await svc.configMap(ns('consumer-a'), 'stray'), undefined, 'a selector never crosses workspaces');
+    assert.equal(await svc.secret(ns('consumer-a'), 'stray-note'), undefined, 'an inverse rule never crosses workspaces');
+
+    // a label taken away prunes the copy
+    await a.putConfigMap('default', 'tuning', { t: '1' }, {});
+    await eventually('the former selector match is pruned', async () => (await svc.configMap(ns('consumer-a'), 'tuning')) === undefined, 30_000);
+  });
+
+  it('catches up with changes made in a workspace while relsync was stopped', async () => {
+    assert.equal(await relsync!.stop(), 0);
+    relsync = undefined;
+    await a.putConfigMap('default', 'settings', { from: 'consumer-a', v: '3' });
+    await b.deleteSecret('default', 'note');
+    await b.createDatabase('default', 'invoices', { configMapName: 'settings' });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    await eventually('the change made while stopped is copied', async () => (await svc.configMap(ns('consumer-a'), 'settings'))?.data?.v === '3', 60_000);
+    await eventually('the deletion made while stopped removes the copy', async () => (await svc.secret(ns('consumer-b'), 'note')) === undefined, 60_000);
+    await eventually('the primary created while stopped is copied', () => svc.database(ns('consumer-b'), 'invoices'), 60_000);
+  });
+
+  it('cleans up after a workspace that unbinds the export while relsync runs', async () => {
+    const res = await kcp.request('DELETE', `/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    for (const name of ['orders', 'invoices']) await eventually(`B’s copy of ${name} removed`, async () => (await svc.database(ns('consumer-b'), name)) === undefined, 90_000);
+    await eventually('B’s related copies removed', async () => (await svc.configMap(ns('consumer-b'), 'settings')) === undefined, 30_000);
+    // kcp waits for relsync's finalizers before it lets the binding go
+    await eventually('the binding is gone', async () => (await kcp.request('GET', `/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`)).status === 404, 60_000);
+    await eventually('relsync forgot the workspace', async () => {
+      const db = new Database(storePath, { readonly: true });
+      try {
+        const primaries = db.prepare('SELECT count(*) AS n FROM primaries WHERE cluster = ?').get(lc['consumer-b']) as { n: number };
+        const known = db.prepare('SELECT state FROM logical_clusters WHERE name = ?').get(lc['consumer-b']) as { state: string } | undefined;
+        return primaries.n === 0 && known === undefined;
+      } finally {
+        db.close();
+      }
+    }, 30_000);
+    assert.match(relsync!.log(), /a workspace is unbinding the export/);
+
+    // workspace A goes on as before
+    assert.ok(await svc.database(ns('consumer-a'), 'orders'));
+    await a.putConfigMap('default', 'settings', { from: 'consumer-a', v: '4' });
+    await eventually('A still syncs', async () => (await svc.configMap(ns('consumer-a'), 'settings'))?.data?.v === '4', 30_000);
+  });
+
+  it('runs from an api-syncagent PublishedResource manifest against a kcp export', async () => {
+    writeFileSync(
+      join(dir, 'published.yaml'),
+      `
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: { name: publish-databases }
+spec:
+  resource: { apiGroup: demo.relsync.dev, versions: [v1alpha1], kind: Database }
+  filter:
+    resource:
+      matchLabels: { synced: "yes" }
+  related:
+    - identifier: config
+      origin: kcp
+      kind: ConfigMap
+      object:
+        reference: { path: spec.configMapName }
+    - identifier: extras
+      origin: kcp
+      kind: ConfigMap
+      object:
+        selector:
+          matchLabels: { app: "{{ .Object.metadata.name }}" }
+          rewrite:
+            regex: { pattern: "^(.*)$", replacement: "\\\\1-extra" }
+    - identifier: credentials
+      origin: service
+      kind: Secret
+      object:
+        template:
+          template: "{{ .Object.metadata.name }}-credentials"
+`,
+    );
+    const prConfig = writeConfig(
+      dir,
+      {
+        agentName: 'pr',
+        platformClusters: [{ name: 'kcp-pr', kubeconfig: join(dir, 'provider.kubeconfig'), kcp: { apiExportEndpointSlice: PR_EXPORT } }],
+        serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
+        store: { path: join(dir, 'relsync-pr.db') },
+        publishedResourceFiles: ['published.yaml'],
+      },
+      'relsync-pr.yaml',
+    );
+    relsyncPr = await startRelsync(prConfig, join(dir, 'relsync-pr.log'));
+    await c.putConfigMap('default', 'settings', { v: '1' });
+    await c.putConfigMap('default', 'tuning', { t: '1' }, { app: 'orders' });
+    await c.createDatabase('default', 'orders', { configMapName: 'settings' }, { synced: 'yes' });
+    await c.createDatabase('default', 'ignored', { configMapName: 'settings' });
+    await eventually('reference copied', async () => (await svc.configMap(ns('consumer-c'), 'settings'))?.data?.v === '1', 60_000);
+    await eventually('selector match copied under its rewritten name', () => svc.configMap(ns('consumer-c'), 'tuning-extra'), 30_000);
+    await svc.putSecret(ns('consumer-c'), 'orders-credentials', { password: 'p' });
+    await eventually('service-side Secret copied back', async () => decode(await c.secret('default', 'orders-credentials'), 'password') === 'p', 30_000);
+    assert.equal(await svc.database(ns('consumer-c'), 'ignored'), undefined, 'the filter keeps unlabelled primaries out');
+    // the two agents and their two exports do not see each other's workspaces
+    assert.equal(await svc.database(defaultCopyNamespace(lc['consumer-a'], 'default'), 'orders').then((d) => d?.metadata?.labels?.['relsync.dev/agent']), 'e2e');
+    assert.doesNotMatch(relsyncPr.log(), new RegExp(lc['consumer-a']));
+  });
+});

@@ -1,0 +1,76 @@
+// kcp workspaces that bind and unbind the export, as the APIBinding watch
+// sees them, over a real SQLite store: the logical clusters survive a
+// restart, an unbinding queues that workspace's primaries (and no other's),
+// and a relist that lacks a known workspace's binding counts as an unbind.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import pino from 'pino';
+import { bindingHandler } from '../../../src/controller/binding-watch.js';
+import { LogicalClusters } from '../../../src/kube/logical-clusters.js';
+import type { KubeObject } from '../../../src/kube/object.js';
+import { openStore } from '../../../src/store/database.js';
+import type { ObjectIdentity } from '../../../src/store/identity.js';
+import { LogicalClusterStore } from '../../../src/store/logical-cluster-store.js';
+import { RelationStore } from '../../../src/store/relation-store.js';
+
+const logger = pino({ level: 'silent' });
+const binding = (cluster: string, deleting = false): KubeObject => ({
+  apiVersion: 'apis.kcp.io/v1alpha1',
+  kind: 'APIBinding',
+  metadata: { name: 'demo.relsync.dev', annotations: { 'kcp.io/cluster': cluster }, ...(deleting ? { deletionTimestamp: '2026-12-02T00:00:00Z' } : {}) },
+});
+const primary = (cluster: string, name: string): ObjectIdentity => ({ cluster, group: 'demo.relsync.dev', resource: 'databases', namespace: 'default', name });
+
+describe('APIBinding watch', () => {
+  it('records bound workspaces, queues an unbound one’s primaries only, and keeps it all across a restart', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'relsync-bindings-')), 'relsync.db');
+    const opened = await openStore(path);
+    const store = new RelationStore(opened.db);
+    for (const id of [primary('ws-a', 'orders'), primary('ws-b', 'orders'), primary('ws-b', 'invoices')]) {
+      await store.saveReconcile({ id, uid: `${id.cluster}-${id.name}`, copy: { ...id, cluster: 'service' }, state: 'synced', message: null }, []);
+    }
+    const logical = await LogicalClusters.load(new LogicalClusterStore(opened.db));
+    const queued: string[] = [];
+    const forgotten: string[] = [];
+    const forget = async (name: string) => void forgotten.push(name);
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, logger });
+
+    await handler.onList([binding('ws-a'), binding('ws-b')]);
+    assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b']);
+    assert.equal(queued.length, 0, 'a binding seen queues nothing');
+
+    await handler.onEvent('MODIFIED', binding('ws-b', true));
+    assert.equal(logical.isUnbound('ws-b'), false, 'a terminating binding is still bound: kcp deletes the objects, relsync follows');
+    await handler.onEvent('DELETED', binding('ws-b', true));
+    assert.equal(logical.isUnbound('ws-b'), true);
+    assert.deepEqual(queued.sort(), ['ws-b/invoices', 'ws-b/orders']);
+    assert.deepEqual(forgotten, [], 'a workspace with primaries left is kept until they are cleaned up');
+
+    // a workspace with nothing in the store is forgotten at once
+    await handler.onEvent('ADDED', binding('ws-empty'));
+    await handler.onEvent('DELETED', binding('ws-empty'));
+    assert.deepEqual(forgotten, ['ws-empty']);
+    await logical.forget('ws-empty');
+
+    // after a restart: the store still knows both, and which one is unbound
+    const again = await LogicalClusters.load(new LogicalClusterStore(opened.db));
+    assert.deepEqual(again.records().map((r) => `${r.name}=${r.state}`).sort(), ['ws-a=bound', 'ws-b=unbound']);
+
+    // a relist without ws-a's binding (it went while nobody watched)
+    queued.length = 0;
+    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, logger });
+    await restarted.onList([]);
+    assert.deepEqual(queued, ['ws-a/orders']);
+    assert.equal(again.isUnbound('ws-a'), true);
+
+    // binding again
+    await restarted.onEvent('ADDED', binding('ws-a'));
+    assert.equal(again.isUnbound('ws-a'), false);
+    await again.forget('ws-b');
+    assert.deepEqual((await new LogicalClusterStore(opened.db).all()).map((r) => r.name), ['ws-a']);
+    await opened.close();
+  });
+});
