@@ -147,6 +147,18 @@ describe('kcp as the platform', () => {
     await eventually('the primary created while stopped is copied', () => svc.database(ns('consumer-b'), 'invoices'), 60_000);
   });
 
+  it('picks up a workspace that binds the export while relsync runs', async () => {
+    const { 'consumer-d': d } = await createWorkspaces(kcp, 'consumer-d');
+    await bindDatabaseExport(kcp, 'root:consumer-d', 'root:provider');
+    const client = workspaceClient(kcp, 'root:consumer-d', dir);
+    await client.putConfigMap('default', 'settings', { from: 'consumer-d' });
+    await client.createDatabase('default', 'orders', { configMapName: 'settings' });
+    const copyNs = defaultCopyNamespace(d!, 'default');
+    await eventually('the new workspace’s primary copied', () => svc.database(copyNs, 'orders'), 60_000);
+    await eventually('and its related ConfigMap', async () => (await svc.configMap(copyNs, 'settings'))?.data?.from === 'consumer-d', 30_000);
+    assert.match(relsync!.log(), new RegExp(`"logicalCluster":"${d}","msg":"a (new )?workspace binds the export`));
+  });
+
   it('cleans up after a workspace that unbinds the export while relsync runs', async () => {
     const res = await kcp.request('DELETE', `/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));

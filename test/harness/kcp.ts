@@ -11,7 +11,8 @@ import https from 'node:https';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { fileURLToPath } from 'node:url';
+import { parse, parseAllDocuments } from 'yaml';
 import { freePort, startTracked, stopProcess } from './control-plane.js';
 import { eventually } from './kube.js';
 import { ClusterClient } from './tenant.js';
@@ -155,55 +156,39 @@ export async function createWorkspaces(kcp: Kcp, ...names: string[]): Promise<Re
   return clusters;
 }
 
-/** What relsync needs in a consumer workspace beyond the export's own type: its related types, and Events for the user. */
-const claims = ['configmaps', 'secrets', 'events'].map((resource) => ({ group: '', resource, verbs: ['*'] }));
-
 export const DATABASE_EXPORT = 'demo.relsync.dev';
 
-/** The example Database type as an APIResourceSchema and an APIExport claiming ConfigMaps, Secrets and Events. */
+const examples = fileURLToPath(new URL('../../../examples/kcp/', import.meta.url));
+interface Manifest {
+  metadata: { name: string };
+  spec: { resources?: Array<{ schema: string }>; reference?: unknown };
+}
+const manifests = (file: string): Manifest[] => parseAllDocuments(readFileSync(join(examples, file), 'utf8')).map((d) => d.toJS() as Manifest);
+
+/**
+ * The example Database type as an APIResourceSchema and an APIExport claiming
+ * ConfigMaps, Secrets and Events: examples/kcp/database-export.yaml, renamed
+ * for another export. One schema per export: kcp v0.28 shows the objects of
+ * every export that shares a schema in each one's wildcard list (and forbids
+ * reading them).
+ */
 export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT): Promise<void> {
-  const base = `/apis/apis.kcp.io`;
-  // One schema per export: kcp v0.28 serves the objects of every export that
-  // shares a schema in each one's wildcard list (but forbids reading them).
-  const schema = exportName === DATABASE_EXPORT ? 'v1.databases.demo.relsync.dev' : `${exportName}.databases.demo.relsync.dev`;
-  await create(kcp, provider, `${base}/v1alpha1/apiresourceschemas`, {
-    apiVersion: 'apis.kcp.io/v1alpha1',
-    kind: 'APIResourceSchema',
-    metadata: { name: schema },
-    spec: {
-      group: 'demo.relsync.dev',
-      names: { kind: 'Database', listKind: 'DatabaseList', plural: 'databases', singular: 'database' },
-      scope: 'Namespaced',
-      versions: [
-        {
-          name: 'v1alpha1',
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
-        },
-      ],
-    },
-  });
-  await create(kcp, provider, `${base}/v1alpha2/apiexports`, {
-    apiVersion: 'apis.kcp.io/v1alpha2',
-    kind: 'APIExport',
-    metadata: { name: exportName },
-    spec: { resources: [{ name: 'databases', group: 'demo.relsync.dev', schema, storage: { crd: {} } }], permissionClaims: claims },
-  });
+  const [schema, apiExport] = manifests('database-export.yaml') as [Manifest, Manifest];
+  if (exportName !== DATABASE_EXPORT) {
+    schema.metadata.name = `${exportName}.databases.demo.relsync.dev`;
+    apiExport.metadata.name = exportName;
+    apiExport.spec.resources![0]!.schema = schema.metadata.name;
+  }
+  await create(kcp, provider, '/apis/apis.kcp.io/v1alpha1/apiresourceschemas', schema);
+  await create(kcp, provider, '/apis/apis.kcp.io/v1alpha2/apiexports', apiExport);
 }
 
 /** Binds the export in a consumer workspace, accepting its claims; waits until Ready. */
 export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT): Promise<void> {
-  await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', {
-    apiVersion: 'apis.kcp.io/v1alpha2',
-    kind: 'APIBinding',
-    metadata: { name: exportName },
-    spec: {
-      reference: { export: { path: providerPath, name: exportName } },
-      permissionClaims: claims.map((c) => ({ ...c, selector: { matchAll: true }, state: 'Accepted' })),
-    },
-  });
+  const [binding] = manifests('database-binding.yaml') as [Manifest];
+  binding.metadata.name = exportName;
+  binding.spec.reference = { export: { path: providerPath, name: exportName } };
+  await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', binding);
   await eventually(`APIBinding in ${consumer} Ready`, async () => {
     const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
     return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');

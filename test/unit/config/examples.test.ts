@@ -30,6 +30,18 @@ describe('examples', () => {
   });
 });
 
+describe('examples/kcp/', () => {
+  it('relsync.yaml is a valid config with a kcp platform', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
+    cpSync(join(examples, 'kcp'), join(dir, 'kcp'), { recursive: true });
+    mkdirSync(join(dir, 'kubeconfigs'));
+    for (const f of ['kcp-provider.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
+    const file = join(dir, 'kcp', 'relsync.yaml');
+    const config = parseConfig(readFileSync(file, 'utf8'), file);
+    assert.deepEqual(config.platformClusters[0]!.kcp, { endpointSlice: 'demo.relsync.dev', url: undefined });
+  });
+});
+
 describe('deploy/config.yaml', () => {
   it('is a valid config once its kubeconfig paths exist', () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-deploy-config-'));
