@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { startClusters, type Clusters } from '../harness/clusters.js';
-import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
+import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
 import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
@@ -49,11 +49,13 @@ describe('kcp as the platform', () => {
     await bindDatabaseExport(kcp, 'root:consumer-a', 'root:provider');
     await bindDatabaseExport(kcp, 'root:consumer-b', 'root:provider');
     await bindDatabaseExport(kcp, 'root:consumer-c', 'root:provider', PR_EXPORT);
+    // relsync runs as an identity with only what examples/kcp/agent-rbac.yaml grants
+    await grantAgentAccess(kcp, 'root:provider', [DATABASE_EXPORT, PR_EXPORT]);
     [a, b, c] = ['consumer-a', 'consumer-b', 'consumer-c'].map((w) => workspaceClient(kcp, `root:${w}`, dir)) as [ClusterClient, ClusterClient, ClusterClient];
     storePath = join(dir, 'relsync.db');
     configPath = writeConfig(dir, {
       agentName: 'e2e',
-      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'provider.kubeconfig'), `${kcp.url}/clusters/root:provider`), kcp: { apiExportEndpointSlice: DATABASE_EXPORT } }],
+      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'provider.kubeconfig'), `${kcp.url}/clusters/root:provider`, kcp.agentToken), kcp: { apiExportEndpointSlice: DATABASE_EXPORT } }],
       serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
       store: { path: storePath },
       resources: [
@@ -129,6 +131,15 @@ describe('kcp as the platform', () => {
     await delay(2_000);
     assert.equal(await svc.configMap(ns('consumer-a'), 'stray'), undefined, 'a selector never crosses workspaces');
     assert.equal(await svc.secret(ns('consumer-a'), 'stray-note'), undefined, 'an inverse rule never crosses workspaces');
+
+    // the user hears of a problem in their own workspace, as an Event (through the events claim)
+    await a.createDatabase('default', 'bad-ref', { configMapName: 'Not_A_Name' });
+    const events = await eventually('a Warning Event on the primary in its workspace', async () => {
+      const found = await a.events('default', 'bad-ref');
+      return found.some((e) => e.reason === 'RelatedResourceProblem') ? found : undefined;
+    }, 30_000);
+    assert.match(events.find((e) => e.reason === 'RelatedResourceProblem')!.message ?? '', /Not_A_Name/);
+    assert.deepEqual(await b.events('default', 'bad-ref'), []);
 
     // a label taken away prunes the copy
     await a.putConfigMap('default', 'tuning', { t: '1' }, {});

@@ -30,12 +30,14 @@ export interface Kcp {
   readonly url: string;
   /** Admin token (group system:kcp:admin), from the static token file. */
   readonly token: string;
+  /** A token of user `relsync-agent`, in no group: it may do only what RBAC grants it (see grantAgentAccess). */
+  readonly agentToken: string;
   readonly ca: Buffer;
   readonly dir: string;
   /** A JSON request against kcp; `path` starts with /clusters/… or is a full URL. */
   request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
-  /** Writes a kubeconfig for `server` (default: kcp's base URL) with the admin token. */
-  kubeconfig(file: string, server?: string): string;
+  /** Writes a kubeconfig for `server` (default: kcp's base URL) with the admin token (or `token`). */
+  kubeconfig(file: string, server?: string, token?: string): string;
   stop(): Promise<void>;
 }
 
@@ -43,7 +45,8 @@ export async function startKcp(): Promise<Kcp> {
   const binary = kcpPath();
   const dir = mkdtempSync(join(tmpdir(), 'relsync-kcp-'));
   const token = randomBytes(16).toString('hex');
-  writeFileSync(join(dir, 'tokens.csv'), `${token},relsync-admin,relsync-admin-uid,"system:kcp:admin"\n`);
+  const agentToken = randomBytes(16).toString('hex');
+  writeFileSync(join(dir, 'tokens.csv'), `${token},relsync-admin,relsync-admin-uid,"system:kcp:admin"\n${agentToken},relsync-agent,relsync-agent-uid,\n`);
   const ports = new Set<number>();
   while (ports.size < 3) ports.add(await freePort()); // three different ones
   const [port, etcdClient, etcdPeer] = [...ports] as [number, number, number];
@@ -79,17 +82,18 @@ export async function startKcp(): Promise<Kcp> {
   return {
     url,
     token,
+    agentToken,
     ca,
     dir,
     request: <T>(method: string, path: string, body?: unknown) => raw<T>(method, path.startsWith('https:') ? path : `${url}${path}`, body, token, ca),
-    kubeconfig(file: string, server = url) {
+    kubeconfig(file: string, server = url, as = token) {
       writeFileSync(
         file,
         [
           'apiVersion: v1',
           'kind: Config',
           `clusters: [{name: kcp, cluster: {server: '${server}', certificate-authority-data: ${ca.toString('base64')}}}]`,
-          `users: [{name: admin, user: {token: ${token}}}]`,
+          `users: [{name: admin, user: {token: ${as}}}]`,
           'contexts: [{name: kcp, context: {cluster: kcp, user: admin}}]',
           'current-context: kcp',
           '',
@@ -193,6 +197,25 @@ export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPat
     const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
     return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
   }, 120_000);
+}
+
+/**
+ * Grants user `relsync-agent` (kcp.agentToken) what examples/kcp/agent-rbac.yaml
+ * grants, for these exports, in the provider's workspace.
+ */
+export async function grantAgentAccess(kcp: Kcp, provider: string, exportNames: readonly string[] = [DATABASE_EXPORT]): Promise<void> {
+  const [role, binding] = parseAllDocuments(readFileSync(join(examples, 'agent-rbac.yaml'), 'utf8')).map((d) => d.toJS() as { rules?: Array<{ resourceNames?: string[] }> }) as [
+    { rules: Array<{ resourceNames?: string[] }> },
+    unknown,
+  ];
+  for (const rule of role.rules) if (rule.resourceNames) rule.resourceNames = [...exportNames];
+  await create(kcp, provider, '/apis/rbac.authorization.k8s.io/v1/clusterroles', role);
+  await create(kcp, provider, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', binding);
+  // RBAC in kcp takes effect within moments, not at once
+  await eventually('relsync-agent may read the endpoint slice', async () => {
+    const res = await raw('GET', `${kcp.url}/clusters/${provider}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${exportNames[0]}`, undefined, kcp.agentToken, kcp.ca);
+    return res.status === 200;
+  }, 30_000);
 }
 
 /** The APIExport's virtual workspace URL, from its APIExportEndpointSlice (there once a binding exists). */
