@@ -158,8 +158,11 @@ describe('kcp as the platform', () => {
     await eventually('the primary created while stopped is copied', () => svc.database(ns('consumer-b'), 'invoices'), 60_000);
   });
 
+  let lcD: string;
+
   it('picks up a workspace that binds the export while relsync runs', async () => {
     const { 'consumer-d': d } = await createWorkspaces(kcp, 'consumer-d');
+    lcD = d!;
     await bindDatabaseExport(kcp, 'root:consumer-d', 'root:provider');
     const client = workspaceClient(kcp, 'root:consumer-d', dir);
     await client.putConfigMap('default', 'settings', { from: 'consumer-d' });
@@ -193,6 +196,27 @@ describe('kcp as the platform', () => {
     assert.ok(await svc.database(ns('consumer-a'), 'orders'));
     await a.putConfigMap('default', 'settings', { from: 'consumer-a', v: '4' });
     await eventually('A still syncs', async () => (await svc.configMap(ns('consumer-a'), 'settings'))?.data?.v === '4', 30_000);
+  });
+
+  it('cleans up after a workspace that unbound the export while relsync was stopped', async () => {
+    assert.equal(await relsync!.stop(), 0);
+    relsync = undefined;
+    const res = await kcp.request('DELETE', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await delay(3_000);
+    assert.ok(await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders'), 'with relsync stopped, the copy stays (and kcp waits for relsync’s finalizer)');
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    await eventually('D’s copy removed after the restart', async () => (await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders')) === undefined, 60_000);
+    await eventually('D’s related copy removed', async () => (await svc.configMap(defaultCopyNamespace(lcD, 'default'), 'settings')) === undefined, 30_000);
+    await eventually('the binding is gone', async () => (await kcp.request('GET', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`)).status === 404, 60_000);
+    await eventually('relsync forgot the workspace', async () => {
+      const db = new Database(storePath, { readonly: true });
+      try {
+        return db.prepare('SELECT 1 FROM logical_clusters WHERE name = ? UNION ALL SELECT 1 FROM primaries WHERE cluster = ?').all(lcD, lcD).length === 0;
+      } finally {
+        db.close();
+      }
+    }, 30_000);
   });
 
   it('runs from an api-syncagent PublishedResource manifest against a kcp export', async () => {
