@@ -165,7 +165,7 @@ const kcpSchema = z
     /** Name of the APIExportEndpointSlice in the kubeconfig's workspace. */
     apiExportEndpointSlice: z.string().min(1).optional(),
     /** The virtual workspace URL, e.g. https://kcp:6443/services/apiexport/<cluster>/<export>. */
-    virtualWorkspaceUrl: z.url({ protocol: /^https?$/ }).optional(),
+    virtualWorkspaceUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).optional(),
   })
   .refine((k) => (k.apiExportEndpointSlice === undefined) !== (k.virtualWorkspaceUrl === undefined), 'give exactly one of "apiExportEndpointSlice" or "virtualWorkspaceUrl"');
 

@@ -32,6 +32,12 @@ export interface BindingWatchOptions {
   readonly enqueue: (id: ObjectIdentity) => void;
   /** Forgets a logical cluster with nothing left in the store (kube/cluster-set.ts forgetLogical). */
   readonly forget: (cluster: string) => Promise<void>;
+  /**
+   * Asks the workspace itself whether it still binds the export, before a
+   * relist that lacks its binding counts as an unbind: a workspace that bound
+   * while the LIST was paged is in no snapshot yet.
+   */
+  readonly stillBound: (cluster: string) => Promise<boolean>;
   readonly logger: Logger;
   readonly onChange?: (change: LogicalClusterChange) => void;
 }
@@ -42,10 +48,17 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
   const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
 
   const bound = async (cluster: string, binding: KubeObject) => {
+    const owner = logical.platformOf(cluster);
+    if (owner !== undefined && owner !== platform) {
+      logger.error({ cluster: platform, logicalCluster: cluster, platform: owner }, 'a workspace binds the exports of two configured kcp platforms; it stays with the first');
+      return;
+    }
     const change = await logical.bound(cluster, platform);
     if (change) {
       options.onChange?.(change);
       logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change.change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
+      // Bound again after an unbind: what the store still holds of it is looked at afresh.
+      if (change.change === 'rebound') for (const p of await store.primariesOfCluster(cluster)) enqueue(p.id);
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
       unbinding.add(cluster);
@@ -55,7 +68,7 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
 
   const unbound = async (cluster: string) => {
     unbinding.delete(cluster);
-    const change = await logical.unbound(cluster);
+    const change = await logical.unbound(cluster, platform);
     if (!change) return;
     options.onChange?.(change);
     const primaries = await store.primariesOfCluster(cluster);
@@ -84,7 +97,11 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
         seen.add(cluster);
         await bound(cluster, binding);
       }
-      for (const cluster of logical.of(platform)) if (!seen.has(cluster)) await unbound(cluster);
+      for (const cluster of logical.of(platform)) {
+        if (seen.has(cluster) || logical.isUnbound(cluster)) continue;
+        if (await options.stillBound(cluster)) continue;
+        await unbound(cluster);
+      }
     },
   };
 }

@@ -18,10 +18,14 @@ export class ClusterScope {
     private readonly logger: Logger,
   ) {}
 
-  /** The identity cluster of `object`, seen on `watched`; undefined (and logged) when kcp did not say. */
-  async of(watched: string, object: KubeObject): Promise<string | undefined> {
+  /**
+   * The identity cluster of `object`, seen on `watched`; undefined (and
+   * logged) when kcp did not say. A deletion never registers a workspace: it
+   * may be the late event of one that relsync just forgot.
+   */
+  async of(watched: string, object: KubeObject, change?: string): Promise<string | undefined> {
+    if (this.clusters.get(watched).kind !== 'kcp') return watched;
     const cluster = this.clusters.clusterOf(watched, object);
-    if (cluster === watched) return cluster;
     const where = `${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name ?? ''}`;
     if (cluster === undefined) {
       this.logger.warn({ cluster: watched, object: where }, `kcp served an object without the ${LOGICAL_CLUSTER_ANNOTATION} annotation; it is skipped`);
@@ -29,6 +33,7 @@ export class ClusterScope {
     }
     const platform = this.logical.platformOf(cluster);
     if (platform === undefined) {
+      if (change === 'DELETED') return undefined;
       if (this.clusters.has(cluster)) {
         this.logger.error({ cluster: watched, logicalCluster: cluster, object: where }, 'a logical cluster has the name of a configured cluster; its objects are skipped (rename the configured cluster)');
         return undefined;

@@ -14,6 +14,7 @@ import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
+import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { EndpointPendingError } from '../kube/kcp-endpoint.js';
 import { ListWatch } from '../kube/list-watch.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
@@ -76,7 +77,7 @@ export class Manager {
   private watches: ListWatch[] = [];
   private elector: LeaderElector | undefined;
   /** The current term's wiring (the HTTP server reads it). */
-  private wiring!: Wiring;
+  private wiring: Wiring | undefined;
   private readonly identity = `${hostname()}-${process.pid}`;
 
   constructor(private readonly options: ManagerOptions) {}
@@ -92,24 +93,33 @@ export class Manager {
     const { config, logger } = this.options;
     // Every watch, worker and the server listen on the one stop signal.
     setMaxListeners(0, signal);
-    this.wiring = await this.wire(signal);
+    // Health endpoints first: wiring may wait (for a kcp export's first binding), and a liveness probe must not kill that.
     const server = this.options.httpPort !== undefined ? this.serve(signal) : Promise.resolve();
+    let w: Wiring;
     try {
-      if (!config.leaderElection.enabled) await this.lead(this.wiring, signal);
+      w = this.wiring = await this.wire(signal);
+    } catch (err) {
+      if (!signal.aborted) throw err;
+      await server; // stopped while waiting: not a failure
+      logger.info('relsync stopped before it was wired up');
+      return;
+    }
+    try {
+      if (!config.leaderElection.enabled) await this.lead(w, signal);
       else {
         for (let term = 1; !signal.aborted; term++) {
-          const lost = await this.campaignAndLead(this.wiring, signal);
+          const lost = await this.campaignAndLead(w, signal);
           if (!lost || signal.aborted) break;
           this.metrics.leadershipLost.inc();
           logger.warn({ term }, 'lost the leader lease: stopped all work; wiring afresh and campaigning again');
-          this.wiring.clusters.close();
-          this.wiring = await this.rewire(signal);
+          w.clusters.close();
+          w = this.wiring = await this.rewire(signal);
         }
       }
       await server;
       logger.info('relsync stopped');
     } finally {
-      this.wiring.clusters.close();
+      w.clusters.close();
     }
   }
 
@@ -252,6 +262,7 @@ export class Manager {
   }
 
   notReady(): string[] {
+    if (!this.wiring) return ['starting: connecting to the clusters'];
     if (this.elector && !this.elector.isLeader) return [];
     if (this.watches.length === 0) return ['starting'];
     return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
@@ -271,7 +282,6 @@ export class Manager {
     const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
       observer: (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) }),
       logicalClusters: logical,
-      onManyShards: (cluster, urls) => logger.warn({ cluster, urls }, 'the APIExportEndpointSlice lists several shards; relsync serves the first one only'),
     });
     try {
       await this.awaitKcpEndpoints(clusters, signal);
@@ -331,7 +341,7 @@ export class Manager {
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
         onEvent: async (change, object) => {
-          const cluster = await w.scope.of(p.cluster, object);
+          const cluster = await w.scope.of(p.cluster, object, change);
           if (cluster !== undefined) await w.router.route(cluster, p.type, object, change);
         },
         onList: async (items) => {
@@ -355,7 +365,11 @@ export class Manager {
       timeoutSeconds: this.options.config.watch.timeoutSeconds,
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
-        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id), forget: (c) => w.clusters.forgetLogical(c), logger: this.options.logger }),
+        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id),
+          forget: (c) => w.clusters.forgetLogical(c),
+          stillBound: (c) => stillBinds(w.clusters, c),
+          logger: this.options.logger,
+        }),
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
       onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
@@ -404,6 +418,7 @@ export class Manager {
       logger: this.options.logger,
       beforeScrape: async () => {
         const w = this.wiring;
+        if (!w) return;
         const counts = await w.store.counts();
         this.metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
         this.metrics.storeRows.set({ table: 'relations' }, counts.relations);
@@ -415,6 +430,16 @@ export class Manager {
       },
     });
     return server.start(signal, this.options.onHttpListening);
+  }
+}
+
+/** Whether a logical cluster still shows an APIBinding of the export (the virtual workspace forbids a workspace that does not). */
+async function stillBinds(clusters: ClusterSet, cluster: string): Promise<boolean> {
+  try {
+    return (await clusters.client(cluster, apiBindingType).listPage({ limit: 1 })).items.length > 0;
+  } catch (err) {
+    if (isForbidden(err) || isNotFound(err)) return false;
+    throw err;
   }
 }
 

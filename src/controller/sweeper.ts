@@ -124,7 +124,7 @@ export class Sweeper {
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
     for (const platform of clusters.platforms) {
       for (const name of this.options.scope.unboundOf(platform.name)) {
-        if ((await store.primariesOfCluster(name)).length === 0) await clusters.forgetLogical(name);
+        if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
       }
     }
 

@@ -35,7 +35,6 @@ export interface ClusterSetOptions {
   readonly observer?: RequestObserver;
   /** The logical clusters of kcp platforms; required when a platform is kcp. */
   readonly logicalClusters?: LogicalClusters;
-  readonly onManyShards?: (cluster: string, urls: string[]) => void;
 }
 
 export class ClusterSet {
@@ -54,7 +53,7 @@ export class ClusterSet {
       let cluster: Cluster;
       if (c.kcp) {
         if (!this.logicalClusters) throw new Error(`cluster ${c.name}: a kcp platform needs the store's logical clusters`);
-        const endpoint = new KcpEndpoint(connection, c.kcp, (urls) => options.onManyShards?.(c.name, urls));
+        const endpoint = new KcpEndpoint(connection, c.kcp);
         const wildcard = connection.derive(c.name, () => endpoint.wildcard());
         cluster = { name: c.name, role, kind: 'kcp', connection: wildcard, discovery: new Discovery(wildcard), endpoint };
       } else {

@@ -37,6 +37,7 @@ interface Transport {
   readonly agent: https.Agent | http.Agent;
   readonly options: https.RequestOptions;
   readonly ready: Promise<void>;
+  observer: RequestObserver | undefined;
 }
 
 export class Connection {
@@ -47,7 +48,6 @@ export class Connection {
   private readonly resolveServer: () => Promise<string>;
   private readonly transport: Transport;
   private readonly requestTimeoutMs: number;
-  observer: RequestObserver | undefined;
 
   constructor(options: ConnectionOptions) {
     this.name = options.name;
@@ -70,7 +70,17 @@ export class Connection {
       agent: server.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true, maxSockets: 32 }),
       options: tlsOptions,
       ready: kubeConfig.applyToHTTPSOptions(tlsOptions),
+      observer: undefined,
     };
+  }
+
+  /** Sees every request of this connection and of those derived from it. */
+  get observer(): RequestObserver | undefined {
+    return this.transport.observer;
+  }
+
+  set observer(observer: RequestObserver | undefined) {
+    this.transport.observer = observer;
   }
 
   /**
@@ -78,6 +88,7 @@ export class Connection {
    * found on first use (for kcp: the virtual workspace URL, which the
    * APIExportEndpointSlice only shows once a workspace binds the export).
    * A failed lookup fails that request and is tried again on the next one.
+   * The base URL must have the parent's scheme: the agent is shared.
    */
   derive(name: string, resolveServer: () => Promise<string>): Connection {
     const child = Object.create(Connection.prototype) as Connection;
@@ -88,7 +99,6 @@ export class Connection {
       resolveServer,
       transport: this.transport,
       requestTimeoutMs: this.requestTimeoutMs,
-      observer: this.observer,
     });
     return child;
   }

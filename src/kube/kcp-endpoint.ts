@@ -26,13 +26,11 @@ interface EndpointSlice {
 
 export class KcpEndpoint {
   private url: string | undefined;
-  private warnedShards = false;
 
   constructor(
     /** The connection to the provider's workspace (the kubeconfig's server). */
     private readonly provider: Connection,
     private readonly source: { readonly endpointSlice: string | undefined; readonly url: string | undefined },
-    private readonly onManyShards?: (urls: string[]) => void,
   ) {
     this.url = source.url;
   }
@@ -51,10 +49,12 @@ export class KcpEndpoint {
     if (urls.length === 0) {
       throw new EndpointPendingError(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists no endpoint yet (kcp adds one once a workspace binds the export)`);
     }
-    if (urls.length > 1 && !this.warnedShards) {
-      this.warnedShards = true;
-      this.onManyShards?.(urls);
+    // Each shard serves only its own workspaces, and which one is listed first
+    // can change: serving "the first" would make workspaces look unbound.
+    if (urls.length > 1) {
+      throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls.length} shards (${urls.join(', ')}); relsync serves one virtual workspace: set kcp.virtualWorkspaceUrl to the shard to serve, one relsync per shard`);
     }
+    if (!urls[0]!.startsWith('https://')) throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls[0]}, not an https URL`);
     this.url = urls[0]!.replace(/\/+$/, '');
     return this.url;
   }

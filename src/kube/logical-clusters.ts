@@ -46,19 +46,19 @@ export class LogicalClusters {
     return [...this.byName.values()];
   }
 
-  /** A logical cluster seen bound through `platform`; says what changed, if anything. */
+  /** A logical cluster seen bound through `platform`; says what changed, if anything. Never takes one over from another platform. */
   async bound(name: string, platform: string): Promise<LogicalClusterChange | undefined> {
     const known = this.byName.get(name);
-    if (known?.platform === platform && known.state === 'bound') return undefined;
+    if (known && (known.platform !== platform || known.state === 'bound')) return undefined;
     const record: LogicalClusterRecord = { name, platform, state: 'bound' };
     await this.store?.save(record);
     this.byName.set(name, record);
     return { name, platform, change: known ? 'rebound' : 'new' };
   }
 
-  async unbound(name: string): Promise<LogicalClusterChange | undefined> {
+  async unbound(name: string, platform: string): Promise<LogicalClusterChange | undefined> {
     const known = this.byName.get(name);
-    if (!known || known.state === 'unbound') return undefined;
+    if (!known || known.platform !== platform || known.state === 'unbound') return undefined;
     const record: LogicalClusterRecord = { ...known, state: 'unbound' };
     await this.store?.save(record);
     this.byName.set(name, record);

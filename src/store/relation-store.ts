@@ -63,6 +63,11 @@ export class RelationStore {
     return (await query.execute()).map(toPrimary);
   }
 
+  /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */
+  async hasPrimaries(cluster: string): Promise<boolean> {
+    return (await this.db.selectFrom('primaries').select('name').where('cluster', '=', cluster).limit(1).executeTakeFirst()) !== undefined;
+  }
+
   /** Primaries whose copies are of this type in this cluster (used on relist of copies, never per event). */
   async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
     const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('group', '=', group).where('resource', '=', resource).execute();

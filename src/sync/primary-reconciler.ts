@@ -69,9 +69,14 @@ export class PrimaryReconciler {
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
-    // A kcp workspace that unbound the export (or that relsync no longer knows) cannot be read: its primaries are gone for relsync.
-    const primary = this.reachable(id.cluster) ? await clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name) : undefined;
     const record = await store.primary(id);
+    if (!clusters.has(id.cluster)) {
+      // A kcp workspace relsync has forgotten (nothing of it is stored), or a cluster no longer configured: never a reason to delete copies.
+      if (!record) return done;
+      throw new Error(`${describeIdentity(id)}: cluster "${id.cluster}" is not configured; its copies are left in place`);
+    }
+    // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
+    const primary = clusters.isUnbound(id.cluster) ? undefined : await clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
 
     if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
       return this.finalize(resource, id, primary, record?.copy);
@@ -260,7 +265,7 @@ export class PrimaryReconciler {
     for (const relation of shared) {
       if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
     }
-    if (clusters.isUnbound(id.cluster) && (await store.primariesOfCluster(id.cluster)).length === 0) {
+    if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);
       logger.info({ logicalCluster: id.cluster }, 'every copy of an unbound workspace is removed; relsync forgets the workspace');
     }

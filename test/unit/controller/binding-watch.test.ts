@@ -36,7 +36,10 @@ describe('APIBinding watch', () => {
     const queued: string[] = [];
     const forgotten: string[] = [];
     const forget = async (name: string) => void forgotten.push(name);
-    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, logger });
+    // what each workspace says when asked directly
+    const binds = new Set<string>();
+    const stillBound = async (name: string) => binds.has(name);
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, logger });
 
     await handler.onList([binding('ws-a'), binding('ws-b')]);
     assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b']);
@@ -59,16 +62,31 @@ describe('APIBinding watch', () => {
     const again = await LogicalClusters.load(new LogicalClusterStore(opened.db));
     assert.deepEqual(again.records().map((r) => `${r.name}=${r.state}`).sort(), ['ws-a=bound', 'ws-b=unbound']);
 
-    // a relist without ws-a's binding (it went while nobody watched)
+    // a relist without ws-a's binding, but ws-a says it still binds (it bound while the LIST was paged)
     queued.length = 0;
-    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, logger });
+    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, logger });
+    binds.add('ws-a');
+    await restarted.onList([]);
+    assert.equal(again.isUnbound('ws-a'), false, 'not unbound on a snapshot alone');
+    assert.equal(queued.length, 0);
+
+    // a relist without ws-a's binding, and ws-a no longer binds (it went while nobody watched)
+    binds.delete('ws-a');
     await restarted.onList([]);
     assert.deepEqual(queued, ['ws-a/orders']);
     assert.equal(again.isUnbound('ws-a'), true);
 
-    // binding again
+    // another kcp platform's binding of the same workspace does not take it over
+    const other = bindingHandler({ platform: 'kcp-2', logical: again, store, enqueue: () => assert.fail('nothing to queue'), forget, stillBound, logger });
+    await other.onEvent('ADDED', binding('ws-a'));
+    await other.onEvent('DELETED', binding('ws-a'));
+    assert.equal(again.platformOf('ws-a'), 'kcp');
+
+    // binding again: its primaries are looked at afresh
+    queued.length = 0;
     await restarted.onEvent('ADDED', binding('ws-a'));
     assert.equal(again.isUnbound('ws-a'), false);
+    assert.deepEqual(queued, ['ws-a/orders']);
     await again.forget('ws-b');
     assert.deepEqual((await new LogicalClusterStore(opened.db).all()).map((r) => r.name), ['ws-a']);
     await opened.close();

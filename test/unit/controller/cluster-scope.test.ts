@@ -25,7 +25,7 @@ describe('cluster scope', () => {
   it('splits a kcp list by logical cluster and keeps a plain cluster’s list whole', async () => {
     const logical = await LogicalClusters.load(undefined);
     await logical.bound('ws-gone', 'kcp');
-    await logical.unbound('ws-gone');
+    await logical.unbound('ws-gone', 'kcp');
     const clusters = new ClusterSet({ name: 'service', kubeconfig, context: undefined }, [
       { name: 'kcp', kubeconfig, context: undefined, kcp: { endpointSlice: 'demo', url: undefined } },
       { name: 'tenant-a', kubeconfig, context: undefined },
@@ -43,6 +43,10 @@ describe('cluster scope', () => {
     assert.equal(clusters.isPlatform('kcp'), false, 'the wildcard connection is no identity cluster');
     assert.equal(clusters.metricsName('ws-a'), 'kcp', 'metrics count workspaces under their platform');
     assert.equal(clusters.get('ws-a').connection.name, 'kcp/ws-a');
+
+    assert.equal(await scope.of('kcp', object('late', 'ws-new'), 'DELETED'), undefined, 'a deletion never registers a workspace');
+    assert.equal(logical.platformOf('ws-new'), undefined);
+    assert.equal(await scope.of('kcp', object('named-like-the-platform', 'kcp')), undefined, 'a logical cluster named like the kcp platform is never its wildcard connection');
 
     const plain = await scope.split('tenant-a', [object('x', 'ws-a')]);
     assert.deepEqual([...plain.keys()], ['tenant-a'], 'a Kubernetes platform ignores kcp annotations');
