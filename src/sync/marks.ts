@@ -20,6 +20,14 @@ export const SOURCE_UID_ANNOTATION = 'relsync.dev/source-uid';
 /** On related copies: the hash of the content relsync wrote, to tell its own writes from drift. */
 export const CONTENT_HASH_ANNOTATION = 'relsync.dev/content-hash';
 
+/**
+ * On copies: the label and annotation keys that came from the source
+ * (comma-separated), so that a key the source drops is dropped from the copy,
+ * while keys the destination's owner added stay.
+ */
+export const COPIED_LABELS_ANNOTATION = 'relsync.dev/copied-labels';
+export const COPIED_ANNOTATIONS_ANNOTATION = 'relsync.dev/copied-annotations';
+
 /** The finalizer that holds a primary until its copies are gone. */
 export function finalizerName(agentName: string): string {
   return `relsync.dev/${agentName}`.slice(0, 63 + 'relsync.dev/'.length);

@@ -25,10 +25,10 @@ import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from
 import type { RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
-import { contentHash, contentOf, deepEqual, isUpToDate } from './content.js';
+import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { OwnWrites } from './own-writes.js';
-import { CONTENT_HASH_ANNOTATION, finalizerName, markedSource, marksFor } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -306,7 +306,7 @@ export class PrimaryReconciler {
 
   private async syncCopy(copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
     const desired = contentOf(primary);
-    const marks = marksFor(this.deps.agentName, id, primary.metadata.uid);
+    const marks = withCopiedKeys(marksFor(this.deps.agentName, id, primary.metadata.uid), desired);
     const existing = await copies.get(copyId.namespace, copyId.name);
     const body: KubeObject = {
       ...desired.fields,
@@ -328,7 +328,7 @@ export class PrimaryReconciler {
     const updated = await copies.replace({
       ...existing,
       ...desired.fields,
-      metadata: { ...existing.metadata, labels: mergeMarked(existing.metadata.labels, body.metadata.labels!), annotations: mergeMarked(existing.metadata.annotations, body.metadata.annotations!) },
+      metadata: { ...existing.metadata, ...mergedMetadata(existing, body.metadata.labels!, body.metadata.annotations!) },
     });
     this.deps.ownWrites?.record(copyId, updated.metadata.resourceVersion);
     this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'update' });
@@ -359,7 +359,7 @@ export class PrimaryReconciler {
     }
     const desired = contentOf(source);
     const hash = contentHash(desired);
-    const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
+    const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     if (existing && !(marked && sameIdentity(marked, pair.source))) {
       metrics.conflicts.inc({ kind: 'related' });
@@ -388,8 +388,7 @@ export class PrimaryReconciler {
         const next: KubeObject = { ...existing, metadata: { ...existing.metadata } };
         for (const key of ['data', 'binaryData', 'stringData']) delete next[key];
         Object.assign(next, desired.fields);
-        next.metadata.labels = mergeMarked(existing.metadata.labels, { ...desired.labels, ...marks.labels });
-        next.metadata.annotations = mergeMarked(existing.metadata.annotations, { ...desired.annotations, ...marks.annotations });
+        Object.assign(next.metadata, mergedMetadata(existing, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
         const updated = await dests.replace(next);
         this.deps.ownWrites?.record(pair.destination, updated.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'update' });
@@ -443,11 +442,13 @@ function isOwnedBy(marked: ObjectIdentity | undefined, source: ObjectIdentity): 
   return marked !== undefined && sameIdentity(marked, source);
 }
 
-/** The destination's own labels/annotations stay; relsync's and the source's are set. */
-function mergeMarked(existing: Record<string, string> | undefined, want: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(existing ?? {})) if (!k.startsWith('relsync.dev/')) out[k] = v;
-  return { ...out, ...want };
+/** The labels and annotations of an updated copy (see mergeCopiedMap): what the source dropped since the last write goes. */
+function mergedMetadata(existing: KubeObject, labels: Record<string, string>, annotations: Record<string, string>): Pick<KubeObject['metadata'], 'labels' | 'annotations'> {
+  const record = existing.metadata.annotations ?? {};
+  return {
+    labels: mergeCopiedMap(existing.metadata.labels, labels, record[COPIED_LABELS_ANNOTATION]),
+    annotations: mergeCopiedMap(existing.metadata.annotations, annotations, record[COPIED_ANNOTATIONS_ANNOTATION]),
+  };
 }
 
 function dnsLabelProblem(value: string, what: string): string | undefined {

@@ -79,6 +79,15 @@ describe('core sync', () => {
     await a.updateDatabase('t1', 'orders', (db) => (db.spec = { size: 'large' }));
     await eventually('spec change reaches the copy', async () => (await svc.database(ns, 'orders'))?.spec?.size === 'large');
 
+    // a label the user takes away goes from the copy too; one the operator put on the copy stays
+    await svc.updateDatabase(ns, 'orders', (db) => (db.metadata.labels = { ...db.metadata.labels, 'operator.example/managed': 'yes' }));
+    await a.updateDatabase('t1', 'orders', (db) => (db.metadata.labels = { tier: 'gold' }));
+    const relabelled = await eventually('label change reaches the copy', async () => {
+      const c = await svc.database(ns, 'orders');
+      return c?.metadata.labels?.tier === 'gold' && c.metadata.labels.team === undefined ? c : undefined;
+    });
+    assert.equal(relabelled.metadata.labels?.['operator.example/managed'], 'yes', 'the operator’s own label stays');
+
     await svc.updateDatabase(ns, 'orders', (db) => (db.status = { phase: 'Ready' }), 'status');
     await eventually('status flows back to the primary', async () => (await a.database('t1', 'orders'))?.status?.phase === 'Ready');
 
@@ -111,8 +120,11 @@ describe('core sync', () => {
     assert.deepEqual((await eventually('service-origin reference reaches the platform', () => a.configMap('t2', 'orders-endpoint'))).data, { host: 'db.internal' });
 
     // later changes of related objects alone, without touching the primary
-    await a.putConfigMap('t2', 'orders-config', { mode: 'safe' });
+    await a.putConfigMap('t2', 'orders-config', { mode: 'safe' }, { stage: 'beta' });
     await eventually('platform-side change reaches the copy', async () => (await svc.configMap(ns, 'orders-config'))?.data?.mode === 'safe');
+    await eventually('a label added to the source reaches the copy', async () => (await svc.configMap(ns, 'orders-config'))?.metadata?.labels?.stage === 'beta');
+    await a.putConfigMap('t2', 'orders-config', { mode: 'safe' }, {});
+    await eventually('a label taken from the source goes from the copy', async () => (await svc.configMap(ns, 'orders-config'))?.metadata?.labels?.stage === undefined);
     await svc.putSecret(ns, 'orders-credentials', { password: 'rotated' });
     await eventually('service-side change reaches the platform', async () => decode(await a.secret('t2', 'orders-credentials'), 'password') === 'rotated');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { contentHash, contentOf, isUpToDate } from '../../../src/sync/content.js';
+import { contentHash, contentOf, isUpToDate, mergeCopiedMap, withCopiedKeys } from '../../../src/sync/content.js';
 import { marksFor } from '../../../src/sync/marks.js';
 
 const source = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5', labels: { app: 'x' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } }, type: 'Opaque', data: { k: 'dg==' } };
@@ -22,6 +22,21 @@ describe('content', () => {
     const c = contentOf(fromKcp);
     assert.deepEqual(c.labels, { app: 'x' });
     assert.deepEqual(c.annotations, { note: 'kept', 'example.com/kcp.io': 'kept too' });
+  });
+
+  it('drops from a copy the labels its source dropped, and keeps the destination’s own', () => {
+    const desired = contentOf({ ...source, metadata: { ...source.metadata, labels: { app: 'x' } } });
+    const marked = withCopiedKeys(marks, desired);
+    assert.equal(marked.annotations['relsync.dev/copied-labels'], 'app');
+    const copy = {
+      ...source,
+      metadata: { name: 's', labels: { app: 'x', tier: 'gold', 'operator/own': 'y', ...marks.labels }, annotations: { ...marks.annotations, 'relsync.dev/copied-labels': 'app,tier', 'relsync.dev/copied-annotations': '' } },
+    };
+    assert.equal(isUpToDate(desired, marked, copy), false, 'the source dropped "tier" since the last write');
+    const labels = mergeCopiedMap(copy.metadata.labels, { ...desired.labels, ...marked.labels }, copy.metadata.annotations['relsync.dev/copied-labels']);
+    assert.deepEqual(labels, { app: 'x', 'operator/own': 'y', 'relsync.dev/agent': 'agent' });
+    // a copy written before relsync kept this record: nothing is dropped that relsync cannot tell apart
+    assert.deepEqual(mergeCopiedMap({ tier: 'gold' }, { app: 'x' }, undefined), { tier: 'gold', app: 'x' });
   });
 
   it('hashes without the value order mattering and never contains the value', () => {
