@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
-import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
 import { matchesSelector, selectorQuery } from '../rules/label-selector.js';
@@ -126,7 +126,12 @@ export class PrimaryReconciler {
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
     for (const plan of plans) {
-      const found = await this.findRelated(resource, plan);
+      const found = await this.findRelated(resource, plan).catch((err: unknown) => {
+        if (!isForbidden(err)) throw err;
+        const { rule } = plan.input;
+        const sourceCluster = sidesOf(plan.input).sourceCluster;
+        return { pairs: [], problems: [`rule ${rule.id}: ${this.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true };
+      });
       problems.push(...found.problems);
       if (found.keepStored) {
         // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
@@ -210,6 +215,15 @@ export class PrimaryReconciler {
       return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
     });
     return pairsForObjects(input, mine);
+  }
+
+  /** Why relsync may not touch a type in a cluster, worded for the user (for a kcp workspace: the claim to accept). */
+  private forbidden(cluster: string, type: ResourceClient['type'], verb: 'read' | 'list'): string {
+    const what = type.group ? `${type.resource}.${type.group}` : type.resource;
+    if (this.deps.clusters.get(cluster).kind === 'logical') {
+      return `relsync may not ${verb} ${what} in this workspace: accept the APIExport's permission claim for ${what} in the APIBinding`;
+    }
+    return `relsync may not ${verb} ${what} in cluster ${cluster} (check its RBAC)`;
   }
 
   /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
@@ -346,8 +360,24 @@ export class PrimaryReconciler {
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
     const sources = clusters.client(pair.source.cluster, rule.sourceType);
     const dests = clusters.client(pair.destination.cluster, rule.destinationType);
-    const source = await sources.get(pair.source.namespace, pair.source.name);
-    const existing = await dests.get(pair.destination.namespace, pair.destination.name);
+    // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
+    const read = async (client: ResourceClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
+      try {
+        return { object: await client.get(id.namespace, id.name) };
+      } catch (err) {
+        if (!isForbidden(err)) throw err;
+        return { forbidden: `rule ${rule.id}: ${this.forbidden(id.cluster, client.type, 'read')}` };
+      }
+    };
+    const sourceRead = await read(sources, pair.source);
+    const destRead = sourceRead.forbidden === undefined ? await read(dests, pair.destination) : {};
+    const forbidden = sourceRead.forbidden ?? destRead.forbidden;
+    if (forbidden !== undefined) {
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
+      return { ...base, state: 'error', contentHash: null, message: forbidden };
+    }
+    const source = sourceRead.object;
+    const existing = destRead.object;
     const marked = existing ? markedSource(existing, this.deps.agentName) : undefined;
 
     if (!source) {

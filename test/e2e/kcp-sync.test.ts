@@ -173,6 +173,26 @@ describe('kcp as the platform', () => {
     assert.match(relsync!.log(), new RegExp(`"logicalCluster":"${d}"[^\n]*"msg":"a (new )?workspace binds the export`));
   });
 
+  it('tells the user of a workspace that did not accept the Secrets claim, and syncs the rest', async () => {
+    const { 'consumer-e': e } = await createWorkspaces(kcp, 'consumer-e');
+    await bindDatabaseExport(kcp, 'root:consumer-e', 'root:provider', DATABASE_EXPORT, ['configmaps', 'events']);
+    const client = workspaceClient(kcp, 'root:consumer-e', dir);
+    const copyNs = defaultCopyNamespace(e!, 'default');
+    await client.putConfigMap('default', 'settings', { from: 'consumer-e' });
+    await client.createDatabase('default', 'orders', { configMapName: 'settings' });
+    await eventually('the ConfigMap claim works', async () => (await svc.configMap(copyNs, 'settings'))?.data?.from === 'consumer-e', 60_000);
+    await svc.putSecret(copyNs, 'orders-credentials', { password: 'p' });
+    const events = await eventually('an Event names the claim to accept', async () => {
+      const found = await client.events('default', 'orders');
+      return found.some((ev) => /accept the APIExport's permission claim for secrets/.test(ev.message ?? '')) ? found : undefined;
+    }, 30_000);
+    const claimEvent = events.find((ev) => /permission claim for secrets/.test(ev.message ?? ''))!;
+    assert.match(claimEvent.reason ?? '', /^Related(SyncFailed|ResourceProblem)$/);
+    await client.putConfigMap('default', 'settings', { from: 'consumer-e', v: '2' });
+    await eventually('and the rest still syncs', async () => (await svc.configMap(copyNs, 'settings'))?.data?.v === '2', 30_000);
+    assert.ok(await svc.database(copyNs, 'orders'));
+  });
+
   it('cleans up after a workspace that unbinds the export while relsync runs', async () => {
     const res = await kcp.request('DELETE', `/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));

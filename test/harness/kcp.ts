@@ -165,7 +165,7 @@ export const DATABASE_EXPORT = 'demo.relsync.dev';
 const examples = fileURLToPath(new URL('../../../examples/kcp/', import.meta.url));
 interface Manifest {
   metadata: { name: string };
-  spec: { resources?: Array<{ schema: string }>; reference?: unknown };
+  spec: { resources?: Array<{ schema: string }>; reference?: unknown; permissionClaims?: Array<{ resource: string }> };
 }
 const manifests = (file: string): Manifest[] => parseAllDocuments(readFileSync(join(examples, file), 'utf8')).map((d) => d.toJS() as Manifest);
 
@@ -188,10 +188,12 @@ export async function createDatabaseExport(kcp: Kcp, provider: string, exportNam
 }
 
 /** Binds the export in a consumer workspace, accepting its claims; waits until Ready. */
-export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT): Promise<void> {
+export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT, acceptOnly?: readonly string[]): Promise<void> {
   const [binding] = manifests('database-binding.yaml') as [Manifest];
   binding.metadata.name = exportName;
   binding.spec.reference = { export: { path: providerPath, name: exportName } };
+  // a consumer that accepts only some of the claims
+  if (acceptOnly) binding.spec.permissionClaims = binding.spec.permissionClaims!.filter((c) => acceptOnly.includes(c.resource));
   await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', binding);
   await eventually(`APIBinding in ${consumer} Ready`, async () => {
     const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
