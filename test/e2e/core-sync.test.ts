@@ -6,13 +6,13 @@ import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, decode, defaultCopyNamespace } from '../harness/tenant.js';
+import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 describe('core sync', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'> | undefined;
   let a: ClusterClient;
   let b: ClusterClient;
   let svc: ClusterClient;
@@ -26,12 +26,9 @@ describe('core sync', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-core-'));
-    planes = await startControlPlanes('tenant-a', 'tenant-b', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, pb, ps] = planes as [ControlPlane, ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    b = new ClusterClient('tenant-b', pb.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
     configPath = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [
@@ -60,7 +57,7 @@ describe('core sync', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   it('copies a primary, keeps it updated, copies status back, and cleans up on delete', async () => {

@@ -5,15 +5,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import type { ControlPlane } from '../harness/control-plane.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const LEASE_SECONDS = 4;
 
 describe('leader election', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'> | undefined;
   let a: ClusterClient;
   let svc: ClusterClient;
   let first: RelsyncProcess;
@@ -38,11 +39,9 @@ describe('leader election', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-leader-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'service');
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     first = await startRelsync(config('first', pa, ps), join(dir, 'first.log'));
     await eventually('first replica leads', async () => /^200 ok: leader/.test(await readyz(first)));
     second = await startRelsync(config('second', pa, ps), join(dir, 'second.log'));
@@ -51,7 +50,7 @@ describe('leader election', () => {
   after(async () => {
     await first?.stop();
     await second?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   it('lets only the leader reconcile, and the standby take over when the leader dies', async () => {
@@ -75,7 +74,7 @@ describe('leader election', () => {
   });
 
   it('hands over at once when the leader stops cleanly', async () => {
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    const { 'tenant-a': pa, service: ps } = clusters!.plane;
     first = await startRelsync(config('first', pa, ps), join(dir, 'first-2.log'));
     await eventually('restarted replica is a standby', async () => /standby/.test(await readyz(first)));
     const stoppedAt = Date.now();
@@ -88,7 +87,7 @@ describe('leader election', () => {
   });
 
   it('refuses a one-shot sweep beside the running leader, unless forced', async () => {
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    const { 'tenant-a': pa, service: ps } = clusters!.plane;
     const path = config('sweeper', pa, ps);
     const refused = await runCli(['sweep', '--config', path]);
     assert.equal(refused.code, 1);

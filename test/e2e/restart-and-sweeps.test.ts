@@ -8,16 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { compactEtcd, startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { compactEtcd, type ControlPlane } from '../harness/control-plane.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 /** How long convergence after a restart may take, at most. */
 const CONVERGE_MS = 15_000;
 
 describe('restart, relist and sweeps', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'> | undefined;
   let platform: ControlPlane;
   let a: ClusterClient;
   let svc: ClusterClient;
@@ -34,12 +35,10 @@ describe('restart, relist and sweeps', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-restart-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
+    clusters = await startClusters('tenant-a', 'service');
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     platform = pa;
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
     storePath = join(dir, 'relsync.db');
     configPath = writeConfig(dir, {
       agentName: 'e2e',
@@ -66,7 +65,7 @@ describe('restart, relist and sweeps', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   /** Builds a namespace with two primaries and their related objects, synced. */

@@ -7,10 +7,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../harness/tenant.js';
+import { defaultCopyNamespace, GROUP, PLURAL, VERSION, type ClusterClient } from '../harness/tenant.js';
 
 const PRIMARIES = 1000;
 
@@ -24,7 +24,7 @@ interface Routed {
 }
 
 describe('routing precision', () => {
-  let planes: ControlPlane[] = [];
+  let clusters: Clusters<'tenant-a' | 'service'> | undefined;
   let a: ClusterClient;
   let svc: ClusterClient;
   let relsync: RelsyncProcess;
@@ -40,11 +40,9 @@ describe('routing precision', () => {
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-precision-'));
-    planes = await startControlPlanes('tenant-a', 'service');
-    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
-    const [pa, ps] = planes as [ControlPlane, ControlPlane];
-    a = new ClusterClient('tenant-a', pa.kubeConfig);
-    svc = new ClusterClient('service', ps.kubeConfig);
+    clusters = await startClusters('tenant-a', 'service');
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    ({ 'tenant-a': a, service: svc } = clusters.client);
     const config = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
@@ -86,7 +84,7 @@ describe('routing precision', () => {
 
   after(async () => {
     await relsync?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await clusters?.stop();
   });
 
   it('enqueues exactly the one owner of a changed object among 1,000 primaries', async () => {
