@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
 import { eventually } from '../harness/kube.js';
+import { checkPublishedDatabases, PUBLISHED_DATABASES } from '../harness/published-databases.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
@@ -240,39 +241,7 @@ describe('kcp as the platform', () => {
   });
 
   it('runs from an api-syncagent PublishedResource manifest against a kcp export', async () => {
-    writeFileSync(
-      join(dir, 'published.yaml'),
-      `
-apiVersion: syncagent.kcp.io/v1alpha1
-kind: PublishedResource
-metadata: { name: publish-databases }
-spec:
-  resource: { apiGroup: demo.relsync.dev, versions: [v1alpha1], kind: Database }
-  filter:
-    resource:
-      matchLabels: { synced: "yes" }
-  related:
-    - identifier: config
-      origin: kcp
-      kind: ConfigMap
-      object:
-        reference: { path: spec.configMapName }
-    - identifier: extras
-      origin: kcp
-      kind: ConfigMap
-      object:
-        selector:
-          matchLabels: { app: "{{ .Object.metadata.name }}" }
-          rewrite:
-            regex: { pattern: "^(.*)$", replacement: "\\\\1-extra" }
-    - identifier: credentials
-      origin: service
-      kind: Secret
-      object:
-        template:
-          template: "{{ .Object.metadata.name }}-credentials"
-`,
-    );
+    writeFileSync(join(dir, 'published.yaml'), PUBLISHED_DATABASES);
     const prConfig = writeConfig(
       dir,
       {
@@ -285,15 +254,7 @@ spec:
       'relsync-pr.yaml',
     );
     relsyncPr = await startRelsync(prConfig, join(dir, 'relsync-pr.log'));
-    await c.putConfigMap('default', 'settings', { v: '1' });
-    await c.putConfigMap('default', 'tuning', { t: '1' }, { app: 'orders' });
-    await c.createDatabase('default', 'orders', { configMapName: 'settings' }, { synced: 'yes' });
-    await c.createDatabase('default', 'ignored', { configMapName: 'settings' });
-    await eventually('reference copied', async () => (await svc.configMap(ns('consumer-c'), 'settings'))?.data?.v === '1', 60_000);
-    await eventually('selector match copied under its rewritten name', () => svc.configMap(ns('consumer-c'), 'tuning-extra'), 30_000);
-    await svc.putSecret(ns('consumer-c'), 'orders-credentials', { password: 'p' });
-    await eventually('service-side Secret copied back', async () => decode(await c.secret('default', 'orders-credentials'), 'password') === 'p', 30_000);
-    assert.equal(await svc.database(ns('consumer-c'), 'ignored'), undefined, 'the filter keeps unlabelled primaries out');
+    await checkPublishedDatabases(c, svc, 'default', ns('consumer-c'));
     // the two agents and their two exports do not see each other's workspaces
     assert.equal(await svc.database(defaultCopyNamespace(lc['consumer-a'], 'default'), 'orders').then((d) => d?.metadata?.labels?.['relsync.dev/agent']), 'e2e');
     assert.doesNotMatch(relsyncPr.log(), new RegExp(lc['consumer-a']));
