@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
-import { primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
+import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
 import type { RelationsTable } from '../store/schema.js';
 import { printTable } from './table.js';
 
@@ -113,4 +113,12 @@ export async function inspectPrimary(type: string, object: string, options: Insp
     else printTable(relations.map(relationColumns), ['rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);
     for (const s of selectors) console.log(`  selector of rule ${s.rule}: ${s.selector} in ${s.scope}`);
   }
+}
+
+/** kcp: the workspaces relsync knows, with their primaries. */
+export async function inspectWorkspaces(options: InspectOptions): Promise<void> {
+  const rows = await withStore(options, (db) => logicalClustersWithPrimaries(db));
+  if (options.output === 'json') console.log(JSON.stringify(rows, null, 2));
+  else if (rows.length === 0) console.log('the store knows no kcp workspace');
+  else printTable(rows.map((r) => ({ workspace: r.name, platform: r.platform, state: r.state, primaries: String(r.primaries), firstSeen: r.firstSeenAt })), ['workspace', 'platform', 'state', 'primaries', 'firstSeen']);
 }

@@ -9,7 +9,7 @@ import { runCommand } from './run-command.js';
 import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
-import { inspectOwners, inspectPrimary } from './inspect-command.js';
+import { inspectOwners, inspectPrimary, inspectWorkspaces } from './inspect-command.js';
 
 const program = new Command('relsync')
   .description('Sync agent: copies primary objects from platform clusters into a service cluster, copies status back, and keeps their related resources in sync both ways.')
@@ -68,5 +68,13 @@ for (const [name, description, action] of [
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .action(action);
 }
+
+inspect
+  .command('workspaces')
+  .description('kcp: the workspaces (logical clusters) relsync knows through each kcp platform, with their primaries')
+  .option('-c, --config <file>', 'config file, to find the store')
+  .option('--store <file>', 'store file (default: from --config, else ./relsync.db)')
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+  .action(inspectWorkspaces);
 
 await program.parseAsync(process.argv);

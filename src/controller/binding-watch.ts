@@ -6,6 +6,10 @@
  * the service cluster (see PrimaryReconciler.finalize). A relist that lacks
  * a known workspace's binding means the same.
  *
+ * Only this watch makes a workspace known: object events of a workspace
+ * whose binding was not seen are skipped, and a LIST of a workspace that
+ * becomes known follows.
+ *
  * kcp deletes the bound objects while a binding terminates, and waits for
  * relsync's finalizers: most cleanup happens then, through the ordinary
  * deletion of each primary. This watch catches what that path cannot: a
@@ -38,6 +42,14 @@ export interface BindingWatchOptions {
    * while the LIST was paged is in no snapshot yet.
    */
   readonly stillBound: (cluster: string) => Promise<boolean>;
+  /**
+   * Lists and routes every watched type of a workspace that became known
+   * after the object watches started: their events of it, if any came
+   * first, were skipped (cluster-scope.ts).
+   */
+  readonly relist: (cluster: string) => Promise<void>;
+  /** A configured cluster's name, which a logical cluster must not take. */
+  readonly reserved: (cluster: string) => boolean;
   readonly logger: Logger;
   readonly onChange?: (change: LogicalClusterChange) => void;
 }
@@ -47,7 +59,14 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
   const unbinding = new Set<string>();
   const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
 
+  // The first LIST runs before the object watches start (manager.ts): theirs covers every workspace it finds.
+  let objectWatchesRunning = false;
+
   const bound = async (cluster: string, binding: KubeObject) => {
+    if (options.reserved(cluster)) {
+      logger.error({ cluster: platform, logicalCluster: cluster }, 'a logical cluster has the name of a configured cluster; it is skipped (rename the configured cluster)');
+      return;
+    }
     const owner = logical.platformOf(cluster);
     if (owner !== undefined && owner !== platform) {
       logger.error({ cluster: platform, logicalCluster: cluster, platform: owner }, 'a workspace binds the exports of two configured kcp platforms; it stays with the first');
@@ -59,6 +78,7 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
       logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change.change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
       // Bound again after an unbind: what the store still holds of it is looked at afresh.
       if (change.change === 'rebound') for (const p of await store.primariesOfCluster(cluster)) enqueue(p.id);
+      if (objectWatchesRunning) await options.relist(cluster);
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
       unbinding.add(cluster);
@@ -84,6 +104,7 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
 
   return {
     async onEvent(type: ChangeType, binding: KubeObject) {
+      objectWatchesRunning = true;
       const cluster = clusterOf(binding);
       if (!cluster) return;
       if (type === 'DELETED') await unbound(cluster);
@@ -102,6 +123,7 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
         if (await options.stillBound(cluster)) continue;
         await unbound(cluster);
       }
+      objectWatchesRunning = true;
     },
   };
 }

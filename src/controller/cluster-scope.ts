@@ -1,9 +1,9 @@
 /**
  * Which cluster an object a watch or LIST returned belongs to. For a plain
  * platform or the service cluster, the one the watch is on. For a kcp
- * platform, the logical cluster kcp annotated it with; a workspace seen for
- * the first time is recorded (logical_clusters), so that its primaries can
- * be read and written through `/clusters/<name>`.
+ * platform, the logical cluster kcp annotated it with, once its APIBinding
+ * made that workspace known (logical_clusters), so that its primaries can be
+ * read and written through `/clusters/<name>`.
  */
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
@@ -19,11 +19,15 @@ export class ClusterScope {
   ) {}
 
   /**
-   * The identity cluster of `object`, seen on `watched`; undefined (and
-   * logged) when kcp did not say. A deletion never registers a workspace: it
-   * may be the late event of one that relsync just forgot.
+   * The identity cluster of `object`, seen on `watched`; undefined when it
+   * has none yet. Only a workspace's APIBinding makes it known
+   * (binding-watch.ts), and a LIST of it follows, so the objects skipped here
+   * are not lost: they are late events of a workspace that left, objects
+   * kcp showed before the binding was seen, or objects of a workspace that
+   * binds another export (kcp v0.28 lists those when two exports share a
+   * schema, but forbids reading them).
    */
-  async of(watched: string, object: KubeObject, change?: string): Promise<string | undefined> {
+  of(watched: string, object: KubeObject): string | undefined {
     if (this.clusters.get(watched).kind !== 'kcp') return watched;
     const cluster = this.clusters.clusterOf(watched, object);
     const where = `${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name ?? ''}`;
@@ -31,21 +35,9 @@ export class ClusterScope {
       this.logger.warn({ cluster: watched, object: where }, `kcp served an object without the ${LOGICAL_CLUSTER_ANNOTATION} annotation; it is skipped`);
       return undefined;
     }
-    const platform = this.logical.platformOf(cluster);
-    if (platform === undefined) {
-      if (change === 'DELETED') return undefined;
-      if (this.clusters.has(cluster)) {
-        this.logger.error({ cluster: watched, logicalCluster: cluster, object: where }, 'a logical cluster has the name of a configured cluster; its objects are skipped (rename the configured cluster)');
-        return undefined;
-      }
-      // Object events register new workspaces; binding and unbinding are the APIBinding watch's (binding-watch.ts).
-      await this.logical.bound(cluster, watched);
-      this.logger.info({ cluster: watched, logicalCluster: cluster }, 'a new workspace binds the export; syncing its objects');
-    } else if (platform !== watched) {
-      this.logger.error({ cluster: watched, logicalCluster: cluster, platform }, 'one logical cluster is served by two configured kcp platforms; it stays with the first');
-      return undefined;
-    }
-    return cluster;
+    if (this.logical.platformOf(cluster) === watched) return cluster;
+    this.logger.debug({ cluster: watched, logicalCluster: cluster, object: where }, 'an object of a workspace not bound (or not yet seen bound) through this platform; skipped');
+    return undefined;
   }
 
   /** The logical clusters of `platform` whose binding is gone. */
@@ -59,11 +51,11 @@ export class ClusterScope {
    * when the list had none of it: what the store knows of a workspace that
    * vanished from the list is then routed as gone.
    */
-  async split(watched: string, items: readonly KubeObject[]): Promise<Map<string, KubeObject[]>> {
+  split(watched: string, items: readonly KubeObject[]): Map<string, KubeObject[]> {
     if (this.clusters.get(watched).kind !== 'kcp') return new Map([[watched, [...items]]]);
     const parts = new Map<string, KubeObject[]>(this.logical.of(watched).map((name) => [name, []]));
     for (const item of items) {
-      const cluster = await this.of(watched, item);
+      const cluster = this.of(watched, item);
       if (cluster === undefined) continue;
       let part = parts.get(cluster);
       if (!part) parts.set(cluster, (part = []));

@@ -191,10 +191,11 @@ export class Manager {
     for (const id of pending) if (!this.enqueue(w, id)) w.checkpointer.noteDone(id);
     if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
 
-    this.watches = await Promise.all([
-      ...w.plan.map((p) => this.watchFor(w, p)),
-      ...w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => this.bindingWatchFor(w, p.name)),
-    ]);
+    // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
+    const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => this.bindingWatchFor(w, p.name, signal)));
+    const bindingRuns = bindingWatches.map((x) => x.start(signal));
+    while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
+    this.watches = [...bindingWatches, ...(await Promise.all(w.plan.map((p) => this.watchFor(w, p))))];
     logger.info(
       {
         agent: config.agentName,
@@ -205,7 +206,7 @@ export class Manager {
       },
       'relsync started',
     );
-    const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...this.watches.map((x) => x.start(signal))];
+    const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...this.watches.slice(bindingWatches.length).map((x) => x.start(signal))];
 
     let sweeping: Promise<unknown> = Promise.resolve();
     const sweep = (trigger: 'startup' | 'schedule') => {
@@ -341,11 +342,11 @@ export class Manager {
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
         onEvent: async (change, object) => {
-          const cluster = await w.scope.of(p.cluster, object, change);
+          const cluster = w.scope.of(p.cluster, object);
           if (cluster !== undefined) await w.router.route(cluster, p.type, object, change);
         },
         onList: async (items) => {
-          for (const [cluster, part] of await w.scope.split(p.cluster, items)) await w.router.routeList(cluster, p.type, part, p.labelSelector);
+          for (const [cluster, part] of w.scope.split(p.cluster, items)) await w.router.routeList(cluster, p.type, part, p.labelSelector);
         },
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
@@ -356,7 +357,7 @@ export class Manager {
   }
 
   /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
-  private async bindingWatchFor(w: Wiring, platform: string): Promise<ListWatch> {
+  private async bindingWatchFor(w: Wiring, platform: string, signal: AbortSignal): Promise<ListWatch> {
     const key: WatchKey = { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
     const watch: ListWatch = new ListWatch({
       client: w.clusters.client(platform, apiBindingType),
@@ -368,6 +369,8 @@ export class Manager {
         ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id),
           forget: (c) => w.clusters.forgetLogical(c),
           stillBound: (c) => stillBinds(w.clusters, c),
+          relist: (c) => this.relistWorkspace(w, platform, c, signal),
+          reserved: (c) => w.clusters.isConfigured(c),
           logger: this.options.logger,
         }),
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
@@ -376,6 +379,35 @@ export class Manager {
       onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
     });
     return watch;
+  }
+
+  /**
+   * A workspace that became known while the object watches run: every
+   * watched type of it, listed and routed like a relist. In the background,
+   * with retries: right after a binding, kcp's virtual workspace may still
+   * refuse requests into that workspace for a moment (403).
+   */
+  private relistWorkspace(w: Wiring, platform: string, cluster: string, signal: AbortSignal): Promise<void> {
+    void (async () => {
+      for (const p of w.plan.filter((x) => x.cluster === platform)) {
+        const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
+        for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
+          try {
+            const { items } = await w.clusters.client(cluster, p.type).listAll({ labelSelector: p.labelSelector });
+            await w.router.routeList(cluster, p.type, items, p.labelSelector);
+            break;
+          } catch (err) {
+            if (attempt >= 12) {
+              // e.g. a claim the workspace did not accept: that type's relations report it when they are synced
+              this.options.logger.warn({ cluster: platform, logicalCluster: cluster, type: typeName(p.type), err: (err as Error).message }, 'could not list a type in a newly bound workspace; the next sweep will');
+              break;
+            }
+            await sleep(backoff.next(), signal);
+          }
+        }
+      }
+    })();
+    return Promise.resolve();
   }
 
   /** Queues a primary by identity; false when no configured resource has its type any more. */

@@ -106,7 +106,7 @@ export class Sweeper {
       counts.objectsListed += items.length;
       if (this.isPrimaryWatch(watch) && watch.cluster !== clusters.service.name) counts.primariesSeen += items.length;
       // A kcp platform's list spans its workspaces: each is diffed against the store on its own.
-      for (const [cluster, part] of await scope.split(watch.cluster, items)) {
+      for (const [cluster, part] of scope.split(watch.cluster, items)) {
         if (watch.labelSelector) copyLists.push({ cluster, watch, items: part });
         await router.routeList(cluster, watch.type, part, watch.labelSelector, (key) => queued.set(primaryKeyString(key), key));
       }

@@ -76,6 +76,11 @@ export class ClusterSet {
     return this.byName.has(name) || this.logicalClusters?.platformOf(name) !== undefined;
   }
 
+  /** A name from the config (service, platform, kcp platform), never a logical cluster's. */
+  isConfigured(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   /** True for a platform cluster's name and for a known logical cluster (never for a kcp platform's own, wildcard, name). */
   isPlatform(name: string): boolean {
     const c = this.byName.get(name);

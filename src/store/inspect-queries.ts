@@ -55,3 +55,16 @@ export async function selectorsOfPrimary(db: Kysely<Database>, p: PrimariesTable
     scope: `${r.source_cluster}:${r.source_group ? `${r.source_resource}.${r.source_group}` : r.source_resource}:${r.source_namespace}`,
   }));
 }
+
+/** kcp: each known workspace (logical cluster), the platform that reaches it, its state, and its primaries in the store. */
+export async function logicalClustersWithPrimaries(db: Kysely<Database>): Promise<Array<{ name: string; platform: string; state: string; primaries: number; firstSeenAt: string }>> {
+  const rows = await db
+    .selectFrom('logical_clusters as l')
+    .leftJoin('primaries as p', 'p.cluster', 'l.name')
+    .select((eb) => ['l.name', 'l.platform', 'l.state', 'l.first_seen_at', eb.fn.count<number>('p.name').as('primaries')])
+    .groupBy(['l.name', 'l.platform', 'l.state', 'l.first_seen_at'])
+    .orderBy('l.platform')
+    .orderBy('l.name')
+    .execute();
+  return rows.map((r) => ({ name: r.name, platform: r.platform, state: r.state, primaries: Number(r.primaries), firstSeenAt: r.first_seen_at }));
+}

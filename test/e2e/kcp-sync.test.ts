@@ -15,7 +15,7 @@ import { startClusters, type Clusters } from '../harness/clusters.js';
 import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
 import { eventually } from '../harness/kube.js';
 import { checkPublishedDatabases, PUBLISHED_DATABASES } from '../harness/published-databases.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const PR_EXPORT = 'databases-pr';
@@ -102,6 +102,15 @@ describe('kcp as the platform', () => {
     await eventually('the credentials reach workspace A', async () => decode(await a.secret('default', 'orders-credentials'), 'password') === 'for-a', 30_000);
     assert.equal(await b.secret('default', 'orders-credentials'), undefined, 'workspace B gets nothing of A’s');
 
+    // the store, as people inspect it
+    const inspected = await runCli(['inspect', 'workspaces', '--store', storePath, '-o', 'json']);
+    assert.equal(inspected.code, 0, inspected.stderr);
+    const workspaces = JSON.parse(inspected.stdout) as Array<{ name: string; platform: string; state: string; primaries: number }>;
+    assert.deepEqual(
+      workspaces.map((w) => `${w.name} ${w.platform} ${w.state} ${w.primaries}`).sort(),
+      [`${lc['consumer-a']} kcp bound 1`, `${lc['consumer-b']} kcp bound 1`].sort(),
+    );
+
     // status flows back
     await svc.updateDatabase(ns('consumer-b'), 'orders', (db) => void (db.status = { phase: 'Ready' }), 'status');
     await eventually('status reaches workspace B', async () => (await b.database('default', 'orders'))?.status?.phase === 'Ready', 30_000);
@@ -160,6 +169,7 @@ describe('kcp as the platform', () => {
   });
 
   let lcD: string;
+  let lcE: string;
 
   it('picks up a workspace that binds the export while relsync runs', async () => {
     const { 'consumer-d': d } = await createWorkspaces(kcp, 'consumer-d');
@@ -176,6 +186,7 @@ describe('kcp as the platform', () => {
 
   it('tells the user of a workspace that did not accept the Secrets claim, and syncs the rest', async () => {
     const { 'consumer-e': e } = await createWorkspaces(kcp, 'consumer-e');
+    lcE = e!;
     await bindDatabaseExport(kcp, 'root:consumer-e', 'root:provider', DATABASE_EXPORT, ['configmaps', 'events']);
     const client = workspaceClient(kcp, 'root:consumer-e', dir);
     const copyNs = defaultCopyNamespace(e!, 'default');
@@ -258,5 +269,11 @@ describe('kcp as the platform', () => {
     // the two agents and their two exports do not see each other's workspaces
     assert.equal(await svc.database(defaultCopyNamespace(lc['consumer-a'], 'default'), 'orders').then((d) => d?.metadata?.labels?.['relsync.dev/agent']), 'e2e');
     assert.doesNotMatch(relsyncPr.log(), new RegExp(lc['consumer-a']));
+
+    // the first relsync knows exactly the workspaces still bound: no late event brought back one that left
+    await delay(2_000);
+    const inspected = await runCli(['inspect', 'workspaces', '--store', storePath, '-o', 'json']);
+    const workspaces = (JSON.parse(inspected.stdout) as Array<{ name: string; state: string }>).map((w) => `${w.name} ${w.state}`).sort();
+    assert.deepEqual(workspaces, [`${lc['consumer-a']} bound`, `${lcE} bound`].sort());
   });
 });

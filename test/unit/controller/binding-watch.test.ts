@@ -39,11 +39,15 @@ describe('APIBinding watch', () => {
     // what each workspace says when asked directly
     const binds = new Set<string>();
     const stillBound = async (name: string) => binds.has(name);
-    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, logger });
+    const relisted: string[] = [];
+    const relist = async (name: string) => void relisted.push(name);
+    const reserved = (name: string) => name === 'service';
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger });
 
-    await handler.onList([binding('ws-a'), binding('ws-b')]);
-    assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b']);
+    await handler.onList([binding('ws-a'), binding('ws-b'), binding('service')]);
+    assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b'], 'a logical cluster named like a configured cluster is refused');
     assert.equal(queued.length, 0, 'a binding seen queues nothing');
+    assert.deepEqual(relisted, [], 'the first LIST comes before the object watches, whose own LIST covers these');
 
     await handler.onEvent('MODIFIED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), false, 'a terminating binding is still bound: kcp deletes the objects, relsync follows');
@@ -54,6 +58,7 @@ describe('APIBinding watch', () => {
 
     // a workspace with nothing in the store is forgotten at once
     await handler.onEvent('ADDED', binding('ws-empty'));
+    assert.deepEqual(relisted, ['ws-empty'], 'a workspace that binds while the object watches run is listed');
     await handler.onEvent('DELETED', binding('ws-empty'));
     assert.deepEqual(forgotten, ['ws-empty']);
     await logical.forget('ws-empty');
@@ -64,7 +69,7 @@ describe('APIBinding watch', () => {
 
     // a relist without ws-a's binding, but ws-a says it still binds (it bound while the LIST was paged)
     queued.length = 0;
-    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, logger });
+    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger });
     binds.add('ws-a');
     await restarted.onList([]);
     assert.equal(again.isUnbound('ws-a'), false, 'not unbound on a snapshot alone');
@@ -77,7 +82,7 @@ describe('APIBinding watch', () => {
     assert.equal(again.isUnbound('ws-a'), true);
 
     // another kcp platform's binding of the same workspace does not take it over
-    const other = bindingHandler({ platform: 'kcp-2', logical: again, store, enqueue: () => assert.fail('nothing to queue'), forget, stillBound, logger });
+    const other = bindingHandler({ platform: 'kcp-2', logical: again, store, enqueue: () => assert.fail('nothing to queue'), forget, stillBound, relist, reserved, logger });
     await other.onEvent('ADDED', binding('ws-a'));
     await other.onEvent('DELETED', binding('ws-a'));
     assert.equal(again.platformOf('ws-a'), 'kcp');
