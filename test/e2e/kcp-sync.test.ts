@@ -19,6 +19,7 @@ import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harne
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const PR_EXPORT = 'databases-pr';
+const SHARED_EXPORT = 'databases-shared';
 
 describe('kcp as the platform', () => {
   let kcp: Kcp;
@@ -50,6 +51,12 @@ describe('kcp as the platform', () => {
     await bindDatabaseExport(kcp, 'root:consumer-a', 'root:provider');
     await bindDatabaseExport(kcp, 'root:consumer-b', 'root:provider');
     await bindDatabaseExport(kcp, 'root:consumer-c', 'root:provider', PR_EXPORT);
+    // a third export that shares the first one's schema: kcp v0.28 shows its workspace's objects in the first export's wildcard lists
+    await createDatabaseExport(kcp, 'root:provider', SHARED_EXPORT, { shareSchema: true });
+    const { 'consumer-f': f } = await createWorkspaces(kcp, 'consumer-f');
+    lcF = f!;
+    await bindDatabaseExport(kcp, 'root:consumer-f', 'root:provider', SHARED_EXPORT);
+    await workspaceClient(kcp, 'root:consumer-f', dir).createDatabase('default', 'orders', {});
     // relsync runs as an identity with only what examples/kcp/agent-rbac.yaml grants
     await grantAgentAccess(kcp, 'root:provider', [DATABASE_EXPORT, PR_EXPORT]);
     [a, b, c] = ['consumer-a', 'consumer-b', 'consumer-c'].map((w) => workspaceClient(kcp, `root:${w}`, dir)) as [ClusterClient, ClusterClient, ClusterClient];
@@ -170,6 +177,7 @@ describe('kcp as the platform', () => {
 
   let lcD: string;
   let lcE: string;
+  let lcF: string;
 
   it('picks up a workspace that binds the export while relsync runs', async () => {
     const { 'consumer-d': d } = await createWorkspaces(kcp, 'consumer-d');
@@ -275,5 +283,8 @@ describe('kcp as the platform', () => {
     const inspected = await runCli(['inspect', 'workspaces', '--store', storePath, '-o', 'json']);
     const workspaces = (JSON.parse(inspected.stdout) as Array<{ name: string; state: string }>).map((w) => `${w.name} ${w.state}`).sort();
     assert.deepEqual(workspaces, [`${lc['consumer-a']} bound`, `${lcE} bound`].sort());
+    // the workspace of the export that shares the schema was never taken for one of ours
+    assert.equal(await svc.database(defaultCopyNamespace(lcF, 'default'), 'orders'), undefined);
+    assert.doesNotMatch(relsync!.log(), new RegExp(`"level":(40|50)[^\n]*${lcF}`), 'no warning about it either (no reads it may not do)');
   });
 });

@@ -172,14 +172,14 @@ const manifests = (file: string): Manifest[] => parseAllDocuments(readFileSync(j
 /**
  * The example Database type as an APIResourceSchema and an APIExport claiming
  * ConfigMaps, Secrets and Events: examples/kcp/database-export.yaml, renamed
- * for another export. One schema per export: kcp v0.28 shows the objects of
- * every export that shares a schema in each one's wildcard list (and forbids
- * reading them).
+ * for another export. One schema per export unless `shareSchema`: kcp v0.28
+ * shows the objects of every export that shares a schema in each one's
+ * wildcard list (and forbids reading them).
  */
-export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT): Promise<void> {
+export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT, options: { shareSchema?: boolean } = {}): Promise<void> {
   const [schema, apiExport] = manifests('database-export.yaml') as [Manifest, Manifest];
   if (exportName !== DATABASE_EXPORT) {
-    schema.metadata.name = `${exportName}.databases.demo.relsync.dev`;
+    if (!options.shareSchema) schema.metadata.name = `${exportName}.databases.demo.relsync.dev`;
     apiExport.metadata.name = exportName;
     apiExport.spec.resources![0]!.schema = schema.metadata.name;
   }
