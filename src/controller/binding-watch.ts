@@ -18,7 +18,7 @@
  */
 import type { Logger } from 'pino';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
-import type { LogicalClusterChange, LogicalClusters } from '../kube/logical-clusters.js';
+import type { LogicalClusters } from '../kube/logical-clusters.js';
 import type { ChangeType, WatchHandler } from '../kube/list-watch.js';
 import type { KubeObject } from '../kube/object.js';
 import type { ResourceType } from '../kube/resource-type.js';
@@ -47,11 +47,10 @@ export interface BindingWatchOptions {
    * after the object watches started: their events of it, if any came
    * first, were skipped (cluster-scope.ts).
    */
-  readonly relist: (cluster: string) => Promise<void>;
+  readonly relist: (cluster: string) => void;
   /** A configured cluster's name, which a logical cluster must not take. */
   readonly reserved: (cluster: string) => boolean;
   readonly logger: Logger;
-  readonly onChange?: (change: LogicalClusterChange) => void;
 }
 
 export function bindingHandler(options: BindingWatchOptions): WatchHandler {
@@ -74,11 +73,10 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
     }
     const change = await logical.bound(cluster, platform);
     if (change) {
-      options.onChange?.(change);
-      logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change.change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
+      logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
       // Bound again after an unbind: what the store still holds of it is looked at afresh.
-      if (change.change === 'rebound') for (const p of await store.primariesOfCluster(cluster)) enqueue(p.id);
-      if (objectWatchesRunning) await options.relist(cluster);
+      if (change === 'rebound') for (const p of await store.primariesOfCluster(cluster)) enqueue(p.id);
+      if (objectWatchesRunning) options.relist(cluster);
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
       unbinding.add(cluster);
@@ -88,9 +86,7 @@ export function bindingHandler(options: BindingWatchOptions): WatchHandler {
 
   const unbound = async (cluster: string) => {
     unbinding.delete(cluster);
-    const change = await logical.unbound(cluster, platform);
-    if (!change) return;
-    options.onChange?.(change);
+    if (!(await logical.unbound(cluster, platform))) return;
     const primaries = await store.primariesOfCluster(cluster);
     if (primaries.length === 0) {
       // The usual case: kcp deleted the objects before the binding, and relsync removed the copies then.

@@ -29,7 +29,7 @@ export class ClusterScope {
    */
   of(watched: string, object: KubeObject): string | undefined {
     if (this.clusters.get(watched).kind !== 'kcp') return watched;
-    const cluster = this.clusters.clusterOf(watched, object);
+    const cluster = object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION] || undefined;
     const where = `${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name ?? ''}`;
     if (cluster === undefined) {
       this.logger.warn({ cluster: watched, object: where }, `kcp served an object without the ${LOGICAL_CLUSTER_ANNOTATION} annotation; it is skipped`);
@@ -40,9 +40,9 @@ export class ClusterScope {
     return undefined;
   }
 
-  /** The logical clusters of `platform` whose binding is gone. */
-  unboundOf(platform: string): string[] {
-    return this.logical.of(platform).filter((name) => this.logical.isUnbound(name));
+  /** The logical clusters whose binding is gone, of every kcp platform. */
+  unbound(): string[] {
+    return this.logical.records().flatMap((r) => (r.state === 'unbound' ? [r.name] : []));
   }
 
   /**

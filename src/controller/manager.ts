@@ -387,27 +387,27 @@ export class Manager {
    * with retries: right after a binding, kcp's virtual workspace may still
    * refuse requests into that workspace for a moment (403).
    */
-  private relistWorkspace(w: Wiring, platform: string, cluster: string, signal: AbortSignal): Promise<void> {
-    void (async () => {
-      for (const p of w.plan.filter((x) => x.cluster === platform)) {
-        const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
-        for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
-          try {
-            const { items } = await w.clusters.client(cluster, p.type).listAll({ labelSelector: p.labelSelector });
-            await w.router.routeList(cluster, p.type, items, p.labelSelector);
-            break;
-          } catch (err) {
-            if (attempt >= 12) {
-              // e.g. a claim the workspace did not accept: that type's relations report it when they are synced
-              this.options.logger.warn({ cluster: platform, logicalCluster: cluster, type: typeName(p.type), err: (err as Error).message }, 'could not list a type in a newly bound workspace; the next sweep will');
-              break;
-            }
-            await sleep(backoff.next(), signal);
+  private relistWorkspace(w: Wiring, platform: string, cluster: string, signal: AbortSignal): void {
+    const relistType = async (p: PlannedWatch) => {
+      const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
+      for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
+        try {
+          const { items } = await w.clusters.client(cluster, p.type).listAll({ labelSelector: p.labelSelector });
+          await w.router.routeList(cluster, p.type, items, p.labelSelector);
+          return;
+        } catch (err) {
+          if (attempt >= 12) {
+            // e.g. a claim the workspace did not accept: that type's relations report it when they are synced
+            this.options.logger.warn({ cluster: platform, logicalCluster: cluster, type: typeName(p.type), err: (err as Error).message }, 'could not list a type in a newly bound workspace; the next sweep will');
+            return;
           }
+          await sleep(backoff.next(), signal);
         }
       }
+    };
+    void (async () => {
+      for (const p of w.plan.filter((x) => x.cluster === platform)) await relistType(p);
     })();
-    return Promise.resolve();
   }
 
   /** Queues a primary by identity; false when no configured resource has its type any more. */

@@ -122,11 +122,7 @@ export class Sweeper {
       for (const item of items) if (await this.isOrphan(cluster, watch, item)) await this.deleteOrphan(cluster, watch, item);
     }
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
-    for (const platform of clusters.platforms) {
-      for (const name of this.options.scope.unboundOf(platform.name)) {
-        if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
-      }
-    }
+    for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 
     const relationsAfter = await this.relationKeys();
     for (const k of relationsAfter) if (!relationsBefore.has(k)) counts.relationsAdded++;

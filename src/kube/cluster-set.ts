@@ -14,9 +14,8 @@
 import type { ClusterConfig } from '../config/config.js';
 import { Connection, type RequestObserver } from './connection.js';
 import { Discovery, type TypeReference } from './discovery.js';
-import { KcpEndpoint, LOGICAL_CLUSTER_ANNOTATION } from './kcp-endpoint.js';
+import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
-import type { KubeObject } from './object.js';
 import { ResourceClient } from './resource-client.js';
 import type { ResourceType } from './resource-type.js';
 
@@ -91,16 +90,6 @@ export class ClusterSet {
   /** A logical cluster whose APIBinding is gone: nothing can be read or written there any more. */
   isUnbound(name: string): boolean {
     return this.logicalClusters?.isUnbound(name) ?? false;
-  }
-
-  /**
-   * The identity cluster of an object that a watch or list on `cluster`
-   * returned: the cluster itself, or for a kcp platform the object's logical
-   * cluster (undefined when kcp did not annotate it).
-   */
-  clusterOf(cluster: string, object: KubeObject): string | undefined {
-    if (this.get(cluster).kind !== 'kcp') return cluster;
-    return object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION] || undefined;
   }
 
   /** The name metrics use: a logical cluster counts under its kcp platform (one label value per workspace would not scale). */

@@ -8,12 +8,6 @@
  */
 import type { LogicalClusterRecord, LogicalClusterStore } from '../store/logical-cluster-store.js';
 
-export interface LogicalClusterChange {
-  readonly name: string;
-  readonly platform: string;
-  readonly change: 'new' | 'rebound' | 'unbound';
-}
-
 export class LogicalClusters {
   private readonly byName = new Map<string, LogicalClusterRecord>();
 
@@ -38,31 +32,28 @@ export class LogicalClusters {
     return [...this.byName.values()].filter((r) => r.platform === platform).map((r) => r.name);
   }
 
-  get size(): number {
-    return this.byName.size;
-  }
-
   records(): LogicalClusterRecord[] {
     return [...this.byName.values()];
   }
 
-  /** A logical cluster seen bound through `platform`; says what changed, if anything. Never takes one over from another platform. */
-  async bound(name: string, platform: string): Promise<LogicalClusterChange | undefined> {
+  /** A logical cluster seen bound through `platform`: 'new', 'rebound', or undefined when nothing changed. Never takes one over from another platform. */
+  async bound(name: string, platform: string): Promise<'new' | 'rebound' | undefined> {
     const known = this.byName.get(name);
     if (known && (known.platform !== platform || known.state === 'bound')) return undefined;
     const record: LogicalClusterRecord = { name, platform, state: 'bound' };
     await this.store?.save(record);
     this.byName.set(name, record);
-    return { name, platform, change: known ? 'rebound' : 'new' };
+    return known ? 'rebound' : 'new';
   }
 
-  async unbound(name: string, platform: string): Promise<LogicalClusterChange | undefined> {
+  /** True when this marked a bound logical cluster of `platform` unbound. */
+  async unbound(name: string, platform: string): Promise<boolean> {
     const known = this.byName.get(name);
-    if (!known || known.platform !== platform || known.state === 'unbound') return undefined;
+    if (!known || known.platform !== platform || known.state === 'unbound') return false;
     const record: LogicalClusterRecord = { ...known, state: 'unbound' };
     await this.store?.save(record);
     this.byName.set(name, record);
-    return { name, platform: known.platform, change: 'unbound' };
+    return true;
   }
 
   async forget(name: string): Promise<void> {

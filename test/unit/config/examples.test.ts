@@ -5,39 +5,39 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import type { Config } from '../../../src/config/config.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 
 const examples = fileURLToPath(new URL('../../../../examples/', import.meta.url));
 
+/**
+ * Parses `examples/<path>` in a copy of examples/ (so that its relative paths
+ * resolve), with stand-in files in examples/kubeconfigs/ for the ones it names.
+ */
+function parseExample(path: string, kubeconfigs: readonly string[]): Config {
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
+  cpSync(examples, join(dir, 'examples'), { recursive: true });
+  mkdirSync(join(dir, 'examples', 'kubeconfigs'), { recursive: true });
+  for (const f of kubeconfigs) writeFileSync(join(dir, 'examples', 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
+  const file = join(dir, 'examples', path);
+  return parseConfig(readFileSync(file, 'utf8'), file);
+}
+
 describe('examples', () => {
   it('examples/relsync.yaml is a valid config', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
-    cpSync(join(examples, 'relsync.yaml'), join(dir, 'relsync.yaml'));
-    mkdirSync(join(dir, 'kubeconfigs'));
-    for (const f of ['tenant-a.yaml', 'tenant-b.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
-    const config = parseConfig(readFileSync(join(dir, 'relsync.yaml'), 'utf8'), join(dir, 'relsync.yaml'));
+    const config = parseExample('relsync.yaml', ['tenant-a.yaml', 'tenant-b.yaml', 'service.yaml']);
     assert.equal(config.resources[0]!.related.length, 3);
   });
 
   it('examples/api-syncagent/ is a valid config made of a PublishedResource', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
-    cpSync(join(examples, 'api-syncagent'), join(dir, 'api-syncagent'), { recursive: true });
-    mkdirSync(join(dir, 'kubeconfigs'));
-    for (const f of ['tenant-a.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
-    const file = join(dir, 'api-syncagent', 'relsync.yaml');
-    const config = parseConfig(readFileSync(file, 'utf8'), file);
+    const config = parseExample('api-syncagent/relsync.yaml', ['tenant-a.yaml', 'service.yaml']);
     assert.deepEqual(config.resources[0]!.related.map((r) => `${r.id}:${r.origin}:${r.finder.kind}`), ['config:platform:reference', 'credentials:service:template']);
   });
 });
 
 describe('examples/kcp/', () => {
   it('relsync.yaml is a valid config with a kcp platform', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-examples-'));
-    cpSync(join(examples, 'kcp'), join(dir, 'kcp'), { recursive: true });
-    mkdirSync(join(dir, 'kubeconfigs'));
-    for (const f of ['kcp-provider.yaml', 'service.yaml']) writeFileSync(join(dir, 'kubeconfigs', f), 'apiVersion: v1\nkind: Config\n');
-    const file = join(dir, 'kcp', 'relsync.yaml');
-    const config = parseConfig(readFileSync(file, 'utf8'), file);
+    const config = parseExample('kcp/relsync.yaml', ['kcp-provider.yaml', 'service.yaml']);
     assert.deepEqual(config.platformClusters[0]!.kcp, { endpointSlice: 'demo.relsync.dev', url: undefined });
   });
 });
