@@ -72,7 +72,7 @@ export class EventRouter {
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', collect?: (key: PrimaryKey) => void): Promise<number> {
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT'): Promise<number> {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
@@ -97,10 +97,7 @@ export class EventRouter {
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
       for (const p of all) add(this.keyFor(p.id));
-      for (const key of keys.values()) {
-        this.options.enqueue(key);
-        collect?.(key);
-      }
+      for (const key of keys.values()) this.options.enqueue(key);
       this.options.metrics?.observeFanout(metricsCluster, keys.size);
       return keys.size;
     }
@@ -128,10 +125,7 @@ export class EventRouter {
       }
     }
 
-    for (const key of keys.values()) {
-      this.options.enqueue(key);
-      collect?.(key);
-    }
+    for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
@@ -140,18 +134,17 @@ export class EventRouter {
   }
 
   /** Routes a complete LIST: every item, and every stored object of this type the list no longer has. */
-  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined, collect?: (key: PrimaryKey) => void): Promise<void> {
+  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
     const present = new Set<string>();
     for (const item of items) {
       present.add(identityKey(identityOf(cluster, type, item)));
-      await this.route(cluster, type, item, 'LIST', collect);
+      await this.route(cluster, type, item, 'LIST');
     }
     let missing = 0;
     const enqueueMissing = (owner: ObjectIdentity) => {
       const key = this.keyFor(owner);
       if (key) {
         this.options.enqueue(key);
-        collect?.(key);
         missing++;
       }
     };

@@ -38,6 +38,8 @@ import { LeaderElector, leaseType, liveLeader } from './leader-election.js';
 import { EventRouter } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper, type SweepResult } from './sweeper.js';
+import { SweepReads } from './sweep-snapshot.js';
+import { LiveReads } from '../sync/object-reads.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
 import { Backoff } from '../util/backoff.js';
@@ -70,6 +72,7 @@ interface Wiring {
   readonly router: EventRouter;
   readonly plan: readonly PlannedWatch[];
   readonly sweeper: Sweeper;
+  readonly sweepReads: SweepReads;
 }
 
 export class Manager {
@@ -292,7 +295,9 @@ export class Manager {
       const checkpointer = new Checkpointer(checkpoints, logger);
       const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
       const ownWrites = new OwnWrites();
-      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites });
+      // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
+      const sweepReads = new SweepReads(new LiveReads(clusters));
+      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, readsFor: (id) => sweepReads.readsFor(id) });
       const queue = new WorkQueue<PrimaryKey>({
         key: primaryKeyString,
         concurrency: config.workers,
@@ -312,6 +317,7 @@ export class Manager {
         resources,
         store,
         enqueue: (key) => {
+          sweepReads.noteChanged(key.id);
           checkpointer.noteQueued(key.id);
           queue.add(key);
         },
@@ -322,8 +328,8 @@ export class Manager {
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const scope = new ClusterScope(clusters, logical, logger);
-      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), router, queue, metrics: this.metrics, logger });
-      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper };
+      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, queue, metrics: this.metrics, logger });
+      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads };
     } catch (err) {
       clusters.close();
       throw err;
@@ -414,6 +420,7 @@ export class Manager {
   private enqueue(w: Wiring, id: ObjectIdentity): boolean {
     const resource = w.resources.find((r) => sameType(r.primaryType, id));
     if (!resource) return false;
+    w.sweepReads.noteChanged(id);
     w.checkpointer.noteQueued(id);
     w.queue.add({ resource, id });
     return true;

@@ -3,18 +3,20 @@
  * a cache. One sweep
  *
  * 1. lists (in pages) everything relsync watches — primaries on every
- *    platform cluster, their copies, related sources and related copies —
- *    and routes each list through the router, which also queues the owners
- *    of objects the store knows but the list no longer has;
- * 2. waits until every primary it queued has been reconciled (through the
- *    shared work queue, so a sweep never runs a primary on two workers);
+ *    platform cluster, their copies, related sources and related copies;
+ * 2. reconciles every primary, listed or stored (through the shared work
+ *    queue, so a sweep never runs a primary on two workers), each reading
+ *    from those LISTs instead of the API servers (sweep-snapshot.ts); every
+ *    relation a stored primary has is re-resolved on the way, so objects the
+ *    store knows but the lists no longer have are handled too;
  * 3. deletes copies (carrying this agent's marks) that no stored primary or
  *    relation accounts for any more, and store rows of types no longer
  *    configured.
  *
  * Its cost is one paginated LIST per watched (cluster, type) plus one
- * reconcile per primary: proportional to the objects, not objects × primaries.
- * Sweeps never overlap: one due while another runs is skipped and counted.
+ * in-memory reconcile per primary, with API requests only for what differs:
+ * proportional to the objects, not objects × primaries. Sweeps never overlap:
+ * one due while another runs is skipped and counted.
  */
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
@@ -26,10 +28,12 @@ import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { markedSource } from '../sync/marks.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
+import type { ObjectIdentity } from '../store/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
-import { identityOf, type EventRouter } from './event-router.js';
+import { identityOf } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
+import { SweepSnapshot, type ListedObjects, type SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 
@@ -41,7 +45,8 @@ export interface SweeperOptions {
   readonly plan: readonly PlannedWatch[];
   readonly store: RelationStore;
   readonly sweeps: SweepStore;
-  readonly router: EventRouter;
+  /** Hands the sweep's LISTs to the reconciles it runs. */
+  readonly reads: SweepReads;
   readonly queue: WorkQueue<PrimaryKey>;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -93,28 +98,43 @@ export class Sweeper {
   }
 
   private async run(counts: SweepCounts): Promise<void> {
-    const { clusters, scope, plan, router, queue, store, metrics } = this.options;
+    const { clusters, scope, plan, queue, store, metrics, reads } = this.options;
     const relationsBefore = await this.relationKeys();
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
-    // 1. relist everything and route it; collect the primaries that were queued
+    // 1. relist everything; collect every primary, listed or stored
     const queued = new Map<string, PrimaryKey>();
+    const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(primaryKeyString({ resource, id }), { resource, id });
+    const lists: ListedObjects[] = [];
     const copyLists: Array<{ cluster: string; watch: PlannedWatch; items: KubeObject[] }> = [];
-    for (const watch of plan) {
-      const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
-      counts.objectsListed += items.length;
-      if (this.isPrimaryWatch(watch) && watch.cluster !== clusters.service.name) counts.primariesSeen += items.length;
-      // A kcp platform's list spans its workspaces: each is diffed against the store on its own.
-      for (const [cluster, part] of scope.split(watch.cluster, items)) {
-        if (watch.labelSelector) copyLists.push({ cluster, watch, items: part });
-        await router.routeList(cluster, watch.type, part, watch.labelSelector, (key) => queued.set(primaryKeyString(key), key));
+    reads.begin();
+    try {
+      for (const watch of plan) {
+        const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
+        counts.objectsListed += items.length;
+        for (const item of items) delete item.metadata.managedFields; // never read; most of a listed object's size
+        const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
+        // A kcp platform's list spans its workspaces: each is one cluster of identities.
+        for (const [cluster, part] of scope.split(watch.cluster, items)) {
+          lists.push({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
+          if (watch.labelSelector) copyLists.push({ cluster, watch, items: part });
+          if (resource && clusters.isPlatform(cluster)) {
+            counts.primariesSeen += part.length;
+            for (const item of part) include(resource, identityOf(cluster, watch.type, item));
+            // Stored but not listed: deleted while nobody watched.
+            for (const p of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, p.id);
+          }
+        }
       }
-    }
 
-    // 2. wait for every queued primary to be reconciled once
-    const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
-    counts.errors += outcomes.filter((o) => o === 'error').length;
+      // 2. reconcile every primary once, from the snapshot of those lists
+      reads.use(new SweepSnapshot(reads.live, lists));
+      const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
+      counts.errors += outcomes.filter((o) => o === 'error').length;
+    } finally {
+      reads.end();
+    }
 
     // 3. copies nothing accounts for any more, and rows of types no longer configured
     for (const { cluster, watch, items } of copyLists) {

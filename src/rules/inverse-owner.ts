@@ -7,6 +7,7 @@
  */
 import type { OwnerPointer } from '../config/config.js';
 import type { KubeObject } from '../kube/object.js';
+import type { LabelSelector } from './label-selector.js';
 
 export interface OwnerRef {
   readonly namespace: string;
@@ -49,8 +50,8 @@ export function inverseOwner(finder: InverseFinder, object: KubeObject, ownerKin
 }
 
 /** The server-side label selector that narrows the LIST for an owner, when there is one. */
-export function inverseListSelector(finder: InverseFinder, ownerName: string): string | undefined {
-  return finder.owner.kind === 'label' ? `${finder.owner.key}=${ownerName}` : undefined;
+export function inverseListSelector(finder: InverseFinder, ownerName: string): LabelSelector | undefined {
+  return finder.owner.kind === 'label' ? { requirements: [{ key: finder.owner.key, operator: 'In', values: [ownerName] }] } : undefined;
 }
 
 function groupOf(apiVersion: string): string {

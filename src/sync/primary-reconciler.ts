@@ -27,6 +27,7 @@ import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import type { EventRecorder } from './event-recorder.js';
+import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
@@ -43,6 +44,8 @@ export interface ReconcilerDeps {
   readonly ownWrites?: OwnWrites;
   /** How soon to look again at a conflict; default 30 s. */
   readonly conflictRetryMs?: number;
+  /** Where one reconcile of this primary reads objects (a sweep's snapshot, see controller/sweep-snapshot.ts); default: the API servers. */
+  readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
 }
 
 const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
@@ -62,13 +65,16 @@ interface RulePlan {
 
 export class PrimaryReconciler {
   private readonly finalizer: string;
+  private readonly live: ObjectReads;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finalizer = finalizerName(deps.agentName);
+    this.live = new LiveReads(deps.clusters);
   }
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
+    const reads = this.deps.readsFor?.(id) ?? this.live;
     const record = await store.primary(id);
     if (!clusters.has(id.cluster)) {
       // A kcp workspace relsync has forgotten (nothing of it is stored), or a cluster no longer configured: never a reason to delete copies.
@@ -76,7 +82,7 @@ export class PrimaryReconciler {
       throw new Error(`${describeIdentity(id)}: cluster "${id.cluster}" is not configured; its copies are left in place`);
     }
     // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
-    const primary = clusters.isUnbound(id.cluster) ? undefined : await clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
+    const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
     if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
       return this.finalize(resource, id, primary, record?.copy);
@@ -102,9 +108,9 @@ export class PrimaryReconciler {
 
     const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.primaryType);
-    if (resource.primaryType.namespaced) await this.ensureNamespace(clusters.service.name, copyNamespace);
+    if (resource.primaryType.namespaced) await this.ensureNamespace(reads, clusters.service.name, copyNamespace);
 
-    const copy = await this.syncCopy(copies, current, id, copyId);
+    const copy = await this.syncCopy(reads, copies, current, id, copyId);
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
@@ -126,7 +132,7 @@ export class PrimaryReconciler {
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
     for (const plan of plans) {
-      const found = await this.findRelated(resource, plan).catch((err: unknown) => {
+      const found = await this.findRelated(reads, resource, plan).catch((err: unknown) => {
         if (!isForbidden(err)) throw err;
         const { rule } = plan.input;
         const sourceCluster = sidesOf(plan.input).sourceCluster;
@@ -138,7 +144,7 @@ export class PrimaryReconciler {
         outcomes.push(...(await this.keptRelations(id)).filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of found.pairs) outcomes.push(await this.syncRelated(plan.input.rule, pair, id, synced));
+      for (const pair of found.pairs) outcomes.push(await this.syncRelated(reads, plan.input.rule, pair, id, synced));
     }
     await this.releaseStale(resource, id, outcomes);
 
@@ -190,28 +196,33 @@ export class PrimaryReconciler {
    * reference and template rules; selector and inverse rules LIST the objects
    * (by the rendered selector, or those that name this primary).
    */
-  private async findRelated(resource: ResolvedResource, plan: RulePlan): Promise<{ pairs: RelatedPair[]; problems: string[]; keepStored?: boolean }> {
+  private async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan): Promise<{ pairs: RelatedPair[]; problems: string[]; keepStored?: boolean }> {
     const { input } = plan;
     const { rule } = input;
     const finder = rule.finder;
     if (plan.named) return plan.named;
     if (plan.problems) return { pairs: [], problems: plan.problems, keepStored: true };
     const sides = sidesOf(input);
-    const sources = this.deps.clusters.client(sides.sourceCluster, rule.sourceType);
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
-      const { items } = await sources.listAll({ namespace: namespace || undefined, labelSelector: selectorQuery(plan.selector!.selector) || undefined });
+      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector });
       return pairsForObjects(input, items.filter((o) => !this.isOwnCopy(o)));
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
     const owner = sides.sourceObject.metadata;
-    const { items } = await sources.listAll({
+    const { kind, group } = resource.primaryType;
+    const ownerOf = (o: KubeObject) => {
+      const ref = inverseOwner(finder, o, kind, group);
+      return ref && `${ref.namespace}/${ref.name}`;
+    };
+    const items = await reads.list(sides.sourceCluster, rule.sourceType, {
       namespace: finder.namespaceFrom || !namespace ? undefined : namespace,
-      labelSelector: inverseListSelector(finder, owner.name ?? ''),
+      selector: inverseListSelector(finder, owner.name ?? ''),
+      indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
     });
     const mine = items.filter((o) => {
       if (this.isOwnCopy(o)) return false;
-      const ref = inverseOwner(finder, o, resource.primaryType.kind, resource.primaryType.group);
+      const ref = inverseOwner(finder, o, kind, group);
       return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
     });
     return pairsForObjects(input, mine);
@@ -308,9 +319,9 @@ export class PrimaryReconciler {
     return written;
   }
 
-  private async ensureNamespace(cluster: string, name: string): Promise<void> {
+  private async ensureNamespace(reads: ObjectReads, cluster: string, name: string): Promise<void> {
+    if (await reads.get(cluster, namespaceType, '', name)) return;
     const namespaces = this.deps.clusters.client(cluster, namespaceType);
-    if (await namespaces.get('', name)) return;
     try {
       await namespaces.create('', { metadata: { name, labels: { 'relsync.dev/agent': this.deps.agentName } } });
     } catch (err) {
@@ -318,10 +329,10 @@ export class PrimaryReconciler {
     }
   }
 
-  private async syncCopy(copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
+  private async syncCopy(reads: ObjectReads, copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
     const desired = contentOf(primary);
     const marks = withCopiedKeys(marksFor(this.deps.agentName, id, primary.metadata.uid), desired);
-    const existing = await copies.get(copyId.namespace, copyId.name);
+    const existing = await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
     const body: KubeObject = {
       ...desired.fields,
       metadata: {
@@ -355,7 +366,7 @@ export class PrimaryReconciler {
     return this.recorded(id, primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
-  private async syncRelated(rule: ResolvedRule, pair: RelatedPair, owner: ObjectIdentity, primary: KubeObject): Promise<RelationOutcome> {
+  private async syncRelated(reads: ObjectReads, rule: ResolvedRule, pair: RelatedPair, owner: ObjectIdentity, primary: KubeObject): Promise<RelationOutcome> {
     const { clusters, metrics } = this.deps;
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
     const sources = clusters.client(pair.source.cluster, rule.sourceType);
@@ -363,7 +374,7 @@ export class PrimaryReconciler {
     // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
     const read = async (client: ResourceClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
       try {
-        return { object: await client.get(id.namespace, id.name) };
+        return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
       } catch (err) {
         if (!isForbidden(err)) throw err;
         return { forbidden: `rule ${rule.id}: ${this.forbidden(id.cluster, client.type, 'read')}` };
@@ -402,7 +413,7 @@ export class PrimaryReconciler {
     }
     try {
       if (!existing) {
-        if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(pair.destination.cluster, pair.destination.namespace);
+        if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(reads, pair.destination.cluster, pair.destination.namespace);
         const created = await dests.create(pair.destination.namespace, {
           ...desired.fields,
           metadata: {

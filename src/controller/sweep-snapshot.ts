@@ -1,0 +1,184 @@
+/**
+ * A sweep's fresh LISTs, as the reads of the reconciles it runs.
+ *
+ * A sweep lists everything relsync watches and then reconciles every
+ * primary. Were those reconciles to GET each object again, a sweep with
+ * nothing to do would cost a dozen round trips per primary on top of the
+ * LISTs. Instead they read from the LISTs just made — a real relist, not a
+ * replay of a cache — and only what differs is written.
+ *
+ * Why this is safe:
+ * - A snapshot only ever answers "this object exists, like this". What it
+ *   lacks (not listed, listed through an agent filter, or absent) is read from
+ *   the API server, so no deletion is ever decided on the snapshot alone
+ *   (except through a selector or inverse LIST, see below).
+ * - SweepReads hands the snapshot to a primary's reconcile only once per
+ *   sweep, and only while no watch event has been routed to that primary
+ *   since the sweep began listing. An object that changed after its LIST
+ *   (its event routes to the primary) or a write that conflicted with a
+ *   newer version (409; the reconcile is retried) is therefore read live.
+ *   A selector or inverse match that appeared after the LIST was routed, by
+ *   its event, to the primaries whose stored selector or inverse rule finds
+ *   it; those read live too.
+ */
+import type { KubeObject } from '../kube/object.js';
+import type { ResourceType } from '../kube/resource-type.js';
+import { matchesSelector, type LabelSelector } from '../rules/label-selector.js';
+import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import type { ListQuery, ObjectReads } from '../sync/object-reads.js';
+
+/** One LIST of a sweep, split by identity cluster. */
+export interface ListedObjects {
+  readonly cluster: string;
+  readonly type: ResourceType;
+  /** Listed through relsync's agent filter: vouches for the listed objects only. */
+  readonly filtered: boolean;
+  readonly items: readonly KubeObject[];
+}
+
+class ListedType {
+  readonly byName = new Map<string, KubeObject>();
+  readonly byNamespace = new Map<string, KubeObject[]>();
+  private readonly indexes = new Map<string, Map<string, KubeObject[]>>();
+  filtered = true;
+
+  add(items: readonly KubeObject[], filtered: boolean): void {
+    this.filtered &&= filtered;
+    for (const item of items) {
+      const ns = item.metadata.namespace ?? '';
+      const key = `${ns}/${item.metadata.name ?? ''}`;
+      if (this.byName.has(key)) continue;
+      this.byName.set(key, item);
+      let list = this.byNamespace.get(ns);
+      if (!list) this.byNamespace.set(ns, (list = []));
+      list.push(item);
+    }
+  }
+
+  /** An index built on first use: one pass over the objects, then a lookup per query. */
+  index(name: string, of: (object: KubeObject) => string | undefined): Map<string, KubeObject[]> {
+    let index = this.indexes.get(name);
+    if (index) return index;
+    index = new Map();
+    for (const item of this.byName.values()) {
+      const value = of(item);
+      if (value === undefined) continue;
+      let list = index.get(value);
+      if (!list) index.set(value, (list = []));
+      list.push(item);
+    }
+    this.indexes.set(name, index);
+    return index;
+  }
+}
+
+const namespaceType = { group: '', resource: 'namespaces' };
+
+export class SweepSnapshot implements ObjectReads {
+  private readonly types = new Map<string, ListedType>();
+  /** Namespaces that hold a listed object, per cluster: they exist. */
+  private readonly namespaces = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly live: ObjectReads,
+    lists: readonly ListedObjects[],
+  ) {
+    for (const list of lists) {
+      const key = typeKey(list.cluster, list.type);
+      let listed = this.types.get(key);
+      if (!listed) this.types.set(key, (listed = new ListedType()));
+      listed.add(list.items, list.filtered);
+      let namespaces = this.namespaces.get(list.cluster);
+      if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
+      for (const item of list.items) if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
+    }
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const t of this.types.values()) n += t.byName.size;
+    return n;
+  }
+
+  async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
+    const found = this.types.get(typeKey(cluster, type))?.byName.get(`${namespace}/${name}`);
+    if (found) return found;
+    if (type.group === namespaceType.group && type.resource === namespaceType.resource && this.namespaces.get(cluster)?.has(name)) {
+      return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
+    }
+    return this.live.get(cluster, type, namespace, name);
+  }
+
+  async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+    const listed = this.types.get(typeKey(cluster, type));
+    if (!listed || listed.filtered) return this.live.list(cluster, type, query);
+    const namespace = query.namespace || undefined;
+    let candidates: readonly KubeObject[];
+    const equality = query.selector && equalityTerm(query.selector);
+    if (query.indexed) {
+      candidates = listed.index(`indexed:${query.indexed.index}`, query.indexed.of).get(query.indexed.value) ?? [];
+    } else if (equality) {
+      candidates = listed.index(`label:${equality.key}`, (o) => o.metadata.labels?.[equality.key]).get(equality.value) ?? [];
+    } else if (namespace !== undefined) {
+      candidates = listed.byNamespace.get(namespace) ?? [];
+    } else {
+      candidates = [...listed.byName.values()];
+    }
+    return candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && (!query.selector || matchesSelector(query.selector, o.metadata.labels)));
+  }
+}
+
+/**
+ * Decides, per reconcile, whether it reads from the running sweep's snapshot
+ * or from the API servers (see the top of this file).
+ */
+export class SweepReads {
+  private snapshot: SweepSnapshot | undefined;
+  private tracking = false;
+  /** Primaries a watch event was routed to since the sweep began listing. */
+  private readonly changed = new Set<string>();
+  /** Primaries that have had their one snapshot reconcile. */
+  private readonly used = new Set<string>();
+
+  constructor(readonly live: ObjectReads) {}
+
+  /** Call before the sweep's first LIST. */
+  begin(): void {
+    this.end();
+    this.tracking = true;
+  }
+
+  use(snapshot: SweepSnapshot): void {
+    this.snapshot = snapshot;
+  }
+
+  end(): void {
+    this.snapshot = undefined;
+    this.tracking = false;
+    this.changed.clear();
+    this.used.clear();
+  }
+
+  /** A watch event was routed to this primary. */
+  noteChanged(primary: ObjectIdentity): void {
+    if (this.tracking) this.changed.add(identityKey(primary));
+  }
+
+  readsFor(primary: ObjectIdentity): ObjectReads {
+    if (!this.snapshot) return this.live;
+    const key = identityKey(primary);
+    if (this.changed.has(key) || this.used.has(key)) return this.live;
+    this.used.add(key);
+    return this.snapshot;
+  }
+}
+
+function typeKey(cluster: string, type: { group: string; resource: string }): string {
+  return `${cluster}\u0000${type.group}\u0000${type.resource}`;
+}
+
+/** A requirement `key=value` (In with one value) that every match must meet: the index to start from. */
+function equalityTerm(selector: LabelSelector): { key: string; value: string } | undefined {
+  const r = selector.requirements.find((x) => x.operator === 'In' && x.values.length === 1);
+  return r ? { key: r.key, value: r.values[0]! } : undefined;
+}

@@ -1,0 +1,116 @@
+// A sweep's reconciles read from its LISTs: the snapshot answers what it
+// listed (and lists by selector or owner exactly as the API server would),
+// asks the API server about everything it cannot vouch for, and a primary
+// reads from it at most once per sweep and never after a watch event was
+// routed to it.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { SweepReads, SweepSnapshot } from '../../../src/controller/sweep-snapshot.js';
+import type { KubeObject } from '../../../src/kube/object.js';
+import type { ResourceType } from '../../../src/kube/resource-type.js';
+import { matchesSelector, type LabelSelector } from '../../../src/rules/label-selector.js';
+import type { ListQuery, ObjectReads } from '../../../src/sync/object-reads.js';
+
+const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
+const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false };
+
+/** Stands in for the API servers and counts what is asked of them. */
+class CountingReads implements ObjectReads {
+  readonly asked: string[] = [];
+  async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
+    this.asked.push(`get ${cluster} ${type.resource} ${namespace}/${name}`);
+    return { metadata: { name, namespace, labels: { live: 'true' } } };
+  }
+  async list(cluster: string, type: ResourceType, _query: ListQuery): Promise<KubeObject[]> {
+    this.asked.push(`list ${cluster} ${type.resource}`);
+    return [];
+  }
+}
+
+const cm = (namespace: string, name: string, labels: Record<string, string> = {}): KubeObject => ({ metadata: { namespace, name, labels } });
+const equals = (key: string, value: string): LabelSelector => ({ requirements: [{ key, operator: 'In', values: [value] }] });
+
+describe('sweep snapshot', () => {
+  it('answers what was listed and asks the API server about the rest', async () => {
+    const live = new CountingReads();
+    const snapshot = new SweepSnapshot(live, [
+      { cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'app-config', { app: 'a' })] },
+      { cluster: 'service', type: secrets, filtered: true, items: [cm('copies', 'db')] },
+    ]);
+    assert.deepEqual((await snapshot.get('tenant-a', configMaps, 'team', 'app-config'))?.metadata.labels, { app: 'a' });
+    assert.equal(live.asked.length, 0);
+    // Absent from an unfiltered list: maybe created since; never decided on the snapshot.
+    assert.equal((await snapshot.get('tenant-a', configMaps, 'team', 'new'))?.metadata.labels?.live, 'true');
+    // Another cluster, a type not listed, and a listed copy's namespace.
+    await snapshot.get('tenant-b', configMaps, 'team', 'app-config');
+    await snapshot.get('tenant-a', secrets, 'team', 'x');
+    assert.deepEqual(await snapshot.get('service', namespaces, '', 'copies'), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'copies' } });
+    await snapshot.get('service', namespaces, '', 'elsewhere');
+    // A list through the agent filter cannot answer a selector: it only holds relsync's copies.
+    await snapshot.list('service', secrets, { namespace: 'copies', selector: equals('app', 'a') });
+    assert.deepEqual(live.asked, [
+      'get tenant-a configmaps team/new',
+      'get tenant-b configmaps team/app-config',
+      'get tenant-a secrets team/x',
+      'get service namespaces /elsewhere',
+      'list service secrets',
+    ]);
+  });
+
+  it('lists by selector and by owner exactly like a filter over the whole list', () => {
+    const label = fc.constantFrom('a', 'b', 'c');
+    const object = fc.record({ namespace: fc.constantFrom('n1', 'n2'), name: fc.string({ minLength: 1, maxLength: 3 }), app: fc.option(label), tier: fc.option(label), owner: fc.option(label) });
+    const requirement = fc.record({ key: fc.constantFrom('app', 'tier'), operator: fc.constantFrom('In' as const, 'NotIn' as const, 'Exists' as const, 'DoesNotExist' as const), values: fc.array(label, { minLength: 1, maxLength: 2 }) });
+    return fc.assert(
+      fc.asyncProperty(fc.array(object, { maxLength: 30 }), fc.array(requirement, { maxLength: 3 }), fc.option(fc.constantFrom('n1', 'n2')), label, async (raw, requirements, namespace, ownerName) => {
+        const items = raw.map((o) => cm(o.namespace, o.name, Object.fromEntries(Object.entries({ app: o.app, tier: o.tier, owner: o.owner }).filter(([, v]) => v !== null)) as Record<string, string>));
+        const seen = new Set<string>();
+        const unique = items.filter((i) => !seen.has(`${i.metadata.namespace}/${i.metadata.name}`) && seen.add(`${i.metadata.namespace}/${i.metadata.name}`));
+        const live = new CountingReads();
+        const snapshot = new SweepSnapshot(live, [{ cluster: 'c', type: configMaps, filtered: false, items }]);
+        const selector = { requirements: requirements.map((r) => ({ ...r, values: r.operator === 'Exists' || r.operator === 'DoesNotExist' ? [] : r.values })) };
+        const names = (list: KubeObject[]) => list.map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort();
+        const inNamespace = (o: KubeObject) => namespace === null || o.metadata.namespace === namespace;
+
+        const bySelector = await snapshot.list('c', configMaps, { namespace: namespace ?? undefined, selector });
+        assert.deepEqual(names(bySelector), names(unique.filter((o) => inNamespace(o) && matchesSelector(selector, o.metadata.labels))));
+        const of = (o: KubeObject) => o.metadata.labels?.owner;
+        const byOwner = await snapshot.list('c', configMaps, { namespace: namespace ?? undefined, indexed: { index: 'owner', of, value: ownerName } });
+        assert.deepEqual(names(byOwner), names(unique.filter((o) => inNamespace(o) && of(o) === ownerName)));
+        assert.deepEqual(live.asked, []);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('sweep reads', () => {
+  const primary = (name: string) => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'team', name });
+
+  it('hands a primary the snapshot once per sweep, and never after a watch event was routed to it', () => {
+    const live = new CountingReads();
+    const reads = new SweepReads(live);
+    const snapshot = new SweepSnapshot(live, []);
+    assert.equal(reads.readsFor(primary('one')), live, 'no sweep running');
+
+    reads.begin();
+    reads.noteChanged(primary('changed-while-listing'));
+    reads.use(snapshot);
+    reads.noteChanged(primary('changed-after-listing'));
+    assert.equal(reads.readsFor(primary('one')), snapshot);
+    assert.equal(reads.readsFor(primary('one')), live, 'a retry or a second run reads live');
+    assert.equal(reads.readsFor(primary('changed-while-listing')), live);
+    assert.equal(reads.readsFor(primary('changed-after-listing')), live);
+    assert.equal(reads.readsFor(primary('two')), snapshot);
+    reads.end();
+    assert.equal(reads.readsFor(primary('three')), live, 'the sweep is over');
+
+    reads.noteChanged(primary('four')); // not tracked outside a sweep
+    reads.begin();
+    reads.use(snapshot);
+    assert.equal(reads.readsFor(primary('four')), snapshot);
+    assert.equal(reads.readsFor(primary('one')), snapshot, 'a new sweep, a new snapshot read');
+  });
+});
