@@ -51,12 +51,15 @@ export interface ListWatchOptions {
   readonly pageSize?: number;
   readonly onReconnect?: (reason: string) => void;
   readonly onRelist?: () => void;
+  /** How long requests may keep failing before the loop counts as not synced; default 10 s. */
+  readonly failureGraceMs?: number;
 }
 
 export class ListWatch {
   private resourceVersion: string | undefined;
   private syncedOnce = false;
-  private healthy = false;
+  /** When the loop's requests began to fail; undefined while a stream is open. */
+  private failingSince: number | undefined;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
 
   constructor(private readonly options: ListWatchOptions) {
@@ -73,9 +76,14 @@ export class ListWatch {
     return `${client.connection.name}/${typeName(client.type)}${labelSelector ? `?${labelSelector}` : ''}`;
   }
 
-  /** True once a LIST (or a resumed watch) delivered the current state, and while no error has broken the loop since. */
+  /**
+   * True once a LIST (or a resumed watch) delivered the current state, and
+   * while the loop has not been failing for longer than a grace period. One
+   * failed request (a reconnect that is retried at once and resumes from the
+   * last resourceVersion, losing nothing) does not make the loop unsynced.
+   */
   get synced(): boolean {
-    return this.syncedOnce && this.healthy;
+    return this.syncedOnce && (this.failingSince === undefined || Date.now() - this.failingSince < (this.options.failureGraceMs ?? 10_000));
   }
 
   /** Runs until `signal` aborts. */
@@ -94,7 +102,7 @@ export class ListWatch {
           this.options.onRelist?.();
           continue;
         }
-        this.healthy = false;
+        this.failingSince ??= Date.now();
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');
@@ -153,7 +161,7 @@ export class ListWatch {
       });
       // The stream is open from a known resourceVersion: this loop is in sync.
       this.syncedOnce = true;
-      this.healthy = true;
+      this.failingSince = undefined;
       const lines = createInterface({ input: res, crlfDelay: Infinity });
       // Errors of an aborted stream surface through the iterator (or not at all
       // once we stopped reading); without listeners they would crash the process.
