@@ -113,7 +113,6 @@ export class Sweeper {
       for (const watch of plan) {
         const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
         counts.objectsListed += items.length;
-        for (const item of items) delete item.metadata.managedFields; // never read; most of a listed object's size
         const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
         // A kcp platform's list spans its workspaces: each is one cluster of identities.
         for (const [cluster, part] of scope.split(watch.cluster, items)) {

@@ -40,7 +40,12 @@ export class ResourceClient {
     }
   }
 
-  /** One page of a LIST; items get the `kind`/`apiVersion` that LIST leaves out. */
+  /**
+   * One page of a LIST; items get the `kind`/`apiVersion` that LIST leaves
+   * out, and lose their managedFields, which relsync never reads and which
+   * are most of a listed object's size (a PUT without them keeps the
+   * server's).
+   */
   async listPage(options: ListOptions = {}): Promise<ObjectList> {
     const list = await this.connection.request<ObjectList>('GET', this.path(options.namespace), {
       query: {
@@ -50,7 +55,10 @@ export class ResourceClient {
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
     });
-    list.items = (list.items ?? []).map((o) => this.withType(o));
+    list.items = (list.items ?? []).map((o) => {
+      delete o.metadata.managedFields;
+      return this.withType(o);
+    });
     return list;
   }
 
