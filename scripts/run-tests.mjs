@@ -13,6 +13,7 @@
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 
 const suites = process.argv[2] ? [process.argv[2]] : ['unit', 'e2e'];
@@ -75,7 +76,8 @@ env.RELSYNC_PID_DIR = pidDir;
 
 function reap() {
   let reaped = 0;
-  for (const f of existsSync(pidDir) ? readdirSync(pidDir) : []) {
+  const files = existsSync(pidDir) ? readdirSync(pidDir) : [];
+  for (const f of files.filter((x) => x.endsWith('.pid'))) {
     const pid = Number(readFileSync(join(pidDir, f), 'utf8'));
     try {
       process.kill(pid, 'SIGKILL');
@@ -84,13 +86,37 @@ function reap() {
       // already gone
     }
   }
+  const started = files.includes('started.log') ? readFileSync(join(pidDir, 'started.log'), 'utf8').trim().split('\n').filter(Boolean) : [];
   rmSync(pidDir, { recursive: true, force: true });
   if (reaped > 0) console.error(`run-tests: killed ${reaped} control-plane process(es) left behind by a test file`);
+  return started.map((line) => ({ pid: Number(line.split(' ')[0]), name: line.split(' ')[1] }));
+}
+
+/** The processes of `started` that still run (a SIGKILLed one may take a moment to go); their command lines are checked, since pids are reused. */
+function stillRunning(started) {
+  return started.filter(({ pid }) => {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return /kube-apiserver|etcd|kcp/.test(cmdline); // empty for a zombie
+    } catch {
+      return false;
+    }
+  });
 }
 
 const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => {
-  reap();
+child.on('exit', async (code, signal) => {
+  const started = reap();
+  let left = stillRunning(started);
+  for (let i = 0; i < 50 && left.length > 0; i++) {
+    await sleep(100);
+    left = stillRunning(left);
+  }
+  if (left.length > 0) {
+    console.error(`run-tests: ${left.length} control-plane process(es) still running after the tests: ${left.map((p) => `${p.name} (pid ${p.pid})`).join(', ')}`);
+    process.exit(1);
+  }
+  if (started.length > 0) console.log(`run-tests: ${started.length} control-plane processes were started; none is left running`);
   process.exit(code ?? (signal ? 1 : 0));
 });

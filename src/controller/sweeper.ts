@@ -52,7 +52,14 @@ export interface SweeperOptions {
   readonly logger: Logger;
 }
 
-export type SweepResult = SweepCounts & { readonly id: number; readonly durationMs: number; readonly status: 'done' | 'failed' | 'skipped' };
+/** Where a sweep's time went: LISTs, reconciles, orphan clean-up (ms). */
+export interface SweepPhases {
+  listMs: number;
+  reconcileMs: number;
+  cleanupMs: number;
+}
+
+export type SweepResult = SweepCounts & { readonly id: number; readonly durationMs: number; readonly status: 'done' | 'failed' | 'skipped'; readonly phases?: SweepPhases };
 
 export class Sweeper {
   private running = false;
@@ -77,14 +84,15 @@ export class Sweeper {
     const id = await sweeps.start(trigger);
     logger.info({ sweep: id, trigger }, 'sweep started');
     const counts = { ...zero };
+    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0 };
     try {
-      await this.run(counts);
+      await this.run(counts, phases);
       const durationMs = Date.now() - started;
       await sweeps.finish(id, 'done', counts);
       metrics.sweeps.inc({ trigger, status: 'done' });
       metrics.sweepDuration.observe(durationMs / 1000);
-      logger.info({ sweep: id, trigger, durationMs, ...counts }, 'sweep finished');
-      return { ...counts, id, durationMs, status: 'done' };
+      logger.info({ sweep: id, trigger, durationMs, ...counts, phases }, 'sweep finished');
+      return { ...counts, id, durationMs, status: 'done', phases };
     } catch (err) {
       counts.errors++;
       const message = (err as Error).message;
@@ -97,7 +105,14 @@ export class Sweeper {
     }
   }
 
-  private async run(counts: SweepCounts): Promise<void> {
+  private async run(counts: SweepCounts, phases: SweepPhases): Promise<void> {
+    let mark = Date.now();
+    const lap = () => {
+      const now = Date.now();
+      const ms = now - mark;
+      mark = now;
+      return ms;
+    };
     const { clusters, scope, plan, queue, store, metrics, reads } = this.options;
     const relationsBefore = await this.relationKeys();
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
@@ -127,10 +142,13 @@ export class Sweeper {
         }
       }
 
+      phases.listMs = lap();
+
       // 2. reconcile every primary once, from the snapshot of those lists
       reads.use(new SweepSnapshot(reads.live, lists));
       const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
       counts.errors += outcomes.filter((o) => o === 'error').length;
+      phases.reconcileMs = lap();
     } finally {
       reads.end();
     }
@@ -148,6 +166,7 @@ export class Sweeper {
     for (const k of relationsBefore) if (!relationsAfter.has(k)) counts.relationsRemoved++;
     counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
     counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
+    phases.cleanupMs = lap();
   }
 
   private isPrimaryWatch(watch: PlannedWatch): boolean {

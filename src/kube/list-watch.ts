@@ -123,7 +123,9 @@ export class ListWatch {
       resourceVersion = page.metadata.resourceVersion ?? resourceVersion;
       continueToken = page.metadata.continue || undefined;
     } while (continueToken);
-    await guard(this.options.logger, this.name, 'list handler', () => handler.onList(items));
+    if (!(await guard(this.options.logger, this.name, 'list handler', () => handler.onList(items)))) {
+      throw new Error('the list handler failed; listing again');
+    }
     this.resourceVersion = resourceVersion;
     handler.onResourceVersion?.(resourceVersion);
   }
@@ -187,7 +189,11 @@ export class ListWatch {
           const object = event.object;
           object.apiVersion ??= client.type.group ? `${client.type.group}/${client.type.version}` : client.type.version;
           object.kind ??= client.type.kind;
-          await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object));
+          if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object)))) {
+            // The event is not lost: a relist routes the difference between the cluster and the store.
+            this.resourceVersion = undefined;
+            throw new Error('the event handler failed; relisting so that its event is not lost');
+          }
         }
         if (rv) {
           this.resourceVersion = rv;
@@ -208,11 +214,14 @@ export class ListWatch {
   }
 }
 
-async function guard(logger: Logger, watch: string, what: string, fn: () => Promise<void>): Promise<void> {
+/** Runs a handler; an exception is logged, never kills the loop, and is answered with false. */
+async function guard(logger: Logger, watch: string, what: string, fn: () => Promise<void>): Promise<boolean> {
   try {
     await fn();
+    return true;
   } catch (err) {
-    logger.error({ watch, err: errorText(err) }, `${what} threw; the event is skipped and the loop goes on`);
+    logger.error({ watch, err: errorText(err) }, `${what} threw; the loop goes on and lists again`);
+    return false;
   }
 }
 

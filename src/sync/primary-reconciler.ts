@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
-import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
 import { matchesSelector, selectorQuery } from '../rules/label-selector.js';
@@ -110,7 +110,14 @@ export class PrimaryReconciler {
     const copies = clusters.client(clusters.service.name, resource.primaryType);
     if (resource.primaryType.namespaced) await this.ensureNamespace(reads, clusters.service.name, copyNamespace);
 
-    const copy = await this.syncCopy(reads, copies, current, id, copyId);
+    const copy = await this.syncCopy(reads, copies, current, id, copyId).catch(async (err: unknown) => {
+      // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
+      // throttling or an unreachable cluster is retried quietly.
+      if (err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 409 && err.statusCode !== 429) {
+        await this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', `relsync cannot write the copy ${describeIdentity(copyId)} in the service cluster: ${(err as Error).message}; it retries`);
+      }
+      throw err;
+    });
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);

@@ -217,6 +217,57 @@ describe('core sync', () => {
     assert.match(relsync.log(), /CopyConflict|not created by relsync/);
   });
 
+  it('tells the primary’s owner about a related copy it may not overwrite, and syncs it once the way is clear', async () => {
+    const ns = defaultCopyNamespace('tenant-a', 't6b');
+    await svc.ensureNamespace(ns);
+    await svc.putConfigMap(ns, 'taken-config', { owner: 'someone-else' });
+    await a.ensureNamespace('t6b');
+    await a.putConfigMap('t6b', 'taken-config', { owner: 'tenant' });
+    await a.createDatabase('t6b', 'blocked', { configMapName: 'taken-config' });
+    await eventually('the primary itself is copied', () => svc.database(ns, 'blocked'));
+    const event = await eventually('RelatedCopyConflict Event on the primary', async () => (await a.events('t6b', 'blocked')).find((e) => e.reason === 'RelatedCopyConflict'));
+    assert.match(event.message ?? '', /rule config: .*taken-config exists and is not relsync's copy/);
+    assert.deepEqual((await svc.configMap(ns, 'taken-config'))?.data, { owner: 'someone-else' }, 'left untouched');
+    const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
+    assert.match(metrics, /relsync_conflicts_total\{kind="related"\} [1-9]/);
+    // The squatter goes: its deletion reaches the primary through the stored destination, well before the 30 s conflict retry.
+    const cleared = Date.now();
+    await svc.deleteConfigMap(ns, 'taken-config');
+    await eventually('the copy is written once the way is clear', async () => (await svc.configMap(ns, 'taken-config'))?.data?.owner === 'tenant', 15_000);
+    assert.ok(Date.now() - cleared < 15_000);
+  });
+
+  it('tells the primary’s owner when the service cluster refuses its copy, and syncs it once the primary is fixed', async () => {
+    // A real admission denial in the service cluster: a ValidatingAdmissionPolicy on Databases.
+    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'no-huge-databases' },
+      spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['demo.relsync.dev'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['databases'] }] },
+        validations: [{ expression: "!has(object.spec.size) || object.spec.size != 'huge'", message: 'size huge is not offered by this provider' }] } };
+    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'no-huge-databases' }, spec: { policyName: 'no-huge-databases', validationActions: ['Deny'] } };
+    for (const body of [policy, binding]) {
+      await svc.objects.createClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: body.kind === 'ValidatingAdmissionPolicy' ? 'validatingadmissionpolicies' : 'validatingadmissionpolicybindings', body });
+    }
+    const ns = defaultCopyNamespace('tenant-a', 't6c');
+    await svc.ensureNamespace(ns);
+    await eventually('the policy is in force', async () => {
+      try {
+        await svc.createDatabase(ns, 'probe', { size: 'huge' });
+        await svc.deleteDatabase(ns, 'probe');
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    await a.ensureNamespace('t6c');
+    await a.createDatabase('t6c', 'too-big', { size: 'huge' });
+    const event = await eventually('CopySyncFailed Event on the primary', async () => (await a.events('t6c', 'too-big')).find((e) => e.reason === 'CopySyncFailed'));
+    assert.match(event.message ?? '', /cannot write the copy .*too-big.*size huge is not offered by this provider/);
+    assert.equal(await svc.database(ns, 'too-big'), undefined);
+    await a.updateDatabase('t6c', 'too-big', (db) => {
+      db.spec = { size: 'small' };
+    });
+    await eventually('the fixed primary is copied', async () => (await svc.database(ns, 'too-big'))?.spec?.size === 'small', 30_000);
+  });
+
   it('cleans up at the next start a primary deleted while relsync was stopped, and catches up on changes', async () => {
     await a.ensureNamespace('t7');
     await a.putConfigMap('t7', 'gone-config', { v: '1' });

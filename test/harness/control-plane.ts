@@ -14,7 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,7 +108,11 @@ export async function freePort(): Promise<number> {
 function track(child: ChildProcess, name: string): void {
   live.add(child);
   const pidDir = process.env.RELSYNC_PID_DIR;
-  if (pidDir && child.pid) writeFileSync(join(pidDir, `${name}-${child.pid}.pid`), String(child.pid));
+  if (pidDir && child.pid) {
+    writeFileSync(join(pidDir, `${name}-${child.pid}.pid`), String(child.pid));
+    // Every process ever started, so that run-tests can check at the end that none is left.
+    appendFileSync(join(pidDir, 'started.log'), `${child.pid} ${name}\n`);
+  }
   child.once('exit', () => {
     live.delete(child);
     if (pidDir && child.pid) rmSync(join(pidDir, `${name}-${child.pid}.pid`), { force: true });
