@@ -1,7 +1,7 @@
 # relsync container image.
-# Node.js 24 is the newest LTS line that better-sqlite3 12 supports (its
-# engines stop at 25); the image moves to the next LTS with better-sqlite3.
-FROM node:24-bookworm-slim AS build
+# Node.js 26 is the current LTS line (since October 2026); better-sqlite3 12
+# supports it (engines 20.x … 26.x).
+FROM node:26-slim AS build
 WORKDIR /src
 # better-sqlite3 is compiled from source when no prebuilt binary can be fetched.
 RUN apt-get update \
@@ -13,7 +13,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
 
-FROM node:24-bookworm-slim
+FROM node:26-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /src/package.json ./

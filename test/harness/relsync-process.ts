@@ -74,7 +74,9 @@ export async function startRelsync(configPath: string, logFile: string, extraArg
 
 /** Runs the CLI to completion (validate, inspect) and returns its output. */
 export async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // RELSYNC_CLI_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile a one-shot command such as a bench's sweep.
+  const nodeArgs = process.env.RELSYNC_CLI_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
