@@ -266,6 +266,7 @@ export class Manager {
   }
 
   notReady(): string[] {
+    if (!this.options.store.sqlite.open) return ['the store is closed'];
     if (!this.wiring) return ['starting: connecting to the clusters'];
     if (this.elector && !this.elector.isLeader) return [];
     if (this.watches.length === 0) return ['starting'];

@@ -154,9 +154,13 @@ export class Sweeper {
     }
 
     // 3. copies nothing accounts for any more, and rows of types no longer configured
+    const accounted = await store.accountedFor();
     for (const { cluster, watch, items } of copyLists) {
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
-      for (const item of items) if (await this.isOrphan(cluster, watch, item)) await this.deleteOrphan(cluster, watch, item);
+      for (const item of items) {
+        if (this.isAccounted(accounted, cluster, watch, item)) continue;
+        if (await this.isOrphan(cluster, watch, item)) await this.deleteOrphan(cluster, watch, item);
+      }
     }
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
@@ -171,6 +175,15 @@ export class Sweeper {
 
   private isPrimaryWatch(watch: PlannedWatch): boolean {
     return this.options.resources.some((r) => sameType(r.primaryType, watch.type));
+  }
+
+  /** The quick check against what the store accounted for once: only copies it does not vouch for are looked at closely. */
+  private isAccounted(accounted: { primaryCopies: Set<string>; relationEnds: Set<string> }, cluster: string, watch: PlannedWatch, copy: KubeObject): boolean {
+    const source = markedSource(copy, this.options.agentName);
+    if (!source) return true;
+    const id = identityOf(cluster, watch.type, copy);
+    if (this.isPrimaryWatch(watch) && cluster === this.options.clusters.service.name) return accounted.primaryCopies.has(`${identityKey(source)}\u0000${identityKey(id)}`);
+    return accounted.relationEnds.has(identityKey(id));
   }
 
   /** A copy is an orphan when its marks name a source that no stored primary or relation accounts for. */

@@ -8,6 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, StoreSchemaError } from './migrations.js';
 import type { Database } from './schema.js';
+import { withStatementCache } from './statement-cache.js';
 
 export interface OpenedStore {
   readonly db: Kysely<Database>;
@@ -43,7 +44,7 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
   } catch (err) {
     throw new StoreSchemaError(`cannot open store ${path}: ${(err as Error).message}`, { cause: err });
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   try {
     if (!options.readonly) await migrateToLatest(db as Kysely<unknown>);
   } catch (err) {

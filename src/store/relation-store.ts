@@ -275,6 +275,24 @@ export class RelationStore {
     return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
   }
 
+  /**
+   * Every object the store accounts for, in two reads: each primary's copy
+   * (keyed with the primary it copies) and both ends of every relation. For a
+   * sweep's orphan check, instead of a query per listed copy.
+   */
+  async accountedFor(): Promise<{ primaryCopies: Set<string>; relationEnds: Set<string> }> {
+    const primaryCopies = new Set<string>();
+    for (const r of await this.db.selectFrom('primaries').selectAll().execute()) {
+      primaryCopies.add(`${identityKey(fromColumns('', r))}\u0000${identityKey({ cluster: r.copy_cluster, group: r.group, resource: r.resource, namespace: r.copy_namespace, name: r.copy_name })}`);
+    }
+    const relationEnds = new Set<string>();
+    for (const r of await this.db.selectFrom('relations').selectAll().execute()) {
+      relationEnds.add(identityKey(fromColumns('source_', r)));
+      relationEnds.add(identityKey(fromColumns('dest_', r)));
+    }
+    return { primaryCopies, relationEnds };
+  }
+
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
   async forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
     let query = this.db.deleteFrom('primaries');
