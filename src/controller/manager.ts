@@ -231,6 +231,7 @@ export class Manager {
       await Promise.all(runs);
       await sweeping;
       await w.checkpointer.flush();
+      await w.store.flushTouches();
     } finally {
       clearInterval(readyCheck);
       await task.destroy();
@@ -261,6 +262,7 @@ export class Manager {
       stop.abort();
       await workers;
       await w.checkpointer.flush();
+      await w.store.flushTouches();
       w.clusters.close();
     }
   }

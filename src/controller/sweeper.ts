@@ -148,6 +148,7 @@ export class Sweeper {
       reads.use(new SweepSnapshot(reads.live, lists));
       const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
       counts.errors += outcomes.filter((o) => o === 'error').length;
+      await store.flushTouches();
       phases.reconcileMs = lap();
     } finally {
       reads.end();

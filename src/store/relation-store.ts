@@ -3,8 +3,8 @@
  * routing questions through indexes (no scan of all primaries per event);
  * each reconcile's writes happen in one transaction.
  */
-import type { Kysely } from 'kysely';
-import { columns, fromColumns, identityKey, type IdentityColumns, type ObjectIdentity } from './identity.js';
+import { sql, type Kysely } from 'kysely';
+import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from './identity.js';
 import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../rules/label-selector.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
 
@@ -40,6 +40,9 @@ export interface SelectorRecord {
 export type Clock = () => Date;
 
 export class RelationStore {
+  private touched = new Map<string, { id: ObjectIdentity; at: string }>();
+  private touchTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: Clock = () => new Date(),
@@ -147,6 +150,12 @@ export class RelationStore {
     selectors: readonly SelectorRecord[] = [],
   ): Promise<void> {
     const at = this.now().toISOString();
+    // Most reconciles (every one of a sweep with nothing to do) find what the
+    // store already says: then only "last synced" moves, in a batch.
+    if (await this.holds(primary, relations, selectors)) {
+      if (primary.state === 'synced') this.touch(primary.id, at);
+      return;
+    }
     await this.db.transaction().execute(async (trx) => {
       await trx
         .insertInto('primaries')
@@ -207,6 +216,49 @@ export class RelationStore {
       }));
       // SQLite limits bound parameters per statement; insert in chunks.
       for (let i = 0; i < rows.length; i += 40) await trx.insertInto('relations').values(rows.slice(i, i + 40)).execute();
+    });
+  }
+
+  /** True when the store holds exactly this reconcile's outcome already. */
+  private async holds(
+    primary: Omit<PrimaryRecord, 'lastSyncedAt'>,
+    relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>,
+    selectors: readonly SelectorRecord[],
+  ): Promise<boolean> {
+    const stored = await this.primary(primary.id);
+    if (!stored || stored.uid !== primary.uid || !sameIdentity(stored.copy, primary.copy) || stored.state !== primary.state || stored.message !== primary.message) return false;
+    const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) => JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message]);
+    const storedRelations = (await this.relationsOf(primary.id)).map(relationKey).sort();
+    const wanted = relations.map(relationKey).sort();
+    if (storedRelations.length !== wanted.length || storedRelations.some((k, i) => k !== wanted[i])) return false;
+    const rows = await this.db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary.id))).execute();
+    const selectorKey = (ruleId: string, cluster: string, group: string, resource: string, namespace: string, requirements: string) => JSON.stringify([ruleId, cluster, group, resource, namespace, requirements]);
+    const storedSelectors = rows.map((r) => selectorKey(r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements)).sort();
+    const wantedSelectors = selectors.map((x) => selectorKey(x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements))).sort();
+    return storedSelectors.length === wantedSelectors.length && storedSelectors.every((k, i) => k === wantedSelectors[i]);
+  }
+
+  /** Moves a primary's "last synced" (and its synced relations') without a transaction of its own; see flushTouches. */
+  private touch(id: ObjectIdentity, at: string): void {
+    this.touched.set(identityKey(id), { id, at });
+    if (this.touched.size >= 500) void this.flushTouches();
+    else this.touchTimer ??= setTimeout(() => void this.flushTouches(), 1000).unref();
+  }
+
+  /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
+  async flushTouches(): Promise<void> {
+    clearTimeout(this.touchTimer);
+    this.touchTimer = undefined;
+    if (this.touched.size === 0) return;
+    const batch = [...this.touched.values()];
+    this.touched = new Map();
+    await this.db.transaction().execute(async (trx) => {
+      for (const { id, at } of batch) {
+        // Never backwards: a full save since then wrote a later time.
+        const later = sql<string>`max(coalesce(last_synced_at, ''), ${at})`;
+        await trx.updateTable('primaries').set({ last_synced_at: later }).where((eb) => eb.and(columns('', id))).where('state', '=', 'synced').execute();
+        await trx.updateTable('relations').set({ last_synced_at: later }).where((eb) => eb.and(columns('primary_', id))).where('state', '=', 'synced').execute();
+      }
     });
   }
 

@@ -46,6 +46,39 @@ describe('relation store', () => {
     await opened.close();
   });
 
+  it('writes a reconcile that found nothing new as a batched "last synced" only, and every change in full', async () => {
+    const opened = await openStore(join(dir, 'unchanged.db'));
+    let clock = new Date('2026-12-02T10:00:00Z');
+    const store = new RelationStore(opened.db, () => clock);
+    const relation = (hash: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', 'cfg'), destination: cm('service', 'cfg'), state: 'synced' as const, contentHash: hash, message: null });
+    const record = { id: primary('one'), uid: 'u1', copy: { ...primary('one'), cluster: 'service' }, state: 'synced' as const, message: null };
+    const selector = { ruleId: 'sel', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' }, selector: { requirements: [{ key: 'app', operator: 'In' as const, values: ['one'] }] } };
+    const rows = () => opened.sqlite.prepare('select content_hash, last_synced_at from relations').all() as Array<{ content_hash: string; last_synced_at: string }>;
+    const changes = () => (opened.sqlite.prepare('select total_changes() as n').get() as { n: number }).n;
+    await store.saveReconcile(record, [relation('h1')], [selector]);
+    const first = rows();
+
+    clock = new Date('2026-12-02T10:05:00Z');
+    const before = changes();
+    await store.saveReconcile(record, [relation('h1')], [selector]);
+    assert.equal(changes(), before, 'the same outcome writes no row at once');
+    assert.deepEqual(rows(), first);
+    await store.flushTouches();
+    assert.equal(changes(), before + 2, 'one primary row and its one synced relation, in the batch');
+    assert.equal(rows()[0]!.last_synced_at, '2026-12-02T10:05:00.000Z', '"last synced" moves in the batch');
+    assert.equal((await store.primary(primary('one')))?.lastSyncedAt, '2026-12-02T10:05:00.000Z');
+
+    // Anything different is saved in full: content, a selector, the state.
+    await store.saveReconcile(record, [relation('h2')], [selector]);
+    assert.equal(rows()[0]!.content_hash, 'h2');
+    await store.saveReconcile(record, [relation('h2')], [{ ...selector, selector: { requirements: [{ key: 'app', operator: 'In', values: ['two'] }] } }]);
+    assert.deepEqual((await store.selectorsOf(primary('one'))).map((x) => x.selector), ['app=two']);
+    await store.saveReconcile({ ...record, state: 'error', message: 'broken' }, [relation('h2')], []);
+    assert.equal((await store.primary(primary('one')))?.state, 'error');
+    assert.deepEqual(await store.selectorsOf(primary('one')), []);
+    await opened.close();
+  });
+
   it('refuses a store written by a newer relsync, and leaves it unchanged', async () => {
     const path = join(dir, 'newer.db');
     (await openStore(path)).close();
