@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The relsync command line: `run`, `validate`, `inspect`. Exit codes: 0 ok,
+ * The relsync command line: `run`, `validate`, `sweep`, `inspect`, `demo`. Exit codes: 0 ok,
  * 1 runtime failure, 2 invalid config or arguments.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';

@@ -145,6 +145,8 @@ export class ListWatch {
       clearTimeout(watchdog);
       watchdog = setTimeout(() => {
         logger.warn({ watch: this.name, silentMs: watchdogMs }, 'watch silent for too long; reconnecting');
+        // A server that hangs instead of failing: the loop counts as failing until a stream opens again.
+        this.failingSince ??= Date.now();
         this.options.onReconnect?.('watchdog');
         local.abort();
       }, watchdogMs);

@@ -1,6 +1,7 @@
 /**
- * /healthz (the process is alive), /readyz (store open and every watch has
- * synced once; the body lists the watches that have not) and /metrics.
+ * /healthz (the process is alive), /readyz (store open, every watch synced
+ * once and not failing for longer than its grace; the body lists what is not
+ * ready) and /metrics.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

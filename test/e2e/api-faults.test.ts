@@ -106,6 +106,32 @@ describe('API faults', () => {
     stillTheSameProcess();
   });
 
+  it('says on /readyz which watches are out of sync while a platform API server is down, and recovers', async () => {
+    await synced('readyz', 'one');
+    const readyz = async () => {
+      const res = await fetch(`http://127.0.0.1:${relsync.httpPort}/readyz`);
+      return { status: res.status, body: await res.text() };
+    };
+    assert.equal((await readyz()).status, 200);
+    await platform.stopApiServer();
+    const downAt = Date.now();
+    try {
+      const down = await eventually('/readyz is 503', async () => {
+        const r = await readyz();
+        return r.status === 503 ? r : undefined;
+      }, 40_000);
+      assert.match(down.body, /watch tenant-a\/databases\.demo\.relsync\.dev is not in sync/);
+      assert.doesNotMatch(down.body, /watch service\//, 'the service cluster’s watches are fine');
+      console.log(`/readyz went 503 ${Date.now() - downAt} ms after the platform API server stopped`);
+    } finally {
+      await platform.startApiServer();
+    }
+    await eventually('/readyz is 200 again', async () => (await readyz()).status === 200, 60_000);
+    await a.putConfigMap('readyz', 'one-cfg', { v: 'after' });
+    await eventually('syncing again', async () => (await svc.configMap(defaultCopyNamespace('tenant-a', 'readyz'), 'one-cfg'))?.data?.v === 'after', 30_000);
+    stillTheSameProcess();
+  });
+
   it('keeps the work while the service cluster is unreachable and delivers it when it is back', async () => {
     const ns = await synced('outage', 'one');
     await service.stopApiServer();
