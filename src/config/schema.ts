@@ -79,6 +79,9 @@ const selectorRuleSchema = z.strictObject({
   allowEmpty: z.boolean().default(false),
   /** Name of the copy; default: the matched object's name. Templates also see `related`. */
   rewrite: rewriteSchema.optional(),
+}).refine((r) => r.allowEmpty || Object.keys(r.matchLabels ?? {}).length > 0 || (r.matchExpressions ?? []).length > 0, {
+  message: 'an empty selector matches every object of the type in the namespace; say so with allowEmpty: true, or give matchLabels or matchExpressions',
+  path: ['allowEmpty'],
 });
 
 const fromLabelOrAnnotation = z
