@@ -228,14 +228,12 @@ export class RelationStore {
     const stored = await this.primary(primary.id);
     if (!stored || stored.uid !== primary.uid || !sameIdentity(stored.copy, primary.copy) || stored.state !== primary.state || stored.message !== primary.message) return false;
     const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) => JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message]);
-    const storedRelations = (await this.relationsOf(primary.id)).map(relationKey).sort();
-    const wanted = relations.map(relationKey).sort();
-    if (storedRelations.length !== wanted.length || storedRelations.some((k, i) => k !== wanted[i])) return false;
+    if (!sameKeys((await this.relationsOf(primary.id)).map(relationKey), relations.map(relationKey))) return false;
     const rows = await this.db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary.id))).execute();
-    const selectorKey = (ruleId: string, cluster: string, group: string, resource: string, namespace: string, requirements: string) => JSON.stringify([ruleId, cluster, group, resource, namespace, requirements]);
-    const storedSelectors = rows.map((r) => selectorKey(r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements)).sort();
-    const wantedSelectors = selectors.map((x) => selectorKey(x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements))).sort();
-    return storedSelectors.length === wantedSelectors.length && storedSelectors.every((k, i) => k === wantedSelectors[i]);
+    return sameKeys(
+      rows.map((r) => JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements])),
+      selectors.map((x) => JSON.stringify([x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements)])),
+    );
   }
 
   /** Moves a primary's "last synced" (and its synced relations') without a transaction of its own; see flushTouches. */
@@ -250,16 +248,21 @@ export class RelationStore {
     clearTimeout(this.touchTimer);
     this.touchTimer = undefined;
     if (this.touched.size === 0) return;
-    const batch = [...this.touched.values()];
+    const batch = this.touched;
     this.touched = new Map();
-    await this.db.transaction().execute(async (trx) => {
-      for (const { id, at } of batch) {
-        // Never backwards: a full save since then wrote a later time.
-        const later = sql<string>`max(coalesce(last_synced_at, ''), ${at})`;
-        await trx.updateTable('primaries').set({ last_synced_at: later }).where((eb) => eb.and(columns('', id))).where('state', '=', 'synced').execute();
-        await trx.updateTable('relations').set({ last_synced_at: later }).where((eb) => eb.and(columns('primary_', id))).where('state', '=', 'synced').execute();
-      }
-    });
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        for (const { id, at } of batch.values()) {
+          // Never backwards: a full save since then wrote a later time.
+          const later = sql<string>`max(coalesce(last_synced_at, ''), ${at})`;
+          await trx.updateTable('primaries').set({ last_synced_at: later }).where((eb) => eb.and(columns('', id))).where('state', '=', 'synced').execute();
+          await trx.updateTable('relations').set({ last_synced_at: later }).where((eb) => eb.and(columns('primary_', id))).where('state', '=', 'synced').execute();
+        }
+      });
+    } catch {
+      // Only "last synced" times, flushed from a timer too (where a rejection would end the process): kept for the next flush.
+      for (const [key, touch] of batch) if (!this.touched.has(key)) this.touched.set(key, touch);
+    }
   }
 
   /**
@@ -397,4 +400,12 @@ function toRelation(row: RelationsTable): RelationRecord {
     message: row.message,
     lastSyncedAt: row.last_synced_at,
   };
+}
+
+/** The same keys, in any order. */
+function sameKeys(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  a.sort();
+  b.sort();
+  return a.every((k, i) => k === b[i]);
 }

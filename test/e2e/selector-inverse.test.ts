@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startClusters, type Clusters } from '../harness/clusters.js';
+import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
@@ -24,16 +24,9 @@ describe('selector and inverse rules', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-selector-'));
     clusters = await startClusters('tenant-a', 'tenant-b', 'service');
-    const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
     ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
     configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [
-        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
-        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
-      ],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
+      ...twoTenantConfig(clusters, dir),
       resources: [
         {
           group: 'demo.relsync.dev',

@@ -2,6 +2,7 @@
  * The usual start of an end-to-end test: control planes side by side, the
  * example Database CRD installed on each, and a ClusterClient for each, by name.
  */
+import { join } from 'node:path';
 import { startControlPlanes, type ControlPlane } from './control-plane.js';
 import { installCrd } from './kube.js';
 import { ClusterClient } from './tenant.js';
@@ -19,4 +20,21 @@ export async function startClusters<N extends string>(...names: N[]): Promise<Cl
   const plane = Object.fromEntries(planes.map((p) => [p.name, p])) as Record<N, ControlPlane>;
   const client = Object.fromEntries(planes.map((p) => [p.name, new ClusterClient(p.name, p.kubeConfig)])) as Record<N, ClusterClient>;
   return { plane, client, stop: async () => void (await Promise.all(planes.map((p) => p.stop()))) };
+}
+
+/**
+ * The part of a relsync config that every two-tenant test shares: agent "e2e",
+ * tenant-a and tenant-b as platforms, the service cluster, the store in `dir`.
+ */
+export function twoTenantConfig(clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>, dir: string): Record<string, unknown> {
+  const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
+  return {
+    agentName: 'e2e',
+    platformClusters: [
+      { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
+      { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
+    ],
+    serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+    store: { path: join(dir, 'relsync.db') },
+  };
 }
