@@ -20,7 +20,7 @@ import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { contentHash, contentOf } from '../sync/content.js';
-import { CONTENT_HASH_ANNOTATION, markedSource } from '../sync/marks.js';
+import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
@@ -87,11 +87,16 @@ export class EventRouter {
       if (key) keys.set(identityKey(key.id), key);
     };
 
+    // What an object is follows from its marks, not from its type alone: a type can be a primary
+    // type and a related type at once, and relsync's own copies are never primaries.
+    const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
-    if (primaryResource && this.platforms.has(cluster)) add({ resource: primaryResource, id });
+    if (primaryResource && this.platforms.has(cluster) && !marked) add({ resource: primaryResource, id });
     if (primaryResource && cluster === this.options.serviceCluster) {
-      const source = markedSource(object, this.options.agentName);
-      if (source && this.platforms.has(source.cluster) && sameType(source, id)) add({ resource: primaryResource, id: source });
+      // A copy of a primary: the primary its marks name (a copy can be written before the store
+      // records it), or, when its marks were edited away, the primary the store says it copies. A
+      // related copy (it carries a content hash) is routed by the relations below instead.
+      if (marked && !isRelatedCopy(object) && this.platforms.has(marked.cluster) && sameType(marked, id)) add({ resource: primaryResource, id: marked });
       else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
     }
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
@@ -105,7 +110,7 @@ export class EventRouter {
     // (this is also how an object that lost a label reaches its former owner).
     for (const owner of await this.options.store.ownersOf(id)) add(this.keyFor(owner));
     // relsync's own copies are never sources of selector or inverse rules.
-    const ownCopy = markedSource(object, this.options.agentName) !== undefined;
+    const ownCopy = marked !== undefined;
     // Selector rules: candidate selectors by the object's current labels.
     if (!ownCopy && this.selectorTypes.has(`${type.group}/${type.resource}`)) {
       const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };

@@ -352,7 +352,9 @@ export class Manager {
       handler: {
         onEvent: async (change, object) => {
           const cluster = w.scope.of(p.cluster, object);
-          if (cluster !== undefined) await w.router.route(cluster, p.type, object, change);
+          if (cluster === undefined) return;
+          w.sweepReads.noteObject(cluster, p.type, object.metadata.namespace ?? '', object.metadata.name ?? '');
+          await w.router.route(cluster, p.type, object, change);
         },
         onList: async (items) => {
           for (const [cluster, part] of w.scope.split(p.cluster, items)) await w.router.routeList(cluster, p.type, part, p.labelSelector);

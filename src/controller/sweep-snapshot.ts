@@ -82,6 +82,8 @@ export class SweepSnapshot implements ObjectReads {
   constructor(
     private readonly live: ObjectReads,
     lists: readonly ListedObjects[],
+    /** Whether a watch event on this object (typeKey + namespace/name) arrived since its LIST: then it is read live. */
+    private readonly changedSinceList: (key: string) => boolean = () => false,
   ) {
     for (const list of lists) {
       const key = typeKey(list.cluster, list.type);
@@ -101,8 +103,9 @@ export class SweepSnapshot implements ObjectReads {
   }
 
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
-    const found = this.types.get(typeKey(cluster, type))?.byName.get(`${namespace}/${name}`);
-    if (found) return found;
+    const key = typeKey(cluster, type);
+    const found = this.types.get(key)?.byName.get(`${namespace}/${name}`);
+    if (found && !this.changedSinceList(`${key}\u0000${namespace}/${name}`)) return found;
     if (type.group === namespaceType.group && type.resource === namespaceType.resource && this.namespaces.get(cluster)?.has(name)) {
       return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
     }
@@ -139,6 +142,13 @@ export class SweepReads {
   private readonly changed = new Set<string>();
   /** Primaries that have had their one snapshot reconcile. */
   private readonly used = new Set<string>();
+  /**
+   * Objects a watch event arrived for since the sweep began listing: the
+   * snapshot's version may be older (deleted by another primary's reconcile,
+   * say), so they are read live by every reconcile, including those of
+   * primaries the event was not routed to.
+   */
+  private readonly changedObjects = new Set<string>();
 
   constructor(readonly live: ObjectReads) {}
 
@@ -146,6 +156,11 @@ export class SweepReads {
   begin(): void {
     this.end();
     this.tracking = true;
+  }
+
+  /** The snapshot of the sweep's LISTs, which reads objects changed since then live. */
+  snapshotOf(lists: readonly ListedObjects[]): SweepSnapshot {
+    return new SweepSnapshot(this.live, lists, (key) => this.changedObjects.has(key));
   }
 
   use(snapshot: SweepSnapshot): void {
@@ -157,6 +172,12 @@ export class SweepReads {
     this.tracking = false;
     this.changed.clear();
     this.used.clear();
+    this.changedObjects.clear();
+  }
+
+  /** A watch event arrived for this object. */
+  noteObject(cluster: string, type: ResourceType, namespace: string, name: string): void {
+    if (this.tracking) this.changedObjects.add(`${typeKey(cluster, type)}\u0000${namespace}/${name}`);
   }
 
   /** A watch event was routed to this primary. */

@@ -21,19 +21,19 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
-import { sameType, typeName } from '../kube/resource-type.js';
-import { describeIdentity, identityKey, sameIdentity } from '../store/identity.js';
-import type { RelationStore } from '../store/relation-store.js';
+import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
+import { describeIdentity, identityKey } from '../store/identity.js';
+import { copyPairKey, type RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
-import { markedSource } from '../sync/marks.js';
+import { isRelatedCopy, markedSource } from '../sync/marks.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { ObjectIdentity } from '../store/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import { identityOf } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
-import { SweepSnapshot, type ListedObjects, type SweepReads } from './sweep-snapshot.js';
+import type { ListedObjects, SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 
@@ -122,7 +122,8 @@ export class Sweeper {
     const queued = new Map<string, PrimaryKey>();
     const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(primaryKeyString({ resource, id }), { resource, id });
     const lists: ListedObjects[] = [];
-    const copyLists: Array<{ cluster: string; watch: PlannedWatch; items: KubeObject[] }> = [];
+    /** Primaries whose reconcile failed: the store may not hold their copy yet, so it is not an orphan. */
+    const failed = new Set<string>();
     reads.begin();
     try {
       for (const watch of plan) {
@@ -132,10 +133,11 @@ export class Sweeper {
         // A kcp platform's list spans its workspaces: each is one cluster of identities.
         for (const [cluster, part] of scope.split(watch.cluster, items)) {
           lists.push({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
-          if (watch.labelSelector) copyLists.push({ cluster, watch, items: part });
           if (resource && clusters.isPlatform(cluster)) {
-            counts.primariesSeen += part.length;
-            for (const item of part) include(resource, identityOf(cluster, watch.type, item));
+            // relsync's own copies (a service-origin copy of a primary type) are never primaries.
+            const primaries = part.filter((item) => markedSource(item, this.options.agentName) === undefined);
+            counts.primariesSeen += primaries.length;
+            for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
             // Stored but not listed: deleted while nobody watched.
             for (const p of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, p.id);
           }
@@ -145,22 +147,33 @@ export class Sweeper {
       phases.listMs = lap();
 
       // 2. reconcile every primary once, from the snapshot of those lists
-      reads.use(new SweepSnapshot(reads.live, lists));
-      const outcomes = await Promise.all([...queued.values()].map((key) => queue.addAndWait(key)));
+      reads.use(reads.snapshotOf(lists));
+      const keys = [...queued.values()];
+      const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key)));
       counts.errors += outcomes.filter((o) => o === 'error').length;
+      keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));
       await store.flushTouches();
       phases.reconcileMs = lap();
     } finally {
       reads.end();
     }
 
-    // 3. copies nothing accounts for any more, and rows of types no longer configured
+    // 3. copies nothing accounts for any more, and rows of types no longer configured. Every list is
+    // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
+    // (watch-plan.ts), relsync's copies are among its objects.
     const accounted = await store.accountedFor();
-    for (const { cluster, watch, items } of copyLists) {
+    for (const { cluster, type, items } of lists) {
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       for (const item of items) {
-        if (this.isAccounted(accounted, cluster, watch, item)) continue;
-        if (await this.isOrphan(cluster, watch, item)) await this.deleteOrphan(cluster, watch, item);
+        const source = markedSource(item, this.options.agentName);
+        if (!source || failed.has(identityKey(source)) || accounted.has(copyPairKey(source, identityOf(cluster, type, item)))) continue;
+        try {
+          await this.deleteIfOrphan(cluster, type, item);
+        } catch (err) {
+          // One copy that cannot be deleted (forbidden, a webhook, an outage) must not keep the others.
+          counts.errors++;
+          this.options.logger.warn({ copy: describeIdentity(identityOf(cluster, type, item)), type: typeName(type), err: (err as Error).message }, 'sweep could not delete a copy that no rule resolves to any more; the next sweep tries again');
+        }
       }
     }
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
@@ -174,40 +187,22 @@ export class Sweeper {
     phases.cleanupMs = lap();
   }
 
-  private isPrimaryWatch(watch: PlannedWatch): boolean {
-    return this.options.resources.some((r) => sameType(r.primaryType, watch.type));
-  }
-
-  /** The quick check against what the store accounted for once: only copies it does not vouch for are looked at closely. */
-  private isAccounted(accounted: { primaryCopies: Set<string>; relationEnds: Set<string> }, cluster: string, watch: PlannedWatch, copy: KubeObject): boolean {
-    const source = markedSource(copy, this.options.agentName);
-    if (!source) return true;
-    const id = identityOf(cluster, watch.type, copy);
-    if (this.isPrimaryWatch(watch) && cluster === this.options.clusters.service.name) return accounted.primaryCopies.has(`${identityKey(source)}\u0000${identityKey(id)}`);
-    return accounted.relationEnds.has(identityKey(id));
-  }
-
-  /** A copy is an orphan when its marks name a source that no stored primary or relation accounts for. */
-  private async isOrphan(cluster: string, watch: PlannedWatch, copy: KubeObject): Promise<boolean> {
-    const { store, agentName } = this.options;
-    const source = markedSource(copy, agentName);
-    if (!source) return false;
-    const id = identityOf(cluster, watch.type, copy);
-    if (this.isPrimaryWatch(watch) && cluster === this.options.clusters.service.name) {
-      const record = await store.primary(source);
-      return !record || !sameIdentity(record.copy, id);
-    }
-    return (await store.ownersOf(id)).length === 0;
-  }
-
-  private async deleteOrphan(cluster: string, watch: PlannedWatch, copy: KubeObject): Promise<void> {
-    const client = this.options.clusters.client(cluster, watch.type);
-    const current = await client.get(copy.metadata.namespace ?? '', copy.metadata.name ?? '');
-    // Look again: a reconcile may have claimed it since the LIST.
-    if (!current || current.metadata.uid !== copy.metadata.uid || !(await this.isOrphan(cluster, watch, current))) return;
+  /**
+   * Deletes a copy whose marks name a source that no stored primary or
+   * relation copies to it, after a fresh GET: a reconcile may have claimed it
+   * since the LIST (a claim is stored before the claimer reads the copy, so a
+   * delete that races it is routed to the claimer, which writes it again).
+   */
+  private async deleteIfOrphan(cluster: string, type: ResourceType, listed: KubeObject): Promise<void> {
+    const { agentName, store } = this.options;
+    const client = this.options.clusters.client(cluster, type);
+    const current = await client.get(listed.metadata.namespace ?? '', listed.metadata.name ?? '');
+    const source = current && current.metadata.uid === listed.metadata.uid ? markedSource(current, agentName) : undefined;
+    const id = identityOf(cluster, type, listed);
+    if (!current || !source || (await store.accounts(source, id))) return;
     await client.delete(current.metadata.namespace ?? '', current.metadata.name ?? '', current.metadata.uid);
-    this.options.metrics.copiesRemoved.inc({ kind: this.isPrimaryWatch(watch) ? 'primary' : 'related' });
-    this.options.logger.info({ copy: describeIdentity(identityOf(cluster, watch.type, current)), type: typeName(watch.type) }, 'sweep deleted a copy that no rule resolves to any more');
+    this.options.metrics.copiesRemoved.inc({ kind: isRelatedCopy(current) ? 'related' : 'primary' });
+    this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
   }
 
   /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */

@@ -129,15 +129,40 @@ export class RelationStore {
     return [...seen.values()];
   }
 
-  /** How many relations of primaries other than `except` still point at this destination. */
-  async otherOwnersOfDestination(dest: ObjectIdentity, except: ObjectIdentity): Promise<number> {
+  /**
+   * How many relations of primaries other than `except` copy this same
+   * `source` to this destination: the claims that keep its copy alive. A
+   * relation of another source that names the same destination (a conflict:
+   * the copy's marks name a different source) never does.
+   */
+  async otherClaimsOn(dest: ObjectIdentity, source: ObjectIdentity, except: ObjectIdentity): Promise<number> {
     const row = await this.db
       .selectFrom('relations')
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where((eb) => eb.and(columns('dest_', dest)))
+      .where((eb) => eb.and(columns('source_', source)))
       .where((eb) => eb.not(eb.and(columns('primary_', except))))
       .executeTakeFirstOrThrow();
     return Number(row.n);
+  }
+
+  /**
+   * Whether the store accounts for `copy` as the copy of `source`: a primary
+   * whose copy it is, or a relation from that source to it. What the copy's
+   * marks name decides, never the copy's type (a type may be a primary type
+   * and a related type at once).
+   */
+  async accounts(source: ObjectIdentity, copy: ObjectIdentity): Promise<boolean> {
+    const record = await this.primary(source);
+    if (record && sameIdentity(record.copy, copy)) return true;
+    const relation = await this.db
+      .selectFrom('relations')
+      .select('rule_id')
+      .where((eb) => eb.and(columns('dest_', copy)))
+      .where((eb) => eb.and(columns('source_', source)))
+      .limit(1)
+      .executeTakeFirst();
+    return relation !== undefined;
   }
 
   /**
@@ -331,21 +356,19 @@ export class RelationStore {
   }
 
   /**
-   * Every object the store accounts for, in two reads: each primary's copy
-   * (keyed with the primary it copies) and both ends of every relation. For a
-   * sweep's orphan check, instead of a query per listed copy.
+   * Every (source, copy) pair the store accounts for (see accounts()), in two
+   * reads, as keys of copyPairKey(): for a sweep's orphan check, instead of a
+   * query per listed copy.
    */
-  async accountedFor(): Promise<{ primaryCopies: Set<string>; relationEnds: Set<string> }> {
-    const primaryCopies = new Set<string>();
+  async accountedFor(): Promise<Set<string>> {
+    const pairs = new Set<string>();
     for (const r of await this.db.selectFrom('primaries').selectAll().execute()) {
-      primaryCopies.add(`${identityKey(fromColumns('', r))}\u0000${identityKey({ cluster: r.copy_cluster, group: r.group, resource: r.resource, namespace: r.copy_namespace, name: r.copy_name })}`);
+      pairs.add(copyPairKey(fromColumns('', r), { cluster: r.copy_cluster, group: r.group, resource: r.resource, namespace: r.copy_namespace, name: r.copy_name }));
     }
-    const relationEnds = new Set<string>();
-    for (const r of await this.db.selectFrom('relations').selectAll().execute()) {
-      relationEnds.add(identityKey(fromColumns('source_', r)));
-      relationEnds.add(identityKey(fromColumns('dest_', r)));
+    for (const r of await this.db.selectFrom('relations').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'source_name', 'dest_cluster', 'dest_group', 'dest_resource', 'dest_namespace', 'dest_name']).execute()) {
+      pairs.add(copyPairKey(fromColumns('source_', r), fromColumns('dest_', r)));
     }
-    return { primaryCopies, relationEnds };
+    return pairs;
   }
 
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
@@ -370,6 +393,11 @@ export class RelationStore {
     const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return { primaries: Number(p.n), relations: Number(r.n) };
   }
+}
+
+/** The in-memory key of a (source, copy) pair, as accountedFor() returns them. */
+export function copyPairKey(source: ObjectIdentity, copy: ObjectIdentity): string {
+  return `${identityKey(source)}\u0000${identityKey(copy)}`;
 }
 
 /** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */

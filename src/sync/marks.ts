@@ -52,6 +52,11 @@ export function markedSource(object: KubeObject, agentName: string): ObjectIdent
   return { cluster, group: a[SOURCE_ANNOTATIONS.group] ?? '', resource, namespace: a[SOURCE_ANNOTATIONS.namespace] ?? '', name };
 }
 
+/** Related copies carry the content hash; copies of primaries do not. */
+export function isRelatedCopy(object: KubeObject): boolean {
+  return object.metadata.annotations?.[CONTENT_HASH_ANNOTATION] !== undefined;
+}
+
 export function marksFor(agentName: string, source: ObjectIdentity, sourceUid: string | undefined): { labels: Record<string, string>; annotations: Record<string, string> } {
   const annotations: Record<string, string> = {
     [SOURCE_ANNOTATIONS.cluster]: source.cluster,

@@ -17,12 +17,12 @@ import type { KubeObject } from '../kube/object.js';
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
-import { matchesSelector, selectorQuery } from '../rules/label-selector.js';
+import { labelValueProblem, matchesSelector, selectorQuery } from '../rules/label-selector.js';
 import { objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
-import type { RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
+import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
@@ -51,6 +51,17 @@ export interface ReconcilerDeps {
 const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
 
 type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
+
+/** A relation this reconcile is about to act on, stored as pending before it does. */
+type Claim = Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>;
+
+/** What one rule resolved to in phase 2. */
+interface Found {
+  readonly pairs: readonly RelatedPair[];
+  readonly problems: readonly string[];
+  /** The rule could not be evaluated: its stored relations are kept as they are. */
+  readonly keepStored?: boolean;
+}
 
 /** One rule's phase-1 result for one primary. */
 interface RulePlan {
@@ -84,7 +95,8 @@ export class PrimaryReconciler {
     // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
-    if (!primary || primary.metadata.deletionTimestamp || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
+    // relsync's own copies are never primaries (a service-origin copy whose type is a primary type).
+    if (!primary || primary.metadata.deletionTimestamp || this.isOwnCopy(primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
       return this.finalize(resource, id, primary, record?.copy);
     }
     if (record && record.uid !== primary.metadata.uid) {
@@ -134,26 +146,40 @@ export class PrimaryReconciler {
     // queue then runs this primary again) instead of being missed.
     const plans = resource.rules.map((rule) => this.plan({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } }));
     const selectors = plans.flatMap((p) => (p.selector ? [p.selector] : []));
-    await this.recordIntent(id, synced, copyId, record?.state, plans, selectors);
+    await this.recordIntent(id, synced, copyId, record, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors);
 
-    const outcomes: RelationOutcome[] = [];
-    const problems: string[] = [];
+    const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
-      const found = await this.findRelated(reads, resource, plan).catch((err: unknown) => {
+      const result = await this.findRelated(reads, resource, plan, synced).catch((err: unknown): Found => {
         if (!isForbidden(err)) throw err;
         const { rule } = plan.input;
         const sourceCluster = sidesOf(plan.input).sourceCluster;
         return { pairs: [], problems: [`rule ${rule.id}: ${this.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true };
       });
-      problems.push(...found.problems);
-      if (found.keepStored) {
+      found.push({ plan, ...result });
+    }
+    // Claim what selector and inverse rules found before touching any copy: another primary's
+    // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
+    // and keeps it, or, if it already decided, its delete is routed here by the claim and this
+    // primary writes the copy again. No interleaving of two reconciles ends without the copy.
+    await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors);
+
+    // Copies of relations this primary no longer resolves to go first (unless another primary claims
+    // them), so that a destination that changed its source is free for the new one.
+    const kept = await this.keptRelations(id);
+    await this.releaseStale(resource, id, found.flatMap((f) => (f.keepStored ? kept.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+
+    const outcomes: RelationOutcome[] = [];
+    const problems: string[] = [];
+    for (const { plan, ...result } of found) {
+      problems.push(...result.problems);
+      if (result.keepStored) {
         // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
-        outcomes.push(...(await this.keptRelations(id)).filter((r) => r.ruleId === plan.input.rule.id));
+        outcomes.push(...kept.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of found.pairs) outcomes.push(await this.syncRelated(reads, plan.input.rule, pair, id, synced));
+      for (const pair of result.pairs) outcomes.push(await this.syncRelated(reads, plan.input.rule, pair, id, synced));
     }
-    await this.releaseStale(resource, id, outcomes);
 
     // The recorder logs each warning as it records it (see event-recorder.ts).
     for (const p of problems) await this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
@@ -181,21 +207,25 @@ export class PrimaryReconciler {
     return { input };
   }
 
-  /** Stores phase 1 (the primary, its new name-based relations as pending, its selectors) when it differs from the store. */
-  private async recordIntent(id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, state: PrimaryState | undefined, plans: readonly RulePlan[], selectors: readonly SelectorRecord[]): Promise<void> {
+  /**
+   * Stores what this reconcile is about to act on, when the store does not
+   * hold it yet: the primary, its new relations as pending claims, its
+   * selectors. Called with the names of phase 1 (before related objects are
+   * read, so that one created meanwhile is routed here) and again with what
+   * selector and inverse rules found (before any copy is written).
+   */
+  private async recordIntent(id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, stored: Pick<PrimaryRecord, 'state' | 'message'> | undefined, claims: readonly Claim[], selectors: readonly SelectorRecord[]): Promise<void> {
     const { store } = this.deps;
-    const stored = await store.relationsOf(id);
-    const known = new Set(stored.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}`));
-    const fresh: RelationOutcome[] = plans.flatMap((p) =>
-      (p.named?.pairs ?? [])
-        .filter((pair) => !known.has(`${p.input.rule.id}\u0000${identityKey(pair.source)}`))
-        .map((pair) => ({ ruleId: p.input.rule.id, origin: p.input.rule.origin, ...pair, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' })),
-    );
+    const relations = await store.relationsOf(id);
+    const known = new Set(relations.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}\u0000${identityKey(r.destination)}`));
+    const fresh: RelationOutcome[] = claims
+      .filter((c) => !known.has(`${c.ruleId}\u0000${identityKey(c.source)}\u0000${identityKey(c.destination)}`))
+      .map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
     const storedSelectors = new Map((await store.selectorsOf(id)).map((s) => [s.ruleId, s.selector]));
     const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
-    if (state !== undefined && fresh.length === 0 && !selectorsChanged) return;
-    const kept = stored.map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
-    await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: state ?? 'synced', message: null }, [...kept, ...fresh], selectors);
+    if (stored !== undefined && fresh.length === 0 && !selectorsChanged) return;
+    const kept = relations.map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
+    await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: stored?.state ?? 'synced', message: stored?.message ?? null }, [...kept, ...fresh], selectors);
   }
 
   /**
@@ -203,7 +233,7 @@ export class PrimaryReconciler {
    * reference and template rules; selector and inverse rules LIST the objects
    * (by the rendered selector, or those that name this primary).
    */
-  private async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan): Promise<{ pairs: RelatedPair[]; problems: string[]; keepStored?: boolean }> {
+  private async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan, primary: KubeObject): Promise<Found> {
     const { input } = plan;
     const { rule } = input;
     const finder = rule.finder;
@@ -217,6 +247,14 @@ export class PrimaryReconciler {
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
     const owner = sides.sourceObject.metadata;
+    const unusable = finder.owner.kind === 'label' ? labelValueProblem(owner.name ?? '') : undefined;
+    if (finder.owner.kind === 'label' && unusable) {
+      // No object can carry a label with this value: the rule matches nothing for this primary
+      // (a LIST by it would be refused), and the primary's other rules go on.
+      const message = `rule ${rule.id} finds nothing for this object: no object can name it in the label ${finder.owner.key} (${unusable})`;
+      await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
+      return { pairs: [], problems: [] };
+    }
     const { kind, group } = resource.primaryType;
     const ownerOf = (o: KubeObject) => {
       const ref = inverseOwner(finder, o, kind, group);
@@ -279,7 +317,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.deleteRelatedCopy(resource, relation);
       else shared.push(relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
@@ -295,7 +333,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherOwnersOfDestination(relation.destination, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.deleteRelatedCopy(resource, relation);
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);
@@ -409,7 +447,7 @@ export class PrimaryReconciler {
     const hash = contentHash(desired);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
-    if (existing && !(marked && sameIdentity(marked, pair.source))) {
+    const conflict = (): RelationOutcome => {
       metrics.conflicts.inc({ kind: 'related' });
       return {
         ...base,
@@ -417,9 +455,10 @@ export class PrimaryReconciler {
         contentHash: hash,
         message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
       };
-    }
-    try {
-      if (!existing) {
+    };
+    if (existing && !(marked && sameIdentity(marked, pair.source))) return conflict();
+    const write = async (current: KubeObject | undefined): Promise<void> => {
+      if (!current) {
         if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(reads, pair.destination.cluster, pair.destination.namespace);
         const created = await dests.create(pair.destination.namespace, {
           ...desired.fields,
@@ -432,17 +471,30 @@ export class PrimaryReconciler {
         });
         this.deps.ownWrites?.record(pair.destination, created.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'create' });
-      } else if (!isUpToDate(desired, marks, existing)) {
-        const next: KubeObject = { ...existing, metadata: { ...existing.metadata } };
+      } else if (!isUpToDate(desired, marks, current)) {
+        const next: KubeObject = { ...current, metadata: { ...current.metadata } };
         for (const key of ['data', 'binaryData', 'stringData']) delete next[key];
         Object.assign(next, desired.fields);
-        Object.assign(next.metadata, mergedMetadata(existing, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
+        Object.assign(next.metadata, mergedMetadata(current, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
         const updated = await dests.replace(next);
         this.deps.ownWrites?.record(pair.destination, updated.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'update' });
       }
+    };
+    try {
+      try {
+        await write(existing);
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        // Created since it was read, usually by another primary that owns the same source: its
+        // copy of this source is this relation's copy too, which is success, not a conflict.
+        const now = await dests.get(pair.destination.namespace, pair.destination.name);
+        if (!now) throw err;
+        if (!isOwnedBy(markedSource(now, this.deps.agentName), pair.source)) return conflict();
+        await write(now);
+      }
     } catch (err) {
-      if (isConflict(err) && !isAlreadyExists(err)) throw err; // concurrent change: retry the whole reconcile
+      if (isConflict(err)) throw err; // a concurrent change (409): retry the whole reconcile
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
@@ -450,15 +502,17 @@ export class PrimaryReconciler {
     return { ...base, state: 'synced', contentHash: hash, message: null };
   }
 
-  /** Relations this primary had before and no longer resolves to: their copies go unless another primary owns them. */
-  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, current: readonly RelationOutcome[]): Promise<void> {
+  /**
+   * Relations this primary had before and no longer resolves to: their copies go unless some
+   * relation of this primary or another still copies the same source there.
+   */
+  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, current: readonly Claim[]): Promise<void> {
     const { store } = this.deps;
-    const keep = new Set(current.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}`));
-    const keptDestinations = new Set(current.map((r) => identityKey(r.destination)));
+    const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => `${identityKey(r.source)}\u0000${identityKey(r.destination)}`;
+    const keep = new Set(current.map(pairKey));
     for (const old of await store.relationsOf(owner)) {
-      if (keep.has(`${old.ruleId}\u0000${identityKey(old.source)}`)) continue;
-      if (keptDestinations.has(identityKey(old.destination))) continue;
-      if ((await store.otherOwnersOfDestination(old.destination, owner)) > 0) continue;
+      if (keep.has(pairKey(old))) continue;
+      if ((await store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
       await this.deleteRelatedCopy(resource, old);
     }
   }
@@ -484,6 +538,10 @@ export class PrimaryReconciler {
   private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
     return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
   }
+}
+
+function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {
+  return pairs.map((pair) => ({ ruleId: rule.id, origin: rule.origin, ...pair }));
 }
 
 function isOwnedBy(marked: ObjectIdentity | undefined, source: ObjectIdentity): boolean {

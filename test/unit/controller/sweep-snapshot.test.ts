@@ -113,4 +113,21 @@ describe('sweep reads', () => {
     assert.equal(reads.readsFor(primary('four')), snapshot);
     assert.equal(reads.readsFor(primary('one')), snapshot, 'a new sweep, a new snapshot read');
   });
+
+  it('reads an object live, for every primary, once a watch event arrived for it after its LIST', async () => {
+    const live = new CountingReads();
+    const reads = new SweepReads(live);
+    reads.begin();
+    const snapshot = reads.snapshotOf([{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared'), cm('copies', 'other')] }]);
+    reads.use(snapshot);
+    // e.g. another primary's reconcile deleted the copy: its DELETED event was routed to that primary only
+    reads.noteObject('service', configMaps, 'copies', 'shared');
+    assert.equal((await snapshot.get('service', configMaps, 'copies', 'shared'))?.metadata.labels?.live, 'true', 'the changed object is read live');
+    assert.equal((await snapshot.get('service', configMaps, 'copies', 'other'))?.metadata.labels?.live, undefined, 'the others still come from the LIST');
+    assert.deepEqual(live.asked, ['get service configmaps copies/shared']);
+    reads.end();
+    reads.begin();
+    const next = reads.snapshotOf([{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared')] }]);
+    assert.equal((await next.get('service', configMaps, 'copies', 'shared'))?.metadata.labels?.live, undefined, 'a new sweep forgets the changes of the last');
+  });
 });

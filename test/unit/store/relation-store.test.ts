@@ -34,7 +34,12 @@ describe('relation store', () => {
     assert.deepEqual((await store.ownersOf(cm('tenant-a', 'shared'))).map((p) => p.name).sort(), ['one', 'two']);
     assert.deepEqual((await store.ownersOf({ ...cm('service', 'own'), namespace: 'copy-ns' })).map((p) => p.name), ['two'], 'the copy routes to its owner');
     assert.deepEqual(await store.ownersOf(cm('tenant-b', 'shared')), [], 'another tenant\'s same-named object has no owner');
-    assert.equal(await store.otherOwnersOfDestination({ ...cm('service', 'shared'), namespace: 'copy-ns' }, primary('one')), 1);
+    const sharedCopy = { ...cm('service', 'shared'), namespace: 'copy-ns' };
+    assert.equal(await store.otherClaimsOn(sharedCopy, cm('tenant-a', 'shared'), primary('one')), 1, 'two still copies the same source there');
+    assert.equal(await store.otherClaimsOn(sharedCopy, cm('tenant-b', 'shared'), primary('one')), 0, 'a relation of another source to the same destination is no claim on this copy');
+    assert.equal(await store.accounts(cm('tenant-a', 'shared'), sharedCopy), true);
+    assert.equal(await store.accounts(cm('tenant-b', 'shared'), sharedCopy), false, 'a copy is accounted for only as the copy of the source its marks name');
+    assert.equal(await store.accounts(primary('one'), { ...primary('one'), cluster: 'service' }), true, 'a primary accounts for its copy');
 
     // a reconcile that no longer resolves a relation drops its row
     await store.saveReconcile({ id: primary('two'), uid: 'u2', copy: { ...primary('two'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared'))]);
