@@ -127,7 +127,16 @@ export class Sweeper {
     reads.begin();
     try {
       for (const watch of plan) {
-        const { items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector });
+        let items: KubeObject[];
+        try {
+          ({ items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector }));
+        } catch (err) {
+          // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
+          // reconciles read that type live, and its copies wait for the next sweep's orphan check.
+          counts.errors++;
+          this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
+          continue;
+        }
         counts.objectsListed += items.length;
         const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
         // A kcp platform's list spans its workspaces: each is one cluster of identities.

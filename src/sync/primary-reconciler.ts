@@ -23,7 +23,7 @@ import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
-import type { PrimaryState, RelationState } from '../store/schema.js';
+import type { RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import type { EventRecorder } from './event-recorder.js';

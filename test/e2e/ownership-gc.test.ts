@@ -1,0 +1,329 @@
+// Ownership and garbage collection when types overlap and owners change: a
+// type that is a primary type and a related type at once, two related rules
+// of one type, one type in both origins, a rule whose destination is another
+// resource's primary type; a related object that moves between primaries
+// while their reconciles interleave; two tenants naming one destination; two
+// primaries racing to create one copy; a name too long for a label value.
+// Real API servers, relsync as a process; the service cluster is reached
+// through a fault proxy, which holds chosen requests to force interleavings.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { writeCounts, writesBetween } from '../harness/api-metrics.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, GROUP, type ClusterClient } from '../harness/tenant.js';
+
+const OWNER = 'owner.relsync.dev/db';
+const AGENT = 'e2e';
+const WIDGET_CRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: { name: widgets.${GROUP} }
+spec:
+  group: ${GROUP}
+  scope: Namespaced
+  names: { plural: widgets, singular: widget, kind: Widget, listKind: WidgetList }
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: { type: object, x-kubernetes-preserve-unknown-fields: true }
+`;
+
+type Names = 'tenant-a' | 'tenant-b' | 'service';
+
+describe('ownership and garbage collection', () => {
+  let clusters: Clusters<Names>;
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let proxy: FaultProxy;
+  let dir: string;
+  let configPath: string;
+  let relsync: RelsyncProcess;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-ownership-'));
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
+    writeFileSync(join(dir, 'widgets.yaml'), WIDGET_CRD);
+    for (const name of ['tenant-a', 'tenant-b'] as const) await installCrd(clusters.plane[name].kubeConfig, pathToFileURL(join(dir, 'widgets.yaml')));
+    proxy = await startFaultProxy(clusters.plane.service);
+    const { 'tenant-a': pa, 'tenant-b': pb } = clusters.plane;
+    configPath = writeConfig(dir, {
+      agentName: AGENT,
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: proxy.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      workers: 4,
+      // Sweeps run when a test says so (relsync sweep, or a restart), never by schedule.
+      resync: { schedule: '0 0 1 1 *', onStartup: true },
+      leaderElection: { leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+      resources: [
+        // ConfigMaps are a primary type here, and a related type of databases below.
+        { resource: 'configmaps', selector: { matchLabels: { role: 'primary' } } },
+        {
+          group: GROUP,
+          resource: 'databases',
+          related: [
+            { id: 'cm-ref', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'cm-sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+            { id: 'cm-inv', origin: 'platform', resource: 'configmaps', inverse: { label: OWNER } },
+            { id: 'cm-tpl', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-extra' } },
+            // Secrets in both origins.
+            { id: 'sec-p', origin: 'platform', resource: 'secrets', reference: { path: '.spec.secretName' } },
+            { id: 'sec-s', origin: 'service', resource: 'secrets', inverse: { label: OWNER } },
+            // A service-origin copy on the platform whose type is a primary type there.
+            { id: 'cm-s', origin: 'service', resource: 'configmaps', inverse: { label: OWNER } },
+            // A destination that is another resource's primary type.
+            { id: 'widget', origin: 'platform', group: GROUP, resource: 'widgets', reference: { path: '.spec.widgetName' }, destination: { group: GROUP, resource: 'databases' } },
+            // One service-side namespace for every tenant: two tenants can name one destination.
+            { id: 'shared', origin: 'platform', resource: 'secrets', template: { name: 'shared-creds' }, namespace: { destination: 'shared-secrets' } },
+          ],
+        },
+      ],
+    });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await proxy?.close();
+    await clusters?.stop();
+  });
+
+  /** Every object relsync wrote on a cluster, by `resource ns/name`, with its uid. */
+  async function copiesOn(client: ClusterClient): Promise<Map<string, string>> {
+    const labelSelector = `relsync.dev/agent=${AGENT}`;
+    const found = new Map<string, string>();
+    for (const cm of (await client.core.listConfigMapForAllNamespaces({ labelSelector })).items) found.set(`configmaps ${cm.metadata!.namespace}/${cm.metadata!.name}`, cm.metadata!.uid!);
+    for (const s of (await client.core.listSecretForAllNamespaces({ labelSelector })).items) found.set(`secrets ${s.metadata!.namespace}/${s.metadata!.name}`, s.metadata!.uid!);
+    const dbs = (await client.objects.listClusterCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'databases', labelSelector })) as { items: Array<{ metadata: { namespace: string; name: string; uid: string } }> };
+    for (const d of dbs.items) found.set(`databases ${d.metadata.namespace}/${d.metadata.name}`, d.metadata.uid);
+    return found;
+  }
+
+  async function relationStates(cluster: string, namespace: string, name: string): Promise<Record<string, string>> {
+    const out = await runCli(['inspect', 'primary', `databases.${GROUP}`, `${namespace}/${name}`, '--cluster', cluster, '--config', configPath, '-o', 'json']);
+    const [parsed] = JSON.parse(out.stdout) as Array<{ relations: Array<{ rule: string; source: string; state: string }> }>;
+    return Object.fromEntries((parsed?.relations ?? []).map((r) => [`${r.rule} ${r.source.slice(r.source.lastIndexOf('/') + 1)}`, r.state]));
+  }
+
+  async function sweepOnce(): Promise<{ copiesRemoved: number; copiesRepaired: number; errors: number; status: string }> {
+    const out = await runCli(['sweep', '--config', configPath, '-o', 'json', '--log-level', 'error']);
+    assert.equal(out.code, 0, `relsync sweep exit code; stdout: ${out.stdout}; stderr: ${out.stderr}`);
+    return JSON.parse(out.stdout) as { copiesRemoved: number; copiesRepaired: number; errors: number; status: string };
+  }
+
+  const ns = defaultCopyNamespace('tenant-a', 'ov');
+
+  it('converges with every type overlap configured', async () => {
+    await a.ensureNamespace('ov');
+    await a.putConfigMap('ov', 'pcm', { v: 'primary' }, { role: 'primary' });
+    await a.putConfigMap('ov', 'ref-cm', { v: 'ref' });
+    await a.putConfigMap('ov', 'sel-cm', { v: 'sel' }, { app: 'db1' });
+    await a.putConfigMap('ov', 'inv-cm', { v: 'inv' }, { [OWNER]: 'db1' });
+    await a.putConfigMap('ov', 'db1-extra', { v: 'tpl' });
+    await a.putSecret('ov', 'ref-sec', { k: 'platform' });
+    await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: 'ov', body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
+    await a.createDatabase('ov', 'db1', { configMapName: 'ref-cm', secretName: 'ref-sec', widgetName: 'w1' });
+
+    await eventually('the primary ConfigMap is copied', () => svc.configMap(ns, 'pcm'), 30_000);
+    await eventually('db1 is copied', () => svc.database(ns, 'db1'), 30_000);
+    // What the operator creates beside the copy, for the service-origin rules; the ConfigMap even
+    // carries the label that makes a tenant's ConfigMap a primary.
+    await svc.putSecret(ns, 'db1-creds', { password: 'from-operator' }, { [OWNER]: 'db1' });
+    await svc.putConfigMap(ns, 'db1-endpoint', { host: 'db1.example' }, { [OWNER]: 'db1', role: 'primary' });
+
+    for (const name of ['ref-cm', 'sel-cm', 'inv-cm', 'db1-extra']) await eventually(`related ConfigMap ${name} copied`, () => svc.configMap(ns, name), 30_000);
+    await eventually('related Secret copied', () => svc.secret(ns, 'ref-sec'), 30_000);
+    await eventually('the Widget is copied as a Database', () => svc.database(ns, 'w1'), 30_000);
+    await eventually('the operator\'s Secret comes back', () => a.secret('ov', 'db1-creds'), 30_000);
+    await eventually('the operator\'s ConfigMap comes back', () => a.configMap('ov', 'db1-endpoint'), 30_000);
+    await eventually(
+      'every relation of db1 synced',
+      async () => {
+        const { 'shared shared-creds': shared, ...states } = await relationStates('tenant-a', 'ov', 'db1');
+        return shared === 'pending' && Object.keys(states).length === 8 && Object.values(states).every((s) => s === 'synced') && states;
+      },
+      30_000,
+    );
+    // A service-origin copy is never a primary, even with the primary selector's label.
+    assert.equal(await svc.configMap(defaultCopyNamespace('tenant-a', 'ov'), 'db1-endpoint').then((c) => c?.metadata?.labels?.['relsync.dev/agent']), undefined, 'the operator\'s ConfigMap is left as it is');
+    const inspect = await runCli(['inspect', 'primary', 'configmaps', 'ov/db1-endpoint', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    assert.deepEqual(JSON.parse(inspect.stdout), [], 'the copy on the platform is not stored as a primary');
+  });
+
+  it('a sweep deletes copies no rule accounts for, on both sides, and only those', async () => {
+    await relsync.stop();
+    // Copies whose source no store row names (a lost store, a removed rule): in types watched
+    // unfiltered on their cluster (Secrets on the service side, ConfigMaps on the platform side).
+    const marks = (cluster: string, resource: string, namespace: string, name: string) => ({
+      labels: { 'relsync.dev/agent': AGENT },
+      annotations: { 'relsync.dev/source-cluster': cluster, 'relsync.dev/source-group': '', 'relsync.dev/source-resource': resource, 'relsync.dev/source-namespace': namespace, 'relsync.dev/source-name': name, 'relsync.dev/content-hash': 'stale' },
+    });
+    await svc.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'stray', ...marks('tenant-a', 'secrets', 'ov', 'gone') }, data: {} } });
+    await a.core.createNamespacedConfigMap({ namespace: 'ov', body: { metadata: { name: 'stray-back', ...marks('service', 'configmaps', ns, 'gone-too') }, data: {} } });
+    const before = { service: await copiesOn(svc), tenant: await copiesOn(a) };
+
+    const result = await sweepOnce();
+    assert.equal(result.copiesRemoved, 2, 'exactly the two strays');
+    assert.equal(await svc.secret(ns, 'stray'), undefined);
+    assert.equal(await a.configMap('ov', 'stray-back'), undefined);
+    before.service.delete(`secrets ${ns}/stray`);
+    before.tenant.delete('configmaps ov/stray-back');
+    assert.deepEqual(await copiesOn(svc), before.service, 'every other copy in the service cluster is untouched (same uids)');
+    assert.deepEqual(await copiesOn(a), before.tenant, 'every other copy on the platform is untouched (same uids)');
+  });
+
+  it('a sweep over the converged system writes nothing and deletes nothing, one-shot and at start', async () => {
+    const uids = { service: await copiesOn(svc), tenant: await copiesOn(a) };
+    assert.ok(uids.service.size >= 8, `the service cluster holds the copies (${[...uids.service.keys()].join(', ')})`);
+    const counts = async () => ({ service: await writeCounts(clusters.plane.service), tenant: await writeCounts(clusters.plane['tenant-a']) });
+
+    let before = await counts();
+    const result = await sweepOnce();
+    let after = await counts();
+    assert.deepEqual({ removed: result.copiesRemoved, repaired: result.copiesRepaired, errors: result.errors }, { removed: 0, repaired: 0, errors: 0 });
+    assert.deepEqual(writesBetween(before.service, after.service), [], 'no write in the service cluster');
+    assert.deepEqual(writesBetween(before.tenant, after.tenant), [], 'no write on the platform');
+    assert.deepEqual(await copiesOn(svc), uids.service);
+    assert.deepEqual(await copiesOn(a), uids.tenant);
+
+    before = await counts();
+    const sweepsBefore = relsyncLogCount(relsync, 'sweep finished');
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    await eventually('the startup sweep finished', async () => relsyncLogCount(relsync, 'sweep finished') > sweepsBefore, 60_000);
+    after = await counts();
+    assert.deepEqual(writesBetween(before.service, after.service), [], 'the startup sweep writes nothing in the service cluster');
+    assert.deepEqual(writesBetween(before.tenant, after.tenant), [], 'the startup sweep writes nothing on the platform');
+    assert.deepEqual(await copiesOn(svc), uids.service);
+    assert.deepEqual(await copiesOn(a), uids.tenant);
+    assert.doesNotMatch(relsync.log(), /sweep deleted a copy that no rule resolves to any more.*"ov\b|deleted a related copy that no primary owns any more/);
+  });
+
+  it('keeps the copy of a related object that moves to another primary, however their reconciles interleave', async () => {
+    await a.ensureNamespace('race');
+    const rns = defaultCopyNamespace('tenant-a', 'race');
+    await a.putSecret('race', 'one-sec', { k: '1' });
+    await a.putSecret('race', 'two-sec', { k: '2' });
+    await a.putConfigMap('race', 'moving', { v: '1' }, { app: 'one' });
+    await a.createDatabase('race', 'one', { secretName: 'one-sec' });
+    await a.createDatabase('race', 'two', { secretName: 'two-sec' });
+    await eventually('the moving ConfigMap is copied for its first owner', () => svc.configMap(rns, 'moving'), 30_000);
+    await eventually('both secrets copied', async () => (await svc.secret(rns, 'one-sec')) && (await svc.secret(rns, 'two-sec')), 30_000);
+
+    // The interleaving that lost the copy: the new owner writes it and is then held (reading a
+    // later rule's copy) before it records the relation; meanwhile the old owner, which no longer
+    // matches, decides that nobody owns the copy and deletes it.
+    const secretPath = (name: string) => new RegExp(`^/api/v1/namespaces/${rns}/secrets/${name}$`);
+    const removeFaults = [
+      proxy.inject({ method: 'GET', path: secretPath('two-sec'), times: 1, action: { kind: 'delay', ms: 3000 } }),
+      proxy.inject({ method: 'GET', path: secretPath('one-sec'), times: 1, action: { kind: 'delay', ms: 1500 } }),
+    ];
+    try {
+      await a.putConfigMap('race', 'moving', { v: '2' }, { app: 'two' });
+      const held = () => proxy.requests.filter((r) => r.fault === 'delay' && (secretPath('one-sec').test(r.path) || secretPath('two-sec').test(r.path)));
+      await eventually('both owners\' reconciles passed the held requests', async () => held().filter((r) => r.status !== undefined).length === 2, 30_000);
+      const copy = await eventually('the copy exists with the new data', async () => ((await svc.configMap(rns, 'moving'))?.data?.v === '2' ? svc.configMap(rns, 'moving') : undefined), 15_000);
+      assert.equal(copy!.metadata!.annotations!['relsync.dev/source-name'], 'moving');
+      await eventually('the new owner\'s relation is synced, the old owner\'s gone', async () => {
+        const [one, two] = [await relationStates('tenant-a', 'race', 'one'), await relationStates('tenant-a', 'race', 'two')];
+        return one['cm-sel moving'] === undefined && two['cm-sel moving'] === 'synced';
+      });
+      // Still there once everything settled (a marker: a change to the ConfigMap arrives).
+      await a.putConfigMap('race', 'moving', { v: '3' }, { app: 'two' });
+      await eventually('a later change still arrives', async () => (await svc.configMap(rns, 'moving'))?.data?.v === '3', 15_000);
+    } finally {
+      for (const remove of removeFaults) remove();
+    }
+  });
+
+  it('a conflicting relation of another tenant does not keep a copy alive, and takes the destination over', async () => {
+    for (const c of [a, b]) await c.ensureNamespace('conf');
+    await a.putSecret('conf', 'shared-creds', { who: 'a' });
+    await b.putSecret('conf', 'shared-creds', { who: 'b' });
+    await svc.ensureNamespace('shared-secrets');
+    await a.createDatabase('conf', 'first', {});
+    await eventually('tenant A\'s copy in the shared namespace', async () => (await svc.secret('shared-secrets', 'shared-creds'))?.metadata?.annotations?.['relsync.dev/source-cluster'] === 'tenant-a', 30_000);
+    await b.createDatabase('conf', 'second', {});
+    await eventually('tenant B gets a conflict, A\'s copy untouched', async () => (await b.events('conf', 'second')).some((e) => e.reason === 'RelatedCopyConflict'), 30_000);
+    assert.equal((await svc.secret('shared-secrets', 'shared-creds'))?.metadata?.annotations?.['relsync.dev/source-cluster'], 'tenant-a');
+
+    await a.deleteDatabase('conf', 'first');
+    await eventually('tenant A\'s primary is gone', async () => (await a.database('conf', 'first')) === undefined, 30_000);
+    const copy = await eventually('A\'s copy is removed and B\'s takes its place', async () => {
+      const s = await svc.secret('shared-secrets', 'shared-creds');
+      return s?.metadata?.annotations?.['relsync.dev/source-cluster'] === 'tenant-b' && s;
+    }, 15_000);
+    assert.equal(Buffer.from(copy.data!.who!, 'base64').toString(), 'b');
+  });
+
+  it('two primaries that share one related object both succeed when they race to create its copy', async () => {
+    await a.ensureNamespace('twin');
+    const tns = defaultCopyNamespace('tenant-a', 'twin');
+    await a.createDatabase('twin', 'left', { configMapName: 'common' });
+    await a.createDatabase('twin', 'right', { configMapName: 'common' });
+    await eventually('both primaries copied', async () => (await svc.database(tns, 'left')) && (await svc.database(tns, 'right')), 30_000);
+    // Hold both creates of the copy, so that both reconciles find it missing and create it.
+    const path = new RegExp(`^/api/v1/namespaces/${tns}/configmaps$`);
+    const remove = proxy.inject({ method: 'POST', path, times: 2, action: { kind: 'delay', ms: 2000 } });
+    try {
+      await a.putConfigMap('twin', 'common', { v: '1' });
+      await eventually('both creates were answered', async () => proxy.requests.filter((r) => r.method === 'POST' && path.test(r.path) && r.status !== undefined).length === 2, 30_000);
+    } finally {
+      remove();
+    }
+    const statuses = proxy.requests.filter((r) => r.method === 'POST' && path.test(r.path)).map((r) => r.status).sort();
+    assert.deepEqual(statuses, [201, 409], 'the race happened: one create won, one found the copy in place');
+    await eventually('both relations synced', async () => {
+      const [left, right] = [await relationStates('tenant-a', 'twin', 'left'), await relationStates('tenant-a', 'twin', 'right')];
+      return left['cm-ref common'] === 'synced' && right['cm-ref common'] === 'synced';
+    });
+    for (const name of ['left', 'right']) {
+      assert.deepEqual((await a.events('twin', name)).filter((e) => e.reason === 'RelatedSyncFailed'), [], `no failure reported on ${name}`);
+    }
+    assert.deepEqual(warnings(relsync).filter((l) => l.includes('common')), [], 'no warning about the shared copy');
+  });
+
+  it('a name too long for a label value makes an inverse label rule find nothing, and the rest syncs', async () => {
+    await a.ensureNamespace('long');
+    const lns = defaultCopyNamespace('tenant-a', 'long');
+    const name = `db-${'x'.repeat(70)}`;
+    await a.putConfigMap('long', 'long-cfg', { v: '1' });
+    await a.createDatabase('long', name, { configMapName: 'long-cfg' });
+    await eventually('the primary is copied', () => svc.database(lns, name), 30_000);
+    await eventually('its reference rule syncs', () => svc.configMap(lns, 'long-cfg'), 30_000);
+    const events = await eventually('one Event says why the inverse rules find nothing', async () => {
+      const found = (await a.events('long', name)).filter((e) => e.reason === 'RelatedRuleNotApplicable');
+      return found.length >= 3 && found;
+    }, 15_000);
+    assert.deepEqual(events.map((e) => /rule (\S+) /.exec(e.message ?? '')?.[1]).sort(), ['cm-inv', 'cm-s', 'sec-s'], 'one Event per inverse label rule');
+    // A marker change is processed, and no reconcile of it failed.
+    await a.putConfigMap('long', 'long-cfg', { v: '2' });
+    await eventually('a later change arrives', async () => (await svc.configMap(lns, 'long-cfg'))?.data?.v === '2', 15_000);
+    assert.equal((await a.events('long', name)).filter((e) => e.reason === 'RelatedRuleNotApplicable').length, 3, 'not repeated on every reconcile');
+    assert.doesNotMatch(relsync.log(), /unable to parse requirement|reconcile failed.*db-xxxx/);
+  });
+});
+
+/** relsync's log lines at level warn or above. */
+function warnings(process: RelsyncProcess): string[] {
+  return process.log().split('\n').filter((l) => /"level":(40|50|60)/.test(l));
+}
+
+function relsyncLogCount(process: RelsyncProcess, message: string): number {
+  return process.log().split('\n').filter((l) => l.includes(`"msg":"${message}"`)).length;
+}
