@@ -39,7 +39,21 @@ spec:
             spec: { type: object, x-kubernetes-preserve-unknown-fields: true }
 `;
 
+/** What relsync reads and writes here: a write to any of them during a sweep is a finding. */
+const SYNCED_TYPES = ['configmaps', 'secrets', 'namespaces', `databases.${GROUP}`, `widgets.${GROUP}`];
+
 type Names = 'tenant-a' | 'tenant-b' | 'service';
+
+/** Where one type-overlap case puts its objects. */
+interface OverlapSite {
+  /** The tenant namespace, and where its copies go in the service cluster. */
+  readonly ns: string;
+  readonly copyNs: string;
+  /** The value of the `role` label that makes a ConfigMap a primary in this case. */
+  readonly label: string;
+  /** Creates a Database that this case's relsync (and no other) syncs. */
+  readonly createDatabase: (name: string, spec: Record<string, unknown>) => Promise<unknown>;
+}
 
 describe('ownership and garbage collection', () => {
   let clusters: Clusters<Names>;
@@ -104,9 +118,9 @@ describe('ownership and garbage collection', () => {
     await clusters?.stop();
   });
 
-  /** Every object relsync wrote on a cluster, by `resource ns/name`, with its uid. */
-  async function copiesOn(client: ClusterClient): Promise<Map<string, string>> {
-    const labelSelector = `relsync.dev/agent=${AGENT}`;
+  /** Every object an agent wrote on a cluster, by `resource ns/name`, with its uid. */
+  async function copiesOn(client: ClusterClient, agent = AGENT): Promise<Map<string, string>> {
+    const labelSelector = `relsync.dev/agent=${agent}`;
     const found = new Map<string, string>();
     for (const cm of (await client.core.listConfigMapForAllNamespaces({ labelSelector })).items) found.set(`configmaps ${cm.metadata!.namespace}/${cm.metadata!.name}`, cm.metadata!.uid!);
     for (const s of (await client.core.listSecretForAllNamespaces({ labelSelector })).items) found.set(`secrets ${s.metadata!.namespace}/${s.metadata!.name}`, s.metadata!.uid!);
@@ -115,17 +129,19 @@ describe('ownership and garbage collection', () => {
     return found;
   }
 
-  async function relationStates(cluster: string, namespace: string, name: string): Promise<Record<string, string>> {
-    const out = await runCli(['inspect', 'primary', `databases.${GROUP}`, `${namespace}/${name}`, '--cluster', cluster, '--config', configPath, '-o', 'json']);
+  async function relationStates(cluster: string, namespace: string, name: string, config = configPath): Promise<Record<string, string>> {
+    const out = await runCli(['inspect', 'primary', `databases.${GROUP}`, `${namespace}/${name}`, '--cluster', cluster, '--config', config, '-o', 'json']);
     const [parsed] = JSON.parse(out.stdout) as Array<{ relations: Array<{ rule: string; source: string; state: string }> }>;
     return Object.fromEntries((parsed?.relations ?? []).map((r) => [`${r.rule} ${r.source.slice(r.source.lastIndexOf('/') + 1)}`, r.state]));
   }
 
-  async function sweepOnce(): Promise<{ copiesRemoved: number; copiesRepaired: number; errors: number; status: string }> {
-    const out = await runCli(['sweep', '--config', configPath, '-o', 'json', '--log-level', 'error']);
+  async function sweepOnce(config = configPath): Promise<{ copiesRemoved: number; copiesRepaired: number; errors: number; status: string }> {
+    const out = await runCli(['sweep', '--config', config, '-o', 'json', '--log-level', 'error']);
     assert.equal(out.code, 0, `relsync sweep exit code; stdout: ${out.stdout}; stderr: ${out.stderr}`);
     return JSON.parse(out.stdout) as { copiesRemoved: number; copiesRepaired: number; errors: number; status: string };
   }
+
+  const writeCountsNow = async () => ({ service: await writeCounts(clusters.plane.service), tenant: await writeCounts(clusters.plane['tenant-a']) });
 
   const ns = defaultCopyNamespace('tenant-a', 'ov');
 
@@ -191,14 +207,14 @@ describe('ownership and garbage collection', () => {
   it('a sweep over the converged system writes nothing and deletes nothing, one-shot and at start', async () => {
     const uids = { service: await copiesOn(svc), tenant: await copiesOn(a) };
     assert.ok(uids.service.size >= 8, `the service cluster holds the copies (${[...uids.service.keys()].join(', ')})`);
-    const counts = async () => ({ service: await writeCounts(clusters.plane.service), tenant: await writeCounts(clusters.plane['tenant-a']) });
+    const counts = writeCountsNow;
 
     let before = await counts();
     const result = await sweepOnce();
     let after = await counts();
     assert.deepEqual({ removed: result.copiesRemoved, repaired: result.copiesRepaired, errors: result.errors }, { removed: 0, repaired: 0, errors: 0 });
-    assert.deepEqual(writesBetween(before.service, after.service), [], 'no write in the service cluster');
-    assert.deepEqual(writesBetween(before.tenant, after.tenant), [], 'no write on the platform');
+    assert.deepEqual(writesBetween(before.service, after.service, SYNCED_TYPES), [], 'no write in the service cluster');
+    assert.deepEqual(writesBetween(before.tenant, after.tenant, SYNCED_TYPES), [], 'no write on the platform');
     assert.deepEqual(await copiesOn(svc), uids.service);
     assert.deepEqual(await copiesOn(a), uids.tenant);
 
@@ -207,8 +223,8 @@ describe('ownership and garbage collection', () => {
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await eventually('the startup sweep finished', async () => relsyncLogCount(relsync, 'sweep finished') > sweepsBefore, 60_000);
     after = await counts();
-    assert.deepEqual(writesBetween(before.service, after.service), [], 'the startup sweep writes nothing in the service cluster');
-    assert.deepEqual(writesBetween(before.tenant, after.tenant), [], 'the startup sweep writes nothing on the platform');
+    assert.deepEqual(writesBetween(before.service, after.service, SYNCED_TYPES), [], 'the startup sweep writes nothing in the service cluster');
+    assert.deepEqual(writesBetween(before.tenant, after.tenant, SYNCED_TYPES), [], 'the startup sweep writes nothing on the platform');
     assert.deepEqual(await copiesOn(svc), uids.service);
     assert.deepEqual(await copiesOn(a), uids.tenant);
     assert.doesNotMatch(relsync.log(), /sweep deleted a copy that no rule resolves to any more.*"ov\b|deleted a related copy that no primary owns any more/);
@@ -317,6 +333,140 @@ describe('ownership and garbage collection', () => {
     assert.equal((await a.events('long', name)).filter((e) => e.reason === 'RelatedRuleNotApplicable').length, 3, 'not repeated on every reconcile');
     assert.doesNotMatch(relsync.log(), /unable to parse requirement|reconcile failed.*db-xxxx/);
   });
+
+  // The property for each type overlap alone (one overlap can hide another: an unfiltered watch
+  // of a type, needed by one rule, replaced the filtered one that exposed the other's bug).
+  const OVERLAPS: ReadonlyArray<{ title: string; related: unknown[]; primaryConfigMaps?: boolean; setup: (at: OverlapSite) => Promise<string[]> }> = [
+    {
+      title: 'a primary type that is also a platform-origin related type',
+      primaryConfigMaps: true,
+      related: [
+        { id: 'cm-ref', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+        { id: 'cm-sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+        { id: 'cm-inv', origin: 'platform', resource: 'configmaps', inverse: { label: OWNER } },
+      ],
+      setup: async ({ ns, label, createDatabase }) => {
+        await a.putConfigMap(ns, 'pcm', { v: 'primary' }, { role: label });
+        await a.putConfigMap(ns, 'ref-cm', { v: 'ref' });
+        await a.putConfigMap(ns, 'sel-cm', { v: 'sel' }, { app: 'db' });
+        await a.putConfigMap(ns, 'inv-cm', { v: 'inv' }, { [OWNER]: 'db' });
+        await createDatabase('db', { configMapName: 'ref-cm' });
+        return ['configmaps pcm', 'databases db', 'configmaps ref-cm', 'configmaps sel-cm', 'configmaps inv-cm'];
+      },
+    },
+    {
+      title: 'two related rules of one type that resolve to the same object',
+      related: [
+        { id: 'by-ref', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+        { id: 'by-tpl', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-cfg' } },
+        { id: 'by-sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+      ],
+      setup: async ({ ns, createDatabase }) => {
+        await a.putConfigMap(ns, 'db-cfg', { v: 'one object, three rules' }, { app: 'db' });
+        await createDatabase('db', { configMapName: 'db-cfg' });
+        return ['databases db', 'configmaps db-cfg'];
+      },
+    },
+    {
+      title: 'one type in both origins',
+      related: [
+        { id: 'sec-p', origin: 'platform', resource: 'secrets', reference: { path: '.spec.secretName' } },
+        { id: 'sec-s', origin: 'service', resource: 'secrets', inverse: { label: OWNER } },
+      ],
+      setup: async ({ ns, copyNs, createDatabase }) => {
+        await a.putSecret(ns, 'ref-sec', { k: 'platform' });
+        await createDatabase('db', { secretName: 'ref-sec' });
+        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
+        await svc.putSecret(copyNs, 'db-creds', { password: 'operator' }, { [OWNER]: 'db' });
+        return ['databases db', 'secrets ref-sec', 'back secrets db-creds'];
+      },
+    },
+    {
+      title: 'a service-origin copy of a primary type on the platform',
+      primaryConfigMaps: true,
+      related: [{ id: 'cm-s', origin: 'service', resource: 'configmaps', inverse: { label: OWNER } }],
+      setup: async ({ copyNs, label, createDatabase }) => {
+        await createDatabase('db', {});
+        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
+        // It carries the label that makes a platform ConfigMap a primary: its copy must not become one.
+        await svc.putConfigMap(copyNs, 'db-endpoint', { host: 'db.example' }, { [OWNER]: 'db', role: label });
+        return ['databases db', 'back configmaps db-endpoint'];
+      },
+    },
+    {
+      title: 'a destination that is another resource\'s primary type, and the source type of a service-origin rule',
+      related: [
+        { id: 'widget', origin: 'platform', group: GROUP, resource: 'widgets', reference: { path: '.spec.widgetName' }, destination: { group: GROUP, resource: 'databases' } },
+        { id: 'db-s', origin: 'service', group: GROUP, resource: 'databases', inverse: { label: OWNER } },
+      ],
+      setup: async ({ ns, copyNs, createDatabase }) => {
+        await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: ns, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
+        await createDatabase('db', { widgetName: 'w1' });
+        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
+        await svc.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'databases', namespace: copyNs, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Database', metadata: { name: 'db-replica', labels: { [OWNER]: 'db' } }, spec: {} } });
+        return ['databases db', 'databases w1', 'back databases db-replica'];
+      },
+    },
+  ];
+
+  OVERLAPS.forEach((overlap, i) => {
+    it(`a sweep over a converged system writes and deletes nothing: ${overlap.title}`, async () => {
+      await relsync?.stop(); // the tests above leave theirs running
+      const agent = `ov${i}`;
+      const ns = `overlap-${i}`;
+      const copyNs = defaultCopyNamespace('tenant-a', ns);
+      const label = `primary-${agent}`;
+      const config = writeConfig(dir, {
+        agentName: agent,
+        platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }],
+        serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
+        store: { path: join(dir, `${agent}.db`) },
+        resync: { schedule: '0 0 1 1 *', onStartup: true },
+        leaderElection: { enabled: false },
+        resources: [
+          ...(overlap.primaryConfigMaps ? [{ resource: 'configmaps', selector: { matchLabels: { role: label } } }] : []),
+          { group: GROUP, resource: 'databases', selector: { matchLabels: { overlap: String(i) } }, related: overlap.related },
+        ],
+      }, `${agent}.yaml`);
+      const log = join(dir, `${agent}.log`);
+      let process = await startRelsync(config, log);
+      try {
+        await a.ensureNamespace(ns);
+        const createDatabase = (name: string, spec: Record<string, unknown>) => a.createDatabase(ns, name, spec, { overlap: String(i) });
+        const expected = await overlap.setup({ ns, copyNs, label, createDatabase });
+        const want = expected.map((e) => (e.startsWith('back ') ? `${e.split(' ')[1]} ${ns}/${e.split(' ')[2]}` : `${e.split(' ')[0]} ${copyNs}/${e.split(' ')[1]}`));
+        await eventually(`every copy exists (${want.join(', ')})`, async () => {
+          const all = new Set([...(await copiesOn(svc, agent)).keys(), ...(await copiesOn(a, agent)).keys()]);
+          return want.every((w) => all.has(w));
+        }, 30_000);
+        await eventually('every relation synced', async () => {
+          const states = Object.values(await relationStates('tenant-a', ns, 'db', config));
+          return states.length > 0 && states.every((s) => s === 'synced');
+        }, 30_000);
+        await process.stop();
+        const uids = { service: await copiesOn(svc, agent), tenant: await copiesOn(a, agent) };
+        assert.equal(uids.service.size + uids.tenant.size, want.length, `exactly the expected copies: ${[...uids.service.keys(), ...uids.tenant.keys()].join(', ')}`);
+
+        let before = await writeCountsNow();
+        const result = await sweepOnce(config);
+        let after = await writeCountsNow();
+        assert.deepEqual({ removed: result.copiesRemoved, repaired: result.copiesRepaired, errors: result.errors }, { removed: 0, repaired: 0, errors: 0 }, 'relsync sweep');
+        assert.deepEqual([...writesBetween(before.service, after.service, SYNCED_TYPES), ...writesBetween(before.tenant, after.tenant, SYNCED_TYPES)], [], 'relsync sweep: API writes');
+        assert.deepEqual({ service: await copiesOn(svc, agent), tenant: await copiesOn(a, agent) }, uids, 'relsync sweep: the same copies, with the same uids');
+
+        before = await writeCountsNow();
+        const sweepsBefore = relsyncLogCount(process, 'sweep finished');
+        process = await startRelsync(config, log);
+        await eventually('the startup sweep finished', async () => relsyncLogCount(process, 'sweep finished') > sweepsBefore, 60_000);
+        after = await writeCountsNow();
+        assert.deepEqual([...writesBetween(before.service, after.service, SYNCED_TYPES), ...writesBetween(before.tenant, after.tenant, SYNCED_TYPES)], [], 'startup sweep: API writes');
+        assert.deepEqual({ service: await copiesOn(svc, agent), tenant: await copiesOn(a, agent) }, uids, 'startup sweep: the same copies, with the same uids');
+      } finally {
+        await process.stop();
+      }
+    });
+  });
+
 });
 
 /** relsync's log lines at level warn or above. */
