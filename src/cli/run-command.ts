@@ -2,6 +2,7 @@ import type { LevelWithSilent } from 'pino';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
+import { acquireReplicaLock } from '../store/replica-lock.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger } from '../util/logger.js';
 
@@ -17,10 +18,14 @@ export async function runCommand(options: RunOptions): Promise<void> {
   const logger = createLogger(options.logLevel);
   const config = loadConfigOrExit(options.config);
   let store;
+  let replica;
   try {
+    // The replica lock first: a second process on this store must not touch it at all.
+    replica = acquireReplicaLock(config.storePath);
     store = await openStore(config.storePath);
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, 'cannot open the store; nothing was started');
+    replica?.release();
     process.exit(1);
   }
   const controller = new AbortController();
@@ -38,7 +43,7 @@ export async function runCommand(options: RunOptions): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  const manager = new Manager({ config, store, logger, httpPort: options.http ? options.httpPort : undefined });
+  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined });
   try {
     await manager.start(controller.signal);
   } catch (err) {
@@ -53,5 +58,6 @@ export async function runCommand(options: RunOptions): Promise<void> {
     process.exit(1);
   }
   await store.close();
+  replica.release();
   logger.flush();
 }

@@ -1,9 +1,12 @@
 /**
  * Routes watch events to the primaries they concern, precisely:
  *
- * - a primary on a platform cluster → itself;
- * - a copy in the service cluster → the primary its marks name (or, when the
- *   marks were edited away, the primary the store says it copies);
+ * - a primary on a platform cluster → itself (relsync's copies there, of
+ *   service-origin objects, are never primaries, whatever their type);
+ * - a copy of a primary in the service cluster → the primary its marks name
+ *   (or, when the marks were edited away, the primary the store says it
+ *   copies); a related copy (it carries a content hash) is routed by the
+ *   store's relations like any related object;
  * - anything else → the primaries that own it as a related source or as a
  *   related copy, found through the store's by-source and by-destination
  *   indexes. Reference and template relations are stored resolved, even
@@ -21,6 +24,7 @@ import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { contentHash, contentOf } from '../sync/content.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
+import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
@@ -88,10 +92,10 @@ export class EventRouter {
     };
 
     // What an object is follows from its marks, not from its type alone: a type can be a primary
-    // type and a related type at once, and relsync's own copies are never primaries.
+    // type and a related type at once, and relsync's copies on a platform are never primaries.
     const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
-    if (primaryResource && this.platforms.has(cluster) && !marked) add({ resource: primaryResource, id });
+    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object)) add({ resource: primaryResource, id });
     if (primaryResource && cluster === this.options.serviceCluster) {
       // A copy of a primary: the primary its marks name (a copy can be written before the store
       // records it), or, when its marks were edited away, the primary the store says it copies. A

@@ -35,7 +35,7 @@ import { apiBindingType, bindingHandler } from './binding-watch.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
 import { LeaderElector, leaseType, liveLeader } from './leader-election.js';
-import { EventRouter } from './event-router.js';
+import { EventRouter, identityOf } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper, type SweepResult } from './sweeper.js';
 import { SweepReads } from './sweep-snapshot.js';
@@ -57,6 +57,8 @@ export interface ManagerOptions {
   /** HTTP port for health and metrics; undefined: no server. 0: any free port. */
   readonly httpPort?: number | undefined;
   readonly onHttpListening?: (port: number) => void;
+  /** This replica's identity in the leader Lease (store/replica-lock.ts); default: host and pid. */
+  readonly identity?: string;
 }
 
 interface Wiring {
@@ -81,9 +83,11 @@ export class Manager {
   private elector: LeaderElector | undefined;
   /** The current term's wiring (the HTTP server reads it). */
   private wiring: Wiring | undefined;
-  private readonly identity = `${hostname()}-${process.pid}`;
+  private readonly identity: string;
 
-  constructor(private readonly options: ManagerOptions) {}
+  constructor(private readonly options: ManagerOptions) {
+    this.identity = options.identity ?? `${hostname()}-${process.pid}`;
+  }
 
   /**
    * Runs until `signal` aborts. With leader election on, serves health
@@ -300,7 +304,12 @@ export class Manager {
       const ownWrites = new OwnWrites();
       // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
       const sweepReads = new SweepReads(new LiveReads(clusters));
-      const reconciler = new PrimaryReconciler({ agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, readsFor: (id) => sweepReads.readsFor(id) });
+      const reconciler = new PrimaryReconciler({
+        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites,
+        readsFor: (id) => sweepReads.readsFor(id),
+        // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
+        onDeleted: (id) => sweepReads.noteObject(id),
+      });
       const queue = new WorkQueue<PrimaryKey>({
         key: primaryKeyString,
         concurrency: config.workers,
@@ -353,7 +362,7 @@ export class Manager {
         onEvent: async (change, object) => {
           const cluster = w.scope.of(p.cluster, object);
           if (cluster === undefined) return;
-          w.sweepReads.noteObject(cluster, p.type, object.metadata.namespace ?? '', object.metadata.name ?? '');
+          w.sweepReads.noteObject(identityOf(cluster, p.type, object));
           await w.router.route(cluster, p.type, object, change);
         },
         onList: async (items) => {

@@ -175,9 +175,9 @@ export class SweepReads {
     this.changedObjects.clear();
   }
 
-  /** A watch event arrived for this object. */
-  noteObject(cluster: string, type: ResourceType, namespace: string, name: string): void {
-    if (this.tracking) this.changedObjects.add(`${typeKey(cluster, type)}\u0000${namespace}/${name}`);
+  /** A watch event arrived for this object, or a reconcile deleted it. */
+  noteObject(id: ObjectIdentity): void {
+    if (this.tracking) this.changedObjects.add(`${typeKey(id.cluster, id)}\u0000${id.namespace}/${id.name}`);
   }
 
   /** A watch event was routed to this primary. */

@@ -26,7 +26,8 @@ import { describeIdentity, identityKey } from '../store/identity.js';
 import { copyPairKey, type RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
-import { isRelatedCopy, markedSource } from '../sync/marks.js';
+import { copyOf, isServiceOriginCopy, type CopyContext } from '../sync/copy-of.js';
+import { matchesSelector } from '../rules/label-selector.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { ObjectIdentity } from '../store/identity.js';
 import type { Metrics } from '../server/metrics.js';
@@ -122,7 +123,7 @@ export class Sweeper {
     const queued = new Map<string, PrimaryKey>();
     const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(primaryKeyString({ resource, id }), { resource, id });
     const lists: ListedObjects[] = [];
-    /** Primaries whose reconcile failed: the store may not hold their copy yet, so it is not an orphan. */
+    /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
     reads.begin();
     try {
@@ -143,8 +144,8 @@ export class Sweeper {
         for (const [cluster, part] of scope.split(watch.cluster, items)) {
           lists.push({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
           if (resource && clusters.isPlatform(cluster)) {
-            // relsync's own copies (a service-origin copy of a primary type) are never primaries.
-            const primaries = part.filter((item) => markedSource(item, this.options.agentName) === undefined);
+            // relsync's copies on a platform (of service-origin objects) are never primaries.
+            const primaries = part.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
             counts.primariesSeen += primaries.length;
             for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
             // Stored but not listed: deleted while nobody watched.
@@ -174,8 +175,8 @@ export class Sweeper {
     for (const { cluster, type, items } of lists) {
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       for (const item of items) {
-        const source = markedSource(item, this.options.agentName);
-        if (!source || failed.has(identityKey(source)) || accounted.has(copyPairKey(source, identityOf(cluster, type, item)))) continue;
+        const copy = copyOf(this.copyContext(), cluster, type, item);
+        if (!copy || (copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounted.has(copyPairKey(copy.source, identityOf(cluster, type, item)))) continue;
         try {
           await this.deleteIfOrphan(cluster, type, item);
         } catch (err) {
@@ -196,22 +197,38 @@ export class Sweeper {
     phases.cleanupMs = lap();
   }
 
+  private copyContext(): CopyContext {
+    const { agentName, clusters, resources } = this.options;
+    return { agentName, serviceCluster: clusters.service.name, isPlatform: (c) => clusters.isPlatform(c), resources };
+  }
+
   /**
    * Deletes a copy whose marks name a source that no stored primary or
    * relation copies to it, after a fresh GET: a reconcile may have claimed it
-   * since the LIST (a claim is stored before the claimer reads the copy, so a
-   * delete that races it is routed to the claimer, which writes it again).
+   * since the LIST. A related copy's claim is stored before the claimer reads
+   * the copy, so a delete that races it is routed to the claimer, which writes
+   * the copy again. A primary's copy is written before the store records the
+   * primary, so a primary that exists (and is synced) keeps its copy here.
    */
   private async deleteIfOrphan(cluster: string, type: ResourceType, listed: KubeObject): Promise<void> {
-    const { agentName, store } = this.options;
-    const client = this.options.clusters.client(cluster, type);
+    const { store, clusters } = this.options;
+    const client = clusters.client(cluster, type);
     const current = await client.get(listed.metadata.namespace ?? '', listed.metadata.name ?? '');
-    const source = current && current.metadata.uid === listed.metadata.uid ? markedSource(current, agentName) : undefined;
+    const copy = current && current.metadata.uid === listed.metadata.uid ? copyOf(this.copyContext(), cluster, type, current) : undefined;
     const id = identityOf(cluster, type, listed);
-    if (!current || !source || (await store.accounts(source, id))) return;
+    if (!current || !copy || (await store.accounts(copy.source, id))) return;
+    if (copy.kind === 'primary' && !(await store.primary(copy.source)) && (await this.isLivePrimary(copy.source))) return;
     await client.delete(current.metadata.namespace ?? '', current.metadata.name ?? '', current.metadata.uid);
-    this.options.metrics.copiesRemoved.inc({ kind: isRelatedCopy(current) ? 'related' : 'primary' });
-    this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
+    this.options.metrics.copiesRemoved.inc({ kind: copy.kind });
+    this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
+  }
+
+  /** A primary that exists, is not being deleted and is selected: its reconcile owns its copy. */
+  private async isLivePrimary(id: ObjectIdentity): Promise<boolean> {
+    const resource = this.options.resources.find((r) => sameType(r.primaryType, id));
+    if (!resource || !this.options.clusters.has(id.cluster) || this.options.clusters.isUnbound(id.cluster)) return false;
+    const primary = await this.options.clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
+    return primary !== undefined && !primary.metadata.deletionTimestamp && (!resource.selector || matchesSelector(resource.selector, primary.metadata.labels));
   }
 
   /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */

@@ -141,7 +141,9 @@ export class WorkQueue<T> {
         } else {
           const attempt = this.failures.get(key) ?? 0;
           this.failures.set(key, attempt + 1);
-          const delay = Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000);
+          // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner.
+          const retryAfterMs = retryAfterOf(err) * 1000;
+          const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000), retryAfterMs);
           this.options.onError?.(item, err, delay);
           this.addAfter(item, delay);
         }
@@ -154,4 +156,10 @@ export class WorkQueue<T> {
       }
     }
   }
+}
+
+/** Seconds an error asks to wait before retrying (ApiError's retryAfterSeconds), else 0. */
+function retryAfterOf(err: unknown): number {
+  const value = (err as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(value, 300) : 0;
 }

@@ -9,6 +9,8 @@ export class ApiError extends Error {
     readonly path: string,
     statusCode: number,
     body: string,
+    /** The Retry-After header, which takes precedence over the Status's retryAfterSeconds. */
+    retryAfterHeader?: number,
   ) {
     let message = body.slice(0, 500);
     let reason: string | undefined;
@@ -25,7 +27,7 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.statusCode = statusCode;
     this.reason = reason;
-    this.retryAfterSeconds = retryAfterSeconds;
+    this.retryAfterSeconds = retryAfterHeader ?? retryAfterSeconds;
   }
 }
 

@@ -8,8 +8,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
 import { ApiError } from './api-error.js';
+import { Credentials } from './credentials.js';
 
 export interface ConnectionOptions {
   /** Name used in logs, metrics and identities. */
@@ -32,11 +32,10 @@ export interface RequestOptions {
 /** Counts requests per verb, for metrics and benchmarks. */
 export type RequestObserver = (cluster: string, method: string, statusCode: number) => void;
 
-/** TLS options and credentials from the kubeconfig, and the one keep-alive agent, shared by a connection and those derived from it. */
+/** Credentials and the one keep-alive agent, shared by a connection and those derived from it. */
 interface Transport {
   readonly agent: https.Agent | http.Agent;
-  readonly options: https.RequestOptions;
-  readonly ready: Promise<void>;
+  readonly credentials: Credentials;
   observer: RequestObserver | undefined;
 }
 
@@ -53,23 +52,18 @@ export class Connection {
     this.name = options.name;
     this.metricsName = options.name;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    const kubeConfig = new KubeConfig();
-    if (options.kubeconfig) {
-      kubeConfig.loadFromFile(options.kubeconfig);
-      if (options.context) kubeConfig.setCurrentContext(options.context);
-    } else {
-      kubeConfig.loadFromCluster();
+    let credentials: Credentials;
+    try {
+      credentials = new Credentials({ kubeconfig: options.kubeconfig, context: options.context });
+    } catch (err) {
+      throw new Error(`cluster ${options.name}: ${(err as Error).message}`, { cause: err });
     }
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error(`cluster ${options.name}: the kubeconfig has no current cluster`);
-    const server = cluster.server.replace(/\/+$/, '');
+    const server = credentials.server;
     this.server = server;
     this.resolveServer = () => Promise.resolve(server);
-    const tlsOptions: https.RequestOptions = {};
     this.transport = {
       agent: server.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true, maxSockets: 32 }),
-      options: tlsOptions,
-      ready: kubeConfig.applyToHTTPSOptions(tlsOptions),
+      credentials,
       observer: undefined,
     };
   }
@@ -110,21 +104,35 @@ export class Connection {
 
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const res = await this.open(method, path, options, this.requestTimeoutMs);
-    const text = await readBody(res);
-    const status = res.statusCode ?? 0;
-    this.observer?.(this.metricsName, method, status);
-    if (status < 200 || status >= 300) throw new ApiError(method, path, status, text);
-    return (text ? JSON.parse(text) : undefined) as T;
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.open(method, path, options, this.requestTimeoutMs);
+      const text = await readBody(res);
+      const status = res.statusCode ?? 0;
+      this.observer?.(this.metricsName, method, status);
+      if (status === 401 && attempt === 0) {
+        // Expired or rotated credentials: apply them afresh and try once more.
+        this.transport.credentials.invalidate();
+        continue;
+      }
+      if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterOf(res));
+      return (text ? JSON.parse(text) : undefined) as T;
+    }
   }
 
   /** Opens a streaming request (a watch); the caller reads and closes the response. */
   async stream(path: string, options: RequestOptions): Promise<http.IncomingMessage> {
-    const res = await this.open('GET', path, options, 0);
-    const status = res.statusCode ?? 0;
-    this.observer?.(this.metricsName, 'WATCH', status);
-    if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res));
-    return res;
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.open('GET', path, options, 0);
+      const status = res.statusCode ?? 0;
+      this.observer?.(this.metricsName, 'WATCH', status);
+      if (status === 401 && attempt === 0) {
+        res.resume();
+        this.transport.credentials.invalidate();
+        continue;
+      }
+      if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res), retryAfterOf(res));
+      return res;
+    }
   }
 
   /** Closes the shared agent: this connection and every one derived from it. */
@@ -133,15 +141,14 @@ export class Connection {
   }
 
   private async open(method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<http.IncomingMessage> {
-    await this.transport.ready;
+    const { headers: auth, tls } = await this.transport.credentials.current();
     this.server ??= (await this.resolveServer()).replace(/\/+$/, '');
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const tls = this.transport.options;
-    const headers: Record<string, string> = { Accept: 'application/json', ...(tls.headers as Record<string, string>) };
+    const headers: Record<string, string> = { Accept: 'application/json', ...auth };
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
@@ -169,6 +176,12 @@ export class Connection {
       req.end(body);
     });
   }
+}
+
+/** The Retry-After header in seconds (429, 503), when it is a number. */
+function retryAfterOf(res: http.IncomingMessage): number | undefined {
+  const value = Number(res.headers['retry-after']);
+  return Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
 function readBody(res: http.IncomingMessage): Promise<string> {

@@ -23,9 +23,10 @@ import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
-import type { RelationState } from '../store/schema.js';
+import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
+import { isServiceOriginCopy } from './copy-of.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
@@ -46,11 +47,16 @@ export interface ReconcilerDeps {
   readonly conflictRetryMs?: number;
   /** Where one reconcile of this primary reads objects (a sweep's snapshot, see controller/sweep-snapshot.ts); default: the API servers. */
   readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
+  /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
+  readonly onDeleted?: (copy: ObjectIdentity) => void;
 }
 
 const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
 
-type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
+type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'> & {
+  /** Nothing will announce that this failure is over (a namespace relsync may not create): look again soon. */
+  readonly retrySoon?: boolean;
+};
 
 /** A relation this reconcile is about to act on, stored as pending before it does. */
 type Claim = Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>;
@@ -95,8 +101,8 @@ export class PrimaryReconciler {
     // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
-    // relsync's own copies are never primaries (a service-origin copy whose type is a primary type).
-    if (!primary || primary.metadata.deletionTimestamp || this.isOwnCopy(primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
+    // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
+    if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
       return this.finalize(resource, id, primary, record?.copy);
     }
     if (record && record.uid !== primary.metadata.uid) {
@@ -146,7 +152,11 @@ export class PrimaryReconciler {
     // queue then runs this primary again) instead of being missed.
     const plans = resource.rules.map((rule) => this.plan({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } }));
     const selectors = plans.flatMap((p) => (p.selector ? [p.selector] : []));
-    await this.recordIntent(id, synced, copyId, record, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors);
+    // The stored relations are read once: only this reconcile writes this primary's rows meanwhile.
+    const stored = await this.keptRelations(id);
+    const storedSelectors = new Map((await store.selectorsOf(id)).map((s) => [s.ruleId, s.selector]));
+    const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
+    let relations = await this.recordIntent(id, synced, copyId, record, stored, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors, selectorsChanged);
 
     const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
@@ -161,13 +171,15 @@ export class PrimaryReconciler {
     // Claim what selector and inverse rules found before touching any copy: another primary's
     // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
     // and keeps it, or, if it already decided, its delete is routed here by the claim and this
-    // primary writes the copy again. No interleaving of two reconciles ends without the copy.
-    await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors);
+    // primary writes the copy again. No interleaving of two reconciles ends without the copy, as long
+    // as the copy's DELETED event (or, after a watch gap, the relist) is delivered, which the list/watch
+    // loop guarantees.
+    relations = await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, relations, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors, false);
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one.
-    const kept = await this.keptRelations(id);
-    await this.releaseStale(resource, id, found.flatMap((f) => (f.keepStored ? kept.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    const kept = stored;
+    await this.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? kept.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
@@ -187,9 +199,11 @@ export class PrimaryReconciler {
     for (const c of conflicts) {
       await this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
     }
-    const state = problems.length > 0 ? 'error' : 'synced';
-    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? null }, outcomes, selectors);
-    return conflicts.length > 0 ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+    // A primary reads as synced only when every relation is (or waits for its source to exist).
+    const failed = outcomes.find((o) => o.state === 'error');
+    const state: PrimaryState = problems.length > 0 || failed ? 'error' : conflicts.length > 0 ? 'conflict' : 'synced';
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null }, outcomes, selectors);
+    return conflicts.length > 0 || outcomes.some((o) => o.retrySoon) ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
   /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
@@ -214,18 +228,22 @@ export class PrimaryReconciler {
    * read, so that one created meanwhile is routed here) and again with what
    * selector and inverse rules found (before any copy is written).
    */
-  private async recordIntent(id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, stored: Pick<PrimaryRecord, 'state' | 'message'> | undefined, claims: readonly Claim[], selectors: readonly SelectorRecord[]): Promise<void> {
-    const { store } = this.deps;
-    const relations = await store.relationsOf(id);
-    const known = new Set(relations.map((r) => `${r.ruleId}\u0000${identityKey(r.source)}\u0000${identityKey(r.destination)}`));
-    const fresh: RelationOutcome[] = claims
-      .filter((c) => !known.has(`${c.ruleId}\u0000${identityKey(c.source)}\u0000${identityKey(c.destination)}`))
-      .map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
-    const storedSelectors = new Map((await store.selectorsOf(id)).map((s) => [s.ruleId, s.selector]));
-    const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
-    if (stored !== undefined && fresh.length === 0 && !selectorsChanged) return;
-    const kept = relations.map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
-    await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: stored?.state ?? 'synced', message: stored?.message ?? null }, [...kept, ...fresh], selectors);
+  private async recordIntent(
+    id: ObjectIdentity,
+    primary: KubeObject,
+    copyId: ObjectIdentity,
+    record: Pick<PrimaryRecord, 'state' | 'message'> | undefined,
+    relations: readonly RelationOutcome[],
+    claims: readonly Claim[],
+    selectors: readonly SelectorRecord[],
+    selectorsChanged: boolean,
+  ): Promise<RelationOutcome[]> {
+    const known = new Set(relations.map(claimKey));
+    const fresh: RelationOutcome[] = claims.filter((c) => !known.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
+    if (record !== undefined && fresh.length === 0 && !selectorsChanged) return [...relations];
+    const next = [...relations, ...fresh];
+    await this.deps.store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: record?.state ?? 'synced', message: record?.message ?? null }, next, selectors);
+    return next;
   }
 
   /**
@@ -301,6 +319,7 @@ export class PrimaryReconciler {
       if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), id)) {
         if (!copy.metadata.deletionTimestamp) {
           await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
+          this.deps.onDeleted?.(copyId);
           this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
           logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
         }
@@ -348,6 +367,7 @@ export class PrimaryReconciler {
     const copy = await copies.get(copyId.namespace, copyId.name);
     if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), owner)) {
       await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
+      this.deps.onDeleted?.(copyId);
       this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
     }
   }
@@ -439,6 +459,7 @@ export class PrimaryReconciler {
     if (!source) {
       if (existing && marked && sameIdentity(marked, pair.source)) {
         await dests.delete(pair.destination.namespace, pair.destination.name, existing.metadata.uid);
+        this.deps.onDeleted?.(pair.destination);
         metrics.copiesRemoved.inc({ kind: 'related' });
       }
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
@@ -459,15 +480,25 @@ export class PrimaryReconciler {
     if (existing && !(marked && sameIdentity(marked, pair.source))) return conflict();
     const write = async (current: KubeObject | undefined): Promise<void> => {
       if (!current) {
-        if (pair.destination.cluster === clusters.service.name && pair.destination.namespace) await this.ensureNamespace(reads, pair.destination.cluster, pair.destination.namespace);
-        const created = await dests.create(pair.destination.namespace, {
+        const { namespace } = pair.destination;
+        if (pair.destination.cluster === clusters.service.name && namespace) await this.ensureNamespace(reads, pair.destination.cluster, namespace);
+        const body: KubeObject = {
           ...desired.fields,
           metadata: {
             name: pair.destination.name,
-            ...(pair.destination.namespace ? { namespace: pair.destination.namespace } : {}),
+            ...(namespace ? { namespace } : {}),
             labels: { ...desired.labels, ...marks.labels },
             annotations: { ...desired.annotations, ...marks.annotations },
           },
+        };
+        const created = await dests.create(namespace, body).catch(async (err: unknown) => {
+          // A service-origin copy into a platform namespace that does not exist (yet): create it, as
+          // relsync does in the service cluster, and where it may not, say so and look again soon.
+          if (!namespace || !isMissingNamespace(err)) throw err;
+          await this.ensureNamespace(this.live, pair.destination.cluster, namespace).catch((e: unknown) => {
+            throw isForbidden(e) ? new MissingNamespaceError(`namespace "${namespace}" does not exist in cluster ${pair.destination.cluster}, and relsync may not create it`) : e;
+          });
+          return dests.create(namespace, body);
         });
         this.deps.ownWrites?.record(pair.destination, created.metadata.resourceVersion);
         metrics.copiesWritten.inc({ kind: 'related', action: 'create' });
@@ -494,7 +525,15 @@ export class PrimaryReconciler {
         await write(now);
       }
     } catch (err) {
-      if (isConflict(err)) throw err; // a concurrent change (409): retry the whole reconcile
+      // A concurrent change (409), throttling (429), a server error or an unreachable cluster: the
+      // whole reconcile is retried with the work queue's backoff (after Retry-After, if given).
+      if (isConflict(err) || isTransient(err)) throw err;
+      if (err instanceof MissingNamespaceError) {
+        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
+        await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+        return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
+      }
+      // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
@@ -506,13 +545,12 @@ export class PrimaryReconciler {
    * Relations this primary had before and no longer resolves to: their copies go unless some
    * relation of this primary or another still copies the same source there.
    */
-  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, current: readonly Claim[]): Promise<void> {
-    const { store } = this.deps;
+  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
     const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => `${identityKey(r.source)}\u0000${identityKey(r.destination)}`;
     const keep = new Set(current.map(pairKey));
-    for (const old of await store.relationsOf(owner)) {
+    for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
-      if ((await store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
+      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
       await this.deleteRelatedCopy(resource, old);
     }
   }
@@ -529,6 +567,7 @@ export class PrimaryReconciler {
     const existing = await dests.get(dest.namespace, dest.name);
     if (existing && isOwnedBy(markedSource(existing, this.deps.agentName), source)) {
       await dests.delete(dest.namespace, dest.name, existing.metadata.uid);
+      this.deps.onDeleted?.(dest);
       this.deps.metrics.copiesRemoved.inc({ kind: 'related' });
       this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     }
@@ -538,6 +577,25 @@ export class PrimaryReconciler {
   private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
     return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
   }
+}
+
+/** Worth retrying with backoff: throttling, server errors, and failures without an answer (resets, timeouts). */
+function isTransient(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return true;
+  return err.statusCode === 429 || err.statusCode >= 500;
+}
+
+/** A 404 to a create whose namespace does not exist (the API server names the namespace, not the object). */
+function isMissingNamespace(err: unknown): boolean {
+  return isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message);
+}
+
+class MissingNamespaceError extends Error {
+  override name = 'MissingNamespaceError';
+}
+
+function claimKey(c: Claim): string {
+  return `${c.ruleId}\u0000${identityKey(c.source)}\u0000${identityKey(c.destination)}`;
 }
 
 function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {

@@ -143,6 +143,22 @@ describe('ownership and garbage collection', () => {
 
   const writeCountsNow = async () => ({ service: await writeCounts(clusters.plane.service), tenant: await writeCounts(clusters.plane['tenant-a']) });
 
+  /**
+   * The writes since `before`, once a marker change to a primary has arrived at its copy (so
+   * the work queued before it, such as the reconciles of a startup, has been done), without the
+   * marker's own two writes (the test's, and relsync's update of the copy).
+   */
+  async function writesUpToMarker(before: Awaited<ReturnType<typeof writeCountsNow>>, ns: string, copyNs: string, name: string): Promise<string[]> {
+    const marker = String(Date.now());
+    await a.updateDatabase(ns, name, (d) => (d.spec = { ...d.spec, marker }));
+    await eventually('the marker change arrived', async () => (await svc.database(copyNs, name))?.spec?.marker === marker, 30_000);
+    const after = await writeCountsNow();
+    const writes = [...writesBetween(before.service, after.service, SYNCED_TYPES).map((w) => `service: ${w}`), ...writesBetween(before.tenant, after.tenant, SYNCED_TYPES).map((w) => `tenant: ${w}`)];
+    const markers = [`service: PUT databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`];
+    assert.deepEqual(writes.filter((w) => markers.includes(w)).sort(), markers, `the marker's own writes are seen: ${writes.join(', ')}`);
+    return writes.filter((w) => !markers.includes(w));
+  }
+
   const ns = defaultCopyNamespace('tenant-a', 'ov');
 
   it('converges with every type overlap configured', async () => {
@@ -211,7 +227,7 @@ describe('ownership and garbage collection', () => {
 
     let before = await counts();
     const result = await sweepOnce();
-    let after = await counts();
+    const after = await counts();
     assert.deepEqual({ removed: result.copiesRemoved, repaired: result.copiesRepaired, errors: result.errors }, { removed: 0, repaired: 0, errors: 0 });
     assert.deepEqual(writesBetween(before.service, after.service, SYNCED_TYPES), [], 'no write in the service cluster');
     assert.deepEqual(writesBetween(before.tenant, after.tenant, SYNCED_TYPES), [], 'no write on the platform');
@@ -222,9 +238,7 @@ describe('ownership and garbage collection', () => {
     const sweepsBefore = relsyncLogCount(relsync, 'sweep finished');
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await eventually('the startup sweep finished', async () => relsyncLogCount(relsync, 'sweep finished') > sweepsBefore, 60_000);
-    after = await counts();
-    assert.deepEqual(writesBetween(before.service, after.service, SYNCED_TYPES), [], 'the startup sweep writes nothing in the service cluster');
-    assert.deepEqual(writesBetween(before.tenant, after.tenant, SYNCED_TYPES), [], 'the startup sweep writes nothing on the platform');
+    assert.deepEqual(await writesUpToMarker(before, 'ov', ns, 'db1'), [], 'the start and its sweep write nothing');
     assert.deepEqual(await copiesOn(svc), uids.service);
     assert.deepEqual(await copiesOn(a), uids.tenant);
     assert.doesNotMatch(relsync.log(), /sweep deleted a copy that no rule resolves to any more.*"ov\b|deleted a related copy that no primary owns any more/);
@@ -241,32 +255,50 @@ describe('ownership and garbage collection', () => {
     await eventually('the moving ConfigMap is copied for its first owner', () => svc.configMap(rns, 'moving'), 30_000);
     await eventually('both secrets copied', async () => (await svc.secret(rns, 'one-sec')) && (await svc.secret(rns, 'two-sec')), 30_000);
 
-    // The interleaving that lost the copy: the new owner writes it and is then held (reading a
-    // later rule's copy) before it records the relation; meanwhile the old owner, which no longer
-    // matches, decides that nobody owns the copy and deletes it.
+    const copyPath = new RegExp(`^/api/v1/namespaces/${rns}/configmaps/moving$`);
     const secretPath = (name: string) => new RegExp(`^/api/v1/namespaces/${rns}/secrets/${name}$`);
-    const removeFaults = [
-      proxy.inject({ method: 'GET', path: secretPath('two-sec'), times: 1, action: { kind: 'delay', ms: 3000 } }),
-      proxy.inject({ method: 'GET', path: secretPath('one-sec'), times: 1, action: { kind: 'delay', ms: 1500 } }),
-    ];
-    try {
-      const movedAt = Date.now();
-      await a.putConfigMap('race', 'moving', { v: '2' }, { app: 'two' });
-      const held = () => proxy.requests.filter((r) => r.fault === 'delay' && (secretPath('one-sec').test(r.path) || secretPath('two-sec').test(r.path)));
-      await eventually('both owners\' reconciles passed the held requests', async () => held().filter((r) => r.status !== undefined).length === 2, 30_000);
-      const copy = await eventually('the copy exists with the new data', async () => ((await svc.configMap(rns, 'moving'))?.data?.v === '2' ? svc.configMap(rns, 'moving') : undefined), 15_000);
-      assert.equal(copy!.metadata!.annotations!['relsync.dev/source-name'], 'moving');
-      console.log(`moved between primaries: the copy has the new data ${Date.now() - movedAt} ms after the relabel (requests held 1.5 s and 3 s)`);
-      await eventually('the new owner\'s relation is synced, the old owner\'s gone', async () => {
-        const [one, two] = [await relationStates('tenant-a', 'race', 'one'), await relationStates('tenant-a', 'race', 'two')];
-        return one['cm-sel moving'] === undefined && two['cm-sel moving'] === 'synced';
-      });
-      // Still there once everything settled (a marker: a change to the ConfigMap arrives).
-      await a.putConfigMap('race', 'moving', { v: '3' }, { app: 'two' });
-      await eventually('a later change still arrives', async () => (await svc.configMap(rns, 'moving'))?.data?.v === '3', 15_000);
-    } finally {
-      for (const remove of removeFaults) remove();
-    }
+    const databasePath = (name: string) => new RegExp(`^/apis/${GROUP}/v1alpha1/namespaces/${rns}/databases/${name}$`);
+    const heldAndAnswered = (path: RegExp) => proxy.requests.some((r) => r.fault === 'delay' && path.test(r.path) && r.status !== undefined);
+    /** Relabels the ConfigMap from one owner to the other (with new data) under the given faults; the copy must end with that data. */
+    const move = async (from: string, to: string, v: string, faults: Array<Parameters<FaultProxy['inject']>[0]>, until: RegExp) => {
+      const removes = faults.map((f) => proxy.inject(f));
+      try {
+        const movedAt = Date.now();
+        await a.putConfigMap('race', 'moving', { v }, { app: to });
+        await eventually('the held requests were answered', async () => heldAndAnswered(until), 30_000);
+        const copy = await eventually(`the copy exists with data ${v}`, async () => ((await svc.configMap(rns, 'moving'))?.data?.v === v ? svc.configMap(rns, 'moving') : undefined), 15_000);
+        assert.equal(copy!.metadata!.annotations!['relsync.dev/source-name'], 'moving');
+        await eventually(`${to}'s relation is synced, ${from}'s gone`, async () => {
+          const [old, now] = [await relationStates('tenant-a', 'race', from), await relationStates('tenant-a', 'race', to)];
+          return old['cm-sel moving'] === undefined && now['cm-sel moving'] === 'synced';
+        });
+        return Date.now() - movedAt;
+      } finally {
+        for (const remove of removes) remove();
+      }
+    };
+
+    // 1. The interleaving that lost the copy before: the new owner writes it and is then held
+    // (reading a later rule's copy) before it records the relation, while the old owner, which no
+    // longer matches, decides that nobody owns the copy and deletes it.
+    const ms1 = await move('one', 'two', '2', [
+      { method: 'GET', path: secretPath('two-sec'), times: 1, action: { kind: 'delay', ms: 3000 } },
+      { method: 'GET', path: secretPath('one-sec'), times: 1, action: { kind: 'delay', ms: 1500 } },
+    ], secretPath('two-sec'));
+    // 2. The window of the claim: the old owner decides first (the new owner is held 1.5 s before
+    // it claims) and its DELETE is held 3 s, so the new owner claims, finds the copy in place and
+    // writes the new data before the DELETE lands; the DELETE's event must bring the copy back.
+    const ms2 = await move('two', 'one', '3', [
+      { method: 'GET', path: databasePath('one'), times: 1, action: { kind: 'delay', ms: 1500 } },
+      { method: 'DELETE', path: copyPath, times: 1, action: { kind: 'delay', ms: 3000 } },
+    ], copyPath);
+    const deleted = proxy.requests.find((r) => r.method === 'DELETE' && copyPath.test(r.path) && r.fault === 'delay');
+    assert.equal(deleted?.status, 200, 'the old owner\'s DELETE did land');
+    assert.ok(proxy.requests.some((r) => r.method === 'PUT' && copyPath.test(r.path) && r.status === 200 && r.at > deleted!.at && r.at < deleted!.at + 3000), 'the new owner wrote the copy while the DELETE was held');
+    console.log(`moved between primaries: the copy has the new data ${ms1} ms (new owner held before recording) and ${ms2} ms (old owner's DELETE held 3 s) after the relabel`);
+    // Still there once everything settled (a marker: a later change arrives).
+    await a.putConfigMap('race', 'moving', { v: '4' }, { app: 'one' });
+    await eventually('a later change still arrives', async () => (await svc.configMap(rns, 'moving'))?.data?.v === '4', 15_000);
   });
 
   it('a conflicting relation of another tenant does not keep a copy alive, and takes the destination over', async () => {
@@ -462,7 +494,7 @@ describe('ownership and garbage collection', () => {
 
         let before = await writeCountsNow();
         const result = await sweepOnce(config);
-        let after = await writeCountsNow();
+        const after = await writeCountsNow();
         assert.deepEqual({ removed: result.copiesRemoved, repaired: result.copiesRepaired, errors: result.errors }, { removed: 0, repaired: 0, errors: 0 }, 'relsync sweep');
         assert.deepEqual([...writesBetween(before.service, after.service, SYNCED_TYPES), ...writesBetween(before.tenant, after.tenant, SYNCED_TYPES)], [], 'relsync sweep: API writes');
         assert.deepEqual({ service: await copiesOn(svc, agent), tenant: await copiesOn(a, agent) }, uids, 'relsync sweep: the same copies, with the same uids');
@@ -471,8 +503,7 @@ describe('ownership and garbage collection', () => {
         const sweepsBefore = relsyncLogCount(process, 'sweep finished');
         process = await startRelsync(config, log);
         await eventually('the startup sweep finished', async () => relsyncLogCount(process, 'sweep finished') > sweepsBefore, 60_000);
-        after = await writeCountsNow();
-        assert.deepEqual([...writesBetween(before.service, after.service, SYNCED_TYPES), ...writesBetween(before.tenant, after.tenant, SYNCED_TYPES)], [], 'startup sweep: API writes');
+        assert.deepEqual(await writesUpToMarker(before, ns, copyNs, 'db'), [], 'start and startup sweep: API writes');
         assert.deepEqual({ service: await copiesOn(svc, agent), tenant: await copiesOn(a, agent) }, uids, 'startup sweep: the same copies, with the same uids');
       } finally {
         await process.stop();

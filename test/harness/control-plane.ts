@@ -293,6 +293,17 @@ export async function compactEtcd(plane: ControlPlane): Promise<number> {
   return revision;
 }
 
+/**
+ * Makes the API server accept exactly these bearer tokens (each for a user
+ * in system:masters) besides the admin token, and restarts it so that the
+ * list takes effect: a token left out stops being accepted.
+ */
+export async function acceptTokens(plane: ControlPlane, tokens: Record<string, string>): Promise<void> {
+  const lines = [`${plane.token},admin,admin-uid,"system:masters"`, ...Object.entries(tokens).map(([user, token]) => `${token},${user},${user}-uid,"system:masters"`)];
+  writeFileSync(join(plane.dir, 'tokens.csv'), `${lines.join('\n')}\n`);
+  await plane.restartApiServer();
+}
+
 /** Starts several control planes side by side. */
 export async function startControlPlanes(...names: string[]): Promise<ControlPlane[]> {
   return Promise.all(names.map((n) => startControlPlane(n)));

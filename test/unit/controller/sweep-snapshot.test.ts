@@ -121,7 +121,7 @@ describe('sweep reads', () => {
     const snapshot = reads.snapshotOf([{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared'), cm('copies', 'other')] }]);
     reads.use(snapshot);
     // e.g. another primary's reconcile deleted the copy: its DELETED event was routed to that primary only
-    reads.noteObject('service', configMaps, 'copies', 'shared');
+    reads.noteObject({ cluster: 'service', group: '', resource: 'configmaps', namespace: 'copies', name: 'shared' });
     assert.equal((await snapshot.get('service', configMaps, 'copies', 'shared'))?.metadata.labels?.live, 'true', 'the changed object is read live');
     assert.equal((await snapshot.get('service', configMaps, 'copies', 'other'))?.metadata.labels?.live, undefined, 'the others still come from the LIST');
     assert.deepEqual(live.asked, ['get service configmaps copies/shared']);

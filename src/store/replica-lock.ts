@@ -1,0 +1,55 @@
+/**
+ * The replica a store belongs to. A relsync process that runs with a store
+ * holds the store's replica lock for as long as it runs; the lock file keeps
+ * the replica's leader-election identity across restarts. So a process that
+ * restarts after a crash (SIGKILL, OOM) with the same store is the same
+ * replica: the Lease still names it, and it leads again at once instead of
+ * waiting a whole lease duration for its own stale record to expire.
+ *
+ * Two processes never share an identity: the lock is an exclusive SQLite
+ * lock on `<store>.replica` (locking_mode=EXCLUSIVE keeps it after the first
+ * write until the connection closes), which the operating system releases
+ * when the process dies, however it dies. A second process on the same store
+ * is refused; each replica needs a store of its own.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import Database from 'better-sqlite3';
+
+export class StoreInUseError extends Error {
+  override name = 'StoreInUseError';
+}
+
+export interface ReplicaLock {
+  /** This replica's identity in the leader Lease. */
+  readonly identity: string;
+  release(): void;
+}
+
+export function acquireReplicaLock(storePath: string): ReplicaLock {
+  const path = `${storePath}.replica`;
+  const db = new Database(path);
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = DELETE');
+    const identity = db.transaction(() => {
+      db.exec('CREATE TABLE IF NOT EXISTS replica (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, created_at TEXT NOT NULL)');
+      const row = db.prepare('SELECT identity FROM replica WHERE id = 1').get() as { identity: string } | undefined;
+      if (row) return row.identity;
+      const fresh = `${hostname()}-${randomBytes(4).toString('hex')}`;
+      db.prepare('INSERT INTO replica (id, identity, created_at) VALUES (1, ?, ?)').run(fresh, new Date().toISOString());
+      return fresh;
+    }).exclusive();
+    return {
+      identity,
+      release: () => db.close(),
+    };
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new StoreInUseError(`the store ${storePath} is in use by another relsync process (${path} is locked); each replica needs a store of its own`);
+    }
+    throw err;
+  }
+}

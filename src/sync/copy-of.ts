@@ -1,0 +1,60 @@
+/**
+ * Whether an object is one of relsync's copies, and of what: decided by the
+ * source its marks name and by where it lives, never by its type alone (a
+ * type can be a primary type and a related type at once).
+ *
+ * Marks can be wrong: a tenant writes any marks it likes on its own objects,
+ * and an operator in the service cluster may copy a copy's labels and
+ * annotations onto objects it creates. So an object counts as a copy only
+ * where relsync could have written it:
+ *
+ * - a copy of a primary lives in the service cluster, has its source's type,
+ *   names a source on a platform, and carries no content hash;
+ * - a related copy carries a content hash, and some rule copies the type its
+ *   marks name, from the side they name, to this object's type on this side
+ *   (platform → service for `origin: platform`, service → platform for
+ *   `origin: service`).
+ */
+import type { KubeObject } from '../kube/object.js';
+import { sameType, type ResourceType } from '../kube/resource-type.js';
+import type { ObjectIdentity } from '../store/identity.js';
+import { isRelatedCopy, markedSource } from './marks.js';
+import type { ResolvedResource } from './resolved-config.js';
+
+export interface CopyContext {
+  readonly agentName: string;
+  readonly serviceCluster: string;
+  readonly isPlatform: (cluster: string) => boolean;
+  readonly resources: readonly ResolvedResource[];
+}
+
+export interface CopyOf {
+  readonly source: ObjectIdentity;
+  readonly kind: 'primary' | 'related';
+}
+
+/** The source `object` (of `type`, in `cluster`) is a copy of, or undefined when it cannot be one of relsync's copies. */
+export function copyOf(context: CopyContext, cluster: string, type: ResourceType, object: KubeObject): CopyOf | undefined {
+  const source = markedSource(object, context.agentName);
+  if (!source) return undefined;
+  const toService = cluster === context.serviceCluster && context.isPlatform(source.cluster);
+  const toPlatform = context.isPlatform(cluster) && source.cluster === context.serviceCluster;
+  if (!toService && !toPlatform) return undefined;
+  if (!isRelatedCopy(object)) {
+    const isPrimaryType = context.resources.some((r) => sameType(r.primaryType, type));
+    return toService && isPrimaryType && sameType(source, type) ? { source, kind: 'primary' } : undefined;
+  }
+  const origin = toService ? 'platform' : 'service';
+  const ruled = context.resources.some((r) => r.rules.some((rule) => rule.origin === origin && sameType(rule.sourceType, source) && sameType(rule.destinationType, type)));
+  return ruled ? { source, kind: 'related' } : undefined;
+}
+
+/**
+ * Whether an object on a platform is relsync's copy of something in the
+ * service cluster (a service-origin copy): such an object is never a
+ * primary, whatever its type. Marks that name anything else (a tenant's
+ * forgery, say) do not make a primary stop being one.
+ */
+export function isServiceOriginCopy(agentName: string, serviceCluster: string, object: KubeObject): boolean {
+  return markedSource(object, agentName)?.cluster === serviceCluster;
+}
