@@ -141,7 +141,8 @@ export class WorkQueue<T> {
         } else {
           const attempt = this.failures.get(key) ?? 0;
           this.failures.set(key, attempt + 1);
-          // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner.
+          // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
+          // (a Retry-After over 5 minutes counts as 5 minutes).
           const retryAfterMs = retryAfterOf(err) * 1000;
           const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000), retryAfterMs);
           this.options.onError?.(item, err, delay);

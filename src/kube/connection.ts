@@ -114,7 +114,7 @@ export class Connection {
         this.transport.credentials.invalidate();
         continue;
       }
-      if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterOf(res));
+      if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterHeader(res));
       return (text ? JSON.parse(text) : undefined) as T;
     }
   }
@@ -130,7 +130,7 @@ export class Connection {
         this.transport.credentials.invalidate();
         continue;
       }
-      if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res), retryAfterOf(res));
+      if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res), retryAfterHeader(res));
       return res;
     }
   }
@@ -179,7 +179,7 @@ export class Connection {
 }
 
 /** The Retry-After header in seconds (429, 503), when it is a number. */
-function retryAfterOf(res: http.IncomingMessage): number | undefined {
+function retryAfterHeader(res: http.IncomingMessage): number | undefined {
   const value = Number(res.headers['retry-after']);
   return Number.isFinite(value) && value >= 0 ? value : undefined;
 }

@@ -33,6 +33,9 @@ export interface AppliedCredentials {
   readonly tls: Pick<https.RequestOptions, 'ca' | 'cert' | 'key' | 'rejectUnauthorized'>;
 }
 
+/** invalidate() within this long of the last apply keeps what was applied. */
+const MIN_REAPPLY_MS = 5_000;
+
 export class Credentials {
   /** The API server's base URL (without a trailing slash), from the kubeconfig as first read. */
   readonly server: string;
@@ -40,6 +43,8 @@ export class Credentials {
   private tokenFile: string | undefined;
   private applied: { value: AppliedCredentials; at: number } | undefined;
   private applying: Promise<AppliedCredentials> | undefined;
+  /** Bumped by invalidate(): a refresh that started before it must not be kept. */
+  private generation = 0;
 
   constructor(
     private readonly source: CredentialSource,
@@ -56,7 +61,12 @@ export class Credentials {
   /** The credentials to send now: applied again once `refreshMs` has passed. */
   async current(): Promise<AppliedCredentials> {
     if (this.applied && this.now() - this.applied.at < this.refreshMs) return this.applied.value;
-    this.applying ??= this.apply().finally(() => (this.applying = undefined));
+    if (!this.applying) {
+      const applying = this.apply(this.generation).finally(() => {
+        if (this.applying === applying) this.applying = undefined;
+      });
+      this.applying = applying;
+    }
     return this.applying;
   }
 
@@ -66,7 +76,13 @@ export class Credentials {
    * be read now keeps the one read before.
    */
   invalidate(): void {
+    // Credentials applied a moment ago are as fresh as they get: a 401 now is not for staleness,
+    // and reloading again (an exec plugin run each time) against a server that refuses them all
+    // would only add load. The caller's retry with backoff takes it from here.
+    if (this.applied && this.now() - this.applied.at < MIN_REAPPLY_MS) return;
+    this.generation++;
     this.applied = undefined;
+    this.applying = undefined;
     try {
       this.config = load(this.source);
       this.tokenFile = this.source.kubeconfig ? tokenFileOf(this.source.kubeconfig, this.config) : undefined;
@@ -75,7 +91,7 @@ export class Credentials {
     }
   }
 
-  private async apply(): Promise<AppliedCredentials> {
+  private async apply(generation: number): Promise<AppliedCredentials> {
     const options: https.RequestOptions = {};
     await this.config.applyToHTTPSOptions(options);
     const headers: Record<string, string> = {};
@@ -85,7 +101,7 @@ export class Credentials {
     if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
     if (this.tokenFile) headers.Authorization = `Bearer ${readFileSync(this.tokenFile, 'utf8').trim()}`;
     const value: AppliedCredentials = { headers, tls: { ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized } };
-    this.applied = { value, at: this.now() };
+    if (generation === this.generation) this.applied = { value, at: this.now() };
     return value;
   }
 }
@@ -109,7 +125,13 @@ function load(source: CredentialSource): KubeConfig {
 function tokenFileOf(kubeconfigPath: string, config: KubeConfig): string | undefined {
   const userName = config.getCurrentUser()?.name;
   if (!userName) return undefined;
-  const raw = parse(readFileSync(kubeconfigPath, 'utf8')) as { users?: Array<{ name?: string; user?: Record<string, unknown> }> } | null;
+  let raw: { users?: Array<{ name?: string; user?: Record<string, unknown> }> } | null;
+  try {
+    raw = parse(readFileSync(kubeconfigPath, 'utf8')) as typeof raw;
+  } catch {
+    // client-node read it a moment ago; a parse error here (its message could quote a token) says nothing new
+    return undefined;
+  }
   const user = raw?.users?.find((u) => u.name === userName)?.user;
   if (typeof user?.token === 'string' && user.token !== '') return undefined; // a token given inline wins, as in kubectl
   const file = user?.tokenFile ?? user?.['token-file'];

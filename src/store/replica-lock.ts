@@ -10,10 +10,13 @@
  * lock on `<store>.replica` (locking_mode=EXCLUSIVE keeps it after the first
  * write until the connection closes), which the operating system releases
  * when the process dies, however it dies. A second process on the same store
- * is refused; each replica needs a store of its own.
+ * is refused; each replica needs a store of its own, on a local disk (file
+ * locks over NFS are not to be trusted). The identity is kept only on the
+ * host and at the path it was made for, so a copied store starts a new one.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 export class StoreInUseError extends Error {
@@ -33,12 +36,16 @@ export function acquireReplicaLock(storePath: string): ReplicaLock {
     db.pragma('busy_timeout = 0');
     db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = DELETE');
+    const host = hostname();
+    const where = resolve(storePath);
     const identity = db.transaction(() => {
-      db.exec('CREATE TABLE IF NOT EXISTS replica (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, created_at TEXT NOT NULL)');
-      const row = db.prepare('SELECT identity FROM replica WHERE id = 1').get() as { identity: string } | undefined;
-      if (row) return row.identity;
-      const fresh = `${hostname()}-${randomBytes(4).toString('hex')}`;
-      db.prepare('INSERT INTO replica (id, identity, created_at) VALUES (1, ?, ?)').run(fresh, new Date().toISOString());
+      db.exec('CREATE TABLE IF NOT EXISTS replica (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, host TEXT NOT NULL, store_path TEXT NOT NULL, created_at TEXT NOT NULL)');
+      const row = db.prepare('SELECT identity, host, store_path FROM replica WHERE id = 1').get() as { identity: string; host: string; store_path: string } | undefined;
+      // A copied store (cp -r into another replica's volume, a restored backup, a cloned volume on
+      // another pod) is not the same replica: only the same host and path keep the identity.
+      if (row && row.host === host && row.store_path === where) return row.identity;
+      const fresh = `${host}-${randomBytes(4).toString('hex')}`;
+      db.prepare('INSERT OR REPLACE INTO replica (id, identity, host, store_path, created_at) VALUES (1, ?, ?, ?, ?)').run(fresh, host, where, new Date().toISOString());
       return fresh;
     }).exclusive();
     return {

@@ -525,13 +525,19 @@ export class PrimaryReconciler {
         await write(now);
       }
     } catch (err) {
-      // A concurrent change (409), throttling (429), a server error or an unreachable cluster: the
-      // whole reconcile is retried with the work queue's backoff (after Retry-After, if given).
-      if (isConflict(err) || isTransient(err)) throw err;
       if (err instanceof MissingNamespaceError) {
         const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
         await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
         return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
+      }
+      // A concurrent change (409), throttling (429), a server error, expired credentials or an
+      // unreachable cluster: the whole reconcile is retried with the work queue's backoff (never
+      // sooner than Retry-After).
+      if (isConflict(err)) throw err;
+      if (isTransient(err)) {
+        // Until a retry lands, the primary does not read as synced.
+        await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
+        throw err;
       }
       // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
@@ -579,10 +585,14 @@ export class PrimaryReconciler {
   }
 }
 
-/** Worth retrying with backoff: throttling, server errors, and failures without an answer (resets, timeouts). */
+/**
+ * Worth retrying with backoff: throttling, server errors, credentials the API server refused even
+ * after they were applied afresh (a rotation still settling), and failures without an answer
+ * (resets, timeouts).
+ */
 function isTransient(err: unknown): boolean {
   if (!(err instanceof ApiError)) return true;
-  return err.statusCode === 429 || err.statusCode >= 500;
+  return err.statusCode === 401 || err.statusCode === 429 || err.statusCode >= 500;
 }
 
 /** A 404 to a create whose namespace does not exist (the API server names the namespace, not the object). */

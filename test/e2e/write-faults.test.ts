@@ -29,6 +29,8 @@ describe('write faults, credentials and restarts', () => {
   const serviceTokenFile = () => join(dir, 'service-token');
   const tenantTokenFile = () => join(dir, 'tenant-token');
   const execRuns = () => join(dir, 'exec-runs');
+  let kubeconfig: (name: string, server: string, ca: string, user: Record<string, unknown>) => string;
+  const caOf = (path: string) => /certificate-authority-data: ([A-Za-z0-9+/=]+)/.exec(readFileSync(path, 'utf8'))![1]!;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-write-faults-'));
@@ -39,13 +41,27 @@ describe('write faults, credentials and restarts', () => {
     // `tokenFile`, with the trailing newline such files have), an exec plugin for the tenant.
     writeFileSync(serviceTokenFile(), 'relsync-service-1\n');
     writeFileSync(tenantTokenFile(), 'relsync-tenant-1');
-    await Promise.all([acceptTokens(ps, { relsync: 'relsync-service-1' }), acceptTokens(pa, { relsync: 'relsync-tenant-1' })]);
+    await Promise.all([acceptTokens(ps, { relsync: 'relsync-service-1' }), acceptTokens(pa, { relsync: 'relsync-tenant-1', limited: { token: 'relsync-limited', groups: ['relsync-limited'] } })]);
+    // A second relsync below may do everything it needs on the tenant except create namespaces.
+    const rbac = a.objects;
+    await rbac.createClusterCustomObject({ group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterroles', body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'relsync-limited' },
+      rules: [
+        { apiGroups: [''], resources: ['configmaps', 'secrets', 'events'], verbs: ['*'] },
+        { apiGroups: [GROUP], resources: ['databases', 'databases/status'], verbs: ['*'] },
+        { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+      ],
+    } });
+    await rbac.createClusterCustomObject({ group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterrolebindings', body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'relsync-limited' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'relsync-limited' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'relsync-limited' }],
+    } });
     proxy = await startFaultProxy(ps);
-    const caOf = (kubeconfig: string) => /certificate-authority-data: ([A-Za-z0-9+/=]+)/.exec(readFileSync(kubeconfig, 'utf8'))![1]!;
     const plugin = join(dir, 'exec-token.sh');
     writeFileSync(plugin, `#!/bin/sh\necho run >> '${execRuns()}'\nprintf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat '${tenantTokenFile()}')"\n`);
     chmodSync(plugin, 0o755);
-    const kubeconfig = (name: string, server: string, ca: string, user: Record<string, unknown>) => {
+    kubeconfig = (name: string, server: string, ca: string, user: Record<string, unknown>) => {
       const path = join(dir, `${name}.kubeconfig`);
       writeFileSync(path, JSON.stringify({
         apiVersion: 'v1', kind: 'Config', 'current-context': name,
@@ -139,7 +155,9 @@ describe('write faults, credentials and restarts', () => {
     }, 20_000);
     assert.equal(parked.relations.find((r) => r.rule === 'config')?.state, 'error');
     assert.ok((await a.events('faults', 'refused')).some((e) => e.reason === 'RelatedSyncFailed' && /422/.test(e.message ?? '')), 'an Event says why');
-    assert.equal(proxy.requests.slice(from).filter((r) => r.method === 'PUT' && path.test(r.path)).length, 1, 'a refused write is not retried on its own');
+    assert.equal(proxy.requests.slice(from).filter((r) => r.method === 'PUT' && path.test(r.path)).length, 1, 'one write');
+    // The reconcile that met the refusal ended as done (it saved the error state), so no retry was scheduled.
+    assert.doesNotMatch(relsync.log(), /"primary":"tenant-a:databases\.demo\.relsync\.dev:faults\/refused"[^\n]*reconcile failed/, 'no retry loop');
     await a.putConfigMap('faults', 'refused-cfg', { v: '3' });
     await eventually('the next change lands', async () => (await svc.configMap(ns, 'refused-cfg'))?.data?.v === '3', 20_000);
     await eventually('and the primary reads as synced', async () => (await primaryState('refused')).state === 'synced');
@@ -151,6 +169,36 @@ describe('write faults, credentials and restarts', () => {
     await svc.putSecret(ns, 'landed-creds', { password: 'p' });
     const copy = await eventually('the copy arrives in a namespace that did not exist', () => a.secret('landing-landed', 'landed-creds'), 20_000);
     assert.equal(decode(copy, 'password'), 'p');
+  });
+
+  it('says so when it may not create that namespace, and delivers once the tenant creates it', async () => {
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    const config = writeConfig(dir, {
+      agentName: 'limited',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: kubeconfig('tenant-a-limited', pa.url, caOf(pa.kubeconfigPath), { token: 'relsync-limited' }) }],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: join(dir, 'limited.db') },
+      resync: { schedule: '0 0 1 1 *', onStartup: false },
+      leaderElection: { enabled: false },
+      // Its own copy namespace, beside the other relsync's copies of the same primary.
+      resources: [{ group: GROUP, resource: 'databases', selector: { matchLabels: { limited: 'yes' } }, naming: { namespace: 'limited-{{ namespace }}' }, related: [
+        { id: 'landing', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-creds' }, namespace: { destination: 'walled-{{ name }}' } },
+      ] }],
+    }, 'limited.yaml');
+    const limited = await startRelsync(config, join(dir, 'limited.log'));
+    try {
+      await a.createDatabase('faults', 'walled', {}, { limited: 'yes' });
+      await eventually('walled copied', () => svc.database('limited-faults', 'walled'), 30_000);
+      await svc.putSecret('limited-faults', 'walled-creds', { password: 'p' });
+      await eventually('an Event names the namespace relsync may not create', async () => (await a.events('faults', 'walled')).some((e) => e.reason === 'RelatedSyncFailed' && /namespace "walled-walled" does not exist .* may not create it/.test(e.message ?? '')), 30_000);
+      await a.ensureNamespace('walled-walled');
+      const createdAt = Date.now();
+      const copy = await eventually('the copy arrives once the tenant created the namespace', () => a.secret('walled-walled', 'walled-creds'), 45_000);
+      assert.equal(decode(copy, 'password'), 'p');
+      console.log(`namespace created by the tenant: the copy arrived ${Date.now() - createdAt} ms later (relsync looks again every 30 s)`);
+    } finally {
+      await limited.stop();
+    }
   });
 
   it('keeps working when its token file and its exec plugin\'s token are rotated and the old ones stop working', async () => {
@@ -165,7 +213,9 @@ describe('write faults, credentials and restarts', () => {
     await a.createDatabase('faults', 'rotate2', { configMapName: 'rotate2-cfg' });
     await eventually('a change after the rotation arrives', async () => (await svc.configMap(ns, 'rotate-cfg'))?.data?.v === 'after-rotation', 60_000);
     await eventually('a primary created after the rotation is copied', () => svc.configMap(ns, 'rotate2-cfg'), 60_000);
-    console.log(`credentials rotated: converged ${Date.now() - rotatedAt} ms after both API servers took only the new tokens`);
+    const converged = Date.now() - rotatedAt;
+    console.log(`credentials rotated: converged ${converged} ms after both API servers took only the new tokens`);
+    assert.ok(converged < 10_000, 'after a 401, not after the 30 s refresh');
     assert.equal(relsync.child.exitCode, null);
     assert.equal(relsync.child.pid, pid, 'the same process');
     assert.ok(readFileSync(execRuns(), 'utf8').split('\n').filter(Boolean).length > runsBefore, 'the exec plugin ran again');
@@ -180,7 +230,7 @@ describe('write faults, credentials and restarts', () => {
     await eventually('the change made while it was down arrives', async () => (await svc.configMap(ns, 'killed-cfg'))?.data?.v === 'while-down', 30_000);
     const ms = Date.now() - startedAt;
     console.log(`restart after SIGKILL: the change made while down arrived ${ms} ms after the process started (lease duration 15 s)`);
-    assert.ok(ms < 5_000, `within 5 s of start (${ms} ms)`);
+    assert.ok(ms < 2_500, `within 2.5 s of start (${ms} ms; the issue's target is 2 s)`);
 
     const second = await runCli(['run', '--config', configPath, '--no-http']);
     assert.equal(second.code, 1);

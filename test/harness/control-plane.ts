@@ -294,12 +294,17 @@ export async function compactEtcd(plane: ControlPlane): Promise<number> {
 }
 
 /**
- * Makes the API server accept exactly these bearer tokens (each for a user
- * in system:masters) besides the admin token, and restarts it so that the
- * list takes effect: a token left out stops being accepted.
+ * Makes the API server accept exactly these bearer tokens besides the admin
+ * token, each for a user in system:masters unless groups are given, and
+ * restarts it so that the list takes effect: a token left out stops being
+ * accepted.
  */
-export async function acceptTokens(plane: ControlPlane, tokens: Record<string, string>): Promise<void> {
-  const lines = [`${plane.token},admin,admin-uid,"system:masters"`, ...Object.entries(tokens).map(([user, token]) => `${token},${user},${user}-uid,"system:masters"`)];
+export async function acceptTokens(plane: ControlPlane, tokens: Record<string, string | { token: string; groups: string[] }>): Promise<void> {
+  const line = (user: string, t: string | { token: string; groups: string[] }) => {
+    const { token, groups } = typeof t === 'string' ? { token: t, groups: ['system:masters'] } : t;
+    return `${token},${user},${user}-uid,"${groups.join(',')}"`;
+  };
+  const lines = [`${plane.token},admin,admin-uid,"system:masters"`, ...Object.entries(tokens).map(([user, t]) => line(user, t))];
   writeFileSync(join(plane.dir, 'tokens.csv'), `${lines.join('\n')}\n`);
   await plane.restartApiServer();
 }
