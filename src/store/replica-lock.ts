@@ -16,7 +16,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 export class StoreInUseError extends Error {
@@ -31,6 +32,7 @@ export interface ReplicaLock {
 
 export function acquireReplicaLock(storePath: string): ReplicaLock {
   const path = `${storePath}.replica`;
+  mkdirSync(dirname(resolve(path)), { recursive: true }); // as openStore does for the store
   const db = new Database(path);
   try {
     db.pragma('busy_timeout = 0');

@@ -8,12 +8,14 @@
  * annotations onto objects it creates. So an object counts as a copy only
  * where relsync could have written it:
  *
- * - a copy of a primary lives in the service cluster, has its source's type,
- *   names a source on a platform, and carries no content hash;
- * - a related copy carries a content hash, and some rule copies the type its
- *   marks name, from the side they name, to this object's type on this side
- *   (platform → service for `origin: platform`, service → platform for
- *   `origin: service`).
+ * - a copy of a primary lives in the service cluster, has its source's type
+ *   (a primary type), and names a source on a platform;
+ * - a related copy is one that some rule could have written: a rule copies
+ *   the type its marks name, from the side they name, to this object's type
+ *   on this side (platform → service for `origin: platform`, service →
+ *   platform for `origin: service`);
+ * - where both are possible, the content hash (on related copies only)
+ *   decides.
  */
 import type { KubeObject } from '../kube/object.js';
 import { sameType, type ResourceType } from '../kube/resource-type.js';
@@ -40,13 +42,15 @@ export function copyOf(context: CopyContext, cluster: string, type: ResourceType
   const toService = cluster === context.serviceCluster && context.isPlatform(source.cluster);
   const toPlatform = context.isPlatform(cluster) && source.cluster === context.serviceCluster;
   if (!toService && !toPlatform) return undefined;
-  if (!isRelatedCopy(object)) {
-    const isPrimaryType = context.resources.some((r) => sameType(r.primaryType, type));
-    return toService && isPrimaryType && sameType(source, type) ? { source, kind: 'primary' } : undefined;
-  }
+  const primaryPossible = toService && sameType(source, type) && context.resources.some((r) => sameType(r.primaryType, type));
   const origin = toService ? 'platform' : 'service';
-  const ruled = context.resources.some((r) => r.rules.some((rule) => rule.origin === origin && sameType(rule.sourceType, source) && sameType(rule.destinationType, type)));
-  return ruled ? { source, kind: 'related' } : undefined;
+  const relatedPossible = context.resources.some((r) => r.rules.some((rule) => rule.origin === origin && sameType(rule.sourceType, source) && sameType(rule.destinationType, type)));
+  // Where both are possible (a rule copies a primary type to itself), the content hash, which only
+  // related copies carry, tells them apart.
+  if (primaryPossible && relatedPossible) return { source, kind: isRelatedCopy(object) ? 'related' : 'primary' };
+  if (primaryPossible) return { source, kind: 'primary' };
+  if (relatedPossible) return { source, kind: 'related' };
+  return undefined;
 }
 
 /**
