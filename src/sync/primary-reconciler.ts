@@ -30,7 +30,7 @@ import { isServiceOriginCopy } from './copy-of.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
-import { CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -103,12 +103,14 @@ export class PrimaryReconciler {
 
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
     if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
-      return this.finalize(resource, id, primary, record?.copy);
+      return this.finalize(resource, id, primary, record?.copy, primary?.metadata.uid ?? record?.uid);
     }
     if (record && record.uid !== primary.metadata.uid) {
-      // Deleted and recreated while nobody looked: clean up the old one's copies first.
-      const result = await this.finalize(resource, id, undefined, record.copy);
-      if (result.requeueAfterMs !== undefined) return result;
+      // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
+      // already this one's). Related copies do not depend on the primary's uid: the ones this
+      // incarnation no longer resolves to are released below, like any stale relation.
+      const waiting = await this.removeCopy(resource, id, record.copy, record.uid);
+      if (waiting) return waiting;
     }
 
     const primaries = clusters.client(id.cluster, resource.primaryType);
@@ -311,24 +313,11 @@ export class PrimaryReconciler {
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
-  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined): Promise<Result> {
+  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uid: string | undefined): Promise<Result> {
     const { clusters, store, logger } = this.deps;
     if (copyId) {
-      const copies = clusters.client(copyId.cluster, resource.primaryType);
-      const copy = await copies.get(copyId.namespace, copyId.name);
-      if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), id)) {
-        if (!copy.metadata.deletionTimestamp) {
-          await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
-          this.deps.onDeleted?.(copyId);
-          this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
-          logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
-        }
-        // The service cluster's operator may hold the copy with its own finalizers: wait.
-        if (await copies.get(copyId.namespace, copyId.name)) {
-          await store.setPrimaryState(id, 'deleting', 'waiting for the copy in the service cluster to be deleted');
-          return { requeueAfterMs: 1000 };
-        }
-      }
+      const waiting = await this.removeCopy(resource, id, copyId, uid);
+      if (waiting) return waiting;
     }
     const shared: RelationRecord[] = [];
     for (const relation of await store.relationsOf(id)) {
@@ -359,6 +348,30 @@ export class PrimaryReconciler {
       logger.info({ logicalCluster: id.cluster }, 'every copy of an unbound workspace is removed; relsync forgets the workspace');
     }
     return done;
+  }
+
+  /**
+   * Deletes the copy of the primary `id` whose uid is `uid`, and waits until it is gone (the
+   * service cluster's operator may hold it with its own finalizers); a result while waiting. A
+   * copy whose marks name another uid is the copy of another incarnation of the same name (one
+   * that another replica, with a store of its own, already synced after a delete-and-recreate):
+   * it is left in place.
+   */
+  private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uid: string | undefined): Promise<Result | undefined> {
+    const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
+    const copy = await copies.get(copyId.namespace, copyId.name);
+    if (!copy || !isOwnedBy(markedSource(copy, this.deps.agentName), id) || copiesAnotherUid(copy, uid)) return undefined;
+    if (!copy.metadata.deletionTimestamp) {
+      await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
+      this.deps.onDeleted?.(copyId);
+      this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
+      this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
+    }
+    if (await copies.get(copyId.namespace, copyId.name)) {
+      await this.deps.store.setPrimaryState(id, 'deleting', 'waiting for the copy in the service cluster to be deleted');
+      return { requeueAfterMs: 1000 };
+    }
+    return undefined;
   }
 
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
@@ -602,6 +615,12 @@ function isMissingNamespace(err: unknown): boolean {
 
 class MissingNamespaceError extends Error {
   override name = 'MissingNamespaceError';
+}
+
+/** The copy's marks name a source uid, and it is not `uid` (copies without one, written by older relsync, name none). */
+function copiesAnotherUid(copy: KubeObject, uid: string | undefined): boolean {
+  const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
+  return uid !== undefined && uid !== '' && marked !== undefined && marked !== uid;
 }
 
 function claimKey(c: Claim): string {

@@ -370,6 +370,47 @@ describe('ownership and garbage collection', () => {
     assert.doesNotMatch(relsync.log(), /unable to parse requirement|reconcile failed.*db-xxxx/);
   });
 
+  it('a replica with a stale store leaves alone the copy another replica made of a recreated primary', async () => {
+    await relsync.stop();
+    // Two replicas with stores of their own (a failover), the same agent.
+    const replica = (name: string) => writeConfig(dir, {
+      agentName: 'fo',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
+      store: { path: join(dir, `fo-${name}.db`) },
+      resync: { schedule: '0 0 1 1 *', onStartup: false },
+      leaderElection: { enabled: false },
+      resources: [{ group: GROUP, resource: 'databases', selector: { matchLabels: { failover: 'yes' } }, naming: { namespace: 'fo-{{ namespace }}' }, related: [
+        { id: 'cfg', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+      ] }],
+    }, `fo-${name}.yaml`);
+    await a.ensureNamespace('fo');
+    await a.putConfigMap('fo', 'fo-cfg', { v: '1' });
+    const first = await startRelsync(replica('a'), join(dir, 'fo-a.log'));
+    await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' }, { failover: 'yes' });
+    await eventually('replica a synced p', () => svc.configMap('fo-fo', 'fo-cfg'), 30_000);
+    await first.stop();
+    // While a is away, p is deleted and created again, and replica b (another store) syncs the new one.
+    await a.updateDatabase('fo', 'p', (d) => (d.metadata.finalizers = []));
+    await a.deleteDatabase('fo', 'p');
+    await eventually('p deleted', async () => (await a.database('fo', 'p')) === undefined);
+    const recreated = await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' }, { failover: 'yes' });
+    const second = await startRelsync(replica('b'), join(dir, 'fo-b.log'));
+    await eventually('replica b synced the new p', async () => (await svc.database('fo-fo', 'p'))?.metadata.annotations?.['relsync.dev/source-uid'] === recreated.metadata.uid, 30_000);
+    await second.stop();
+    const before = { copy: (await svc.database('fo-fo', 'p'))!.metadata.uid, related: (await svc.configMap('fo-fo', 'fo-cfg'))!.metadata!.uid };
+
+    // Replica a is back, with a store that still knows the old p.
+    const back = await startRelsync(replica('a'), join(dir, 'fo-a.log'));
+    try {
+      await a.updateDatabase('fo', 'p', (d) => (d.spec = { ...d.spec, marker: 'after-failover' }));
+      await eventually('replica a processed the new p (a marker change arrived)', async () => (await svc.database('fo-fo', 'p'))?.spec?.marker === 'after-failover', 30_000);
+      assert.deepEqual({ copy: (await svc.database('fo-fo', 'p'))?.metadata.uid, related: (await svc.configMap('fo-fo', 'fo-cfg'))?.metadata?.uid }, before, 'the live copies were not deleted and made again');
+    } finally {
+      await back.stop();
+    }
+  });
+
   // The property for each type overlap alone (one overlap can hide another: an unfiltered watch
   // of a type, needed by one rule, replaced the filtered one that exposed the other's bug).
   const OVERLAPS: ReadonlyArray<{ title: string; related: unknown[]; primaryConfigMaps?: boolean; setup: (at: OverlapSite) => Promise<string[]> }> = [
