@@ -3,6 +3,10 @@ export class ApiError extends Error {
   readonly statusCode: number;
   readonly reason: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  /** The answer was a Kubernetes Status object (not, say, the plain "404 page not found" of a path no API serves). */
+  readonly isStatus: boolean;
+  /** The Status's details.name: which object the answer is about. */
+  readonly detailsName: string | undefined;
 
   constructor(
     readonly method: string,
@@ -15,11 +19,15 @@ export class ApiError extends Error {
     let message = body.slice(0, 500);
     let reason: string | undefined;
     let retryAfterSeconds: number | undefined;
+    let isStatus = false;
+    let detailsName: string | undefined;
     try {
-      const status = JSON.parse(body) as { message?: string; reason?: string; details?: { retryAfterSeconds?: number } };
+      const status = JSON.parse(body) as { kind?: string; message?: string; reason?: string; details?: { retryAfterSeconds?: number; name?: string } };
+      isStatus = status.kind === 'Status';
       message = status.message ?? message;
       reason = status.reason;
       retryAfterSeconds = status.details?.retryAfterSeconds;
+      detailsName = status.details?.name;
     } catch {
       // not a Status object: keep the raw text
     }
@@ -28,11 +36,22 @@ export class ApiError extends Error {
     this.statusCode = statusCode;
     this.reason = reason;
     this.retryAfterSeconds = retryAfterHeader ?? retryAfterSeconds;
+    this.isStatus = isStatus;
+    this.detailsName = detailsName;
   }
 }
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.statusCode === 404;
+}
+
+/**
+ * The API server says this object does not exist: a 404 Status with reason NotFound about this
+ * name. A 404 of the whole path (a type not served at the moment, a proxy, a kcp virtual workspace
+ * that is not ready) is no proof that an object is gone, and deleting copies on it would lose them.
+ */
+export function isObjectNotFound(err: unknown, name: string): boolean {
+  return err instanceof ApiError && err.statusCode === 404 && err.isStatus && err.reason === 'NotFound' && (err.detailsName === undefined || err.detailsName === name);
 }
 
 export function isConflict(err: unknown): boolean {

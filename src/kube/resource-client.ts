@@ -5,7 +5,7 @@
 import type { Connection, RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from './object.js';
 import { apiVersionOf, type ResourceType } from './resource-type.js';
-import { isNotFound } from './api-error.js';
+import { isNotFound, isObjectNotFound } from './api-error.js';
 
 export interface ListOptions {
   readonly namespace?: string | undefined;
@@ -35,7 +35,7 @@ export class ResourceClient {
     try {
       return this.withType(await this.connection.request<KubeObject>('GET', this.path(namespace, name)));
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isObjectNotFound(err, name)) return undefined;
       throw err;
     }
   }

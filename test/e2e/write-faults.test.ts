@@ -22,6 +22,7 @@ describe('write faults, credentials and restarts', () => {
   let a: ClusterClient;
   let svc: ClusterClient;
   let proxy: FaultProxy;
+  let tenantProxy: FaultProxy;
   let dir: string;
   let configPath: string;
   let relsync: RelsyncProcess;
@@ -58,6 +59,7 @@ describe('write faults, credentials and restarts', () => {
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'relsync-limited' }],
     } });
     proxy = await startFaultProxy(ps);
+    tenantProxy = await startFaultProxy(pa, 'tenant-proxy');
     const plugin = join(dir, 'exec-token.sh');
     writeFileSync(plugin, `#!/bin/sh\necho run >> '${execRuns()}'\nprintf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat '${tenantTokenFile()}')"\n`);
     chmodSync(plugin, 0o755);
@@ -73,7 +75,7 @@ describe('write faults, credentials and restarts', () => {
     };
     configPath = writeConfig(dir, {
       agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: kubeconfig('tenant-a', pa.url, caOf(pa.kubeconfigPath), { exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: plugin, args: [] } }) }],
+      platformClusters: [{ name: 'tenant-a', kubeconfig: kubeconfig('tenant-a', tenantProxy.url, caOf(pa.kubeconfigPath), { exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: plugin, args: [] } }) }],
       serviceCluster: { name: 'service', kubeconfig: kubeconfig('service', proxy.url, caOf(ps.kubeconfigPath), { tokenFile: serviceTokenFile() }) },
       store: { path: join(dir, 'relsync.db') },
       // Sweeps off: every retry below is the reconciler's own.
@@ -97,6 +99,7 @@ describe('write faults, credentials and restarts', () => {
   after(async () => {
     await relsync?.stop();
     await proxy?.close();
+    await tenantProxy?.close();
     await clusters?.stop();
   });
 
@@ -143,6 +146,20 @@ describe('write faults, credentials and restarts', () => {
       });
     });
   }
+
+  it('does not take a 404 of the whole path for a deleted primary', async () => {
+    await syncedPair('ghost');
+    const uids = async () => ({ copy: (await svc.database(ns, 'ghost'))?.metadata.uid, related: (await svc.configMap(ns, 'ghost-cfg'))?.metadata?.uid });
+    const before = await uids();
+    const path = /^\/apis\/demo\.relsync\.dev\/v1alpha1\/namespaces\/faults\/databases\/ghost$/;
+    const from = tenantProxy.requests.length;
+    // What an API server answers for a type it does not serve at the moment: not a Status, no object named.
+    tenantProxy.inject({ method: 'GET', path, times: 3, action: { kind: 'status', status: 404, text: '404 page not found\n' } });
+    await a.putConfigMap('faults', 'ghost-cfg', { v: '2' });
+    await eventually('the change arrives once the type is served again', async () => (await svc.configMap(ns, 'ghost-cfg'))?.data?.v === '2', 20_000);
+    assert.equal(tenantProxy.requests.slice(from).filter((r) => path.test(r.path) && r.fault === 'status').length, 3, 'the primary was read through three 404s');
+    assert.deepEqual(await uids(), before, 'the copies were not deleted for a primary that only seemed gone');
+  });
 
   it('parks a write the service cluster refuses, reports it, and does not read as synced until a change fixes it', async () => {
     const path = await syncedPair('refused');

@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import type { ControlPlane } from './control-plane.js';
 
 export type FaultAction =
-  | { readonly kind: 'status'; readonly status: number; readonly retryAfterSeconds?: number }
+  /** An answer without forwarding: a Kubernetes Status, or `text` as plain text (as for a path no API serves). */
+  | { readonly kind: 'status'; readonly status: number; readonly retryAfterSeconds?: number; readonly text?: string }
   | { readonly kind: 'reset' }
   | { readonly kind: 'delay'; readonly ms: number };
 
@@ -115,10 +116,10 @@ export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Prom
     switch (action.kind) {
       case 'status': {
         record.status = action.status;
-        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        const headers: Record<string, string> = { 'content-type': action.text === undefined ? 'application/json' : 'text/plain; charset=utf-8' };
         if (action.retryAfterSeconds !== undefined) headers['retry-after'] = String(action.retryAfterSeconds);
         res.writeHead(action.status, headers);
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `injected by the fault proxy (${action.status})`, code: action.status }));
+        res.end(action.text ?? JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `injected by the fault proxy (${action.status})`, code: action.status }));
         return;
       }
       case 'reset':
