@@ -103,13 +103,14 @@ export class PrimaryReconciler {
 
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
     if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
-      return this.finalize(resource, id, primary, record?.copy, primary?.metadata.uid ?? record?.uid);
+      // The copy may be of the stored incarnation or of this one (deleted and created again since).
+      return this.finalize(resource, id, primary, record?.copy, [record?.uid, primary?.metadata.uid]);
     }
     if (record && record.uid !== primary.metadata.uid) {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
       // already this one's). Related copies do not depend on the primary's uid: the ones this
       // incarnation no longer resolves to are released below, like any stale relation.
-      const waiting = await this.removeCopy(resource, id, record.copy, record.uid);
+      const waiting = await this.removeCopy(resource, id, record.copy, [record.uid]);
       if (waiting) return waiting;
     }
 
@@ -313,10 +314,10 @@ export class PrimaryReconciler {
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
-  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uid: string | undefined): Promise<Result> {
+  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uids: ReadonlyArray<string | undefined>): Promise<Result> {
     const { clusters, store, logger } = this.deps;
     if (copyId) {
-      const waiting = await this.removeCopy(resource, id, copyId, uid);
+      const waiting = await this.removeCopy(resource, id, copyId, uids);
       if (waiting) return waiting;
     }
     const shared: RelationRecord[] = [];
@@ -351,16 +352,16 @@ export class PrimaryReconciler {
   }
 
   /**
-   * Deletes the copy of the primary `id` whose uid is `uid`, and waits until it is gone (the
+   * Deletes the copy of the primary `id` whose uid is one of `uids`, and waits until it is gone (the
    * service cluster's operator may hold it with its own finalizers); a result while waiting. A
    * copy whose marks name another uid is the copy of another incarnation of the same name (one
    * that another replica, with a store of its own, already synced after a delete-and-recreate):
    * it is left in place.
    */
-  private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uid: string | undefined): Promise<Result | undefined> {
+  private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>): Promise<Result | undefined> {
     const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
     const copy = await copies.get(copyId.namespace, copyId.name);
-    if (!copy || !isOwnedBy(markedSource(copy, this.deps.agentName), id) || copiesAnotherUid(copy, uid)) return undefined;
+    if (!copy || !isOwnedBy(markedSource(copy, this.deps.agentName), id) || copiesAnotherUid(copy, uids)) return undefined;
     if (!copy.metadata.deletionTimestamp) {
       await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
       this.deps.onDeleted?.(copyId);
@@ -617,10 +618,11 @@ class MissingNamespaceError extends Error {
   override name = 'MissingNamespaceError';
 }
 
-/** The copy's marks name a source uid, and it is not `uid` (copies without one, written by older relsync, name none). */
-function copiesAnotherUid(copy: KubeObject, uid: string | undefined): boolean {
+/** The copy's marks name a source uid that is none of `uids` (copies without one, written by older relsync, name none). */
+function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefined>): boolean {
   const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
-  return uid !== undefined && uid !== '' && marked !== undefined && marked !== uid;
+  const known = uids.filter((u): u is string => u !== undefined && u !== '');
+  return known.length > 0 && marked !== undefined && !known.includes(marked);
 }
 
 function claimKey(c: Claim): string {

@@ -387,17 +387,23 @@ describe('ownership and garbage collection', () => {
     await a.ensureNamespace('fo');
     await a.putConfigMap('fo', 'fo-cfg', { v: '1' });
     const first = await startRelsync(replica('a'), join(dir, 'fo-a.log'));
-    await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' }, { failover: 'yes' });
-    await eventually('replica a synced p', () => svc.configMap('fo-fo', 'fo-cfg'), 30_000);
-    await first.stop();
+    try {
+      await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' }, { failover: 'yes' });
+      await eventually('replica a synced p', () => svc.configMap('fo-fo', 'fo-cfg'), 30_000);
+    } finally {
+      await first.stop();
+    }
     // While a is away, p is deleted and created again, and replica b (another store) syncs the new one.
     await a.updateDatabase('fo', 'p', (d) => (d.metadata.finalizers = []));
     await a.deleteDatabase('fo', 'p');
     await eventually('p deleted', async () => (await a.database('fo', 'p')) === undefined);
     const recreated = await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' }, { failover: 'yes' });
     const second = await startRelsync(replica('b'), join(dir, 'fo-b.log'));
-    await eventually('replica b synced the new p', async () => (await svc.database('fo-fo', 'p'))?.metadata.annotations?.['relsync.dev/source-uid'] === recreated.metadata.uid, 30_000);
-    await second.stop();
+    try {
+      await eventually('replica b synced the new p', async () => (await svc.database('fo-fo', 'p'))?.metadata.annotations?.['relsync.dev/source-uid'] === recreated.metadata.uid, 30_000);
+    } finally {
+      await second.stop();
+    }
     const before = { copy: (await svc.database('fo-fo', 'p'))!.metadata.uid, related: (await svc.configMap('fo-fo', 'fo-cfg'))!.metadata!.uid };
 
     // Replica a is back, with a store that still knows the old p.
@@ -406,6 +412,15 @@ describe('ownership and garbage collection', () => {
       await a.updateDatabase('fo', 'p', (d) => (d.spec = { ...d.spec, marker: 'after-failover' }));
       await eventually('replica a processed the new p (a marker change arrived)', async () => (await svc.database('fo-fo', 'p'))?.spec?.marker === 'after-failover', 30_000);
       assert.deepEqual({ copy: (await svc.database('fo-fo', 'p'))?.metadata.uid, related: (await svc.configMap('fo-fo', 'fo-cfg'))?.metadata?.uid }, before, 'the live copies were not deleted and made again');
+      assert.doesNotMatch(back.log(), /deleted the copy of a primary that is gone|deleted a related copy/);
+
+      // And the other way round: the tenant deletes p behind relsync's back (finalizer removed) and
+      // creates it again unselected: the copy names the deleted incarnation and goes at once.
+      await a.updateDatabase('fo', 'p', (d) => (d.metadata.finalizers = []));
+      await a.deleteDatabase('fo', 'p');
+      await eventually('p deleted', async () => (await a.database('fo', 'p')) === undefined);
+      await a.createDatabase('fo', 'p', { configMapName: 'fo-cfg' });
+      await eventually('the copy of the deleted incarnation is removed', async () => (await svc.database('fo-fo', 'p')) === undefined, 15_000);
     } finally {
       await back.stop();
     }
