@@ -16,7 +16,9 @@ export class ApiError extends Error {
     /** The Retry-After header, which takes precedence over the Status's retryAfterSeconds. */
     retryAfterHeader?: number,
   ) {
-    let message = body.slice(0, 500);
+    // An answer that is not a Status may be anything (an object echoed by a proxy or a webhook, a
+    // Secret among it): its text never goes into logs, Events or the store, only a short plain line.
+    let message = plainLine(body);
     let reason: string | undefined;
     let retryAfterSeconds: number | undefined;
     let isStatus = false;
@@ -24,12 +26,12 @@ export class ApiError extends Error {
     try {
       const status = JSON.parse(body) as { kind?: string; message?: string; reason?: string; details?: { retryAfterSeconds?: number; name?: string } };
       isStatus = status.kind === 'Status';
-      message = status.message ?? message;
-      reason = status.reason;
+      if (isStatus) message = (status.message ?? message).slice(0, 500);
+      reason = isStatus ? status.reason : undefined;
       retryAfterSeconds = status.details?.retryAfterSeconds;
       detailsName = status.details?.name;
     } catch {
-      // not a Status object: keep the raw text
+      // not JSON: plainLine() above said what may be said of it
     }
     super(`${method} ${path}: ${statusCode}${reason ? ` ${reason}` : ''}: ${message}`);
     this.name = 'ApiError';
@@ -68,4 +70,11 @@ export function isGone(err: unknown): boolean {
 
 export function isForbidden(err: unknown): boolean {
   return err instanceof ApiError && err.statusCode === 403;
+}
+
+/** The first line of a plain-text answer (`404 page not found`), or only its size when it looks like data. */
+function plainLine(body: string): string {
+  const line = body.split('\n', 1)[0]!.trim();
+  if (line.length > 0 && line.length <= 120 && !/[{}[\]"<>]/.test(line)) return line;
+  return `an answer of ${Buffer.byteLength(body)} bytes that is not a Kubernetes Status`;
 }

@@ -179,7 +179,8 @@ export class ListWatch {
         try {
           event = JSON.parse(line) as WatchEvent;
         } catch {
-          logger.warn({ watch: this.name, line: line.slice(0, 200) }, 'unparsable watch line; reconnecting');
+          // Its text is not logged: it may hold an object's data.
+          logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
           break;
         }
         if (event.type === 'ERROR') {

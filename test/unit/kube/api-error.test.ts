@@ -1,0 +1,30 @@
+// What an API error may say: a Status's message, or one short plain line; an
+// answer that looks like data (an object echoed back, a Secret among it) is
+// reported by its size only, so it never reaches logs, Events or the store.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError, isObjectNotFound } from '../../../src/kube/api-error.js';
+
+describe('API errors', () => {
+  it('says what a Status says, and which object it is about', () => {
+    const err = new ApiError('GET', '/api/v1/namespaces/a/secrets/s', 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'secrets "s" not found', details: { name: 's', kind: 'secrets' } }));
+    assert.match(err.message, /404 NotFound: secrets "s" not found/);
+    assert.equal(isObjectNotFound(err, 's'), true);
+    assert.equal(isObjectNotFound(err, 'other'), false, 'a NotFound about another object is no proof');
+  });
+
+  it('keeps a plain line such as "404 page not found", which is no proof that an object is gone', () => {
+    const err = new ApiError('GET', '/apis/x/v1/namespaces/a/things/t', 404, '404 page not found\n');
+    assert.match(err.message, /404: 404 page not found$/);
+    assert.equal(isObjectNotFound(err, 't'), false);
+  });
+
+  it('never repeats an answer that looks like data', () => {
+    const secret = JSON.stringify({ kind: 'Secret', metadata: { name: 's' }, data: { password: 'aHVudGVyMg==' }, stringData: { token: 'hunter2' } });
+    for (const body of [secret, `<html>${secret}</html>`, `error: ${secret}`]) {
+      const err = new ApiError('PUT', '/api/v1/namespaces/a/secrets/s', 500, body);
+      assert.doesNotMatch(err.message, /hunter2|aHVudGVyMg|password/, body);
+      assert.match(err.message, /an answer of \d+ bytes that is not a Kubernetes Status/);
+    }
+  });
+});
