@@ -4,6 +4,7 @@
  * is reported at start with its exact place in the file.
  */
 import type { TypeReference } from '../kube/discovery.js';
+import type { CopyPolicy } from './copy-policy.js';
 import type { JsonPath } from '../rules/json-path.js';
 import type { LabelSelector } from '../rules/label-selector.js';
 import type { Template } from '../rules/template.js';
@@ -85,4 +86,6 @@ export interface Config {
     readonly retryPeriodSeconds: number;
   };
   readonly resources: readonly PublishedResource[];
+  /** What of a source's metadata reaches its copy. */
+  readonly copy: CopyPolicy;
 }

@@ -2,6 +2,7 @@
  * Reads, validates and compiles the YAML config. Every problem is collected
  * (not only the first) and reported as `path.to.field: what is wrong`.
  */
+import { compileCopyPolicy } from './copy-policy.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -227,6 +228,7 @@ function compile(raw: RawConfig, file: string): Config {
     platformClusters: raw.platformClusters.map((c, i) => cluster(c, `platformClusters[${i}]`)),
     serviceCluster: cluster(raw.serviceCluster, 'serviceCluster'),
     storePath: absolute(raw.store.path),
+    copy: compileCopyPolicy(raw.copy.labels, raw.copy.annotations, raw.copy.secretTypes.deny),
     workers: raw.workers,
     resync: raw.resync,
     watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },

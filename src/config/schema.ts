@@ -3,6 +3,7 @@
  * errors (a typo must not be ignored silently). Defaults live here and are
  * documented in the README's "Configuration" section.
  */
+import { DEFAULT_KEY_ALLOW, DEFAULT_KEY_DENY, DEFAULT_SECRET_TYPE_DENY } from './copy-policy.js';
 import cron from 'node-cron';
 import { z } from 'zod';
 
@@ -172,6 +173,11 @@ const kcpSchema = z
   })
   .refine((k) => (k.apiExportEndpointSlice === undefined) !== (k.virtualWorkspaceUrl === undefined), 'give exactly one of "apiExportEndpointSlice" or "virtualWorkspaceUrl"');
 
+/** Key patterns: label or annotation keys where `*` matches any characters. */
+const keyPattern = z.string().min(1).regex(/^[A-Za-z0-9*._/-]+$/, 'must be a label or annotation key, with * for any characters');
+const keyRulesSchema = () =>
+  z.strictObject({ deny: z.array(keyPattern).default([...DEFAULT_KEY_DENY]), allow: z.array(keyPattern).default([...DEFAULT_KEY_ALLOW]) }).prefault({});
+
 export const configSchema = z
   .strictObject({
     /** Names this agent instance in the marks it puts on copies. */
@@ -221,6 +227,14 @@ export const configSchema = z
         idleTimeoutSeconds: z.number().int().min(1).optional(),
       })
       .refine((w) => w.idleTimeoutSeconds === undefined || w.idleTimeoutSeconds > w.timeoutSeconds, { message: 'idleTimeoutSeconds must be longer than timeoutSeconds', path: ['idleTimeoutSeconds'], when: onlyIfValid })
+      .prefault({}),
+    /** Which labels, annotations and Secret types of a source reach its copy (config/copy-policy.ts). */
+    copy: z
+      .strictObject({
+        labels: keyRulesSchema(),
+        annotations: keyRulesSchema(),
+        secretTypes: z.strictObject({ deny: z.array(z.string().min(1)).default([...DEFAULT_SECRET_TYPE_DENY]) }).prefault({}),
+      })
       .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),

@@ -307,6 +307,7 @@ export class Manager {
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites,
         readsFor: (id) => sweepReads.readsFor(id),
+        copyPolicy: config.copy,
         // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
         onDeleted: (id) => sweepReads.noteObject(id),
       });

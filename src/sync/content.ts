@@ -23,15 +23,27 @@ export interface CopyContent {
   readonly annotations: Record<string, string>;
 }
 
-export function contentOf(object: KubeObject): CopyContent {
-  const fields: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(object)) if (!notCopied.has(key)) fields[key] = value;
-  return { fields, labels: userMap(object.metadata.labels), annotations: userMap(object.metadata.annotations, droppedAnnotations) };
+/** What of an object's metadata is copied: the config's `copy` section (config/copy-policy.ts). */
+export interface MetadataFilter {
+  readonly copiesLabel: (key: string) => boolean;
+  readonly copiesAnnotation: (key: string) => boolean;
 }
 
-function userMap(map: Record<string, string> | undefined, drop?: Set<string>): Record<string, string> {
+const everything: MetadataFilter = { copiesLabel: () => true, copiesAnnotation: () => true };
+
+export function contentOf(object: KubeObject, filter: MetadataFilter = everything): CopyContent {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) if (!notCopied.has(key)) fields[key] = value;
+  return {
+    fields,
+    labels: userMap(object.metadata.labels, (k) => filter.copiesLabel(k)),
+    annotations: userMap(object.metadata.annotations, (k) => !droppedAnnotations.has(k) && filter.copiesAnnotation(k)),
+  };
+}
+
+function userMap(map: Record<string, string> | undefined, keep: (key: string) => boolean): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !isKcpKey(k) && !drop?.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !isKcpKey(k) && keep(k)) out[k] = v;
   return out;
 }
 

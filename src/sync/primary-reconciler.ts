@@ -12,6 +12,7 @@
  * 3. the store gets the outcome in one transaction.
  */
 import type { Logger } from 'pino';
+import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
@@ -47,6 +48,8 @@ export interface ReconcilerDeps {
   readonly conflictRetryMs?: number;
   /** Where one reconcile of this primary reads objects (a sweep's snapshot, see controller/sweep-snapshot.ts); default: the API servers. */
   readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
+  /** Which labels, annotations and Secret types are copied; default: the defaults of config/copy-policy.ts. */
+  readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
 }
@@ -84,7 +87,10 @@ export class PrimaryReconciler {
   private readonly finalizer: string;
   private readonly live: ObjectReads;
 
+  private readonly policy: CopyPolicy;
+
   constructor(private readonly deps: ReconcilerDeps) {
+    this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.finalizer = finalizerName(deps.agentName);
     this.live = new LiveReads(deps.clusters);
   }
@@ -409,7 +415,7 @@ export class PrimaryReconciler {
   }
 
   private async syncCopy(reads: ObjectReads, copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
-    const desired = contentOf(primary);
+    const desired = contentOf(primary, this.policy);
     const marks = withCopiedKeys(marksFor(this.deps.agentName, id, primary.metadata.uid), desired);
     const existing = await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
     const body: KubeObject = {
@@ -478,7 +484,20 @@ export class PrimaryReconciler {
       }
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
-    const desired = contentOf(source);
+    const refusal = isSecret(rule.sourceType) && typeof source.type === 'string' ? this.policy.secretTypeRefusal(source.type) : undefined;
+    if (refusal) {
+      // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
+      // written before the policy said so goes.
+      if (existing && marked && sameIdentity(marked, pair.source)) {
+        await dests.delete(pair.destination.namespace, pair.destination.name, existing.metadata.uid);
+        this.deps.onDeleted?.(pair.destination);
+        metrics.copiesRemoved.inc({ kind: 'related' });
+      }
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
+    const desired = contentOf(source, this.policy);
     const hash = contentHash(desired);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
@@ -623,6 +642,10 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
   const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
   const known = uids.filter((u): u is string => u !== undefined && u !== '');
   return known.length > 0 && marked !== undefined && !known.includes(marked);
+}
+
+function isSecret(type: { group: string; resource: string }): boolean {
+  return type.group === '' && type.resource === 'secrets';
 }
 
 function claimKey(c: Claim): string {

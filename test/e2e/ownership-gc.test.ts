@@ -370,6 +370,28 @@ describe('ownership and garbage collection', () => {
     assert.doesNotMatch(relsync.log(), /unable to parse requirement|reconcile failed.*db-xxxx/);
   });
 
+  it('copies no key a cluster-wide tool acts on, and no Secret that would mint a token', async () => {
+    await a.ensureNamespace('meta');
+    const mns = defaultCopyNamespace('tenant-a', 'meta');
+    await a.core.createNamespacedConfigMap({ namespace: 'meta', body: {
+      metadata: { name: 'labelled', labels: { 'app.kubernetes.io/name': 'db', 'argocd.argoproj.io/instance': 'take-me', team: 'x' }, annotations: { 'meta.helm.sh/release-name': 'adopt-me', note: 'kept' } },
+      data: { v: '1' },
+    } });
+    await a.core.createNamespacedSecret({ namespace: 'meta', body: { metadata: { name: 'sa-token', annotations: { 'kubernetes.io/service-account.name': 'default' } }, type: 'kubernetes.io/service-account-token', data: {} } });
+    await a.createDatabase('meta', 'm', { configMapName: 'labelled', secretName: 'sa-token' });
+    const copy = await eventually('the ConfigMap is copied', () => svc.configMap(mns, 'labelled'), 30_000);
+    assert.equal(copy.metadata?.labels?.['app.kubernetes.io/name'], 'db', 'recommended labels are copied');
+    assert.equal(copy.metadata?.labels?.team, 'x');
+    assert.equal(copy.metadata?.labels?.['argocd.argoproj.io/instance'], undefined, 'no Argo CD instance label');
+    assert.equal(copy.metadata?.annotations?.note, 'kept');
+    assert.equal(copy.metadata?.annotations?.['meta.helm.sh/release-name'], undefined, 'no Helm release annotation');
+    await eventually('an Event says why the Secret is not copied', async () => (await a.events('meta', 'm')).some((e) => e.reason === 'RelatedSyncFailed' && /Secrets of type kubernetes\.io\/service-account-token are not copied/.test(e.message ?? '')), 30_000);
+    // A marker: a later change of the primary's ConfigMap has arrived, so the Secret's turn has passed.
+    await a.putConfigMap('meta', 'labelled', { v: '2' });
+    await eventually('the marker arrived', async () => (await svc.configMap(mns, 'labelled'))?.data?.v === '2', 15_000);
+    assert.equal(await svc.secret(mns, 'sa-token'), undefined, 'the token Secret is not in the service cluster');
+  });
+
   it('a replica with a stale store leaves alone the copy another replica made of a recreated primary', async () => {
     await relsync.stop();
     // Two replicas with stores of their own (a failover), the same agent.

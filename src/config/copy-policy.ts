@@ -1,0 +1,58 @@
+/**
+ * What of a source's metadata may reach the other side. A tenant controls
+ * every label and annotation of its objects, and some keys make a
+ * cluster-wide tool act on the object that carries them (Argo CD and Flux
+ * adopt what carries their keys, Helm what carries its release annotations,
+ * Kubernetes components read their own `*.kubernetes.io` keys); a Secret of
+ * type `kubernetes.io/service-account-token` makes the service cluster mint a
+ * token. So keys are filtered by patterns, `*` matching any characters:
+ * a key is copied unless a `deny` pattern matches it and no `allow` pattern
+ * does; Secrets of a denied type are not copied at all.
+ */
+export const DEFAULT_KEY_DENY: readonly string[] = [
+  'kubernetes.io/*',
+  '*.kubernetes.io/*',
+  'k8s.io/*',
+  '*.k8s.io/*',
+  'argocd.argoproj.io/*',
+  '*.fluxcd.io/*',
+  'meta.helm.sh/*',
+];
+/** Recommended labels (`app.kubernetes.io/name`, …) describe the object and are copied. */
+export const DEFAULT_KEY_ALLOW: readonly string[] = ['app.kubernetes.io/*'];
+export const DEFAULT_SECRET_TYPE_DENY: readonly string[] = ['kubernetes.io/service-account-token', 'bootstrap.kubernetes.io/token'];
+
+export interface KeyRules {
+  readonly deny: readonly string[];
+  readonly allow: readonly string[];
+}
+
+export interface CopyPolicy {
+  /** Whether a label key (an annotation key) of a source goes to its copy. */
+  readonly copiesLabel: (key: string) => boolean;
+  readonly copiesAnnotation: (key: string) => boolean;
+  /** Why a Secret of this type is not copied, or undefined when it is. */
+  readonly secretTypeRefusal: (type: string) => string | undefined;
+}
+
+export function compileCopyPolicy(labels: KeyRules, annotations: KeyRules, secretTypesDeny: readonly string[]): CopyPolicy {
+  const denied = new Set(secretTypesDeny);
+  return {
+    copiesLabel: keyFilter(labels),
+    copiesAnnotation: keyFilter(annotations),
+    secretTypeRefusal: (type) => (denied.has(type) ? `Secrets of type ${type} are not copied (copy.secretTypes.deny)` : undefined),
+  };
+}
+
+/** The policy of a config without a `copy` section. */
+export const defaultCopyPolicy: CopyPolicy = compileCopyPolicy({ deny: DEFAULT_KEY_DENY, allow: DEFAULT_KEY_ALLOW }, { deny: DEFAULT_KEY_DENY, allow: DEFAULT_KEY_ALLOW }, DEFAULT_SECRET_TYPE_DENY);
+
+function keyFilter(rules: KeyRules): (key: string) => boolean {
+  const deny = rules.deny.map(globToRegExp);
+  const allow = rules.allow.map(globToRegExp);
+  return (key) => !deny.some((d) => d.test(key)) || allow.some((a) => a.test(key));
+}
+
+function globToRegExp(pattern: string): RegExp {
+  return new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`);
+}
