@@ -14,12 +14,24 @@ export const DEFAULT_KEY_DENY: readonly string[] = [
   '*.kubernetes.io/*',
   'k8s.io/*',
   '*.k8s.io/*',
-  'argocd.argoproj.io/*',
+  'argoproj.io/*',
+  '*.argoproj.io/*',
+  'fluxcd.io/*',
   '*.fluxcd.io/*',
   'meta.helm.sh/*',
+  'cert-manager.io/*',
+  '*.cert-manager.io/*',
+  // replicators copy what carries their keys into other namespaces: across tenants
+  'replicator.v1.mittwald.de/*',
+  'reflector.v1.k8s.emberstack.com/*',
+  'kubed.appscode.com/*',
 ];
-/** Recommended labels (`app.kubernetes.io/name`, …) describe the object and are copied. */
-export const DEFAULT_KEY_ALLOW: readonly string[] = ['app.kubernetes.io/*'];
+/**
+ * Recommended labels that describe the object are copied; `app.kubernetes.io/instance` (Argo CD's
+ * tracking label) and `app.kubernetes.io/managed-by` (Helm's) are not. A deny list can never name
+ * every tool: `deny: ['*']` with an allow list of the keys you need is the strict form.
+ */
+export const DEFAULT_KEY_ALLOW: readonly string[] = ['app.kubernetes.io/name', 'app.kubernetes.io/version', 'app.kubernetes.io/component', 'app.kubernetes.io/part-of'];
 export const DEFAULT_SECRET_TYPE_DENY: readonly string[] = ['kubernetes.io/service-account-token', 'bootstrap.kubernetes.io/token'];
 
 export interface KeyRules {

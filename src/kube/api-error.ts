@@ -24,12 +24,14 @@ export class ApiError extends Error {
     let isStatus = false;
     let detailsName: string | undefined;
     try {
-      const status = JSON.parse(body) as { kind?: string; message?: string; reason?: string; details?: { retryAfterSeconds?: number; name?: string } };
-      isStatus = status.kind === 'Status';
-      if (isStatus) message = (status.message ?? message).slice(0, 500);
-      reason = isStatus ? status.reason : undefined;
-      retryAfterSeconds = status.details?.retryAfterSeconds;
-      detailsName = status.details?.name;
+      const status = JSON.parse(body) as { kind?: unknown; message?: unknown; reason?: unknown; details?: { retryAfterSeconds?: unknown; name?: unknown } } | null;
+      isStatus = status?.kind === 'Status';
+      if (status && isStatus) {
+        if (typeof status.message === 'string') message = withoutValues(status.message).slice(0, 500);
+        reason = typeof status.reason === 'string' ? status.reason : undefined;
+        retryAfterSeconds = typeof status.details?.retryAfterSeconds === 'number' ? status.details.retryAfterSeconds : undefined;
+        detailsName = typeof status.details?.name === 'string' ? status.details.name : undefined;
+      }
     } catch {
       // not JSON: plainLine() above said what may be said of it
     }
@@ -77,4 +79,9 @@ function plainLine(body: string): string {
   const line = body.split('\n', 1)[0]!.trim();
   if (line.length > 0 && line.length <= 120 && !/[{}[\]"<>]/.test(line)) return line;
   return `an answer of ${Buffer.byteLength(body)} bytes that is not a Kubernetes Status`;
+}
+
+/** A Status message without the values validation quotes (`Invalid value: "…"` may be a Secret's). */
+function withoutValues(message: string): string {
+  return message.replace(/Invalid value: ("(?:[^"\\]|\\.)*"|[^\s,:]+)/g, 'Invalid value: (not shown)');
 }

@@ -115,7 +115,13 @@ export class Connection {
         continue;
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterHeader(res));
-      return (text ? JSON.parse(text) : undefined) as T;
+      if (!text) return undefined as T;
+      try {
+        return JSON.parse(text) as T;
+      } catch {
+        // JSON.parse's message quotes the text, which may hold an object's data
+        throw new Error(`${method} ${path}: the answer (${Buffer.byteLength(text)} bytes) is not JSON`);
+      }
     }
   }
 

@@ -133,6 +133,15 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
+    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy));
+    if (refused) {
+      // A primary that is a Secret of a denied type: never copied; a copy written before goes.
+      const message = `relsync does not copy this object: ${refused}`;
+      await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      if (record) await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
+      return done;
+    }
     const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.primaryType);
     if (resource.primaryType.namespaced) await this.ensureNamespace(reads, clusters.service.name, copyNamespace);
@@ -314,6 +323,11 @@ export class PrimaryReconciler {
     return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
   }
 
+  /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
+  private secretRefusal(type: { group: string; resource: string }, content: { fields: Record<string, unknown> }): string | undefined {
+    return isSecret(type) && typeof content.fields.type === 'string' ? this.policy.secretTypeRefusal(content.fields.type) : undefined;
+  }
+
   /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
   private isOwnCopy(object: KubeObject): boolean {
     return markedSource(object, this.deps.agentName) !== undefined;
@@ -484,7 +498,8 @@ export class PrimaryReconciler {
       }
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
-    const refusal = isSecret(rule.sourceType) && typeof source.type === 'string' ? this.policy.secretTypeRefusal(source.type) : undefined;
+    const desired = contentOf(source, this.policy);
+    const refusal = this.secretRefusal(rule.destinationType, desired);
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
@@ -497,7 +512,6 @@ export class PrimaryReconciler {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const desired = contentOf(source, this.policy);
     const hash = contentHash(desired);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };

@@ -390,6 +390,7 @@ describe('ownership and garbage collection', () => {
     await a.putConfigMap('meta', 'labelled', { v: '2' });
     await eventually('the marker arrived', async () => (await svc.configMap(mns, 'labelled'))?.data?.v === '2', 15_000);
     assert.equal(await svc.secret(mns, 'sa-token'), undefined, 'the token Secret is not in the service cluster');
+    assert.equal((await relationStates('tenant-a', 'meta', 'm'))['sec-p sa-token'], 'error', 'the relation says it is not synced');
   });
 
   it('a replica with a stale store leaves alone the copy another replica made of a recreated primary', async () => {

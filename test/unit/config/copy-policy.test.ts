@@ -9,8 +9,12 @@ import { ConfigError, loadConfig } from '../../../src/config/load-config.js';
 
 describe('copy policy', () => {
   it('by default keeps keys that describe an object and drops those a cluster-wide tool acts on', () => {
-    for (const key of ['app', 'team', 'example.com/owner', 'app.kubernetes.io/name', 'app.kubernetes.io/managed-by']) assert.equal(defaultCopyPolicy.copiesLabel(key), true, key);
-    for (const key of ['argocd.argoproj.io/instance', 'kustomize.toolkit.fluxcd.io/name', 'meta.helm.sh/release-name', 'kubernetes.io/service-account.name', 'pod-security.kubernetes.io/enforce', 'node-role.kubernetes.io/control-plane', 'k8s.io/x', 'x.k8s.io/y']) {
+    for (const key of ['app', 'team', 'example.com/owner', 'app.kubernetes.io/name', 'app.kubernetes.io/part-of']) assert.equal(defaultCopyPolicy.copiesLabel(key), true, key);
+    for (const key of [
+      'argocd.argoproj.io/instance', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'kustomize.toolkit.fluxcd.io/name', 'fluxcd.io/automated', 'meta.helm.sh/release-name',
+      'kubernetes.io/service-account.name', 'pod-security.kubernetes.io/enforce', 'node-role.kubernetes.io/control-plane', 'k8s.io/x', 'x.k8s.io/y', 'cert-manager.io/cluster-issuer',
+      'replicator.v1.mittwald.de/replicate-to', 'reflector.v1.k8s.emberstack.com/reflection-allowed',
+    ]) {
       assert.equal(defaultCopyPolicy.copiesLabel(key), false, key);
       assert.equal(defaultCopyPolicy.copiesAnnotation(key), false, key);
     }

@@ -19,6 +19,13 @@ describe('API errors', () => {
     assert.equal(isObjectNotFound(err, 't'), false);
   });
 
+  it('leaves out the values a validation message quotes', () => {
+    const body = JSON.stringify({ kind: 'Status', reason: 'Invalid', message: 'Thing.example.com "t" is invalid: spec.password: Invalid value: "hunter2": must be short, spec.n: Invalid value: 12345: too big' });
+    const err = new ApiError('PUT', '/apis/example.com/v1/namespaces/a/things/t', 422, body);
+    assert.doesNotMatch(err.message, /hunter2|12345/);
+    assert.match(err.message, /spec\.password: Invalid value: \(not shown\): must be short/);
+  });
+
   it('never repeats an answer that looks like data', () => {
     const secret = JSON.stringify({ kind: 'Secret', metadata: { name: 's' }, data: { password: 'aHVudGVyMg==' }, stringData: { token: 'hunter2' } });
     for (const body of [secret, `<html>${secret}</html>`, `error: ${secret}`]) {
