@@ -74,7 +74,11 @@ describe('production install', () => {
         return line ? (JSON.parse(line) as { port: number }).port : undefined;
       }, 20_000);
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
-      await eventually('/readyz answers 200', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200);
+      // 200 also while it campaigns ("ok: standby"); wait until it leads and its watches are in sync.
+      await eventually('/readyz says ok: leader', async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        return res.status === 200 && /^ok: leader/.test(await res.text());
+      }, 20_000);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       assert.match(metrics, /relsync_watch_events_total/);
       assert.match(metrics, /relsync_store_rows\{table="primaries"\} 0/);
