@@ -20,6 +20,11 @@
  *   A selector or inverse match that appeared after the LIST was routed, by
  *   its event, to the primaries whose stored selector or inverse rule finds
  *   it; those read live too.
+ * - An object a watch event arrived for since its LIST, or that a reconcile
+ *   deleted, is read live by get() for every primary, also those the event
+ *   was not routed to (another primary deleted a copy this one claims).
+ *   list() still answers with the listed versions: which objects match is
+ *   the routing's to keep up to date, as said above.
  */
 import type { KubeObject } from '../kube/object.js';
 import type { ResourceType } from '../kube/resource-type.js';

@@ -9,9 +9,12 @@
  *    from those LISTs instead of the API servers (sweep-snapshot.ts); every
  *    relation a stored primary has is re-resolved on the way, so objects the
  *    store knows but the lists no longer have are handled too;
- * 3. deletes copies (carrying this agent's marks) that no stored primary or
- *    relation accounts for any more, and store rows of types no longer
- *    configured.
+ * 3. deletes copies that no stored primary or relation accounts for any
+ *    more, found in every list, filtered or not (what counts as a copy, and
+ *    of what, follows from its marks and where it lives: sync/copy-of.ts;
+ *    a primary's copy is kept while its primary lives), and store rows of
+ *    types no longer configured. A LIST or a delete that fails is counted
+ *    and the rest of the sweep goes on.
  *
  * Its cost is one paginated LIST per watched (cluster, type) plus one
  * in-memory reconcile per primary, with API requests only for what differs:
