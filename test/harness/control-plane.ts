@@ -88,20 +88,32 @@ export function kubectlPath(): string {
   return path;
 }
 
+/** Ports this process handed out: never twice, even once they are free again. */
+const handedOut = new Set<number>();
+
+/**
+ * A free loopback port for a server a test starts. Taken below Linux's
+ * ephemeral range (32768–60999): a port the OS picks with listen(0) is free
+ * only until the server binds it, and meanwhile any outgoing connection on
+ * the machine may take it as its local port ("address already in use").
+ * Ports below the range are never handed to outgoing connections.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error('could not find a free port between 20000 and 32000');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address && typeof address === 'object') {
-        const { port } = address;
-        server.close(() => resolve(port));
-      } else {
-        reject(new Error('could not allocate a port'));
-      }
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
