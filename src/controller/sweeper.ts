@@ -68,7 +68,13 @@ export type SweepResult = SweepCounts & { readonly id: number; readonly duration
 export class Sweeper {
   private running = false;
 
-  constructor(private readonly options: SweeperOptions) {}
+  /** What the orphan check needs to tell a copy from anything else; built once, used per listed object. */
+  private readonly copies: CopyContext;
+
+  constructor(private readonly options: SweeperOptions) {
+    const { agentName, clusters, resources } = options;
+    this.copies = { agentName, serviceCluster: clusters.service.name, isPlatform: (c) => clusters.isPlatform(c), resources };
+  }
 
   get busy(): boolean {
     return this.running;
@@ -178,7 +184,7 @@ export class Sweeper {
     for (const { cluster, type, items } of lists) {
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       for (const item of items) {
-        const copy = copyOf(this.copyContext(), cluster, type, item);
+        const copy = copyOf(this.copies, cluster, type, item);
         if (!copy || (copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounted.has(copyPairKey(copy.source, identityOf(cluster, type, item)))) continue;
         try {
           await this.deleteIfOrphan(cluster, type, item);
@@ -200,11 +206,6 @@ export class Sweeper {
     phases.cleanupMs = lap();
   }
 
-  private copyContext(): CopyContext {
-    const { agentName, clusters, resources } = this.options;
-    return { agentName, serviceCluster: clusters.service.name, isPlatform: (c) => clusters.isPlatform(c), resources };
-  }
-
   /**
    * Deletes a copy whose marks name a source that no stored primary or
    * relation copies to it, after a fresh GET: a reconcile may have claimed it
@@ -217,7 +218,7 @@ export class Sweeper {
     const { store, clusters } = this.options;
     const client = clusters.client(cluster, type);
     const current = await client.get(listed.metadata.namespace ?? '', listed.metadata.name ?? '');
-    const copy = current && current.metadata.uid === listed.metadata.uid ? copyOf(this.copyContext(), cluster, type, current) : undefined;
+    const copy = current && current.metadata.uid === listed.metadata.uid ? copyOf(this.copies, cluster, type, current) : undefined;
     const id = identityOf(cluster, type, listed);
     if (!current || !copy || (await store.accounts(copy.source, id))) return;
     if (copy.kind === 'primary' && !(await store.primary(copy.source)) && (await this.isLivePrimary(copy.source))) return;

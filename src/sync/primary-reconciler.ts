@@ -196,8 +196,7 @@ export class PrimaryReconciler {
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one.
-    const kept = stored;
-    await this.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? kept.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    await this.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
@@ -205,7 +204,7 @@ export class PrimaryReconciler {
       problems.push(...result.problems);
       if (result.keepStored) {
         // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
-        outcomes.push(...kept.filter((r) => r.ruleId === plan.input.rule.id));
+        outcomes.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
       for (const pair of result.pairs) outcomes.push(await this.syncRelated(reads, plan.input.rule, pair, id, synced));
