@@ -148,7 +148,8 @@ async function main(): Promise<void> {
       { id: 'tmpl', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-tmpl' } },
       { id: 'sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
       { id: 'inv', origin: 'platform', resource: 'secrets', inverse: { label: OWNER } },
-      { id: 'svc', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-creds' } },
+      // The bench's "operator" writes these before the copies exist, so it cannot own them by reference.
+      { id: 'svc', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-creds' }, provenance: { anyInNamespace: true } },
     ].slice(0, M);
     const storePath = join(dir, 'relsync.db');
     const configPath = writeConfig(dir, {

@@ -107,7 +107,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
             { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
             { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.secretName' } },
             { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
-            { id: 'conn', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-conn' } },
+            // Its "operator" writes these at random, also before a copy exists: no ownerReference to give.
+            { id: 'conn', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-conn' }, provenance: { anyInNamespace: true } },
           ],
         },
       ],

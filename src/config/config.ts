@@ -49,6 +49,12 @@ export type RelatedFinder =
 
 export type Origin = 'platform' | 'service';
 
+/** What makes a service-side object the copy's own (origin service): see rules/provenance.ts. */
+export type Provenance =
+  | { readonly kind: 'ownerReference' }
+  | { readonly kind: 'label'; readonly key: string; readonly value: Template }
+  | { readonly kind: 'anyInNamespace' };
+
 export interface RelatedRule {
   readonly id: string;
   readonly origin: Origin;
@@ -57,6 +63,8 @@ export interface RelatedRule {
   readonly finder: RelatedFinder;
   readonly sourceNamespace: Template | undefined;
   readonly destinationNamespace: Template | undefined;
+  /** origin service: what a source must show to be the copy's; undefined for origin platform. */
+  readonly provenance: Provenance | undefined;
   /** `resources[0].related[1]`, for messages. */
   readonly where: string;
 }

@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import { parseJsonPath } from '../rules/json-path.js';
 import { buildSelector, labelKeyProblem, labelValueProblem } from '../rules/label-selector.js';
 import { Template } from '../rules/template.js';
-import type { ClusterConfig, Config, NameRewrite, OwnerPointer, PublishedResource, RelatedFinder, RelatedRule, SelectorTemplate } from './config.js';
+import type { ClusterConfig, Config, NameRewrite, OwnerPointer, Provenance, PublishedResource, RelatedFinder, RelatedRule, SelectorTemplate } from './config.js';
 import { publishedResourcesFromYaml } from './published-resource.js';
 import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
 
@@ -208,6 +208,7 @@ function compile(raw: RawConfig, file: string): Config {
         sourceNamespace: rule.namespace?.source === undefined ? undefined : template(rule.namespace.source, `${rw}.namespace.source`, primaryVariables),
         destinationNamespace:
           rule.namespace?.destination === undefined ? undefined : template(rule.namespace.destination, `${rw}.namespace.destination`, primaryVariables),
+        provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
         where: rw,
       };
     });
@@ -241,6 +242,22 @@ function compile(raw: RawConfig, file: string): Config {
   };
   if (problems.length > 0) throw new ConfigError(file, problems);
   return config;
+}
+
+/** A service-origin rule's provenance; safe by default: an ownerReference to the copy. */
+function provenance(
+  raw: RawRelatedRule['provenance'],
+  where: string,
+  template: (s: string, w: string, v: readonly string[]) => Template,
+  problems: ConfigProblem[],
+): Provenance {
+  if (raw?.anyInNamespace) return { kind: 'anyInNamespace' };
+  if (raw?.label) {
+    const p = labelKeyProblem(raw.label.key);
+    if (p) problems.push({ path: `${where}.label.key`, message: p });
+    return { kind: 'label', key: raw.label.key, value: template(raw.label.value, `${where}.label.value`, primaryVariables) };
+  }
+  return { kind: 'ownerReference' };
 }
 
 function finder(

@@ -108,6 +108,17 @@ const inverseRuleSchema = z
     'give exactly one of "label", "annotation", "ownerReference" or "namePattern"',
   );
 
+const provenanceSchema = z
+  .strictObject({
+    /** The source has an ownerReference to the primary's copy (its uid): the default. */
+    ownerReference: z.literal(true).optional(),
+    /** The source carries this label with this value (a template over the primary): a mark the operator sets. */
+    label: z.strictObject({ key: z.string().min(1), value: z.string().min(1) }).optional(),
+    /** Every object in the source namespace counts: only where the operator keeps nothing of its own there. */
+    anyInNamespace: z.literal(true).optional(),
+  })
+  .refine((p) => [p.ownerReference, p.label, p.anyInNamespace].filter((v) => v !== undefined).length === 1, 'give exactly one of "ownerReference", "label" or "anyInNamespace"');
+
 export const relatedRuleSchema = z
   .strictObject({
     id: z.string().regex(dnsLabel, 'must be a lowercase DNS label'),
@@ -121,6 +132,11 @@ export const relatedRuleSchema = z
     inverse: inverseRuleSchema.optional(),
     /** Namespaces; default: the primary's (or its copy's) namespace on each side. */
     namespace: z.strictObject({ source: z.string().min(1).optional(), destination: z.string().min(1).optional() }).optional(),
+    /**
+     * origin service only: what makes a service-side object the copy's, so that a tenant cannot
+     * name one of the provider's; default: an ownerReference to the copy (see rules/provenance.ts).
+     */
+    provenance: provenanceSchema.optional(),
   })
   .superRefine(oneOfResourceOrKind)
   .superRefine((rule, ctx) => {
@@ -130,6 +146,9 @@ export const relatedRuleSchema = z
         code: 'custom',
         message: `give exactly one way to find the objects: "reference", "template", "selector" or "inverse" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`,
       });
+    }
+    if (rule.provenance && rule.origin !== 'service') {
+      ctx.addIssue({ code: 'custom', path: ['provenance'], message: 'only a rule with origin: service has a provenance (a platform-side source is the tenant\'s own)' });
     }
     const sel = rule.selector;
     if (sel && !sel.allowEmpty && Object.keys(sel.matchLabels ?? {}).length === 0 && (sel.matchExpressions ?? []).length === 0) {

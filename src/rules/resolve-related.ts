@@ -41,6 +41,15 @@ export function objectNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Why a rendered namespace cannot be used ("is empty", ...), or undefined. */
+export function namespaceProblem(namespace: string): string | undefined {
+  if (namespace === '') return 'is empty';
+  if (namespace.length > 63 || !dnsLabel.test(namespace)) return `"${namespace}" is not a valid namespace name (a DNS label of at most 63 characters)`;
+  return undefined;
+}
+
 /** Which side is the source for this rule, and the namespaces on each side. */
 export interface Sides {
   readonly sourceObject: KubeObject;
@@ -126,9 +135,19 @@ function toPairs(
   for (const { source, destination, namespace } of names) {
     const dest = destination ?? source;
     const sourceNamespace = namespace ?? sides.sourceNamespace;
-    const bad = objectNameProblem(source) ?? (sourceNamespace || !rule.sourceType.namespaced ? undefined : 'has no namespace');
+    const bad = objectNameProblem(source);
     if (bad) {
       problems.push(`rule ${rule.id}: source name "${source}" ${bad}`);
+      continue;
+    }
+    const badNamespace = rule.sourceType.namespaced ? namespaceProblem(sourceNamespace) : undefined;
+    if (badNamespace) {
+      problems.push(`rule ${rule.id}: the source namespace of "${source}" ${badNamespace}`);
+      continue;
+    }
+    const badDestNamespace = rule.destinationType.namespaced ? namespaceProblem(sides.destNamespace) : undefined;
+    if (badDestNamespace) {
+      problems.push(`rule ${rule.id}: the destination namespace ${badDestNamespace}`);
       continue;
     }
     const badDest = objectNameProblem(dest);

@@ -19,7 +19,8 @@ import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
 import { labelValueProblem, matchesSelector, selectorQuery } from '../rules/label-selector.js';
-import { objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
+import { provenanceProblem } from '../rules/provenance.js';
+import { namespaceProblem, objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
@@ -124,7 +125,7 @@ export class PrimaryReconciler {
     const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = resource.naming.namespace.render(context);
     const copyName = resource.naming.name.render(context);
-    const nameProblem = (resource.primaryType.namespaced ? dnsLabelProblem(copyNamespace, 'copy namespace') : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
+    const nameProblem = (resource.primaryType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
       await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: { ...id, cluster: clusters.service.name }, state: 'error', message: nameProblem }, []);
@@ -207,7 +208,7 @@ export class PrimaryReconciler {
         outcomes.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of result.pairs) outcomes.push(await this.syncRelated(reads, plan.input.rule, pair, id, synced));
+      for (const pair of result.pairs) outcomes.push(await this.syncRelated(reads, plan.input, pair, id));
     }
 
     // The recorder logs each warning as it records it (see event-recorder.ts).
@@ -231,6 +232,9 @@ export class PrimaryReconciler {
     if (finder.kind === 'selector') {
       const sides = sidesOf(input);
       const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
+      // An empty namespace would LIST every namespace of the source cluster: never what a rule means.
+      const badNamespace = rule.sourceType.namespaced ? namespaceProblem(namespace) : undefined;
+      if (badNamespace) return { input, problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`] };
       const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
       if (!rendered.selector) return { input, problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`) };
       return { input, selector: { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector } };
@@ -278,7 +282,7 @@ export class PrimaryReconciler {
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
       const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector });
-      return pairsForObjects(input, items.filter((o) => !this.isOwnCopy(o)));
+      return pairsForObjects(input, items.filter((o) => !this.isOwnCopy(o) && this.isProven(input, o)));
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
     const owner = sides.sourceObject.metadata;
@@ -290,18 +294,20 @@ export class PrimaryReconciler {
       await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
       return { pairs: [], problems: [] };
     }
+    const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
+    if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };
     const { kind, group } = resource.primaryType;
     const ownerOf = (o: KubeObject) => {
       const ref = inverseOwner(finder, o, kind, group);
       return ref && `${ref.namespace}/${ref.name}`;
     };
     const items = await reads.list(sides.sourceCluster, rule.sourceType, {
-      namespace: finder.namespaceFrom || !namespace ? undefined : namespace,
+      namespace: finder.namespaceFrom ? undefined : namespace,
       selector: inverseListSelector(finder, owner.name ?? ''),
       indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
     });
     const mine = items.filter((o) => {
-      if (this.isOwnCopy(o)) return false;
+      if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
       const ref = inverseOwner(finder, o, kind, group);
       return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
     });
@@ -325,6 +331,24 @@ export class PrimaryReconciler {
   /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
   private secretRefusal(type: { group: string; resource: string }, content: { fields: Record<string, unknown> }): string | undefined {
     return isSecret(type) && typeof content.fields.type === 'string' ? this.policy.secretTypeRefusal(content.fields.type) : undefined;
+  }
+
+  /**
+   * A service-side object is a source only if it shows it is the copy's (rules/provenance.ts): a
+   * tenant, who writes the copy's spec, must not name one of the operator's own objects.
+   */
+  private isProven(input: ResolveInput, source: KubeObject): boolean {
+    const { provenance } = input.rule;
+    if (input.rule.origin !== 'service' || !provenance) return true;
+    const problem = provenanceProblem(provenance, source, input.copy, input.context);
+    if (problem === undefined) return true;
+    this.deps.logger.debug({ rule: input.rule.id, copy: `${input.copy.metadata.namespace ?? ''}/${input.copy.metadata.name ?? ''}`, object: `${source.metadata.namespace ?? ''}/${source.metadata.name ?? ''}`, problem }, 'a service-side object is not the copy\'s own: not a source');
+    return false;
+  }
+
+  /** A service-side object relsync wrote (a copy of something of the tenant's) is never a service-origin source. */
+  private isOwnCopyAsServiceSource(rule: ResolvedRule, object: KubeObject): boolean {
+    return rule.origin === 'service' && this.isOwnCopy(object);
   }
 
   /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
@@ -464,8 +488,9 @@ export class PrimaryReconciler {
     return this.recorded(id, primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
-  private async syncRelated(reads: ObjectReads, rule: ResolvedRule, pair: RelatedPair, owner: ObjectIdentity, primary: KubeObject): Promise<RelationOutcome> {
+  private async syncRelated(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {
     const { clusters, metrics } = this.deps;
+    const { rule, primary } = input;
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
     const sources = clusters.client(pair.source.cluster, rule.sourceType);
     const dests = clusters.client(pair.destination.cluster, rule.destinationType);
@@ -485,7 +510,9 @@ export class PrimaryReconciler {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
       return { ...base, state: 'error', contentHash: null, message: forbidden };
     }
-    const source = sourceRead.object;
+    // A source that is not provably the copy's reads as absent, with the same message: the tenant
+    // learns nothing about the provider's objects, not even that one of that name exists.
+    const source = sourceRead.object && !this.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
     const existing = destRead.object;
     const marked = existing ? markedSource(existing, this.deps.agentName) : undefined;
 
@@ -680,13 +707,6 @@ function mergedMetadata(existing: KubeObject, labels: Record<string, string>, an
     labels: mergeCopiedMap(existing.metadata.labels, labels, record[COPIED_LABELS_ANNOTATION]),
     annotations: mergeCopiedMap(existing.metadata.annotations, annotations, record[COPIED_ANNOTATIONS_ANNOTATION]),
   };
-}
-
-function dnsLabelProblem(value: string, what: string): string | undefined {
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value) || value.length > 63) {
-    return `${what} "${value}" is not a valid namespace name (a DNS label of at most 63 characters)`;
-  }
-  return undefined;
 }
 
 function prefixed(what: string, problem: string | undefined): string | undefined {

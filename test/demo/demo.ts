@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   show(`arrived in the service cluster after ${Date.now() - before} ms: data ${JSON.stringify((await s.configMap(ns, 'orders-config'))?.data)}`);
 
   step('the operator creates credentials next to the copy; they come back to the user');
-  await s.putSecret(ns, 'orders-credentials', { password: 'demo-password' });
+  await s.putSecret(ns, 'orders-credentials', { password: 'demo-password' }, undefined, await s.copyOf(ns, 'orders'));
   const creds = await eventually('credentials on the platform', () => p.secret('shop', 'orders-credentials'));
   show(`platform has Secret shop/orders-credentials (password ${decode(creds, 'password') ? 'present' : 'missing'})`);
 

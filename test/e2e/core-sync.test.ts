@@ -103,8 +103,9 @@ describe('core sync', () => {
     assert.deepEqual((await eventually('template ConfigMap copied', () => svc.configMap(ns, 'orders-settings'))).data, { retention: '7d' });
 
     // service origin: the operator creates credentials and an endpoint ConfigMap it names in the copy's status
-    await svc.putSecret(ns, 'orders-credentials', { password: 's3cret' });
-    await svc.putConfigMap(ns, 'orders-endpoint', { host: 'db.internal' });
+    const ordersCopy = await svc.copyOf(ns, 'orders');
+    await svc.putSecret(ns, 'orders-credentials', { password: 's3cret' }, undefined, ordersCopy);
+    await svc.putConfigMap(ns, 'orders-endpoint', { host: 'db.internal' }, undefined, ordersCopy);
     await svc.updateDatabase(ns, 'orders', (db) => (db.status = { endpointConfigMap: 'orders-endpoint' }), 'status');
     assert.equal(decode(await eventually('service-origin Secret reaches the platform', () => a.secret('t2', 'orders-credentials')), 'password'), 's3cret');
     assert.deepEqual((await eventually('service-origin reference reaches the platform', () => a.configMap('t2', 'orders-endpoint'))).data, { host: 'db.internal' });
@@ -191,7 +192,7 @@ describe('core sync', () => {
     await eventually('tenant a related copy', async () => (await svc.configMap(nsA, 'cfg'))?.data?.tenant === 'a');
     await eventually('tenant b related copy', async () => (await svc.configMap(nsB, 'cfg'))?.data?.tenant === 'b');
     // service-origin objects go back only to their own tenant
-    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' });
+    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' }, undefined, await svc.copyOf(nsB, 'orders'));
     await eventually('tenant b gets its credentials', async () => decode(await b.secret('same', 'orders-credentials'), 'password') === 'only-b');
     assert.equal(await a.secret('same', 'orders-credentials'), undefined, 'tenant a never sees tenant b\'s credentials');
   });

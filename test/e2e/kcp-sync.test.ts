@@ -105,7 +105,7 @@ describe('kcp as the platform', () => {
     }
 
     // service → workspace: only into the workspace whose copy it belongs to
-    await svc.putSecret(ns('consumer-a'), 'orders-credentials', { password: 'for-a' });
+    await svc.putSecret(ns('consumer-a'), 'orders-credentials', { password: 'for-a' }, undefined, await svc.copyOf(ns('consumer-a'), 'orders'));
     await eventually('the credentials reach workspace A', async () => decode(await a.secret('default', 'orders-credentials'), 'password') === 'for-a', 30_000);
     assert.equal(await b.secret('default', 'orders-credentials'), undefined, 'workspace B gets nothing of A’s');
 
@@ -201,7 +201,7 @@ describe('kcp as the platform', () => {
     await client.putConfigMap('default', 'settings', { from: 'consumer-e' });
     await client.createDatabase('default', 'orders', { configMapName: 'settings' });
     await eventually('the ConfigMap claim works', async () => (await svc.configMap(copyNs, 'settings'))?.data?.from === 'consumer-e', 60_000);
-    await svc.putSecret(copyNs, 'orders-credentials', { password: 'p' });
+    await svc.putSecret(copyNs, 'orders-credentials', { password: 'p' }, undefined, await svc.copyOf(copyNs, 'orders'));
     const events = await eventually('an Event names the claim to accept', async () => {
       const found = await client.events('default', 'orders');
       return found.some((ev) => /accept the APIExport's permission claim for secrets/.test(ev.message ?? '')) ? found : undefined;

@@ -17,7 +17,7 @@ import { startClusters, type Clusters } from '../harness/clusters.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
 import { eventually, installCrd } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { defaultCopyNamespace, GROUP, type ClusterClient } from '../harness/tenant.js';
+import { defaultCopyNamespace, GROUP, ownerReference, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'owner.relsync.dev/db';
 const AGENT = 'e2e';
@@ -173,11 +173,11 @@ describe('ownership and garbage collection', () => {
     await a.createDatabase('ov', 'db1', { configMapName: 'ref-cm', secretName: 'ref-sec', widgetName: 'w1' });
 
     await eventually('the primary ConfigMap is copied', () => svc.configMap(ns, 'pcm'), 30_000);
-    await eventually('db1 is copied', () => svc.database(ns, 'db1'), 30_000);
+    const db1 = await svc.copyOf(ns, 'db1');
     // What the operator creates beside the copy, for the service-origin rules; the ConfigMap even
     // carries the label that makes a tenant's ConfigMap a primary.
-    await svc.putSecret(ns, 'db1-creds', { password: 'from-operator' }, { [OWNER]: 'db1' });
-    await svc.putConfigMap(ns, 'db1-endpoint', { host: 'db1.example' }, { [OWNER]: 'db1', role: 'primary' });
+    await svc.putSecret(ns, 'db1-creds', { password: 'from-operator' }, { [OWNER]: 'db1' }, db1);
+    await svc.putConfigMap(ns, 'db1-endpoint', { host: 'db1.example' }, { [OWNER]: 'db1', role: 'primary' }, db1);
 
     for (const name of ['ref-cm', 'sel-cm', 'inv-cm', 'db1-extra']) await eventually(`related ConfigMap ${name} copied`, () => svc.configMap(ns, name), 30_000);
     await eventually('related Secret copied', () => svc.secret(ns, 'ref-sec'), 30_000);
@@ -491,8 +491,7 @@ describe('ownership and garbage collection', () => {
       setup: async ({ ns, copyNs, createDatabase }) => {
         await a.putSecret(ns, 'ref-sec', { k: 'platform' });
         await createDatabase('db', { secretName: 'ref-sec' });
-        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
-        await svc.putSecret(copyNs, 'db-creds', { password: 'operator' }, { [OWNER]: 'db' });
+        await svc.putSecret(copyNs, 'db-creds', { password: 'operator' }, { [OWNER]: 'db' }, await svc.copyOf(copyNs, 'db'));
         return ['databases db', 'secrets ref-sec', 'back secrets db-creds'];
       },
     },
@@ -502,9 +501,8 @@ describe('ownership and garbage collection', () => {
       related: [{ id: 'cm-s', origin: 'service', resource: 'configmaps', inverse: { label: OWNER } }],
       setup: async ({ copyNs, label, createDatabase }) => {
         await createDatabase('db', {});
-        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
         // It carries the label that makes a platform ConfigMap a primary: its copy must not become one.
-        await svc.putConfigMap(copyNs, 'db-endpoint', { host: 'db.example' }, { [OWNER]: 'db', role: label });
+        await svc.putConfigMap(copyNs, 'db-endpoint', { host: 'db.example' }, { [OWNER]: 'db', role: label }, await svc.copyOf(copyNs, 'db'));
         return ['databases db', 'back configmaps db-endpoint'];
       },
     },
@@ -526,8 +524,8 @@ describe('ownership and garbage collection', () => {
       setup: async ({ ns, copyNs, createDatabase }) => {
         await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: ns, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
         await createDatabase('db', { widgetName: 'w1' });
-        await eventually('db copied', () => svc.database(copyNs, 'db'), 30_000);
-        await svc.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'databases', namespace: copyNs, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Database', metadata: { name: 'db-replica', labels: { [OWNER]: 'db' } }, spec: {} } });
+        const db = await svc.copyOf(copyNs, 'db');
+        await svc.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'databases', namespace: copyNs, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Database', metadata: { name: 'db-replica', labels: { [OWNER]: 'db' }, ownerReferences: [ownerReference(db)] }, spec: {} } });
         return ['databases db', 'databases w1', 'back databases db-replica'];
       },
     },

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+import { decode, defaultCopyNamespace, ownerReference, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'inverse.relsync.dev/owner';
 
@@ -158,13 +158,14 @@ describe('selector and inverse rules', () => {
     await assert.rejects(svc.core.readNamespacedServiceAccount({ namespace: ns, name: 'wrong-uid' }), 'an ownerReference with another uid is not this primary\'s');
 
     // service origin: objects next to the copy name the copy
-    await svc.putConfigMap(ns, 'svc-by-label', { v: 'sl' }, { [OWNER]: 'orders' });
-    await svc.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'svc-by-annotation', annotations: { [OWNER]: 'orders' } }, stringData: { v: 'sa' } } });
+    // (each also owned by the copy, as the operator that made it sets: a rule's default provenance)
+    await svc.putConfigMap(ns, 'svc-by-label', { v: 'sl' }, { [OWNER]: 'orders' }, copy);
+    await svc.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'svc-by-annotation', annotations: { [OWNER]: 'orders' }, ownerReferences: [ownerReference(copy)] }, stringData: { v: 'sa' } } });
     await svc.core.createNamespacedServiceAccount({
       namespace: ns,
       body: { metadata: { name: 'svc-by-ownerref', ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: copy.metadata.uid! }] } },
     });
-    await svc.putConfigMap(ns, 'orders.endpoint', { host: 'db' });
+    await svc.putConfigMap(ns, 'orders.endpoint', { host: 'db' }, undefined, copy);
     await eventually('service inverse by label', () => a.configMap('i1', 'svc-by-label'));
     assert.equal(decode(await eventually('service inverse by annotation', () => a.secret('i1', 'svc-by-annotation')), 'v'), 'sa');
     await eventually('service inverse by ownerReference', async () => (await a.core.readNamespacedServiceAccount({ namespace: 'i1', name: 'svc-by-ownerref' }).catch(() => undefined)) !== undefined);

@@ -41,6 +41,9 @@ describe('tenant isolation against a tenant that tries', () => {
             { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
             { id: 'owned', origin: 'platform', resource: 'configmaps', inverse: { annotation: OWNER } },
             { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
+            // Service-origin rules whose names and namespace the tenant writes (the copy's spec is its primary's).
+            { id: 'svc-ref', origin: 'service', resource: 'secrets', reference: { path: '.spec.secretName' } },
+            { id: 'svc-sel', origin: 'service', resource: 'configmaps', selector: { matchLabels: { app: '{{ object.spec.app }}' } }, namespace: { source: '{{ object.spec.fromNamespace }}' } },
           ],
         },
       ],
@@ -50,7 +53,7 @@ describe('tenant isolation against a tenant that tries', () => {
     await a.putConfigMap('iso', 'cfg', { tenant: 'a' });
     await a.createDatabase('iso', 'orders', { configMapName: 'cfg', size: 'a' });
     await eventually("tenant a's primary copied", () => svc.configMap(nsA, 'cfg'), 30_000);
-    await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a' });
+    await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a' }, undefined, await svc.copyOf(nsA, 'orders'));
     await eventually('tenant a gets its credentials', async () => decode(await a.secret('iso', 'orders-credentials'), 'password') === 'only-a');
   });
 
@@ -94,7 +97,7 @@ describe('tenant isolation against a tenant that tries', () => {
     assert.equal(copyB.metadata.annotations?.['relsync.dev/source-uid'], (await b.database('iso', 'orders'))?.metadata.uid);
     await eventually("tenant b's related copy", async () => (await svc.configMap(nsB, 'cfg'))?.data?.tenant === 'b', 30_000);
     // The service side answers tenant b's copy; tenant a's credentials stay where they are.
-    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' });
+    await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' }, undefined, copyB);
     await eventually('tenant b gets its own credentials', async () => decode(await b.secret('iso', 'orders-credentials'), 'password') === 'only-b');
     // A sweep must not take the forged marks for anything either.
     await relsync.stop();
@@ -132,6 +135,37 @@ describe('tenant isolation against a tenant that tries', () => {
     assert.equal(await svc.configMap(nsA, 'b-attached'), undefined);
     const everywhere = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: 'relsync.dev/agent=e2e' })).items;
     assert.equal(everywhere.filter((c) => c.metadata?.name === 'b-attached').length, 0, "tenant b has no primary named orders now, so its object goes nowhere");
+  });
+
+  it("cannot have the provider's own objects copied back by naming them in a service-origin rule", async () => {
+    // What the provider keeps for itself: a Secret beside the tenant's copies (owned by nothing of the
+    // tenant's), and a labelled ConfigMap in the operator's namespace.
+    await svc.putSecret(nsB, 'operator-token', { token: 'provider-secret' });
+    await svc.ensureNamespace('operator-system');
+    await svc.putConfigMap('operator-system', 'operator-settings', { token: 'provider-secret' }, { app: 'thief' });
+    // Another tenant's copy owns its Secret: an ownerReference to a copy that is not the tenant's own.
+    const copyA = await svc.copyOf(nsA, 'orders');
+    await svc.putSecret(nsB, 'a-owned', { token: 'provider-secret' }, undefined, copyA);
+    // Tenant b names them every way a service-origin rule reads names: a reference, a selector in a
+    // namespace of its choosing, and a selector whose namespace it renders empty ("all namespaces").
+    await b.createDatabase('iso', 'thief', { secretName: 'operator-token', app: 'thief', fromNamespace: 'operator-system' });
+    await b.createDatabase('iso', 'thief2', { secretName: 'a-owned', app: 'thief', fromNamespace: '' });
+    await b.createDatabase('iso', 'thief3', { secretName: 'kube-root-ca.crt', app: 'thief', fromNamespace: 'kube-system' });
+    // The empty namespace is an error for that primary, said on it.
+    await eventually('an Event says the rendered namespace is empty', async () => (await b.events('iso', 'thief2')).some((e) => e.reason === 'RelatedResourceProblem' && /source namespace is empty/.test(e.message ?? '')), 30_000);
+    // Marker: what the operator made for the thief's copy, owned by it, comes back; everything before it was processed.
+    const thiefCopy = await svc.copyOf(nsB, 'thief');
+    await svc.putSecret(nsB, 'thief-owned', { token: 'fine' }, undefined, thiefCopy);
+    await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'thief-owned' }));
+    await eventually("the copy's own Secret comes back (marker)", async () => decode(await b.secret('iso', 'thief-owned'), 'token') === 'fine', 30_000);
+    await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'operator-token' }));
+    await settled('marker-provenance');
+    for (const name of ['operator-token', 'a-owned', 'kube-root-ca.crt']) assert.equal(await b.secret('iso', name).then((s) => s && s.metadata?.labels?.['relsync.dev/agent']), undefined, `${name} never reaches the tenant`);
+    assert.equal(await b.configMap('iso', 'operator-settings'), undefined, "the operator's ConfigMap never reaches the tenant");
+    assert.equal(await b.secret('iso', 'thief-owned'), undefined, 'the reference moved away: the copy of the owned Secret went');
+    const everywhere = [...(await b.core.listSecretForAllNamespaces()).items, ...(await b.core.listConfigMapForAllNamespaces()).items];
+    assert.deepEqual(everywhere.filter((o) => JSON.stringify(o.data ?? {}).includes(Buffer.from('provider-secret').toString('base64')) || JSON.stringify(o.data ?? {}).includes('provider-secret')).map((o) => o.metadata?.name), []);
+    assert.ok(!relsync.log().includes('provider-secret'), 'nor the log');
   });
 
   it("never writes into a tenant's object that merely carries relsync's marks, from another tenant", async () => {

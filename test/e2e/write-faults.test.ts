@@ -182,8 +182,7 @@ describe('write faults, credentials and restarts', () => {
 
   it('creates the platform namespace a service-origin copy goes to', async () => {
     await a.createDatabase('faults', 'landed', {});
-    await eventually('landed copied', () => svc.database(ns, 'landed'), 30_000);
-    await svc.putSecret(ns, 'landed-creds', { password: 'p' });
+    await svc.putSecret(ns, 'landed-creds', { password: 'p' }, undefined, await svc.copyOf(ns, 'landed'));
     const copy = await eventually('the copy arrives in a namespace that did not exist', () => a.secret('landing-landed', 'landed-creds'), 20_000);
     assert.equal(decode(copy, 'password'), 'p');
   });
@@ -205,8 +204,7 @@ describe('write faults, credentials and restarts', () => {
     const limited = await startRelsync(config, join(dir, 'limited.log'));
     try {
       await a.createDatabase('faults', 'walled', {}, { limited: 'yes' });
-      await eventually('walled copied', () => svc.database('limited-faults', 'walled'), 30_000);
-      await svc.putSecret('limited-faults', 'walled-creds', { password: 'p' });
+      await svc.putSecret('limited-faults', 'walled-creds', { password: 'p' }, undefined, await svc.copyOf('limited-faults', 'walled'));
       await eventually('an Event names the namespace relsync may not create', async () => (await a.events('faults', 'walled')).some((e) => e.reason === 'RelatedSyncFailed' && /namespace "walled-walled" does not exist .* may not create it/.test(e.message ?? '')), 30_000);
       await a.ensureNamespace('walled-walled');
       const createdAt = Date.now();

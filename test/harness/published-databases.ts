@@ -49,7 +49,7 @@ export async function checkPublishedDatabases(platform: ClusterClient, service: 
   await platform.createDatabase(namespace, 'ignored', { configMapName: 'settings' });
   await eventually('reference copied', async () => (await service.configMap(copyNamespace, 'settings'))?.data?.v === '1', 60_000);
   await eventually('selector match copied under its rewritten name', () => service.configMap(copyNamespace, 'tuning-extra'), 30_000);
-  await service.putSecret(copyNamespace, 'orders-credentials', { password: 'p' });
+  await service.putSecret(copyNamespace, 'orders-credentials', { password: 'p' }, undefined, await service.copyOf(copyNamespace, 'orders'));
   await eventually('service-side Secret copied back', async () => decode(await platform.secret(namespace, 'orders-credentials'), 'password') === 'p', 30_000);
   await platform.putConfigMap(namespace, 'settings', { v: '2' });
   await eventually('a related change without touching the primary', async () => (await service.configMap(copyNamespace, 'settings'))?.data?.v === '2', 30_000);

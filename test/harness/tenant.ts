@@ -48,11 +48,13 @@ export class ClusterClient {
     }
   }
 
-  async putConfigMap(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>): Promise<void> {
+  /** `owner`: the object the ConfigMap belongs to (an ownerReference, as an operator sets on what it makes for a copy). */
+  async putConfigMap(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>, owner?: Database): Promise<void> {
     const existing = await this.configMap(namespace, name);
+    const ownerReferences = owner ? [ownerReference(owner)] : existing?.metadata?.ownerReferences;
     // Labels, when given, replace the existing ones (so a test can take one away).
-    if (existing) await this.core.replaceNamespacedConfigMap({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels }, data } });
-    else await this.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, labels }, data } });
+    if (existing) await this.core.replaceNamespacedConfigMap({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels, ownerReferences }, data } });
+    else await this.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, labels, ownerReferences }, data } });
   }
 
   async deleteConfigMap(namespace: string, name: string): Promise<void> {
@@ -68,11 +70,24 @@ export class ClusterClient {
     }
   }
 
-  async putSecret(namespace: string, name: string, values: Record<string, string>, labels?: Record<string, string>): Promise<void> {
+  /** `owner`: the object the Secret belongs to (an ownerReference, as an operator sets on what it makes for a copy). */
+  async putSecret(namespace: string, name: string, values: Record<string, string>, labels?: Record<string, string>, owner?: Database): Promise<void> {
     const data = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
     const existing = await this.secret(namespace, name);
-    if (existing) await this.core.replaceNamespacedSecret({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels }, data } });
-    else await this.core.createNamespacedSecret({ namespace, body: { metadata: { name, labels }, data } });
+    const ownerReferences = owner ? [ownerReference(owner)] : existing?.metadata?.ownerReferences;
+    if (existing) await this.core.replaceNamespacedSecret({ namespace, name, body: { ...existing, metadata: { ...existing.metadata, labels: labels ?? existing.metadata?.labels, ownerReferences }, data } });
+    else await this.core.createNamespacedSecret({ namespace, body: { metadata: { name, labels, ownerReferences }, data } });
+  }
+
+  /** The copy `name` in `namespace`, once it exists: what the service cluster's operator owns its objects by. */
+  async copyOf(namespace: string, name: string, timeoutMs = 30_000): Promise<Database> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const db = await this.database(namespace, name);
+      if (db?.metadata.uid) return db;
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for the copy ${namespace}/${name} on ${this.name}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   async deleteSecret(namespace: string, name: string): Promise<void> {
@@ -120,6 +135,11 @@ export class ClusterClient {
     const list = await this.core.listNamespacedEvent({ namespace });
     return list.items.filter((e) => e.involvedObject.name === involvedName);
   }
+}
+
+/** An ownerReference to a Database, as controllerutil.SetControllerReference writes it. */
+export function ownerReference(owner: Database): { apiVersion: string; kind: string; name: string; uid: string; controller: boolean } {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true };
 }
 
 /** Where the default naming rule puts a tenant namespace's copies. */
