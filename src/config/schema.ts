@@ -7,6 +7,15 @@ import { DEFAULT_KEY_ALLOW, DEFAULT_KEY_DENY, DEFAULT_SECRET_TYPE_DENY } from '.
 import cron from 'node-cron';
 import { z } from 'zod';
 
+/**
+ * The default copy namespace: readable, and 64 bits of hash (16 hex digits) within the 63
+ * characters of a namespace name, so that no tenant can find a namespace whose copy namespace
+ * is another tenant's (sync/copy-namespaces.ts records whom each serves as well).
+ */
+export const DEFAULT_COPY_NAMESPACE = '{{ join "-" cluster namespace | trunc 46 }}-{{ hash cluster namespace | trunc 16 }}';
+/** The default before 64-bit hashes (24 bits): namespaces made under it keep their copies. */
+export const LEGACY_COPY_NAMESPACE = '{{ join "-" cluster namespace | trunc 56 }}-{{ hash cluster namespace | trunc 6 }}';
+
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
@@ -163,7 +172,7 @@ export const publishedResourceSchema = z
     selector: labelSelectorSchema.optional(),
     naming: z
       .strictObject({
-        namespace: z.string().min(1).default('{{ join "-" cluster namespace | trunc 56 }}-{{ hash cluster namespace | trunc 6 }}'),
+        namespace: z.string().min(1).default(DEFAULT_COPY_NAMESPACE),
         name: z.string().min(1).default('{{ name }}'),
       })
       .prefault({}),

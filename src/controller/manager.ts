@@ -29,6 +29,7 @@ import { HttpServer } from '../server/http-server.js';
 import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
+import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
@@ -304,8 +305,11 @@ export class Manager {
       const ownWrites = new OwnWrites();
       // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
       const sweepReads = new SweepReads(new LiveReads(clusters));
+      // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile.
+      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger });
+      await copyNamespaces.adoptUnrecorded(resources, signal);
       const reconciler = new PrimaryReconciler({
-        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites,
+        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces,
         readsFor: (id) => sweepReads.readsFor(id),
         copyPolicy: config.copy,
         // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.

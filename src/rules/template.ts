@@ -83,6 +83,12 @@ export class Template {
     return this.parts.every((p) => typeof p === 'string');
   }
 
+  /** True when some action reads `variable` (as a value, a path into it, or a function's argument). */
+  uses(variable: string): boolean {
+    const reads = (a: Arg | Call): boolean => ('fn' in a ? a.args.some(reads) : a.kind === 'path' && a.variable === variable);
+    return this.parts.some((p) => typeof p !== 'string' && (reads(p.head) || p.pipes.some(reads)));
+  }
+
   render(context: TemplateContext): string {
     let out = '';
     for (const part of this.parts) out += typeof part === 'string' ? part : text(runAction(part, context));

@@ -29,6 +29,7 @@ import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
+import { CopyNamespaces, namespaceType } from './copy-namespaces.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
@@ -53,9 +54,10 @@ export interface ReconcilerDeps {
   readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
+  /** Where copies go and whom their namespaces serve; default: a fresh one (no copy namespaces pinned). */
+  readonly copyNamespaces?: CopyNamespaces;
 }
 
-const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
 
 type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'> & {
   /** Nothing will announce that this failure is over (a namespace relsync may not create): look again soon. */
@@ -89,9 +91,11 @@ export class PrimaryReconciler {
   private readonly live: ObjectReads;
 
   private readonly policy: CopyPolicy;
+  private readonly copyNamespaces: CopyNamespaces;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
+    this.copyNamespaces = deps.copyNamespaces ?? new CopyNamespaces(deps);
     this.finalizer = finalizerName(deps.agentName);
     this.live = new LiveReads(deps.clusters);
   }
@@ -123,7 +127,7 @@ export class PrimaryReconciler {
 
     const primaries = clusters.client(id.cluster, resource.primaryType);
     const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
-    const copyNamespace = resource.naming.namespace.render(context);
+    const copyNamespace = this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context);
     const copyName = resource.naming.name.render(context);
     const nameProblem = (resource.primaryType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
@@ -145,7 +149,14 @@ export class PrimaryReconciler {
     }
     const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.primaryType);
-    if (resource.primaryType.namespaced) await this.ensureNamespace(reads, clusters.service.name, copyNamespace);
+    const taken = resource.primaryType.namespaced ? await this.copyNamespaces.claim(reads, resource, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
+    if (taken) {
+      // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
+      await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
+      this.deps.metrics.conflicts.inc({ kind: 'namespace' });
+      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, await this.keptRelations(id));
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+    }
 
     const copy = await this.syncCopy(reads, copies, current, id, copyId).catch(async (err: unknown) => {
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),

@@ -144,6 +144,11 @@ export function ownerReference(owner: Database): { apiVersion: string; kind: str
 
 /** Where the default naming rule puts a tenant namespace's copies. */
 export function defaultCopyNamespace(cluster: string, namespace: string): string {
+  return `${`${cluster}-${namespace}`.slice(0, 46)}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 16)}`;
+}
+
+/** Where the default naming rule before relsync 0.2 (24 bits of hash) put them: namespaces made then keep their copies. */
+export function legacyCopyNamespace(cluster: string, namespace: string): string {
   return `${`${cluster}-${namespace}`.slice(0, 56)}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 6)}`;
 }
 

@@ -44,13 +44,31 @@ describe('config', () => {
 
   it('names copy namespaces <cluster>-<namespace>-<hash>, cut to a valid namespace name when long', () => {
     const naming = parseConfig(base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }'), join(dir, 'relsync.yaml')).resources[0]!.naming.namespace;
-    const hash = (c: string, n: string) => createHash('sha256').update(`${c}/${n}`).digest('hex').slice(0, 6);
+    const hash = (c: string, n: string) => createHash('sha256').update(`${c}/${n}`).digest('hex').slice(0, 16);
     assert.equal(naming.render({ cluster: 'tenant-a', namespace: 'shop', name: 'x', object: {} }), `tenant-a-shop-${hash('tenant-a', 'shop')}`);
     const long = (s: string) => s.repeat(63).slice(0, 63);
     const a = naming.render({ cluster: long('c'), namespace: `${long('n').slice(0, 60)}abc`, name: 'x', object: {} });
     const b = naming.render({ cluster: long('c'), namespace: `${long('n').slice(0, 60)}xyz`, name: 'x', object: {} });
     assert.ok(a.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(a), a);
     assert.notEqual(a, b, 'names that differ only past the cut stay apart');
+  });
+
+  it('gives service-origin rules a provenance, an ownerReference to the copy unless the config says otherwise', () => {
+    const config = parseConfig(base(`      - { id: a, origin: service, resource: secrets, template: { name: x } }
+      - { id: b, origin: service, resource: secrets, template: { name: x }, provenance: { label: { key: example.com/for, value: "{{ name }}" } } }
+      - { id: c, origin: service, resource: secrets, template: { name: x }, provenance: { anyInNamespace: true } }
+      - { id: d, origin: platform, resource: secrets, template: { name: x } }`), join(dir, 'relsync.yaml'));
+    const [a, b, c, d] = config.resources[0]!.related;
+    assert.deepEqual(a!.provenance, { kind: 'ownerReference' });
+    assert.equal(b!.provenance?.kind, 'label');
+    assert.deepEqual(c!.provenance, { kind: 'anyInNamespace' });
+    assert.equal(d!.provenance, undefined, 'a platform-side source is the tenant\'s own');
+    const found = problems(base(`      - { id: a, origin: platform, resource: secrets, template: { name: x }, provenance: { ownerReference: true } }
+      - { id: b, origin: service, resource: secrets, template: { name: x }, provenance: { ownerReference: true, anyInNamespace: true } }`)).join('\n');
+    assert.match(found, /resources\[0\]\.related\[0\]\.provenance: only a rule with origin: service/);
+    assert.match(found, /resources\[0\]\.related\[1\]\.provenance: give exactly one of "ownerReference", "label" or "anyInNamespace"/);
+    const badKey = problems(base('      - { id: c, origin: service, resource: secrets, template: { name: x }, provenance: { label: { key: "bad key!", value: x } } }')).join('\n');
+    assert.match(badKey, /resources\[0\]\.related\[0\]\.provenance\.label\.key: /);
   });
 
   it('names the exact path of every problem', () => {

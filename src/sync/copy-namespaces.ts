@@ -1,0 +1,172 @@
+/**
+ * Copy namespaces: the service-cluster namespace a primary's copy lives in,
+ * and whom it serves. Tenants choose their namespace names, so two tenants'
+ * sources could be sent to one namespace (a hash collision, or a naming
+ * template that cannot keep them apart), where the operator would resolve
+ * one tenant's references to the other's objects. So:
+ *
+ * - each namespace relsync creates records the source it serves
+ *   (`relsync.dev/serves-cluster`, `relsync.dev/serves-namespace`); one that
+ *   already serves another source is a conflict, never shared. Only the parts
+ *   the naming template keys on are compared: `{{ cluster }}` alone means one
+ *   namespace for all of a cluster's namespaces, by the config's choice;
+ * - a namespace without a record (made by the provider, or by a relsync from
+ *   before records) is claimed by the first source that needs it, with the
+ *   namespace's resourceVersion as precondition, so two claims cannot both win;
+ * - the default template keeps 64 bits of hash; namespaces made under the
+ *   previous default (24 bits) keep serving their copies: at start, each one
+ *   without a record is recorded for the one source whose copies it holds, and
+ *   that source's copies stay there (a pin), instead of moving, which the
+ *   operator would take for a delete and a create.
+ */
+import type { Logger } from 'pino';
+import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.js';
+import { isAlreadyExists, isConflict } from '../kube/api-error.js';
+import type { ClusterSet } from '../kube/cluster-set.js';
+import type { KubeObject } from '../kube/object.js';
+import { Template, type TemplateContext } from '../rules/template.js';
+import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
+import type { ObjectReads } from './object-reads.js';
+import type { ResolvedResource } from './resolved-config.js';
+
+export const SERVES_CLUSTER_ANNOTATION = 'relsync.dev/serves-cluster';
+export const SERVES_NAMESPACE_ANNOTATION = 'relsync.dev/serves-namespace';
+
+export const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
+
+/** The source a copy namespace is for: a namespace of a platform cluster. */
+export interface ServedSource {
+  readonly cluster: string;
+  readonly namespace: string;
+}
+
+const legacy = Template.parse(LEGACY_COPY_NAMESPACE, ['cluster', 'namespace']);
+
+export class CopyNamespaces {
+  /** `cluster/namespace` → the namespace its copies stay in (made under the previous default). */
+  private readonly pins = new Map<string, string>();
+
+  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger }) {}
+
+  /** Where the copies of a primary (whose template variables are `context`) go. */
+  nameFor(resource: ResolvedResource, source: ServedSource, context: TemplateContext): string {
+    if (resource.naming.namespace.source === DEFAULT_COPY_NAMESPACE) {
+      const pinned = this.pins.get(pinKey(source));
+      if (pinned !== undefined) return pinned;
+    }
+    return resource.naming.namespace.render(context);
+  }
+
+  /**
+   * Makes sure `name` exists and serves `source`; when it serves another source, says so (a
+   * conflict: nothing of `source` may be written there).
+   */
+  async claim(reads: ObjectReads, resource: ResolvedResource, source: ServedSource, name: string): Promise<string | undefined> {
+    const service = this.deps.clusters.service.name;
+    const namespaces = this.deps.clusters.client(service, namespaceType);
+    let current = await reads.get(service, namespaceType, '', name);
+    for (let attempt = 0; ; attempt++) {
+      if (!current) {
+        try {
+          await namespaces.create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName }, annotations: servesAnnotations(source) } });
+          return undefined;
+        } catch (err) {
+          if (!isAlreadyExists(err) || attempt > 2) throw err;
+        }
+      } else {
+        const served = servedBy(current);
+        if (served) return this.mismatch(resource, name, served, source);
+        try {
+          // Unrecorded (the provider's, or older relsync's): the first source to need it claims it.
+          await namespaces.mergePatch('', name, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: servesAnnotations(source) } });
+          this.deps.logger.info({ namespace: name, serves: `${source.cluster}/${source.namespace}` }, 'recorded whom a copy namespace without a record serves');
+          return undefined;
+        } catch (err) {
+          if (!isConflict(err) || attempt > 2) throw err;
+        }
+      }
+      current = await namespaces.get('', name);
+    }
+  }
+
+  /**
+   * At start: every namespace this agent made without a record of whom it serves (an older
+   * relsync) is recorded for the one source whose primaries' copies it holds, and pinned when
+   * the previous default named it. One holding copies of several sources (a collision under the
+   * old 24-bit hash) is left unrecorded and unpinned: those sources' copies move to namespaces of
+   * their own.
+   */
+  async adoptUnrecorded(resources: readonly ResolvedResource[], signal: AbortSignal): Promise<void> {
+    const { clusters, agentName, logger } = this.deps;
+    const service = clusters.service.name;
+    const namespaces = clusters.client(service, namespaceType);
+    const all = (await namespaces.listAll({ labelSelector: agentSelector(agentName) })).items;
+    for (const ns of all) {
+      const served = servedBy(ns);
+      if (served && ns.metadata.name === legacyName(served)) this.pins.set(pinKey(served), ns.metadata.name);
+    }
+    const unrecorded = new Set(all.filter((ns) => !servedBy(ns)).map((ns) => ns.metadata.name ?? ''));
+    if (unrecorded.size === 0) return;
+    const sources = new Map<string, Map<string, ServedSource>>();
+    for (const resource of resources) {
+      if (!resource.primaryType.namespaced || signal.aborted) continue;
+      const copies = await clusters.client(service, resource.primaryType).listAll({ labelSelector: agentSelector(agentName) });
+      for (const copy of copies.items) {
+        const at = copy.metadata.namespace ?? '';
+        const marked = markedSource(copy, agentName);
+        if (!unrecorded.has(at) || !marked || isRelatedCopy(copy) || marked.resource !== resource.primaryType.resource || marked.group !== resource.primaryType.group) continue;
+        const found = sources.get(at) ?? new Map<string, ServedSource>();
+        found.set(pinKey(marked), { cluster: marked.cluster, namespace: marked.namespace });
+        sources.set(at, found);
+      }
+    }
+    for (const [name, found] of sources) {
+      if (found.size !== 1) {
+        logger.error({ namespace: name, sources: [...found.keys()] }, 'a copy namespace made by an older relsync holds the copies of several sources (their names collided); it is left unrecorded, and their copies move to namespaces of their own');
+        continue;
+      }
+      const [source] = found.values();
+      const ns = all.find((n) => n.metadata.name === name)!;
+      try {
+        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: servesAnnotations(source!) } });
+      } catch (err) {
+        // Claimed meanwhile (another replica): its record decides.
+        if (!isConflict(err)) throw err;
+        continue;
+      }
+      if (name === legacyName(source!)) this.pins.set(pinKey(source!), name);
+      logger.info({ namespace: name, serves: pinKey(source!) }, 'recorded whom a copy namespace made by an older relsync serves; its copies stay');
+    }
+  }
+
+  private mismatch(resource: ResolvedResource, name: string, served: ServedSource, source: ServedSource): string | undefined {
+    const template = resource.naming.namespace;
+    // A pinned namespace was named for both parts.
+    const pinned = this.pins.get(pinKey(source)) === name;
+    const byCluster = pinned || template.uses('cluster') || template.uses('object');
+    const byNamespace = pinned || template.uses('namespace') || template.uses('object');
+    if ((byCluster && served.cluster !== source.cluster) || (byNamespace && served.namespace !== source.namespace)) {
+      return `the copy namespace ${name} serves namespace ${served.namespace} of cluster ${served.cluster}, not this one: it is never shared (check ${resource.where}.naming.namespace)`;
+    }
+    return undefined;
+  }
+}
+
+function servesAnnotations(source: ServedSource): Record<string, string> {
+  return { [SERVES_CLUSTER_ANNOTATION]: source.cluster, [SERVES_NAMESPACE_ANNOTATION]: source.namespace };
+}
+
+function servedBy(ns: KubeObject): ServedSource | undefined {
+  const a = ns.metadata.annotations ?? {};
+  const cluster = a[SERVES_CLUSTER_ANNOTATION];
+  const namespace = a[SERVES_NAMESPACE_ANNOTATION];
+  return cluster !== undefined && namespace !== undefined ? { cluster, namespace } : undefined;
+}
+
+function legacyName(source: ServedSource): string {
+  return legacy.render({ cluster: source.cluster, namespace: source.namespace });
+}
+
+function pinKey(source: ServedSource): string {
+  return `${source.cluster}/${source.namespace}`;
+}
