@@ -1,0 +1,115 @@
+// Copy namespaces against a tenant that collides on purpose, and across the
+// upgrade from the 24-bit default: a namespace that serves one tenant's
+// source never takes another's copies, and the copies a namespace of the old
+// default holds stay where they are (same uids), also when the store is lost.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, legacyCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+
+const SERVES_CLUSTER = 'relsync.dev/serves-cluster';
+const SERVES_NAMESPACE = 'relsync.dev/serves-namespace';
+const LEGACY = '{{ join "-" cluster namespace | trunc 56 }}-{{ hash cluster namespace | trunc 6 }}';
+
+describe('copy namespaces', () => {
+  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>;
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let dir: string;
+  let relsync: RelsyncProcess | undefined;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-copy-ns-'));
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await clusters?.stop();
+  });
+
+  const related = [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }];
+  const config = (naming: Record<string, string> | undefined, store: string, file: string) =>
+    writeConfig(dir, { ...twoTenantConfig(clusters, dir), store: { path: join(dir, store) }, resources: [{ group: 'demo.relsync.dev', resource: 'databases', ...(naming ? { naming } : {}), related }] }, file);
+
+  async function annotations(ns: string): Promise<Record<string, string>> {
+    return (await svc.core.readNamespace({ name: ns })).metadata?.annotations ?? {};
+  }
+
+  it("never puts a tenant's copies into a namespace that serves another tenant's source", async () => {
+    // A naming template that sends both tenants' "shop" to one namespace ("tenant"), as a hash
+    // collision would: the namespace serves whoever came first.
+    relsync = await startRelsync(config({ namespace: '{{ join "-" cluster namespace | trunc 6 }}' }, 'collide.db', 'collide.yaml'), join(dir, 'collide.log'));
+    for (const c of [a, b]) await c.ensureNamespace('shop');
+    await a.putConfigMap('shop', 'cfg', { tenant: 'a' });
+    await a.createDatabase('shop', 'orders', { configMapName: 'cfg', size: 'a' });
+    await eventually("tenant a's copy", () => svc.database('tenant', 'orders'), 30_000);
+    await eventually("tenant a's related copy", () => svc.configMap('tenant', 'cfg'), 30_000);
+    assert.deepEqual([(await annotations('tenant'))[SERVES_CLUSTER], (await annotations('tenant'))[SERVES_NAMESPACE]], ['tenant-a', 'shop']);
+
+    await b.putConfigMap('shop', 'cfg', { tenant: 'b' });
+    await b.putConfigMap('shop', 'other', { tenant: 'b' });
+    await b.createDatabase('shop', 'orders', { configMapName: 'cfg', size: 'b' });
+    await b.createDatabase('shop', 'intruder', { configMapName: 'other' });
+    // The Event on tenant b's objects proves their reconciles ran: what they did not write is checked after it.
+    for (const name of ['orders', 'intruder']) {
+      await eventually(`a CopyConflict Event on tenant b's ${name}`, async () => (await b.events('shop', name)).some((e) => e.reason === 'CopyConflict' && /copy namespace tenant serves namespace shop of cluster tenant-a/.test(e.message ?? '')), 30_000);
+    }
+    assert.equal((await svc.database('tenant', 'orders'))?.spec?.size, 'a', "tenant a's copy is untouched");
+    assert.equal((await svc.configMap('tenant', 'cfg'))?.data?.tenant, 'a', "tenant a's related copy is untouched");
+    assert.equal(await svc.database('tenant', 'intruder'), undefined, "tenant b's other primary is not copied next to tenant a's");
+    assert.equal(await svc.configMap('tenant', 'other'), undefined, "nor its related object");
+    await relsync.stop();
+    relsync = undefined;
+  });
+
+  it('keeps the copies of a namespace made under the 24-bit default where they are, also when the store is lost', async () => {
+    const legacyNs = legacyCopyNamespace('tenant-a', 'old');
+    const newNs = defaultCopyNamespace('tenant-a', 'old');
+    assert.notEqual(legacyNs, newNs);
+    // What a relsync before 0.2 left behind: its copies in a namespace of the old default, with no
+    // record of whom the namespace serves (made here by running the old template and removing the record).
+    relsync = await startRelsync(config({ namespace: LEGACY }, 'upgrade.db', 'legacy.yaml'), join(dir, 'legacy.log'));
+    await a.ensureNamespace('old');
+    await a.putConfigMap('old', 'cfg', { v: '1' });
+    await a.createDatabase('old', 'orders', { configMapName: 'cfg' });
+    const copy = await eventually('copy in the old default namespace', () => svc.database(legacyNs, 'orders'), 30_000);
+    const relatedCopy = await eventually('related copy there', () => svc.configMap(legacyNs, 'cfg'), 30_000);
+    await relsync.stop();
+    await svc.core.patchNamespace({ name: legacyNs, body: [{ op: 'remove', path: '/metadata/annotations' }] });
+    assert.deepEqual(await annotations(legacyNs), {});
+
+    // The new relsync, with the default naming and the same store.
+    relsync = await startRelsync(config(undefined, 'upgrade.db', 'upgraded.yaml'), join(dir, 'upgraded.log'));
+    await eventually('the namespace records whom it serves', async () => (await annotations(legacyNs))[SERVES_CLUSTER] === 'tenant-a', 30_000);
+    assert.equal((await annotations(legacyNs))[SERVES_NAMESPACE], 'old');
+    await a.putConfigMap('old', 'cfg', { v: '2' });
+    await a.createDatabase('old', 'later', { configMapName: 'cfg' });
+    await a.ensureNamespace('fresh');
+    await a.createDatabase('fresh', 'orders', {});
+    await eventually('a change reaches the related copy where it is', async () => (await svc.configMap(legacyNs, 'cfg'))?.data?.v === '2', 30_000);
+    await eventually('a new primary of the same namespace joins its siblings', () => svc.database(legacyNs, 'later'), 30_000);
+    await eventually('a primary of a new namespace gets a 64-bit copy namespace', () => svc.database(defaultCopyNamespace('tenant-a', 'fresh'), 'orders'), 30_000);
+    assert.equal((await svc.database(legacyNs, 'orders'))?.metadata.uid, copy.metadata.uid, 'the copy was not made again');
+    assert.equal((await svc.configMap(legacyNs, 'cfg'))?.metadata?.uid, relatedCopy.metadata?.uid, 'nor the related copy');
+    assert.equal(await svc.database(newNs, 'orders'), undefined, 'no second copy under the new default');
+    await relsync.stop();
+
+    // The store is lost: the namespace's record keeps the copies where they are.
+    rmSync(join(dir, 'upgrade.db'), { force: true });
+    for (const suffix of ['-wal', '-shm', '.replica']) rmSync(join(dir, `upgrade.db${suffix}`), { force: true });
+    relsync = await startRelsync(config(undefined, 'upgrade.db', 'upgraded.yaml'), join(dir, 'store-lost.log'));
+    await a.putConfigMap('old', 'cfg', { v: '3' });
+    await eventually('a change still reaches the copy where it is', async () => (await svc.configMap(legacyNs, 'cfg'))?.data?.v === '3', 30_000);
+    await eventually('the startup sweep is done', async () => /"msg":"sweep finished"/.test(relsync!.log()), 30_000);
+    assert.equal((await svc.database(legacyNs, 'orders'))?.metadata.uid, copy.metadata.uid, 'the copy was not made again after the store was lost');
+    assert.equal(await svc.database(newNs, 'orders'), undefined, 'no second copy under the new default');
+  });
+});
