@@ -3,6 +3,7 @@
  * (not only the first) and reported as `path.to.field: what is wrong`.
  */
 import { compileCopyPolicy } from './copy-policy.js';
+import { safetyProblems } from './safety-checks.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -240,6 +241,8 @@ function compile(raw: RawConfig, file: string): Config {
     },
     resources,
   };
+  // Only a config whose parts compiled is checked for what it would let a tenant do.
+  if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp !== undefined)));
   if (problems.length > 0) throw new ConfigError(file, problems);
   return config;
 }

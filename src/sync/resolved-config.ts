@@ -34,6 +34,9 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
   const out: ResolvedResource[] = [];
   for (const res of config.resources) {
     const primaryType = await at(platform, res.where, res.type);
+    // One given by kind and one by resource are only seen to be the same type here (config/safety-checks.ts sees the rest).
+    const twin = out.find((r) => r.primaryType.group === primaryType.group && r.primaryType.resource === primaryType.resource);
+    if (twin) throw new ResolveError(`${res.where}: the same primary type as ${twin.where} (${primaryType.resource}${primaryType.group ? `.${primaryType.group}` : ''}): their copies would be taken for each other's; give each type once`);
     await at(service, res.where, { ...res.type, version: primaryType.version, resource: primaryType.resource, kind: undefined });
     const rules: ResolvedRule[] = [];
     for (const rule of res.related) {

@@ -3,6 +3,7 @@
 // source never takes another's copies, and the copies a namespace of the old
 // default holds stay where they are (same uids), also when the store is lost.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,28 +45,33 @@ describe('copy namespaces', () => {
   }
 
   it("never puts a tenant's copies into a namespace that serves another tenant's source", async () => {
-    // A naming template that sends both tenants' "shop" to one namespace ("tenant"), as a hash
-    // collision would: the namespace serves whoever came first.
-    relsync = await startRelsync(config({ namespace: '{{ join "-" cluster namespace | trunc 6 }}' }, 'collide.db', 'collide.yaml'), join(dir, 'collide.log'));
-    for (const c of [a, b]) await c.ensureNamespace('shop');
+    // A naming template with 8 bits of hash (validate cannot see that it is weak), and a tenant b
+    // that searches for a namespace of its own whose copy namespace is tenant a's "shop"'s.
+    relsync = await startRelsync(config({ namespace: 'c{{ hash cluster namespace | trunc 2 }}' }, 'collide.db', 'collide.yaml'), join(dir, 'collide.log'));
+    const hash = (c: string, n: string) => createHash('sha256').update(`${c}/${n}`).digest('hex').slice(0, 2);
+    const victimNs = `c${hash('tenant-a', 'shop')}`;
+    let attackerNs = '';
+    for (let i = 0; !attackerNs; i++) if (hash('tenant-b', `shop-${i}`) === hash('tenant-a', 'shop')) attackerNs = `shop-${i}`;
+    await a.ensureNamespace('shop');
+    await b.ensureNamespace(attackerNs);
     await a.putConfigMap('shop', 'cfg', { tenant: 'a' });
     await a.createDatabase('shop', 'orders', { configMapName: 'cfg', size: 'a' });
-    await eventually("tenant a's copy", () => svc.database('tenant', 'orders'), 30_000);
-    await eventually("tenant a's related copy", () => svc.configMap('tenant', 'cfg'), 30_000);
-    assert.deepEqual([(await annotations('tenant'))[SERVES_CLUSTER], (await annotations('tenant'))[SERVES_NAMESPACE]], ['tenant-a', 'shop']);
+    await eventually("tenant a's copy", () => svc.database(victimNs, 'orders'), 30_000);
+    await eventually("tenant a's related copy", () => svc.configMap(victimNs, 'cfg'), 30_000);
+    assert.deepEqual([(await annotations(victimNs))[SERVES_CLUSTER], (await annotations(victimNs))[SERVES_NAMESPACE]], ['tenant-a', 'shop']);
 
-    await b.putConfigMap('shop', 'cfg', { tenant: 'b' });
-    await b.putConfigMap('shop', 'other', { tenant: 'b' });
-    await b.createDatabase('shop', 'orders', { configMapName: 'cfg', size: 'b' });
-    await b.createDatabase('shop', 'intruder', { configMapName: 'other' });
+    await b.putConfigMap(attackerNs, 'cfg', { tenant: 'b' });
+    await b.putConfigMap(attackerNs, 'other', { tenant: 'b' });
+    await b.createDatabase(attackerNs, 'orders', { configMapName: 'cfg', size: 'b' });
+    await b.createDatabase(attackerNs, 'intruder', { configMapName: 'other' });
     // The Event on tenant b's objects proves their reconciles ran: what they did not write is checked after it.
     for (const name of ['orders', 'intruder']) {
-      await eventually(`a CopyConflict Event on tenant b's ${name}`, async () => (await b.events('shop', name)).some((e) => e.reason === 'CopyConflict' && /copy namespace tenant serves namespace shop of cluster tenant-a/.test(e.message ?? '')), 30_000);
+      await eventually(`a CopyConflict Event on tenant b's ${name}`, async () => (await b.events(attackerNs, name)).some((e) => e.reason === 'CopyConflict' && new RegExp(`copy namespace ${victimNs} serves namespace shop of cluster tenant-a`).test(e.message ?? '')), 30_000);
     }
-    assert.equal((await svc.database('tenant', 'orders'))?.spec?.size, 'a', "tenant a's copy is untouched");
-    assert.equal((await svc.configMap('tenant', 'cfg'))?.data?.tenant, 'a', "tenant a's related copy is untouched");
-    assert.equal(await svc.database('tenant', 'intruder'), undefined, "tenant b's other primary is not copied next to tenant a's");
-    assert.equal(await svc.configMap('tenant', 'other'), undefined, "nor its related object");
+    assert.equal((await svc.database(victimNs, 'orders'))?.spec?.size, 'a', "tenant a's copy is untouched");
+    assert.equal((await svc.configMap(victimNs, 'cfg'))?.data?.tenant, 'a', "tenant a's related copy is untouched");
+    assert.equal(await svc.database(victimNs, 'intruder'), undefined, "tenant b's other primary is not copied next to tenant a's");
+    assert.equal(await svc.configMap(victimNs, 'other'), undefined, "nor its related object");
     await relsync.stop();
     relsync = undefined;
   });

@@ -1,0 +1,112 @@
+/**
+ * Configs that would let one tenant reach another's copies or the provider's
+ * objects are refused at load (so `relsync validate` says so before anything
+ * runs), each at the path of the field to change:
+ *
+ * - two resources with one primary type (their copies would be each other's);
+ * - with sources in several clusters (several platform clusters, or kcp):
+ *   a naming template that renders the same copy namespace and name for two
+ *   different platform clusters: tried on sources built to meet under naive
+ *   joins and cuts (`acme` + `prod-billing` against `acme-prod` + `billing`,
+ *   long names cut at 63 characters) and on every pair of configured clusters;
+ * - the same for a templated service-side `namespace.destination` of a
+ *   platform-origin rule (a constant one is a namespace shared by choice);
+ * - `provenance: anyInNamespace` with a `namespace.source`: every object of a
+ *   namespace that is not the copy's own would count as the tenant's (a
+ *   template the tenant steers, or one namespace for all tenants);
+ * - a constant namespace that is empty or not a namespace name.
+ *
+ * What a template makes of fields of the object itself cannot be tried here;
+ * sync/copy-namespaces.ts refuses at run time a namespace that serves another
+ * source.
+ */
+import type { PublishedResource } from './config.js';
+import { namespaceProblem } from '../rules/resolve-related.js';
+import type { Template } from '../rules/template.js';
+
+/** A problem at a path of the config (the shape of load-config.ts's ConfigProblem). */
+interface Problem {
+  readonly path: string;
+  readonly message: string;
+}
+
+interface Probe {
+  readonly cluster: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+const long = (seed: string) => `${seed}${'x'.repeat(70)}`.slice(0, 63);
+
+/** Pairs of sources in different clusters that naive templates send to one place. */
+function probes(clusters: readonly string[]): Array<readonly [Probe, Probe]> {
+  const pairs: Array<readonly [Probe, Probe]> = [
+    [{ cluster: 'acme', namespace: 'prod-billing', name: 'db' }, { cluster: 'acme-prod', namespace: 'billing', name: 'db' }],
+    [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'other', namespace: 'billing', name: 'db' }],
+    [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme-prod', namespace: long('a'), name: 'db' }],
+    [{ cluster: long('c'), namespace: 'billing', name: 'db' }, { cluster: `${long('c').slice(0, 62)}z`, namespace: 'billing', name: 'db' }],
+  ];
+  for (let i = 0; i < clusters.length; i++) {
+    for (let j = i + 1; j < clusters.length; j++) {
+      pairs.push([{ cluster: clusters[i]!, namespace: 'billing', name: 'db' }, { cluster: clusters[j]!, namespace: 'billing', name: 'db' }]);
+    }
+  }
+  return pairs;
+}
+
+function contextOf(p: Probe): Record<string, unknown> {
+  return { cluster: p.cluster, namespace: p.namespace, name: p.name, object: { metadata: { name: p.name, namespace: p.namespace } } };
+}
+
+/** The first probe pair for which every template renders the same, or undefined. */
+function meeting(templates: readonly Template[], clusters: readonly string[]): readonly [Probe, Probe] | undefined {
+  return probes(clusters).find(([x, y]) => templates.every((t) => t.render(contextOf(x)) === t.render(contextOf(y))));
+}
+
+const describe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;
+
+/**
+ * `clusters`: the platform clusters' names; `manyClusters`: whether sources can come from more
+ * than one cluster (several platform clusters, or kcp with its many workspaces).
+ */
+export function safetyProblems(resources: readonly PublishedResource[], clusters: readonly string[], manyClusters: boolean): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Map<string, string>();
+  for (const res of resources) {
+    const type = `${res.type.group}/${res.type.resource ?? ''}/${res.type.kind ?? ''}`;
+    const first = seen.get(type);
+    if (first) problems.push({ path: res.where, message: `the same primary type as ${first}: their copies would be taken for each other's; give each type once (one resource can have many related rules)` });
+    else seen.set(type, res.where);
+
+    const met = manyClusters ? meeting([res.naming.namespace, res.naming.name], clusters) : undefined;
+    if (met) {
+      problems.push({
+        path: `${res.where}.naming`,
+        message: `renders the same copy for ${describe(met[0])} and ${describe(met[1])}: two tenants' copies would meet; keep {{ hash cluster namespace }} in naming.namespace, as the default does`,
+      });
+    }
+    for (const rule of res.related) {
+      const dest = rule.destinationNamespace;
+      if (manyClusters && rule.origin === 'platform' && dest && !dest.isConstant) {
+        const m = meeting([dest], clusters);
+        if (m) {
+          problems.push({
+            path: `${rule.where}.namespace.destination`,
+            message: `renders the same service-cluster namespace for ${describe(m[0])} and ${describe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
+          });
+        }
+      }
+      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
+        problems.push({
+          path: `${rule.where}.provenance`,
+          message: 'anyInNamespace trusts every object of the source namespace, and namespace.source makes that another namespace than the copy\'s own (one the tenant steers, or one all tenants share); use an ownerReference or label provenance',
+        });
+      }
+      for (const [which, template] of [['source', rule.sourceNamespace], ['destination', dest]] as const) {
+        const bad = template?.isConstant ? namespaceProblem(template.render({})) : undefined;
+        if (bad) problems.push({ path: `${rule.where}.namespace.${which}`, message: `${bad}` });
+      }
+    }
+  }
+  return problems;
+}
