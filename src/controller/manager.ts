@@ -318,6 +318,9 @@ export class Manager {
       const queue = new WorkQueue<PrimaryKey>({
         key: primaryKeyString,
         concurrency: config.workers,
+        // Tenants take turns; with several, one always leaves a worker to the others.
+        lane: (key) => key.id.cluster,
+        maxPerLane: config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp) ? Math.max(1, config.workers - 1) : config.workers,
         onError: (item, err, retryInMs) =>
           logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
         onProcessed: (item, ms, outcome) => {

@@ -4,6 +4,12 @@
  * never by two workers at once; failures are retried with capped exponential
  * backoff per key; `requeueAfterMs` schedules another look. Timers are kept
  * per key, so memory is bounded by the number of distinct keys in flight.
+ *
+ * Fair between lanes (platform clusters: tenants): each lane has its own
+ * FIFO and workers take from the lanes in turn, so one tenant's burst of
+ * 10,000 primaries delays another tenant's change by about one reconcile, not
+ * by the burst. `maxPerLane` caps the workers one lane holds at once, so a
+ * tenant whose reconciles are slow (a stalling API server) cannot hold them all.
  */
 import { Backoff } from '../util/backoff.js';
 import { TerminalError, type Result } from './result.js';
@@ -13,6 +19,10 @@ export type Outcome = 'ok' | 'error' | 'requeue';
 export interface WorkQueueOptions<T> {
   readonly key: (item: T) => string;
   readonly concurrency: number;
+  /** The lane of an item (its platform cluster); default: one lane for all. */
+  readonly lane?: (item: T) => string;
+  /** Workers one lane may hold at once; default: all of them. */
+  readonly maxPerLane?: number;
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
@@ -20,7 +30,7 @@ export interface WorkQueueOptions<T> {
 }
 
 export class WorkQueue<T> {
-  private readonly queue: string[] = [];
+  private readonly lanes = new FairLanes();
   private readonly items = new Map<string, T>();
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
@@ -34,7 +44,7 @@ export class WorkQueue<T> {
   constructor(private readonly options: WorkQueueOptions<T>) {}
 
   get depth(): number {
-    return this.queue.length;
+    return this.lanes.size;
   }
 
   get retrying(): number {
@@ -51,7 +61,7 @@ export class WorkQueue<T> {
     }
     if (this.queued.has(key)) return;
     this.queued.add(key);
-    this.queue.push(key);
+    this.lanes.push(this.options.lane?.(item) ?? '', key);
     this.wake?.();
   }
 
@@ -106,7 +116,7 @@ export class WorkQueue<T> {
 
   private async worker(handle: (item: T) => Promise<Result>): Promise<void> {
     while (!this.stopped) {
-      const key = this.queue.shift();
+      const key = this.lanes.take(this.options.maxPerLane ?? this.options.concurrency);
       if (key === undefined) {
         await new Promise<void>((resolve) => {
           const previous = this.wake;
@@ -150,12 +160,78 @@ export class WorkQueue<T> {
         }
       } finally {
         this.processing.delete(key);
+        this.lanes.done(key);
         this.options.onProcessed?.(item, Date.now() - started, outcome);
         for (const resolve of waiting) resolve(outcome);
         if (this.dirty.delete(key)) this.add(item);
         else if (!this.queued.has(key) && !this.timers.has(key)) this.items.delete(key);
+        // A lane that was at its cap may take work again.
+        this.wake?.();
       }
     }
+  }
+}
+
+/**
+ * Queued keys in one FIFO per lane, taken round-robin over the lanes that have any; a lane's
+ * running count is kept from `take` to `done`. Memory: the queued keys, and one entry per lane
+ * with queued or running keys.
+ */
+class FairLanes {
+  private readonly queues = new Map<string, { keys: string[]; head: number }>();
+  /** Lanes with queued keys, in turn order. */
+  private readonly turn: string[] = [];
+  private readonly running = new Map<string, number>();
+  private readonly laneOfRunning = new Map<string, string>();
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  push(lane: string, key: string): void {
+    let q = this.queues.get(lane);
+    if (!q) {
+      q = { keys: [], head: 0 };
+      this.queues.set(lane, q);
+      this.turn.push(lane);
+    }
+    q.keys.push(key);
+    this.count++;
+  }
+
+  /** The next key of the first lane in turn below `maxPerLane` running; that lane goes to the back. */
+  take(maxPerLane: number): string | undefined {
+    for (let i = 0; i < this.turn.length; i++) {
+      const lane = this.turn[i]!;
+      if ((this.running.get(lane) ?? 0) >= maxPerLane) continue;
+      const q = this.queues.get(lane)!;
+      const key = q.keys[q.head++]!;
+      this.count--;
+      this.turn.splice(i, 1);
+      if (q.head === q.keys.length) this.queues.delete(lane);
+      else {
+        // Drop taken keys now and then, not on every take (Array.shift would copy the rest each time).
+        if (q.head > 1024 && q.head * 2 > q.keys.length) {
+          q.keys = q.keys.slice(q.head);
+          q.head = 0;
+        }
+        this.turn.push(lane);
+      }
+      this.running.set(lane, (this.running.get(lane) ?? 0) + 1);
+      this.laneOfRunning.set(key, lane);
+      return key;
+    }
+    return undefined;
+  }
+
+  done(key: string): void {
+    const lane = this.laneOfRunning.get(key);
+    if (lane === undefined) return;
+    this.laneOfRunning.delete(key);
+    const n = (this.running.get(lane) ?? 1) - 1;
+    if (n > 0) this.running.set(lane, n);
+    else this.running.delete(lane);
   }
 }
 

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { eventually } from './kube.js';
 
-export const cliPath = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** RELSYNC_CLI: another build of relsync, for a benchmark's before/after comparison. */
+export const cliPath = process.env.RELSYNC_CLI ?? fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 export interface RelsyncProcess {
   readonly logFile: string;

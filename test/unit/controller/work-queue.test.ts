@@ -33,6 +33,51 @@ describe('work queue', () => {
     assert.deepEqual(runs.filter((r) => r === 'b').length, 1);
   });
 
+  it("serves lanes in turn: one tenant's burst does not queue another tenant's item behind it", async () => {
+    const order: string[] = [];
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, lane: (s) => s.split('/')[0]! });
+    for (let i = 0; i < 1000; i++) queue.add(`a/${i}`);
+    queue.add('b/1');
+    queue.add('b/2');
+    queue.add('c/1');
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      order.push(key);
+      if (order.length === 1003) ac.abort();
+      return {};
+    });
+    await done;
+    assert.deepEqual(order.slice(0, 6), ['a/0', 'b/1', 'c/1', 'a/1', 'b/2', 'a/2'], 'round-robin over the lanes with work');
+    assert.equal(order.length, 1003, 'and every item runs');
+    assert.deepEqual(order.filter((k) => k.startsWith('a/')), Array.from({ length: 1000 }, (_, i) => `a/${i}`), 'each lane in its own order');
+  });
+
+  it('keeps a worker for the other lanes when one lane is slow (maxPerLane)', async () => {
+    const release: Array<() => void> = [];
+    const started: string[] = [];
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 3, lane: (s) => s.split('/')[0]!, maxPerLane: 2 });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      started.push(key);
+      // Tenant a's reconciles stall until released; b's are quick.
+      if (key.startsWith('a/')) await new Promise<void>((r) => release.push(r));
+      return {};
+    });
+    for (let i = 0; i < 10; i++) queue.add(`a/${i}`);
+    await tick(20);
+    assert.deepEqual(started, ['a/0', 'a/1'], 'a stalled lane holds at most maxPerLane workers');
+    queue.add('b/1');
+    await tick(20);
+    assert.ok(started.includes('b/1'), 'another lane still runs at once');
+    assert.equal(queue.depth, 8);
+    for (const r of release.splice(0)) r();
+    await tick(20);
+    assert.deepEqual(started.slice(3, 5), ['a/2', 'a/3'], 'a lane below its cap takes work again');
+    ac.abort();
+    for (const r of release.splice(0)) r();
+    await done;
+  });
+
   it('retries failures with backoff and honours requeueAfter', async () => {
     let attempts = 0;
     let requeued = 0;

@@ -1,0 +1,126 @@
+/**
+ * `npm run build && node dist/bench/fairness.js --primaries N [--samples S]`
+ *
+ * A benchmark, not a test: it prints figures, asserts nothing. Two tenants,
+ * one service cluster, relsync as a real process (4 workers). Tenant B
+ * changes one related ConfigMap of one primary, S times while nothing else
+ * happens (idle), then S times while tenant A creates N primaries, each with a
+ * related ConfigMap (burst). Printed: B's propagation latency in both phases
+ * (p50, p99, max) and their ratio, the queue depth relsync reported during the
+ * burst, how fast A's copies arrived, and relsync's peak RSS.
+ *
+ * `RELSYNC_CLI=/path/to/dist/src/cli/main.js` runs another build of relsync
+ * (e.g. a worktree of an older commit) for a before/after comparison.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import { startClusters, twoTenantConfig } from '../test/harness/clusters.js';
+import { eventually } from '../test/harness/kube.js';
+import { startRelsync, writeConfig } from '../test/harness/relsync-process.js';
+import { defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
+
+const { values: args } = parseArgs({ options: { primaries: { type: 'string', default: '2000' }, samples: { type: 'string', default: '20' } } });
+const N = Number(args.primaries);
+const S = Number(args.samples);
+const log = (s: string) => console.log(s);
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] ?? NaN;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: n }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-bench-fair-'));
+  const clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+  const { 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client;
+  const config = writeConfig(dir, {
+    ...twoTenantConfig(clusters, dir),
+    resync: { schedule: '0 0 1 1 *', onStartup: false },
+    leaderElection: { enabled: false },
+    resources: [{ group: GROUP, resource: PLURAL, related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+  });
+  const relsync = await startRelsync(config, join(dir, 'relsync.log'), ['--log-level', 'warn']);
+  const pid = relsync.child.pid!;
+  const rssPeakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  const metric = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text())?.[1] ?? NaN);
+  try {
+    await a.ensureNamespace('a');
+    await b.ensureNamespace('b');
+    await b.putConfigMap('b', 'cfg', { v: 'start' });
+    await b.createDatabase('b', 'orders', { configMapName: 'cfg' });
+    const nsB = defaultCopyNamespace('tenant-b', 'b');
+    await eventually("tenant B's copy", () => svc.configMap(nsB, 'cfg'), 60_000);
+
+    // Arrival times of B's values in the service cluster, from a watch (no polling load on the API server).
+    const arrived = new Map<string, number>();
+    const watch = await new Watch(clusters.plane.service.kubeConfig).watch(`/api/v1/namespaces/${nsB}/configmaps`, {}, (_type, obj: V1ConfigMap) => {
+      const v = obj.data?.v;
+      if (v && !arrived.has(v)) arrived.set(v, Date.now());
+    }, () => undefined);
+    let seq = 0;
+    const sample = async (): Promise<number> => {
+      const v = `s${seq++}`;
+      const at = Date.now();
+      await b.putConfigMap('b', 'cfg', { v });
+      const deadline = at + 120_000;
+      while (!arrived.has(v)) {
+        if (Date.now() > deadline) return Infinity;
+        await sleep(5);
+      }
+      return arrived.get(v)! - at;
+    };
+
+    const idle: number[] = [];
+    for (let i = 0; i < S; i++) {
+      idle.push(await sample());
+      await sleep(200);
+    }
+
+    // Burst: tenant A creates N primaries (16 clients), B keeps changing its ConfigMap meanwhile.
+    const names = Array.from({ length: N }, (_, i) => `p${i}`);
+    const started = Date.now();
+    let created = false;
+    const creating = pool(names, 16, async (name) => {
+      await a.core.createNamespacedConfigMap({ namespace: 'a', body: { metadata: { name: `${name}-cfg` }, data: { v: name } } });
+      await a.objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: 'a', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', metadata: { name }, spec: { configMapName: `${name}-cfg` } } });
+    }).then(() => (created = true));
+    const burst: number[] = [];
+    let maxDepth = 0;
+    const nsA = defaultCopyNamespace('tenant-a', 'a');
+    // Sample while A's creation runs and its queue drains; at least S samples.
+    for (let i = 0; burst.length < S || !created; i++) {
+      await sleep(300);
+      maxDepth = Math.max(maxDepth, await metric('relsync_queue_depth'));
+      burst.push(await sample());
+      if (burst.length > 10 * S) break;
+    }
+    await creating;
+    const createdMs = Date.now() - started;
+    const copies = await eventually(`all ${N} of A's copies`, async () => {
+      const list = await svc.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: nsA });
+      return (list as { items: unknown[] }).items.length >= N ? true : undefined;
+    }, 30 * 60_000).then(() => Date.now() - started);
+    watch.abort();
+
+    const fmt = (xs: number[]) => `p50 ${pct(xs, 50)} ms, p99 ${pct(xs, 99)} ms, max ${Math.max(...xs)} ms (${xs.length} samples)`;
+    log(`relsync: ${process.env.RELSYNC_CLI ?? 'this build'}`);
+    log(`tenant B idle:  ${fmt(idle)}`);
+    log(`tenant B burst: ${fmt(burst)}  (while tenant A created ${N} primaries in ${createdMs} ms)`);
+    log(`ratio burst/idle: p50 ${(pct(burst, 50) / pct(idle, 50)).toFixed(2)}, p99 ${(pct(burst, 99) / pct(idle, 99)).toFixed(2)}`);
+    log(`queue depth seen during the burst: up to ${maxDepth}`);
+    log(`tenant A: ${N} copies in ${copies} ms (${(N / (copies / 1000)).toFixed(1)} copies/s)`);
+    log(`relsync peak RSS: ${rssPeakMb().toFixed(0)} MB`);
+  } finally {
+    await relsync.stop();
+    await clusters.stop();
+  }
+}
+
+await main();
