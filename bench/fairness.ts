@@ -12,6 +12,7 @@
  * `RELSYNC_CLI=/path/to/dist/src/cli/main.js` runs another build of relsync
  * (e.g. a worktree of an older commit) for a before/after comparison.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,13 +21,15 @@ import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import { startClusters, twoTenantConfig } from '../test/harness/clusters.js';
 import { eventually } from '../test/harness/kube.js';
 import { startRelsync, writeConfig } from '../test/harness/relsync-process.js';
-import { defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
+import { GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
 
 const { values: args } = parseArgs({ options: { primaries: { type: 'string', default: '2000' }, samples: { type: 'string', default: '20' } } });
 const N = Number(args.primaries);
 const S = Number(args.samples);
 const log = (s: string) => console.log(s);
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] ?? NaN;
+const NAMING = '{{ cluster }}-{{ namespace }}-{{ hash cluster namespace | trunc 16 }}';
+const copyNamespace = (cluster: string, namespace: string) => `${cluster}-${namespace}-${createHash('sha256').update(`${cluster}/${namespace}`).digest('hex').slice(0, 16)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -44,9 +47,10 @@ async function main(): Promise<void> {
     ...twoTenantConfig(clusters, dir),
     resync: { schedule: '0 0 1 1 *', onStartup: false },
     leaderElection: { enabled: false },
-    resources: [{ group: GROUP, resource: PLURAL, related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+    // An explicit naming that builds from before and after 64-bit default hashes both use.
+    resources: [{ group: GROUP, resource: PLURAL, naming: { namespace: NAMING }, related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
   });
-  const relsync = await startRelsync(config, join(dir, 'relsync.log'), ['--log-level', 'warn']);
+  const relsync = await startRelsync(config, join(dir, 'relsync.log'), ['--log-level', 'info']);
   const pid = relsync.child.pid!;
   const rssPeakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
   const metric = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text())?.[1] ?? NaN);
@@ -55,7 +59,7 @@ async function main(): Promise<void> {
     await b.ensureNamespace('b');
     await b.putConfigMap('b', 'cfg', { v: 'start' });
     await b.createDatabase('b', 'orders', { configMapName: 'cfg' });
-    const nsB = defaultCopyNamespace('tenant-b', 'b');
+    const nsB = copyNamespace('tenant-b', 'b');
     await eventually("tenant B's copy", () => svc.configMap(nsB, 'cfg'), 60_000);
 
     // Arrival times of B's values in the service cluster, from a watch (no polling load on the API server).
@@ -93,7 +97,7 @@ async function main(): Promise<void> {
     }).then(() => (created = true));
     const burst: number[] = [];
     let maxDepth = 0;
-    const nsA = defaultCopyNamespace('tenant-a', 'a');
+    const nsA = copyNamespace('tenant-a', 'a');
     // Sample while A's creation runs and its queue drains; at least S samples.
     for (let i = 0; burst.length < S || !created; i++) {
       await sleep(300);

@@ -140,7 +140,7 @@ async function main(): Promise<void> {
     const s = new ClusterClient('service', ps.kubeConfig);
     const copyNs = defaultCopyNamespace('platform', NS);
     await a.ensureNamespace(NS);
-    await s.ensureNamespace(copyNs);
+    await s.ensureNamespace(copyNs, { cluster: 'platform', namespace: NS });
     await s.ensureNamespace('floor');
 
     const related = [

@@ -11,14 +11,16 @@
  *   long names cut at 63 characters) and on every pair of configured clusters;
  * - the same for a templated service-side `namespace.destination` of a
  *   platform-origin rule (a constant one is a namespace shared by choice);
- * - `provenance: anyInNamespace` with a `namespace.source`: every object of a
- *   namespace that is not the copy's own would count as the tenant's (a
- *   template the tenant steers, or one namespace for all tenants);
+ * - `provenance: anyInNamespace` with a `namespace.source`, with
+ *   `inverse.namespaceFrom`, or with a copy namespace not keyed by both
+ *   cluster and namespace: every object of a namespace that is not the copy's
+ *   own would count as the tenant's;
+ * - `provenance.label.value` that reads `object` (the tenant writes it);
  * - a constant namespace that is empty or not a namespace name.
  *
  * What a template makes of fields of the object itself cannot be tried here;
- * sync/copy-namespaces.ts refuses at run time a namespace that serves another
- * source.
+ * sync/copy-namespaces.ts refuses at run time a primary's copy namespace that
+ * serves another source (not yet a related rule's destination namespace).
  */
 import type { PublishedResource } from './config.js';
 import { namespaceProblem } from '../rules/resolve-related.js';
@@ -95,6 +97,16 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
             message: `renders the same service-cluster namespace for ${describe(m[0])} and ${describe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
           });
         }
+      }
+      const finder = rule.finder;
+      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && finder.kind === 'inverse' && finder.namespaceFrom) {
+        problems.push({ path: `${rule.where}.provenance`, message: 'anyInNamespace with inverse.namespaceFrom trusts objects of every namespace that name the copy; use an ownerReference or label provenance' });
+      }
+      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && manyClusters && !(res.naming.namespace.uses('cluster') && res.naming.namespace.uses('namespace'))) {
+        problems.push({ path: `${rule.where}.provenance`, message: 'anyInNamespace trusts the copy namespace, which naming.namespace does not keep to one tenant namespace (it must use both cluster and namespace); use an ownerReference or label provenance' });
+      }
+      if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('object')) {
+        problems.push({ path: `${rule.where}.provenance.label.value`, message: 'reads the object, which the tenant writes: it could name any value; build it from cluster, namespace and name' });
       }
       if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
         problems.push({

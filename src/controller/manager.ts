@@ -76,6 +76,7 @@ interface Wiring {
   readonly plan: readonly PlannedWatch[];
   readonly sweeper: Sweeper;
   readonly sweepReads: SweepReads;
+  readonly copyNamespaces: CopyNamespaces;
 }
 
 export class Manager {
@@ -192,6 +193,8 @@ export class Manager {
   /** The leader's work: watches, reconciles, checkpoints, sweeps. */
   private async lead(w: Wiring, signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
+    // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
+    await w.copyNamespaces.adoptUnrecorded(w.resources, signal);
     const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
 
     // Work that was routed but not reconciled when the last process ended.
@@ -260,6 +263,10 @@ export class Manager {
     }
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
+    await w.copyNamespaces.adoptUnrecorded(w.resources, stop.signal).catch((err: unknown) => {
+      w.clusters.close();
+      throw err;
+    });
     const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));
     try {
       return await w.sweeper.sweep('cli');
@@ -305,9 +312,7 @@ export class Manager {
       const ownWrites = new OwnWrites();
       // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
       const sweepReads = new SweepReads(new LiveReads(clusters));
-      // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile.
       const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger });
-      await copyNamespaces.adoptUnrecorded(resources, signal);
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces,
         readsFor: (id) => sweepReads.readsFor(id),
@@ -349,7 +354,7 @@ export class Manager {
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const scope = new ClusterScope(clusters, logical, logger);
       const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, queue, metrics: this.metrics, logger });
-      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads };
+      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces };
     } catch (err) {
       clusters.close();
       throw err;

@@ -10,9 +10,12 @@
  *   already serves another source is a conflict, never shared. Only the parts
  *   the naming template keys on are compared: `{{ cluster }}` alone means one
  *   namespace for all of a cluster's namespaces, by the config's choice;
- * - a namespace without a record (made by the provider, or by a relsync from
- *   before records) is claimed by the first source that needs it, with the
- *   namespace's resourceVersion as precondition, so two claims cannot both win;
+ * - a namespace without a record that relsync made (its agent label: a
+ *   relsync from before records) is claimed by the first source that needs
+ *   it, with the namespace's resourceVersion as precondition, so two claims
+ *   cannot both win; any other existing namespace (`kube-system`, the
+ *   operator's) is a conflict: a provider that makes copy namespaces itself
+ *   puts the record on them;
  * - the default template keeps 64 bits of hash; namespaces made under the
  *   previous default (24 bits) keep serving their copies: at start, each one
  *   without a record is recorded for the one source whose copies it holds, and
@@ -76,6 +79,10 @@ export class CopyNamespaces {
       } else {
         const served = servedBy(current);
         if (served) return this.mismatch(resource, name, served, source);
+        if (current.metadata.labels?.[AGENT_LABEL] !== this.deps.agentName) {
+          this.deps.logger.warn({ namespace: name, source: pinKey(source) }, 'a copy namespace exists, was not made by relsync and records no source it serves: nothing is copied there (a provider that makes copy namespaces annotates them with relsync.dev/serves-cluster and serves-namespace)');
+          return `the copy namespace ${name} exists and was not made by relsync for this namespace; nothing is copied there`;
+        }
         try {
           // Unrecorded (the provider's, or older relsync's): the first source to need it claims it.
           await namespaces.mergePatch('', name, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: servesAnnotations(source) } });
@@ -100,7 +107,14 @@ export class CopyNamespaces {
     const { clusters, agentName, logger } = this.deps;
     const service = clusters.service.name;
     const namespaces = clusters.client(service, namespaceType);
-    const all = (await namespaces.listAll({ labelSelector: agentSelector(agentName) })).items;
+    let all: KubeObject[];
+    try {
+      all = (await namespaces.listAll({ labelSelector: agentSelector(agentName) })).items;
+    } catch (err) {
+      // Without list on namespaces (RBAC of an older release): no pins; copies of the old default would move.
+      logger.error({ err: (err as Error).message }, 'cannot list namespaces in the service cluster to record whom copy namespaces of an older relsync serve (relsync needs get, list, create and patch on namespaces); copies in them are re-made under the current naming');
+      return;
+    }
     for (const ns of all) {
       const served = servedBy(ns);
       if (served && ns.metadata.name === legacyName(served)) this.pins.set(pinKey(served), ns.metadata.name);
@@ -109,7 +123,8 @@ export class CopyNamespaces {
     if (unrecorded.size === 0) return;
     const sources = new Map<string, Map<string, ServedSource>>();
     for (const resource of resources) {
-      if (!resource.primaryType.namespaced || signal.aborted) continue;
+      if (signal.aborted) return;
+      if (!resource.primaryType.namespaced) continue;
       const copies = await clusters.client(service, resource.primaryType).listAll({ labelSelector: agentSelector(agentName) });
       for (const copy of copies.items) {
         const at = copy.metadata.namespace ?? '';
@@ -130,9 +145,10 @@ export class CopyNamespaces {
       try {
         await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: servesAnnotations(source!) } });
       } catch (err) {
-        // Claimed meanwhile (another replica): its record decides.
         if (!isConflict(err)) throw err;
-        continue;
+        // Recorded meanwhile (another replica, a claim): pinned if for this very source.
+        const now = servedBy((await namespaces.get('', name)) ?? { metadata: {} });
+        if (!now || pinKey(now) !== pinKey(source!)) continue;
       }
       if (name === legacyName(source!)) this.pins.set(pinKey(source!), name);
       logger.info({ namespace: name, serves: pinKey(source!) }, 'recorded whom a copy namespace made by an older relsync serves; its copies stay');
@@ -146,7 +162,9 @@ export class CopyNamespaces {
     const byCluster = pinned || template.uses('cluster') || template.uses('object');
     const byNamespace = pinned || template.uses('namespace') || template.uses('object');
     if ((byCluster && served.cluster !== source.cluster) || (byNamespace && served.namespace !== source.namespace)) {
-      return `the copy namespace ${name} serves namespace ${served.namespace} of cluster ${served.cluster}, not this one: it is never shared (check ${resource.where}.naming.namespace)`;
+      // The tenant hears only that it is taken; whose it is goes to the provider's log.
+      this.deps.logger.warn({ namespace: name, serves: pinKey(served), source: pinKey(source) }, 'a copy namespace serves another source: nothing of this one is copied there');
+      return `the copy namespace ${name} serves another source: it is never shared (check ${resource.where}.naming.namespace)`;
     }
     return undefined;
   }

@@ -199,7 +199,7 @@ describe('core sync', () => {
 
   it('never overwrites an object in the service cluster that it did not create', async () => {
     const ns = defaultCopyNamespace('tenant-a', 't6');
-    await svc.ensureNamespace(ns);
+    await svc.ensureNamespace(ns, { cluster: 'tenant-a', namespace: 't6' });
     await svc.createDatabase(ns, 'squatter', { owner: 'someone-else' });
     await svc.putConfigMap(ns, 'squat-config', { owner: 'someone-else' });
     await a.ensureNamespace('t6');
@@ -213,7 +213,7 @@ describe('core sync', () => {
 
   it('tells the primary’s owner about a related copy it may not overwrite, and syncs it once the way is clear', async () => {
     const ns = defaultCopyNamespace('tenant-a', 't6b');
-    await svc.ensureNamespace(ns);
+    await svc.ensureNamespace(ns, { cluster: 'tenant-a', namespace: 't6b' });
     await svc.putConfigMap(ns, 'taken-config', { owner: 'someone-else' });
     await a.ensureNamespace('t6b');
     await a.putConfigMap('t6b', 'taken-config', { owner: 'tenant' });
@@ -241,7 +241,7 @@ describe('core sync', () => {
       await svc.objects.createClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: body.kind === 'ValidatingAdmissionPolicy' ? 'validatingadmissionpolicies' : 'validatingadmissionpolicybindings', body });
     }
     const ns = defaultCopyNamespace('tenant-a', 't6c');
-    await svc.ensureNamespace(ns);
+    await svc.ensureNamespace(ns, { cluster: 'tenant-a', namespace: 't6c' });
     await eventually('the policy is in force', async () => {
       try {
         await svc.createDatabase(ns, 'probe', { size: 'huge' });

@@ -31,9 +31,11 @@ export class ClusterClient {
     this.objects = kc.makeApiClient(CustomObjectsApi);
   }
 
-  async ensureNamespace(name: string): Promise<void> {
+  /** `serves`: as a provider that makes a copy namespace itself records whom it serves (relsync's serves annotations). */
+  async ensureNamespace(name: string, serves?: { cluster: string; namespace: string }): Promise<void> {
+    const annotations = serves && { 'relsync.dev/serves-cluster': serves.cluster, 'relsync.dev/serves-namespace': serves.namespace };
     try {
-      await this.core.createNamespace({ body: { metadata: { name } } });
+      await this.core.createNamespace({ body: { metadata: { name, annotations } } });
     } catch (err) {
       if ((err as { code?: number }).code !== 409) throw err;
     }

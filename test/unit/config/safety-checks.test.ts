@@ -61,6 +61,14 @@ describe('configs that would let a tenant reach what is not its own', () => {
     assert.match(problems(rule(', namespace: { source: "shared" }')), /provenance: anyInNamespace/);
   });
 
+  it('refuses provenance a tenant can steer or that trusts more than the copy namespace', () => {
+    const rule = (extra: string, naming = '') => db(`${naming}, related: [{ id: r, origin: service, resource: secrets, ${extra} }]`);
+    assert.match(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ object.spec.owner }}" } }')), /related\[0\]\.provenance\.label\.value: reads the object/);
+    assert.match(problems(rule('inverse: { label: o, namespaceFrom: { label: n } }, provenance: { anyInNamespace: true }')), /anyInNamespace with inverse\.namespaceFrom/);
+    assert.match(problems(rule('template: { name: x }, provenance: { anyInNamespace: true }', ', naming: { namespace: shared, name: "{{ hash cluster namespace name | trunc 20 }}" }')), /does not keep to one tenant namespace/);
+    assert.equal(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ cluster }}.{{ name }}" } }')), '');
+  });
+
   it('refuses a constant namespace that is not a namespace name', () => {
     assert.match(problems(db(', related: [{ id: r, origin: service, resource: secrets, template: { name: x }, namespace: { source: "Not_A_Namespace" } }]')), /related\[0\]\.namespace\.source: "Not_A_Namespace" is not a valid namespace name/);
   });
