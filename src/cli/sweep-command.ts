@@ -7,7 +7,8 @@ import { createLogger } from '../util/logger.js';
 
 /** `relsync sweep`: one full-resync sweep, a summary, exit 0 (1 when a primary failed). */
 export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; output: 'text' | 'json'; force?: boolean }): Promise<void> {
-  const logger = createLogger(options.logLevel);
+  // Logs to stderr: stdout is the summary (JSON with -o json).
+  const logger = createLogger(options.logLevel, true);
   const config = loadConfigOrExit(options.config);
   const store = await openStore(config.storePath).catch((err: Error) => {
     console.error(err.message);

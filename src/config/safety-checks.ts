@@ -61,11 +61,11 @@ function contextOf(p: Probe): Record<string, unknown> {
 }
 
 /** The first probe pair for which every template renders the same, or undefined. */
-function meeting(templates: readonly Template[], clusters: readonly string[]): readonly [Probe, Probe] | undefined {
+export function meeting(templates: readonly Template[], clusters: readonly string[]): readonly [Probe, Probe] | undefined {
   return probes(clusters).find(([x, y]) => templates.every((t) => t.render(contextOf(x)) === t.render(contextOf(y))));
 }
 
-const describe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;
+export const describe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;
 
 /**
  * `clusters`: the platform clusters' names; `manyClusters`: whether sources can come from more

@@ -312,7 +312,8 @@ export class Manager {
       const ownWrites = new OwnWrites();
       // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
       const sweepReads = new SweepReads(new LiveReads(clusters));
-      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger });
+      // An installation is its Lease (its replicas share it), also with leader election off.
+      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: `${config.leaderElection.namespace}/${config.leaderElection.name}` });
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces,
         readsFor: (id) => sweepReads.readsFor(id),

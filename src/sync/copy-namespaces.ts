@@ -15,7 +15,8 @@
  *   it, with the namespace's resourceVersion as precondition, so two claims
  *   cannot both win; any other existing namespace (`kube-system`, the
  *   operator's) is a conflict: a provider that makes copy namespaces itself
- *   puts the record on them;
+ *   puts the record on them. A constant namespace (`shared`) is one namespace
+ *   for all by the config's choice: used as it is;
  * - the default template keeps 64 bits of hash; namespaces made under the
  *   previous default (24 bits) keep serving their copies: at start, each one
  *   without a record is recorded for the one source whose copies it holds, and
@@ -26,6 +27,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.js';
 import { isAlreadyExists, isConflict } from '../kube/api-error.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
+import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../kube/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
@@ -34,6 +36,19 @@ import type { ResolvedResource } from './resolved-config.js';
 
 export const SERVES_CLUSTER_ANNOTATION = 'relsync.dev/serves-cluster';
 export const SERVES_NAMESPACE_ANNOTATION = 'relsync.dev/serves-namespace';
+/** Which installation of the agent made or claimed it: its Lease, `namespace/name` (one per installation, shared by its replicas). */
+export const INSTALLATION_ANNOTATION = 'relsync.dev/installation';
+
+/** Another installation with the same agent name works on this service cluster: this one refuses to run. */
+export class InstallationConflictError extends Error {
+  override name = 'InstallationConflictError';
+}
+
+/** The template that named a namespace, and where it is in the config (for messages). */
+export interface NamespaceNaming {
+  readonly template: Template;
+  readonly where: string;
+}
 
 export const namespaceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false } as const;
 
@@ -49,7 +64,7 @@ export class CopyNamespaces {
   /** `cluster/namespace` → the namespace its copies stay in (made under the previous default). */
   private readonly pins = new Map<string, string>();
 
-  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger }) {}
+  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger; readonly installation: string }) {}
 
   /** Where the copies of a primary (whose template variables are `context`) go. */
   nameFor(resource: ResolvedResource, source: ServedSource, context: TemplateContext): string {
@@ -64,28 +79,58 @@ export class CopyNamespaces {
    * Makes sure `name` exists and serves `source`; when it serves another source, says so (a
    * conflict: nothing of `source` may be written there).
    */
-  async claim(reads: ObjectReads, resource: ResolvedResource, source: ServedSource, name: string): Promise<string | undefined> {
+  async claim(reads: ObjectReads, naming: NamespaceNaming, source: ServedSource, name: string): Promise<string | undefined> {
     const service = this.deps.clusters.service.name;
     const namespaces = this.deps.clusters.client(service, namespaceType);
     let current = await reads.get(service, namespaceType, '', name);
+    if (current && current.metadata.uid === undefined) {
+      // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record
+      // is read live, at most once a minute per namespace while it keeps serving this source.
+      const seen = this.verified.get(name);
+      if (seen && seen.source === pinKey(source) && seen.until > Date.now()) return undefined;
+      current = await namespaces.get('', name);
+    }
+    const taken = await this.check(namespaces, naming, source, name, current);
+    if (taken === undefined) this.remember(name, source);
+    return taken;
+  }
+
+  /** Namespaces recently seen serving a source, for the sweep's reads: bounded, oldest out first. */
+  private readonly verified = new Map<string, { source: string; until: number }>();
+
+  private remember(name: string, source: ServedSource): void {
+    this.verified.delete(name);
+    this.verified.set(name, { source: pinKey(source), until: Date.now() + 60_000 });
+    if (this.verified.size > 10_000) this.verified.delete(this.verified.keys().next().value!);
+  }
+
+  private async check(namespaces: ResourceClient, naming: NamespaceNaming, source: ServedSource, name: string, read: KubeObject | undefined): Promise<string | undefined> {
+    let current = read;
     for (let attempt = 0; ; attempt++) {
       if (!current) {
         try {
-          await namespaces.create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName }, annotations: servesAnnotations(source) } });
+          await namespaces.create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName }, annotations: this.records(source) } });
           return undefined;
         } catch (err) {
           if (!isAlreadyExists(err) || attempt > 2) throw err;
         }
       } else {
+        // A constant name is one namespace for every source, by the config's choice (the provider may make it).
+        if (naming.template.isConstant) return undefined;
+        const installation = current.metadata.annotations?.[INSTALLATION_ANNOTATION];
+        if (installation !== undefined && installation !== this.deps.installation) {
+          this.deps.logger.error({ namespace: name, installation, this: this.deps.installation }, `a copy namespace belongs to another installation of agent "${this.deps.agentName}": two installations must not share an agent name`);
+          return `the copy namespace ${name} belongs to another relsync installation; nothing is copied there`;
+        }
         const served = servedBy(current);
-        if (served) return this.mismatch(resource, name, served, source);
+        if (served) return this.mismatch(naming, name, served, source);
         if (current.metadata.labels?.[AGENT_LABEL] !== this.deps.agentName) {
           this.deps.logger.warn({ namespace: name, source: pinKey(source) }, 'a copy namespace exists, was not made by relsync and records no source it serves: nothing is copied there (a provider that makes copy namespaces annotates them with relsync.dev/serves-cluster and serves-namespace)');
           return `the copy namespace ${name} exists and was not made by relsync for this namespace; nothing is copied there`;
         }
         try {
           // Unrecorded (the provider's, or older relsync's): the first source to need it claims it.
-          await namespaces.mergePatch('', name, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: servesAnnotations(source) } });
+          await namespaces.mergePatch('', name, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: this.records(source) } });
           this.deps.logger.info({ namespace: name, serves: `${source.cluster}/${source.namespace}` }, 'recorded whom a copy namespace without a record serves');
           return undefined;
         } catch (err) {
@@ -115,9 +160,24 @@ export class CopyNamespaces {
       logger.error({ err: (err as Error).message }, 'cannot list namespaces in the service cluster to record whom copy namespaces of an older relsync serve (relsync needs get, list, create and patch on namespaces); copies in them are re-made under the current naming');
       return;
     }
+    // Another installation with this agent name would take this one's copies for orphans, and the reverse.
+    const foreign = all.filter((ns) => (ns.metadata.annotations?.[INSTALLATION_ANNOTATION] ?? this.deps.installation) !== this.deps.installation);
+    if (foreign.length > 0) {
+      const other = foreign[0]!.metadata.annotations![INSTALLATION_ANNOTATION];
+      throw new InstallationConflictError(
+        `${foreign.length} namespace(s) of the service cluster (${foreign.slice(0, 3).map((n) => n.metadata.name).join(', ')}) belong to another relsync installation with agent name "${agentName}" (its Lease: ${other}); this one's Lease is ${this.deps.installation}. ` +
+          'Two installations must not share an agent name: each would delete the other\'s copies as orphans. Give this one another agentName (or, if the other is gone for good, remove its relsync.dev/installation annotations).',
+      );
+    }
     for (const ns of all) {
       const served = servedBy(ns);
       if (served && ns.metadata.name === legacyName(served)) this.pins.set(pinKey(served), ns.metadata.name);
+      // Recorded before installations were (relsync 0.2 pre-releases): this installation's from now on.
+      if (served && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
+        await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: this.deps.installation } } }).catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
+      }
     }
     const unrecorded = new Set(all.filter((ns) => !servedBy(ns)).map((ns) => ns.metadata.name ?? ''));
     if (unrecorded.size === 0) return;
@@ -136,14 +196,18 @@ export class CopyNamespaces {
       }
     }
     for (const [name, found] of sources) {
+      const ns = all.find((n) => n.metadata.name === name)!;
       if (found.size !== 1) {
-        logger.error({ namespace: name, sources: [...found.keys()] }, 'a copy namespace made by an older relsync holds the copies of several sources (their names collided); it is left unrecorded, and their copies move to namespaces of their own');
+        // Recorded as serving no source (empty names): never claimed or pinned by either, not scanned again.
+        logger.error({ namespace: name, sources: [...found.keys()] }, 'a copy namespace made by an older relsync holds the copies of several sources (their names collided); it is recorded as serving none, and their copies move to namespaces of their own');
+        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records({ cluster: '', namespace: '' }) } }).catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
         continue;
       }
       const [source] = found.values();
-      const ns = all.find((n) => n.metadata.name === name)!;
       try {
-        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: servesAnnotations(source!) } });
+        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records(source!) } });
       } catch (err) {
         if (!isConflict(err)) throw err;
         // Recorded meanwhile (another replica, a claim): pinned if for this very source.
@@ -155,8 +219,12 @@ export class CopyNamespaces {
     }
   }
 
-  private mismatch(resource: ResolvedResource, name: string, served: ServedSource, source: ServedSource): string | undefined {
-    const template = resource.naming.namespace;
+  private records(source: ServedSource): Record<string, string> {
+    return { ...servesAnnotations(source), [INSTALLATION_ANNOTATION]: this.deps.installation };
+  }
+
+  private mismatch(naming: NamespaceNaming, name: string, served: ServedSource, source: ServedSource): string | undefined {
+    const { template } = naming;
     // A pinned namespace was named for both parts.
     const pinned = this.pins.get(pinKey(source)) === name;
     const byCluster = pinned || template.uses('cluster') || template.uses('object');
@@ -164,7 +232,7 @@ export class CopyNamespaces {
     if ((byCluster && served.cluster !== source.cluster) || (byNamespace && served.namespace !== source.namespace)) {
       // The tenant hears only that it is taken; whose it is goes to the provider's log.
       this.deps.logger.warn({ namespace: name, serves: pinKey(served), source: pinKey(source) }, 'a copy namespace serves another source: nothing of this one is copied there');
-      return `the copy namespace ${name} serves another source: it is never shared (check ${resource.where}.naming.namespace)`;
+      return `the copy namespace ${name} serves another source: it is never shared (check ${naming.where})`;
     }
     return undefined;
   }

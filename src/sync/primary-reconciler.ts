@@ -29,7 +29,7 @@ import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
 import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
-import { CopyNamespaces, namespaceType } from './copy-namespaces.js';
+import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
@@ -54,8 +54,8 @@ export interface ReconcilerDeps {
   readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
-  /** Where copies go and whom their namespaces serve; default: a fresh one (no copy namespaces pinned). */
-  readonly copyNamespaces?: CopyNamespaces;
+  /** Where copies go and whom their namespaces serve. */
+  readonly copyNamespaces: CopyNamespaces;
 }
 
 
@@ -95,7 +95,7 @@ export class PrimaryReconciler {
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
-    this.copyNamespaces = deps.copyNamespaces ?? new CopyNamespaces(deps);
+    this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
     this.live = new LiveReads(deps.clusters);
   }
@@ -149,7 +149,7 @@ export class PrimaryReconciler {
     }
     const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.primaryType);
-    const taken = resource.primaryType.namespaced ? await this.copyNamespaces.claim(reads, resource, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
+    const taken = resource.primaryType.namespaced ? await this.copyNamespaces.claim(reads, { template: resource.naming.namespace, where: `${resource.where}.naming.namespace` }, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
     if (taken) {
       // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
@@ -353,6 +353,7 @@ export class PrimaryReconciler {
     if (input.rule.origin !== 'service' || !provenance) return true;
     const problem = provenanceProblem(provenance, source, input.copy, input.context);
     if (problem === undefined) return true;
+    this.deps.metrics.unprovenSources.inc({ rule: input.rule.id });
     this.deps.logger.debug({ rule: input.rule.id, copy: `${input.copy.metadata.namespace ?? ''}/${input.copy.metadata.name ?? ''}`, object: `${source.metadata.namespace ?? ''}/${source.metadata.name ?? ''}`, problem }, 'a service-side object is not the copy\'s own: not a source');
     return false;
   }
@@ -562,10 +563,19 @@ export class PrimaryReconciler {
       };
     };
     if (existing && !(marked && sameIdentity(marked, pair.source))) return conflict();
+    // A service-side destination namespace of the rule's own (namespace.destination) serves this
+    // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
+    const destNamespace = pair.destination.namespace;
+    if (!existing && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
+      const taken = await this.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
+      if (taken) {
+        metrics.conflicts.inc({ kind: 'related' });
+        return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
+      }
+    }
     const write = async (current: KubeObject | undefined): Promise<void> => {
       if (!current) {
         const { namespace } = pair.destination;
-        if (pair.destination.cluster === clusters.service.name && namespace) await this.ensureNamespace(reads, pair.destination.cluster, namespace);
         const body: KubeObject = {
           ...desired.fields,
           metadata: {

@@ -7,4 +7,6 @@ export interface SyncMetrics {
   readonly copiesWritten: Counter<'kind' | 'action'>;
   readonly copiesRemoved: Counter<'kind'>;
   readonly conflicts: Counter<'kind'>;
+  /** Service-side objects a service-origin rule found that are not provably the copy's (rules/provenance.ts). */
+  readonly unprovenSources: Counter<'rule'>;
 }

@@ -7,8 +7,9 @@ import { pino, type Logger, type LevelWithSilent } from 'pino';
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-export function createLogger(level: LevelWithSilent = 'info'): Logger {
-  return pino({
+/** `toStderr`: for commands whose stdout is their result (`relsync sweep -o json`). */
+export function createLogger(level: LevelWithSilent = 'info', toStderr = false): Logger {
+  const options = {
     level,
     base: { component: 'relsync' },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -16,5 +17,6 @@ export function createLogger(level: LevelWithSilent = 'info'): Logger {
       paths: ['data', 'stringData', '*.data', '*.stringData', '*.*.data', '*.*.stringData', 'object.data', 'token', '*.token', 'password', '*.password'],
       censor: '[redacted]',
     },
-  });
+  };
+  return toStderr ? pino(options, pino.destination({ dest: 2, sync: true })) : pino(options);
 }

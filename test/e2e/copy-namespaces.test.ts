@@ -4,7 +4,7 @@
 // default holds stay where they are (same uids), also when the store is lost.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -117,5 +117,20 @@ describe('copy namespaces', () => {
     await eventually('the startup sweep is done', async () => /"msg":"sweep finished"/.test(relsync!.log()), 30_000);
     assert.equal((await svc.database(legacyNs, 'orders'))?.metadata.uid, copy.metadata.uid, 'the copy was not made again after the store was lost');
     assert.equal(await svc.database(newNs, 'orders'), undefined, 'no second copy under the new default');
+  });
+
+  it('refuses to run beside another installation with the same agent name', async () => {
+    const copies = (await svc.objects.listClusterCustomObject({ group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'databases' })) as { items: Array<{ metadata: { uid: string } }> };
+    // Same agent name, its own Lease (another namespace), its own store: another installation.
+    const other = writeConfig(dir, { ...twoTenantConfig(clusters, dir), store: { path: join(dir, 'other.db') }, leaderElection: { enabled: false, namespace: 'elsewhere' }, resources: [{ group: 'demo.relsync.dev', resource: 'databases', related }] }, 'other.yaml');
+    const logFile = join(dir, 'other.log');
+    const exited = await startRelsync(other, logFile).then(
+      (p) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', resolve))),
+      () => 'exited before serving' as const,
+    );
+    assert.notEqual(exited, 0);
+    assert.match(readFileSync(logFile, 'utf8'), /belong to another relsync installation with agent name \\"e2e\\" \(its Lease: default\/relsync-e2e\); this one's Lease is elsewhere\/relsync-e2e/);
+    const after = (await svc.objects.listClusterCustomObject({ group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'databases' })) as { items: Array<{ metadata: { uid: string } }> };
+    assert.deepEqual(after.items.map((c) => c.metadata.uid).sort(), copies.items.map((c) => c.metadata.uid).sort(), 'no copy was touched');
   });
 });

@@ -27,7 +27,7 @@ describe('deploy manifests', () => {
     assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
     const out = kubectl('apply', '-k', deploy, '--dry-run=server');
     assert.equal(out.status, 0, out.stderr);
-    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync-leader-election', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync-leader-election', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
       assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
     }
   });
@@ -44,10 +44,28 @@ describe('deploy manifests', () => {
       assert.equal(can(verb, 'secrets'), 'yes', `${verb} secrets`);
     }
     assert.equal(can('create', 'namespaces'), 'yes');
-    assert.equal(can('update', 'leases.coordination.k8s.io', 'relsync-system'), 'yes');
+    assert.equal(can('patch', 'namespaces'), 'yes', 'to record whom a copy namespace serves');
+    assert.equal(can('update', 'leases.coordination.k8s.io/relsync-demo', 'relsync-system'), 'yes');
+    assert.equal(can('update', 'leases.coordination.k8s.io/another-lease', 'relsync-system'), 'no', 'only its own Lease');
+    assert.equal(can('create', 'leases.coordination.k8s.io', 'relsync-system'), 'yes');
     assert.equal(can('update', 'leases.coordination.k8s.io', 'kube-system'), 'no', 'leases only in its own namespace');
     assert.equal(can('delete', 'namespaces'), 'no');
     assert.equal(can('create', 'pods'), 'no');
     assert.equal(can('patch', 'secrets'), 'no', 'relsync never patches');
+  });
+
+  it('give the operator container its own identity, and relsync its token read-only', () => {
+    const deployment = JSON.parse(kubectl('get', 'deployment', 'database-operator', '-n', 'relsync-system', '-o', 'json').stdout) as {
+      spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; volumeMounts?: Array<{ name: string; readOnly?: boolean }> }>; volumes: Array<{ name: string; secret?: { defaultMode?: number } }> } } };
+    };
+    const pod = deployment.spec.template.spec;
+    assert.equal(pod.serviceAccountName, 'database-operator', 'the pod\'s identity is the operator\'s');
+    const operator = pod.containers.find((c) => c.name === 'operator')!;
+    assert.ok(!(operator.volumeMounts ?? []).some((m) => m.name === 'relsync-token' || m.name === 'kubeconfigs'), 'the operator mounts none of relsync\'s credentials');
+    for (const name of ['kubeconfigs', 'relsync-token']) assert.equal(pod.volumes.find((v) => v.name === name)?.secret?.defaultMode, 0o400, `${name} mode 0400`);
+    const relsync = pod.containers.find((c) => c.name === 'relsync')!;
+    assert.ok(relsync.volumeMounts!.filter((m) => m.name !== 'store' && m.name !== 'tmp').every((m) => m.readOnly), 'relsync mounts its config and credentials read-only');
+    const operatorCan = kubectl('auth', 'can-i', 'create', 'namespaces', '--as', 'system:serviceaccount:relsync-system:database-operator').stdout.trim();
+    assert.equal(operatorCan, 'no', 'the operator has none of relsync\'s permissions');
   });
 });

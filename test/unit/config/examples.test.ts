@@ -45,10 +45,12 @@ describe('examples/kcp/', () => {
 describe('deploy/config.yaml', () => {
   it('is a valid config once its kubeconfig paths exist', () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-deploy-config-'));
-    const text = readFileSync(fileURLToPath(new URL('../../../../deploy/config.yaml', import.meta.url)), 'utf8').replaceAll('/etc/relsync/kubeconfigs/', `${dir}/`);
-    for (const f of ['tenant-a.yaml', 'tenant-b.yaml']) writeFileSync(join(dir, f), 'apiVersion: v1\nkind: Config\n');
+    const text = readFileSync(fileURLToPath(new URL('../../../../deploy/config.yaml', import.meta.url)), 'utf8').replaceAll('/etc/relsync/kubeconfigs/', `${dir}/`).replaceAll('/etc/relsync/', `${dir}/`);
+    for (const f of ['tenant-a.yaml', 'tenant-b.yaml', 'service-kubeconfig.yaml']) writeFileSync(join(dir, f), 'apiVersion: v1\nkind: Config\n');
     const config = parseConfig(text, join(dir, 'config.yaml'));
-    assert.equal(config.serviceCluster.kubeconfig, undefined, 'in-cluster config for the service cluster');
+    assert.equal(config.serviceCluster.kubeconfig, join(dir, 'service-kubeconfig.yaml'), 'its own token for the service cluster, not the pod\'s (the operator\'s)');
+    const kubeconfig = readFileSync(fileURLToPath(new URL('../../../../deploy/service-kubeconfig.yaml', import.meta.url)), 'utf8');
+    assert.match(kubeconfig, /tokenFile: \/var\/run\/secrets\/relsync\/token/);
     assert.equal(config.leaderElection.enabled, true);
   });
 });
