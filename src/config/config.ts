@@ -88,6 +88,8 @@ export interface Config {
   readonly leaderElection: {
     readonly enabled: boolean;
     readonly namespace: string;
+    /** Whether the namespace was given (config or POD_NAMESPACE), not the "default" fallback. */
+    readonly namespaceKnown: boolean;
     readonly name: string;
     readonly leaseDurationSeconds: number;
     readonly renewDeadlineSeconds: number;

@@ -237,6 +237,7 @@ function compile(raw: RawConfig, file: string): Config {
     leaderElection: {
       ...raw.leaderElection,
       namespace: raw.leaderElection.namespace ?? process.env.POD_NAMESPACE ?? 'default',
+      namespaceKnown: raw.leaderElection.namespace !== undefined || process.env.POD_NAMESPACE !== undefined,
       name: raw.leaderElection.name ?? `relsync-${raw.agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}`,
     },
     resources,

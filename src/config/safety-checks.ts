@@ -19,8 +19,8 @@
  * - a constant namespace that is empty or not a namespace name.
  *
  * What a template makes of fields of the object itself cannot be tried here;
- * sync/copy-namespaces.ts refuses at run time a primary's copy namespace that
- * serves another source (not yet a related rule's destination namespace).
+ * sync/copy-namespaces.ts refuses at run time a copy namespace (or a related
+ * rule's service-side destination namespace) that serves another source.
  */
 import type { PublishedResource } from './config.js';
 import { namespaceProblem } from '../rules/resolve-related.js';
@@ -47,6 +47,9 @@ function probes(clusters: readonly string[]): Array<readonly [Probe, Probe]> {
     [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'other', namespace: 'billing', name: 'db' }],
     [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme-prod', namespace: long('a'), name: 'db' }],
     [{ cluster: long('c'), namespace: 'billing', name: 'db' }, { cluster: `${long('c').slice(0, 62)}z`, namespace: 'billing', name: 'db' }],
+    // Joins of cluster and name (cluster-scoped copies have a name only).
+    [{ cluster: 'acme', namespace: 'billing', name: 'prod-db' }, { cluster: 'acme-prod', namespace: 'billing', name: 'db' }],
+    [{ cluster: 'acme', namespace: '', name: 'prod-db' }, { cluster: 'acme-prod', namespace: '', name: 'db' }],
   ];
   for (let i = 0; i < clusters.length; i++) {
     for (let j = i + 1; j < clusters.length; j++) {

@@ -29,7 +29,7 @@ import { HttpServer } from '../server/http-server.js';
 import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
-import { CopyNamespaces } from '../sync/copy-namespaces.js';
+import { CopyNamespaces, RefusedToRunError } from '../sync/copy-namespaces.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
@@ -194,7 +194,7 @@ export class Manager {
   private async lead(w: Wiring, signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
     // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
-    await w.copyNamespaces.adoptUnrecorded(w.resources, signal);
+    await this.adoptCopyNamespaces(w, signal);
     const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
 
     // Work that was routed but not reconciled when the last process ended.
@@ -263,7 +263,7 @@ export class Manager {
     }
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
-    await w.copyNamespaces.adoptUnrecorded(w.resources, stop.signal).catch((err: unknown) => {
+    await this.adoptCopyNamespaces(w, stop.signal).catch((err: unknown) => {
       w.clusters.close();
       throw err;
     });
@@ -276,6 +276,25 @@ export class Manager {
       await w.checkpointer.flush();
       await w.store.flushTouches();
       w.clusters.close();
+    }
+  }
+
+  /**
+   * The copy namespaces' pins and records before any reconcile. A refusal (another installation,
+   * missing RBAC) ends the process; anything else (an API server that does not answer) is retried:
+   * a term without its pins would move copies.
+   */
+  private async adoptCopyNamespaces(w: Wiring, signal: AbortSignal): Promise<void> {
+    const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
+    while (!signal.aborted) {
+      try {
+        return await w.copyNamespaces.adoptUnrecorded(w.resources, signal);
+      } catch (err) {
+        if (err instanceof RefusedToRunError || signal.aborted) throw err;
+        const retryInMs = backoff.next();
+        this.options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not read the copy namespaces\' records; no reconcile runs until it can');
+        await sleep(retryInMs, signal);
+      }
     }
   }
 
@@ -312,8 +331,10 @@ export class Manager {
       const ownWrites = new OwnWrites();
       // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
       const sweepReads = new SweepReads(new LiveReads(clusters));
-      // An installation is its Lease (its replicas share it), also with leader election off.
-      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: `${config.leaderElection.namespace}/${config.leaderElection.name}` });
+      // An installation is its Lease (its replicas share it), also with leader election off; unknown
+      // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
+      const le = config.leaderElection;
+      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: le.namespaceKnown ? `${le.namespace}/${le.name}` : undefined });
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces,
         readsFor: (id) => sweepReads.readsFor(id),
@@ -324,7 +345,7 @@ export class Manager {
       const queue = new WorkQueue<PrimaryKey>({
         key: primaryKeyString,
         concurrency: config.workers,
-        // Tenants take turns; with several, one always leaves a worker to the others.
+        // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
         lane: (key) => key.id.cluster,
         maxPerLane: config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp) ? Math.max(1, config.workers - 1) : config.workers,
         onError: (item, err, retryInMs) =>

@@ -11,7 +11,7 @@
  *   the naming template keys on are compared: `{{ cluster }}` alone means one
  *   namespace for all of a cluster's namespaces, by the config's choice;
  * - a namespace without a record that relsync made (its agent label: a
- *   relsync from before records) is claimed by the first source that needs
+ *   relsync from before records, or a related rule's destination) is claimed by the first source that needs
  *   it, with the namespace's resourceVersion as precondition, so two claims
  *   cannot both win; any other existing namespace (`kube-system`, the
  *   operator's) is a conflict: a provider that makes copy namespaces itself
@@ -25,7 +25,7 @@
  */
 import type { Logger } from 'pino';
 import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.js';
-import { isAlreadyExists, isConflict } from '../kube/api-error.js';
+import { isAlreadyExists, isConflict, isForbidden } from '../kube/api-error.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../kube/object.js';
@@ -39,9 +39,9 @@ export const SERVES_NAMESPACE_ANNOTATION = 'relsync.dev/serves-namespace';
 /** Which installation of the agent made or claimed it: its Lease, `namespace/name` (one per installation, shared by its replicas). */
 export const INSTALLATION_ANNOTATION = 'relsync.dev/installation';
 
-/** Another installation with the same agent name works on this service cluster: this one refuses to run. */
-export class InstallationConflictError extends Error {
-  override name = 'InstallationConflictError';
+/** This process must not run as it is set up (another installation with its agent name, RBAC it lacks): it says why and exits. */
+export class RefusedToRunError extends Error {
+  override name = 'RefusedToRunError';
 }
 
 /** The template that named a namespace, and where it is in the config (for messages). */
@@ -64,7 +64,12 @@ export class CopyNamespaces {
   /** `cluster/namespace` → the namespace its copies stay in (made under the previous default). */
   private readonly pins = new Map<string, string>();
 
-  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger; readonly installation: string }) {}
+  /**
+   * `installation`: this installation's Lease (`namespace/name`), when its namespace is known
+   * (POD_NAMESPACE or the config); undefined for a process that cannot tell (`relsync sweep` run
+   * by hand outside the cluster), which then neither records nor checks installations.
+   */
+  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger; readonly installation: string | undefined }) {}
 
   /** Where the copies of a primary (whose template variables are `context`) go. */
   nameFor(resource: ResolvedResource, source: ServedSource, context: TemplateContext): string {
@@ -87,21 +92,31 @@ export class CopyNamespaces {
       // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record
       // is read live, at most once a minute per namespace while it keeps serving this source.
       const seen = this.verified.get(name);
-      if (seen && seen.source === pinKey(source) && seen.until > Date.now()) return undefined;
+      if (seen && seen.key === memoKey(naming, source) && seen.until > Date.now()) return undefined;
       current = await namespaces.get('', name);
     }
     const taken = await this.check(namespaces, naming, source, name, current);
-    if (taken === undefined) this.remember(name, source);
+    if (taken === undefined && !naming.template.isConstant) this.remember(this.verified, name, memoKey(naming, source), 60_000);
     return taken;
   }
 
-  /** Namespaces recently seen serving a source, for the sweep's reads: bounded, oldest out first. */
-  private readonly verified = new Map<string, { source: string; until: number }>();
+  /** Namespaces recently seen serving a source under a template, for the sweep's reads: bounded, oldest out first. */
+  private readonly verified = new Map<string, { key: string; until: number }>();
+  /** When a namespace's conflict was last logged: a tenant's conflicting primaries requeue every 30 s. */
+  private readonly warned = new Map<string, { key: string; until: number }>();
 
-  private remember(name: string, source: ServedSource): void {
-    this.verified.delete(name);
-    this.verified.set(name, { source: pinKey(source), until: Date.now() + 60_000 });
-    if (this.verified.size > 10_000) this.verified.delete(this.verified.keys().next().value!);
+  private remember(memo: Map<string, { key: string; until: number }>, name: string, key: string, forMs: number): void {
+    memo.delete(name);
+    memo.set(name, { key, until: Date.now() + forMs });
+    if (memo.size > 10_000) memo.delete(memo.keys().next().value!);
+  }
+
+  /** Whether to log this namespace's conflict now (once per 5 minutes per namespace and source). */
+  private shouldWarn(name: string, source: ServedSource): boolean {
+    const last = this.warned.get(name);
+    if (last && last.key === pinKey(source) && last.until > Date.now()) return false;
+    this.remember(this.warned, name, pinKey(source), 5 * 60_000);
+    return true;
   }
 
   private async check(namespaces: ResourceClient, naming: NamespaceNaming, source: ServedSource, name: string, read: KubeObject | undefined): Promise<string | undefined> {
@@ -118,14 +133,14 @@ export class CopyNamespaces {
         // A constant name is one namespace for every source, by the config's choice (the provider may make it).
         if (naming.template.isConstant) return undefined;
         const installation = current.metadata.annotations?.[INSTALLATION_ANNOTATION];
-        if (installation !== undefined && installation !== this.deps.installation) {
-          this.deps.logger.error({ namespace: name, installation, this: this.deps.installation }, `a copy namespace belongs to another installation of agent "${this.deps.agentName}": two installations must not share an agent name`);
+        if (this.deps.installation !== undefined && installation !== undefined && installation !== this.deps.installation) {
+          if (this.shouldWarn(name, source)) this.deps.logger.error({ namespace: name, installation, this: this.deps.installation }, `a copy namespace belongs to another installation of agent "${this.deps.agentName}": two installations must not share an agent name`);
           return `the copy namespace ${name} belongs to another relsync installation; nothing is copied there`;
         }
         const served = servedBy(current);
         if (served) return this.mismatch(naming, name, served, source);
         if (current.metadata.labels?.[AGENT_LABEL] !== this.deps.agentName) {
-          this.deps.logger.warn({ namespace: name, source: pinKey(source) }, 'a copy namespace exists, was not made by relsync and records no source it serves: nothing is copied there (a provider that makes copy namespaces annotates them with relsync.dev/serves-cluster and serves-namespace)');
+          if (this.shouldWarn(name, source)) this.deps.logger.warn({ namespace: name, source: pinKey(source) }, 'a copy namespace exists, was not made by relsync and records no source it serves: nothing is copied there (a provider that makes copy namespaces annotates them with relsync.dev/serves-cluster and serves-namespace)');
           return `the copy namespace ${name} exists and was not made by relsync for this namespace; nothing is copied there`;
         }
         try {
@@ -142,11 +157,13 @@ export class CopyNamespaces {
   }
 
   /**
-   * At start: every namespace this agent made without a record of whom it serves (an older
-   * relsync) is recorded for the one source whose primaries' copies it holds, and pinned when
-   * the previous default named it. One holding copies of several sources (a collision under the
-   * old 24-bit hash) is left unrecorded and unpinned: those sources' copies move to namespaces of
-   * their own.
+   * At the start of each term: pins for namespaces of the previous default, from their records;
+   * every namespace this agent made without a record of whom it serves (an older relsync) is
+   * recorded for the one source whose primaries' copies it holds, and pinned when the previous
+   * default named it. One holding copies of several sources (a collision under the old 24-bit
+   * hash) is recorded as serving none: those sources' copies move to namespaces of their own.
+   * Any failure but a refusal is thrown (the caller retries): without its pins a term would move
+   * copies.
    */
   async adoptUnrecorded(resources: readonly ResolvedResource[], signal: AbortSignal): Promise<void> {
     const { clusters, agentName, logger } = this.deps;
@@ -156,15 +173,17 @@ export class CopyNamespaces {
     try {
       all = (await namespaces.listAll({ labelSelector: agentSelector(agentName) })).items;
     } catch (err) {
-      // Without list on namespaces (RBAC of an older release): no pins; copies of the old default would move.
-      logger.error({ err: (err as Error).message }, 'cannot list namespaces in the service cluster to record whom copy namespaces of an older relsync serve (relsync needs get, list, create and patch on namespaces); copies in them are re-made under the current naming');
-      return;
+      // Without list on namespaces (RBAC of an older release) relsync cannot know its pins: running would move copies.
+      if (isForbidden(err)) throw new RefusedToRunError(`relsync may not list namespaces in the service cluster (it needs get, list, create and patch on namespaces since 0.2, see deploy/rbac.yaml): without them it cannot tell which copy namespaces keep their copies; ${(err as Error).message}`);
+      throw err;
     }
+    const mine = this.deps.installation;
+    if (mine === undefined) logger.warn('this process does not know its installation (no POD_NAMESPACE and no leaderElection.namespace): it neither records nor checks which installation a copy namespace belongs to');
     // Another installation with this agent name would take this one's copies for orphans, and the reverse.
-    const foreign = all.filter((ns) => (ns.metadata.annotations?.[INSTALLATION_ANNOTATION] ?? this.deps.installation) !== this.deps.installation);
+    const foreign = mine === undefined ? [] : all.filter((ns) => (ns.metadata.annotations?.[INSTALLATION_ANNOTATION] ?? mine) !== mine);
     if (foreign.length > 0) {
       const other = foreign[0]!.metadata.annotations![INSTALLATION_ANNOTATION];
-      throw new InstallationConflictError(
+      throw new RefusedToRunError(
         `${foreign.length} namespace(s) of the service cluster (${foreign.slice(0, 3).map((n) => n.metadata.name).join(', ')}) belong to another relsync installation with agent name "${agentName}" (its Lease: ${other}); this one's Lease is ${this.deps.installation}. ` +
           'Two installations must not share an agent name: each would delete the other\'s copies as orphans. Give this one another agentName (or, if the other is gone for good, remove its relsync.dev/installation annotations).',
       );
@@ -173,8 +192,8 @@ export class CopyNamespaces {
       const served = servedBy(ns);
       if (served && ns.metadata.name === legacyName(served)) this.pins.set(pinKey(served), ns.metadata.name);
       // Recorded before installations were (relsync 0.2 pre-releases): this installation's from now on.
-      if (served && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
-        await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: this.deps.installation } } }).catch((err: unknown) => {
+      if (served && mine !== undefined && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
+        await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: mine } } }).catch((err: unknown) => {
           if (!isConflict(err)) throw err;
         });
       }
@@ -220,7 +239,8 @@ export class CopyNamespaces {
   }
 
   private records(source: ServedSource): Record<string, string> {
-    return { ...servesAnnotations(source), [INSTALLATION_ANNOTATION]: this.deps.installation };
+    const { installation } = this.deps;
+    return { ...servesAnnotations(source), ...(installation !== undefined ? { [INSTALLATION_ANNOTATION]: installation } : {}) };
   }
 
   private mismatch(naming: NamespaceNaming, name: string, served: ServedSource, source: ServedSource): string | undefined {
@@ -231,7 +251,7 @@ export class CopyNamespaces {
     const byNamespace = pinned || template.uses('namespace') || template.uses('object');
     if ((byCluster && served.cluster !== source.cluster) || (byNamespace && served.namespace !== source.namespace)) {
       // The tenant hears only that it is taken; whose it is goes to the provider's log.
-      this.deps.logger.warn({ namespace: name, serves: pinKey(served), source: pinKey(source) }, 'a copy namespace serves another source: nothing of this one is copied there');
+      if (this.shouldWarn(name, source)) this.deps.logger.warn({ namespace: name, serves: pinKey(served), source: pinKey(source) }, 'a copy namespace serves another source: nothing of this one is copied there');
       return `the copy namespace ${name} serves another source: it is never shared (check ${naming.where})`;
     }
     return undefined;
@@ -251,6 +271,10 @@ function servedBy(ns: KubeObject): ServedSource | undefined {
 
 function legacyName(source: ServedSource): string {
   return legacy.render({ cluster: source.cluster, namespace: source.namespace });
+}
+
+function memoKey(naming: NamespaceNaming, source: ServedSource): string {
+  return `${naming.template.source}\u0000${pinKey(source)}`;
 }
 
 function pinKey(source: ServedSource): string {

@@ -65,6 +65,8 @@ describe('deploy manifests', () => {
     for (const name of ['kubeconfigs', 'relsync-token']) assert.equal(pod.volumes.find((v) => v.name === name)?.secret?.defaultMode, 0o400, `${name} mode 0400`);
     const relsync = pod.containers.find((c) => c.name === 'relsync')!;
     assert.ok(relsync.volumeMounts!.filter((m) => m.name !== 'store' && m.name !== 'tmp').every((m) => m.readOnly), 'relsync mounts its config and credentials read-only');
+    const podToken = relsync.volumeMounts!.find((m) => (m as { mountPath?: string }).mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
+    assert.equal(pod.volumes.find((v) => v.name === podToken?.name && 'emptyDir' in v) !== undefined, true, 'relsync\'s container does not get the pod\'s (the operator\'s) token');
     const operatorCan = kubectl('auth', 'can-i', 'create', 'namespaces', '--as', 'system:serviceaccount:relsync-system:database-operator').stdout.trim();
     assert.equal(operatorCan, 'no', 'the operator has none of relsync\'s permissions');
   });

@@ -42,6 +42,7 @@ describe('configs that would let a tenant reach what is not its own', () => {
     ] as const) {
       assert.match(problems(db(`, naming: { namespace: '${template}' }`)), new RegExp(`resources\\[0\\]\\.naming: renders the same copy for .*${pair.source}`), template);
     }
+    assert.match(problems(db(', naming: { namespace: x, name: "{{ cluster }}-{{ name }}" }')), /namespace "billing" of cluster "acme" and namespace "billing" of cluster "acme-prod"/, 'cluster and name joined');
     assert.equal(problems(db(', naming: { namespace: "{{ cluster }}-{{ hash cluster namespace | trunc 16 }}" }')), '');
     assert.equal(problems(db(', naming: { namespace: "x", name: "{{ hash cluster namespace name | trunc 20 }}" }')), '', 'a name that keeps them apart is as good');
     assert.equal(problems(db(', naming: { namespace: "{{ namespace }}" }'), ['tenant-a']), '', 'one plain cluster cannot collide with another');
