@@ -22,7 +22,8 @@ import { sameType, typeName, type ResourceType } from '../kube/resource-type.js'
 import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
-import { contentHash, contentOf } from '../sync/content.js';
+import { contentOf } from '../sync/content.js';
+import type { ContentHasher } from '../sync/content-hasher.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
@@ -38,6 +39,8 @@ export interface RouterMetrics {
 export interface EventRouterOptions {
   readonly agentName: string;
   readonly serviceCluster: string;
+  /** The keyed hash relsync puts on related copies (sync/content-hasher.ts). */
+  readonly hasher: ContentHasher;
   /** A platform cluster's name, or a kcp logical cluster's (see kube/cluster-set.ts). */
   readonly isPlatform: (cluster: string) => boolean;
   /** The cluster label of metrics; default: the cluster itself. */
@@ -81,7 +84,7 @@ export class EventRouter {
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
-    if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
+    if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeFanout(metricsCluster, 0, true);
       return 0;
@@ -194,7 +197,7 @@ export function identityOf(cluster: string, type: ResourceType, object: KubeObje
  * drift. Deterministic, unlike matching resourceVersions, whose event can
  * arrive before the write's answer.
  */
-function isUnchangedRelatedCopy(object: KubeObject, agentName: string): boolean {
+function isUnchangedRelatedCopy(object: KubeObject, agentName: string, hasher: ContentHasher): boolean {
   const written = object.metadata.annotations?.[CONTENT_HASH_ANNOTATION];
-  return written !== undefined && markedSource(object, agentName) !== undefined && contentHash(contentOf(object)) === written;
+  return written !== undefined && markedSource(object, agentName) !== undefined && hasher.hash(contentOf(object)) === written;
 }

@@ -30,6 +30,7 @@ import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces, RefusedToRunError } from '../sync/copy-namespaces.js';
+import { loadContentHasher, secretType } from '../sync/content-hasher.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
@@ -334,9 +335,11 @@ export class Manager {
       // An installation is its Lease (its replicas share it), also with leader election off; unknown
       // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
       const le = config.leaderElection;
+      // The key of related copies' content hashes, in the Lease's namespace of the service cluster.
+      const hasher = await loadContentHasher(clusters.client(clusters.service.name, secretType), le.namespace, config.agentName, logger);
       const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: le.namespaceKnown ? `${le.namespace}/${le.name}` : undefined });
       const reconciler = new PrimaryReconciler({
-        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces,
+        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces, hasher,
         readsFor: (id) => sweepReads.readsFor(id),
         copyPolicy: config.copy,
         // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
@@ -358,6 +361,7 @@ export class Manager {
       });
       const router = new EventRouter({
         agentName: config.agentName,
+        hasher,
         serviceCluster: clusters.service.name,
         isPlatform: (cluster) => clusters.isPlatform(cluster),
         metricsCluster: (cluster) => clusters.metricsName(cluster),

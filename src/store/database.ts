@@ -46,7 +46,14 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
   }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   try {
-    if (!options.readonly) await migrateToLatest(db as Kysely<unknown>);
+    if (!options.readonly) {
+      const applied = await migrateToLatest(db as Kysely<unknown>);
+      // Values a migration removed (plain content hashes) must not linger in free pages or the WAL.
+      if (applied.includes('0005_keyed_content_hashes')) {
+        sqlite.exec('VACUUM');
+        sqlite.pragma('wal_checkpoint(TRUNCATE)');
+      }
+    }
   } catch (err) {
     await db.destroy();
     if (err instanceof StoreSchemaError) throw new StoreSchemaError(`store ${path}: ${err.message}`, { cause: err });

@@ -9,7 +9,6 @@
  * defaults, fields an operator added) are left alone, so that defaulting can
  * never cause a write loop.
  */
-import { createHash } from 'node:crypto';
 import type { KubeObject } from '../kube/object.js';
 import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, isRelsyncKey } from './marks.js';
 
@@ -76,11 +75,6 @@ export function mergeCopiedMap(existing: Record<string, string> | undefined, wan
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(existing ?? {})) if (!isRelsyncKey(k) && !dropped.has(k)) out[k] = v;
   return { ...out, ...want };
-}
-
-/** sha256 of the content, stable under key order. Stored instead of any value. */
-export function contentHash(content: CopyContent): string {
-  return createHash('sha256').update(stableJson(content)).digest('hex');
 }
 
 export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {

@@ -27,9 +27,10 @@ import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
-import { contentHash, contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
+import { contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
+import type { ContentHasher } from './content-hasher.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
@@ -54,6 +55,8 @@ export interface ReconcilerDeps {
   readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
+  /** Keyed hashes of related copies' content (content-hasher.ts). */
+  readonly hasher: ContentHasher;
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
 }
@@ -550,7 +553,7 @@ export class PrimaryReconciler {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const hash = contentHash(desired);
+    const hash = this.deps.hasher.hash(desired);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     const conflict = (): RelationOutcome => {

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { migrateToLatest, migrationsDir } from '../../../src/store/migrations.js';
 import { openStore } from '../../../src/store/database.js';
 import type { ObjectIdentity } from '../../../src/store/identity.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
@@ -22,6 +25,32 @@ describe('relation store', () => {
     await store.close();
     const again = await openStore(join(dir, 'wal.db'));
     await again.close();
+  });
+
+  it('drops the plain content hashes of a schema-4 store, from its pages too (migration 0005)', async () => {
+    // A store as relsync 0.1 left it: migrations 0001-0004 and a relation whose content hash is the
+    // plain sha256 of a Secret's content (a guessable value).
+    const old = mkdtempSync(join(tmpdir(), 'relsync-migrations-4-'));
+    for (const f of readdirSync(migrationsDir).filter((f) => f < '0005')) copyFileSync(join(migrationsDir, f), join(old, f));
+    const path = join(dir, 'schema4.db');
+    const sqlite = new BetterSqlite3(path);
+    sqlite.pragma('journal_mode = WAL');
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+    assert.deepEqual(await migrateToLatest(db, old), ['0001_initial', '0002_selectors', '0003_sweeps_and_pending_work', '0004_logical_clusters']);
+    const plain = createHash('sha256').update('{"data":{"password":"aHVudGVyMg=="},"type":"Opaque"}').digest('hex');
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','synced',null,'2026-01-01',null)").run();
+    sqlite.prepare(`insert into relations values ('tenant-a','demo.relsync.dev','databases','ns','db','creds','platform','tenant-a','','secrets','ns','creds','service','','secrets','copy-ns','creds','synced',?,null,'2026-01-01')`).run(plain);
+    await db.destroy();
+    assert.ok(readFileSync(path).includes(plain) || readFileSync(`${path}-wal`).includes(plain), 'the old store holds the plain hash');
+
+    const opened = await openStore(path);
+    const row = opened.sqlite.prepare('select content_hash, state from relations').get() as { content_hash: string | null; state: string };
+    assert.deepEqual(row, { content_hash: null, state: 'synced' }, 'the relation stays; its hash goes');
+    await opened.close();
+    for (const file of [path, `${path}-wal`]) {
+      const bytes = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
+      assert.ok(!bytes.includes(plain), `no trace of the plain hash in ${file}`);
+    }
   });
 
   it('routes by source and by destination through the store, and cascades on delete', async () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { contentHash, contentOf, isUpToDate, mergeCopiedMap, withCopiedKeys } from '../../../src/sync/content.js';
+import { createHash } from 'node:crypto';
+import { contentOf, isUpToDate, mergeCopiedMap, stableJson, withCopiedKeys } from '../../../src/sync/content.js';
+import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { marksFor } from '../../../src/sync/marks.js';
 
 const source = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5', labels: { app: 'x' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } }, type: 'Opaque', data: { k: 'dg==' } };
@@ -39,11 +41,15 @@ describe('content', () => {
     assert.deepEqual(mergeCopiedMap({ tier: 'gold' }, { app: 'x' }, undefined), { tier: 'gold', app: 'x' });
   });
 
-  it('hashes without the value order mattering and never contains the value', () => {
-    const h = contentHash(contentOf(source));
-    assert.equal(h, contentHash(contentOf({ ...source, data: { k: 'dg==' } })));
+  it('hashes without the value order mattering, never containing the value, and under a key (no offline guessing)', () => {
+    const hasher = new ContentHasher(Buffer.alloc(32, 7));
+    const h = hasher.hash(contentOf(source));
+    assert.equal(h, hasher.hash(contentOf({ ...source, data: { k: 'dg==' } })));
     assert.ok(!h.includes('dg=='));
-    assert.notEqual(h, contentHash(contentOf({ ...source, data: { k: 'other' } })));
+    assert.notEqual(h, hasher.hash(contentOf({ ...source, data: { k: 'other' } })));
+    // Someone who reads the hash but not the key cannot test a guess: the plain sha256 of the guessed content is not it.
+    assert.notEqual(h, createHash('sha256').update(stableJson(contentOf(source))).digest('hex'));
+    assert.notEqual(h, new ContentHasher(Buffer.alloc(32, 8)).hash(contentOf(source)), 'another key, another hash');
   });
 
   it('treats server defaults as up to date but a changed or extra data key as drift', () => {
