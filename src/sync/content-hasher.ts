@@ -11,7 +11,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isAlreadyExists } from '../kube/api-error.js';
+import { isAlreadyExists, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { stableJson, type CopyContent } from './content.js';
 
@@ -54,6 +54,7 @@ export async function loadContentHasher(secrets: ResourceClient, namespace: stri
     });
     logger.info({ secret: `${namespace}/${name}` }, 'made the key of related copies\' content hashes');
   } catch (err) {
+    if (isNotFound(err)) throw new Error(`the namespace ${namespace} does not exist in the service cluster: relsync keeps the key of its content hashes there (the namespace of its Lease: POD_NAMESPACE or leaderElection.namespace)`, { cause: err });
     if (!isAlreadyExists(err)) throw err;
   }
   const made = read((await secrets.get(namespace, name)) as { data?: unknown } | undefined);
