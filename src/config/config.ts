@@ -83,6 +83,8 @@ export interface Config {
   readonly serviceCluster: ClusterConfig;
   readonly storePath: string;
   readonly workers: number;
+  /** Caps on what one primary's copies may cost (see schema.ts). */
+  readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number };
   readonly resync: { readonly schedule: string; readonly onStartup: boolean };
   readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };
   readonly leaderElection: {

@@ -232,6 +232,7 @@ function compile(raw: RawConfig, file: string): Config {
     storePath: absolute(raw.store.path),
     copy: compileCopyPolicy(raw.copy.labels, raw.copy.annotations, raw.copy.secretTypes.deny),
     workers: raw.workers,
+    limits: raw.limits,
     resync: raw.resync,
     watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },
     leaderElection: {

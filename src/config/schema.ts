@@ -266,6 +266,15 @@ export const configSchema = z
       .prefault({}),
     /** Primaries reconciled in parallel. */
     workers: z.number().int().min(1).max(64).default(4),
+    /** What one tenant's objects may cost: beyond these, relsync copies no more and says so on the primary. */
+    limits: z
+      .strictObject({
+        /** Related objects one primary's rules may copy, together (selectors and inverse rules can find many). */
+        relatedPerPrimary: z.number().int().min(1).default(500),
+        /** Bytes of one copy's content (its data, spec, labels and annotations as JSON). */
+        copyBytes: z.number().int().min(1024).default(1024 * 1024),
+      })
+      .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */
     publishedResourceFiles: z.array(z.string().min(1)).optional(),
     resources: z.array(publishedResourceSchema).min(1, 'give at least one published resource (here or through publishedResourceFiles)'),

@@ -339,7 +339,7 @@ export class Manager {
       const hasher = await loadContentHasher(clusters.client(clusters.service.name, secretType), le.namespace, config.agentName, logger);
       const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: le.namespaceKnown ? `${le.namespace}/${le.name}` : undefined });
       const reconciler = new PrimaryReconciler({
-        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces, hasher,
+        agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces, hasher, limits: config.limits,
         readsFor: (id) => sweepReads.readsFor(id),
         copyPolicy: config.copy,
         // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.

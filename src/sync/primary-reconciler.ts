@@ -27,7 +27,7 @@ import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../controller/result.js';
-import { contentOf, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
+import { contentOf, stableJson, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
 import type { ContentHasher } from './content-hasher.js';
@@ -55,6 +55,8 @@ export interface ReconcilerDeps {
   readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
+  /** Caps on what one primary's copies may cost; default: 500 related objects, 1 MiB per copy. */
+  readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number };
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
   /** Where copies go and whom their namespaces serve. */
@@ -141,7 +143,7 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
-    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy));
+    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy)) ?? this.sizeRefusal(contentOf(primary, this.policy));
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
@@ -201,6 +203,7 @@ export class PrimaryReconciler {
       });
       found.push({ plan, ...result });
     }
+    this.capRelated(found);
     // Claim what selector and inverse rules found before touching any copy: another primary's
     // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
     // and keeps it, or, if it already decided, its delete is routed here by the claim and this
@@ -340,6 +343,36 @@ export class PrimaryReconciler {
   /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
   private reachable(cluster: string): boolean {
     return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
+  }
+
+  /**
+   * At most `limits.relatedPerPrimary` related objects per primary, over all its rules in their
+   * order, each rule's by source name (so the same ones stay copied as objects come and go); the
+   * rest is a problem on the primary.
+   */
+  private capRelated(found: Array<{ plan: RulePlan } & Found>): void {
+    let left = this.deps.limits?.relatedPerPrimary ?? 500;
+    for (let i = 0; i < found.length; i++) {
+      const f = found[i]!;
+      if (f.keepStored) continue;
+      if (f.pairs.length <= left) {
+        left -= f.pairs.length;
+        continue;
+      }
+      const key = (p: RelatedPair) => identityKey(p.source);
+      const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+      const limit = this.deps.limits?.relatedPerPrimary ?? 500;
+      const problem = `rule ${f.plan.input.rule.id} finds ${f.pairs.length} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
+      found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
+      left = 0;
+    }
+  }
+
+  /** Why a copy of this content is too big (limits.copyBytes), or undefined. */
+  private sizeRefusal(content: { fields: Record<string, unknown>; labels: Record<string, string>; annotations: Record<string, string> }): string | undefined {
+    const limit = this.deps.limits?.copyBytes ?? 1024 * 1024;
+    const size = Buffer.byteLength(stableJson(content));
+    return size > limit ? `its content is ${size} bytes; relsync copies at most ${limit} (limits.copyBytes)` : undefined;
   }
 
   /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
@@ -540,6 +573,13 @@ export class PrimaryReconciler {
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
     const desired = contentOf(source, this.policy);
+    const tooBig = this.sizeRefusal(desired);
+    if (tooBig) {
+      // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
     const refusal = this.secretRefusal(rule.destinationType, desired);
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy

@@ -116,6 +116,39 @@ describe('objects at the limits and objects that break the rules', () => {
     await eventually('change to the huge ConfigMap copied', async () => (await svc.configMap(copyNs, 'huge'))?.data?.big?.endsWith('y'), 30_000);
   });
 
+  it('copies at most limits.relatedPerPrimary related objects of one primary and nothing over limits.copyBytes, and says so', async () => {
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    const capped = await startRelsync(writeConfig(dir, {
+      agentName: 'capped',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: join(dir, 'capped.db') },
+      leaderElection: { enabled: false },
+      resync: { schedule: '0 0 1 1 *', onStartup: false },
+      limits: { relatedPerPrimary: 5, copyBytes: 4096 },
+      resources: [{ group: 'demo.relsync.dev', resource: 'databases', selector: { matchLabels: { capped: 'yes' } }, naming: { namespace: 'capped-{{ namespace }}' }, related: [
+        { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+        { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+      ] }],
+    }, 'capped.yaml'), join(dir, 'capped.log'));
+    try {
+      await a.putConfigMap(NS, 'cap-big', { big: long('x', 10_000) });
+      for (let i = 0; i < 8; i++) await a.putConfigMap(NS, `cap-${i}`, { i: String(i) }, { app: 'capdb' });
+      await a.createDatabase(NS, 'capdb', { configMapName: 'cap-big' }, { capped: 'yes' });
+      const events = await eventually('both limits said on the primary', async () => {
+        const found = (await a.events(NS, 'capdb')).map((e) => e.message ?? '');
+        return found.some((m) => /limits\.relatedPerPrimary/.test(m)) && found.some((m) => /cap-big is not copied: its content is \d+ bytes; relsync copies at most 4096 \(limits\.copyBytes\)/.test(m)) ? found : undefined;
+      }, 30_000);
+      assert.ok(events.some((m) => /rule extra finds 8 object\(s\); relsync copies at most 5 related objects per primary/.test(m)), events.join('\n'));
+      // The reference counts first (rule order), then the selector's matches by name: cap-0 … cap-3.
+      const copies = (await svc.core.listNamespacedConfigMap({ namespace: `capped-${NS}` })).items.map((c) => c.metadata?.name).filter((n) => n?.startsWith('cap-')).sort();
+      assert.deepEqual(copies, ['cap-0', 'cap-1', 'cap-2', 'cap-3']);
+      assert.ok(await svc.database(`capped-${NS}`, 'capdb'), 'the primary itself is copied');
+    } finally {
+      await capped.stop();
+    }
+  });
+
   it('syncs a primary whose reference path yields hundreds of names', async () => {
     const names = Array.from({ length: 300 }, (_, i) => `many-${i}`);
     for (let i = 0; i < names.length; i += 20) await Promise.all(names.slice(i, i + 20).map((n) => a.putConfigMap(NS, n, { n })));
