@@ -30,7 +30,7 @@ import { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces, RefusedToRunError } from '../sync/copy-namespaces.js';
-import { loadContentHasher, secretType } from '../sync/content-hasher.js';
+import { ContentHasher, secretType } from '../sync/content-hasher.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
@@ -78,6 +78,7 @@ interface Wiring {
   readonly sweeper: Sweeper;
   readonly sweepReads: SweepReads;
   readonly copyNamespaces: CopyNamespaces;
+  readonly hasher: ContentHasher;
 }
 
 export class Manager {
@@ -196,6 +197,7 @@ export class Manager {
     const { config, logger } = this.options;
     // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
     await this.adoptCopyNamespaces(w, signal);
+    await this.loadHashKey(w, signal);
     const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
 
     // Work that was routed but not reconciled when the last process ended.
@@ -264,10 +266,17 @@ export class Manager {
     }
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
-    await this.adoptCopyNamespaces(w, stop.signal).catch((err: unknown) => {
-      w.clusters.close();
-      throw err;
-    });
+    // A sweep against API servers that do not answer gives up instead of hanging.
+    const setup = AbortSignal.any([stop.signal, AbortSignal.timeout(60_000)]);
+    await this.adoptCopyNamespaces(w, setup)
+      .then(() => this.loadHashKey(w, setup))
+      .then(() => {
+        if (setup.aborted) throw new Error('the service cluster did not answer within 60 s');
+      })
+      .catch((err: unknown) => {
+        w.clusters.close();
+        throw err;
+      });
     const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));
     try {
       return await w.sweeper.sweep('cli');
@@ -294,6 +303,22 @@ export class Manager {
         if (err instanceof RefusedToRunError || signal.aborted) throw err;
         const retryInMs = backoff.next();
         this.options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not read the copy namespaces\' records; no reconcile runs until it can');
+        await sleep(retryInMs, signal);
+      }
+    }
+  }
+
+  /** The content-hash key, retried like the adoption (a term cannot hash without it). */
+  private async loadHashKey(w: Wiring, signal: AbortSignal): Promise<void> {
+    const { config, logger } = this.options;
+    const le = config.leaderElection;
+    const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
+    while (!signal.aborted) {
+      try {
+        return await w.hasher.load(w.clusters.client(w.clusters.service.name, secretType), le.namespace, config.agentName, logger, le.namespaceKnown);
+      } catch (err) {
+        const retryInMs = backoff.next();
+        logger.error({ err: (err as Error).message, retryInMs }, 'cannot read the content-hash key; no reconcile runs until it can');
         await sleep(retryInMs, signal);
       }
     }
@@ -335,8 +360,8 @@ export class Manager {
       // An installation is its Lease (its replicas share it), also with leader election off; unknown
       // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
       const le = config.leaderElection;
-      // The key of related copies' content hashes, in the Lease's namespace of the service cluster.
-      const hasher = await loadContentHasher(clusters.client(clusters.service.name, secretType), le.namespace, config.agentName, logger);
+      // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
+      const hasher = new ContentHasher();
       const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: le.namespaceKnown ? `${le.namespace}/${le.name}` : undefined });
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces, hasher, limits: config.limits,
@@ -380,7 +405,7 @@ export class Manager {
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const scope = new ClusterScope(clusters, logical, logger);
       const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, queue, metrics: this.metrics, logger });
-      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces };
+      return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher };
     } catch (err) {
       clusters.close();
       throw err;

@@ -38,6 +38,8 @@ export async function openStore(path: string, options: OpenStoreOptions = {}): P
       sqlite.pragma('synchronous = NORMAL');
     }
     sqlite.pragma('foreign_keys = ON');
+    // What relsync deletes or overwrites (content hashes, identities of deleted objects) is zeroed on disk, not left in free pages.
+    if (!options.readonly) sqlite.pragma('secure_delete = ON');
     // Fails fast on a file that is not a SQLite database.
     sqlite.prepare('select count(*) from sqlite_master').get();
     if (!options.readonly) probeWritable(sqlite);

@@ -13,16 +13,36 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isAlreadyExists, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
+import type { KubeObject } from '../kube/object.js';
 import { stableJson, type CopyContent } from './content.js';
+import { AGENT_LABEL } from './marks.js';
 
 export const secretType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
 
+export const KEY_LABEL = 'relsync.dev/content-key-for';
+
 export class ContentHasher {
-  constructor(private readonly key: Buffer) {}
+  private key: Buffer | undefined;
+
+  /** `key`: given (tests); otherwise `load` reads it at the start of each term, after the checks that may refuse to run. */
+  constructor(key?: Buffer) {
+    this.key = key;
+  }
 
   /** HMAC-SHA256 of the content, stable under key order. */
   hash(content: CopyContent): string {
+    if (!this.key) throw new Error('the content-hash key is not loaded yet');
     return createHmac('sha256', this.key).update(stableJson(content)).digest('hex');
+  }
+
+  /**
+   * Reads the key from its Secret (made first where there is none and `mayCreate`: a process that
+   * does not know its Lease's namespace never makes one, since it would hash under a key the
+   * installation's leader does not have). Read again each term, so a replica that leads after
+   * another uses the key that is there now.
+   */
+  async load(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger, mayCreate: boolean): Promise<void> {
+    this.key = await loadKey(secrets, namespace, agentName, logger, mayCreate);
   }
 }
 
@@ -31,33 +51,39 @@ export function hashKeySecretName(agentName: string): string {
   return `relsync-${agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}-content-key`.slice(0, 253);
 }
 
-/** Reads the key from its Secret, making it first if there is none. */
-export async function loadContentHasher(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger): Promise<ContentHasher> {
+async function loadKey(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger, mayCreate: boolean): Promise<Buffer> {
   const name = hashKeySecretName(agentName);
-  const existing = await secrets.get(namespace, name);
-  const read = (secret: { data?: unknown } | undefined): Buffer | undefined => {
-    const value = (secret?.data as Record<string, string> | undefined)?.key;
+  const where = `${namespace}/${name}`;
+  const read = (secret: KubeObject | undefined): Buffer | undefined => {
+    if (!secret) return undefined;
+    // Only relsync's own key Secret: one someone else put there (a key they know) is refused.
+    if (secret.metadata.labels?.[KEY_LABEL] !== agentName || secret.metadata.labels?.[AGENT_LABEL] !== undefined) {
+      throw new Error(`the Secret ${where} was not made by relsync (it lacks the label ${KEY_LABEL}=${agentName}); relsync does not hash with a key it did not make: delete it`);
+    }
+    const value = (secret.data as Record<string, string> | undefined)?.key;
     const key = value === undefined ? undefined : Buffer.from(value, 'base64');
-    return key && key.length >= 32 ? key : undefined;
+    if (!key || key.length < 32) throw new Error(`the Secret ${where} holds no key of 32 bytes or more in data.key; delete it and relsync makes a new one`);
+    return key;
   };
-  const found = read(existing as { data?: unknown } | undefined);
-  if (found) return new ContentHasher(found);
-  if (existing) throw new Error(`the Secret ${namespace}/${name} holds no key of 32 bytes or more in data.key; delete it and relsync makes a new one`);
+  const found = read(await secrets.get(namespace, name));
+  if (found) return found;
+  if (!mayCreate) throw new Error(`there is no content-hash key (${where}) yet, and this process does not know its Lease's namespace (no POD_NAMESPACE, no leaderElection.namespace) to make one where its installation's leader finds it`);
   try {
     await secrets.create(namespace, {
       apiVersion: 'v1',
       kind: 'Secret',
       // Not relsync's agent label: that is what marks copies.
-      metadata: { name, namespace, labels: { 'relsync.dev/content-key-for': agentName } },
+      metadata: { name, namespace, labels: { [KEY_LABEL]: agentName } },
       type: 'Opaque',
+      immutable: true,
       data: { key: randomBytes(32).toString('base64') },
     });
-    logger.info({ secret: `${namespace}/${name}` }, 'made the key of related copies\' content hashes');
+    logger.info({ secret: where }, 'made the key of related copies\' content hashes');
   } catch (err) {
     if (isNotFound(err)) throw new Error(`the namespace ${namespace} does not exist in the service cluster: relsync keeps the key of its content hashes there (the namespace of its Lease: POD_NAMESPACE or leaderElection.namespace)`, { cause: err });
     if (!isAlreadyExists(err)) throw err;
   }
-  const made = read((await secrets.get(namespace, name)) as { data?: unknown } | undefined);
-  if (!made) throw new Error(`the Secret ${namespace}/${name} holds no usable key`);
-  return new ContentHasher(made);
+  const made = read(await secrets.get(namespace, name));
+  if (!made) throw new Error(`the Secret ${where} holds no usable key`);
+  return made;
 }

@@ -143,7 +143,16 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
-    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy)) ?? this.sizeRefusal(contentOf(primary, this.policy));
+    const tooBig = this.sizeRefusal(contentOf(primary, this.policy));
+    if (tooBig) {
+      // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
+      // would make the operator deprovision), no longer updated, until the primary is small again.
+      const message = `relsync does not update the copy of this object: ${tooBig}`;
+      await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
+      return done;
+    }
+    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy));
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
@@ -203,7 +212,7 @@ export class PrimaryReconciler {
       });
       found.push({ plan, ...result });
     }
-    this.capRelated(found);
+    this.capRelated(found, stored);
     // Claim what selector and inverse rules found before touching any copy: another primary's
     // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
     // and keeps it, or, if it already decided, its delete is routed here by the claim and this
@@ -347,10 +356,11 @@ export class PrimaryReconciler {
 
   /**
    * At most `limits.relatedPerPrimary` related objects per primary, over all its rules in their
-   * order, each rule's by source name (so the same ones stay copied as objects come and go); the
-   * rest is a problem on the primary.
+   * order; within a rule, the ones already stored first, then by source name, so that a copy made
+   * before is not dropped for a newcomer; the rest is a problem on the primary.
    */
-  private capRelated(found: Array<{ plan: RulePlan } & Found>): void {
+  private capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): void {
+    const had = new Set(stored.map(claimKey));
     let left = this.deps.limits?.relatedPerPrimary ?? 500;
     for (let i = 0; i < found.length; i++) {
       const f = found[i]!;
@@ -359,7 +369,8 @@ export class PrimaryReconciler {
         left -= f.pairs.length;
         continue;
       }
-      const key = (p: RelatedPair) => identityKey(p.source);
+      const rule = f.plan.input.rule;
+      const key = (p: RelatedPair) => `${had.has(claimKey({ ruleId: rule.id, origin: rule.origin, ...p })) ? 0 : 1}${identityKey(p.source)}`;
       const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       const limit = this.deps.limits?.relatedPerPrimary ?? 500;
       const problem = `rule ${f.plan.input.rule.id} finds ${f.pairs.length} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;

@@ -37,20 +37,22 @@ describe('relation store', () => {
     sqlite.pragma('journal_mode = WAL');
     const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
     assert.deepEqual(await migrateToLatest(db, old), ['0001_initial', '0002_selectors', '0003_sweeps_and_pending_work', '0004_logical_clusters']);
-    const plain = createHash('sha256').update('{"data":{"password":"aHVudGVyMg=="},"type":"Opaque"}').digest('hex');
+    // Many rows over several pages, so that an update in place cannot happen to overwrite every old hash.
+    const plains = Array.from({ length: 300 }, (_, i) => createHash('sha256').update(`{"data":{"password":"${Buffer.from(`pw${i}`).toString('base64')}"},"type":"Opaque"}`).digest('hex'));
     sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','synced',null,'2026-01-01',null)").run();
-    sqlite.prepare(`insert into relations values ('tenant-a','demo.relsync.dev','databases','ns','db','creds','platform','tenant-a','','secrets','ns','creds','service','','secrets','copy-ns','creds','synced',?,null,'2026-01-01')`).run(plain);
+    const insert = sqlite.prepare(`insert into relations values ('tenant-a','demo.relsync.dev','databases','ns','db','creds','platform','tenant-a','','secrets','ns',?,'service','','secrets','copy-ns',?,'synced',?,null,'2026-01-01')`);
+    plains.forEach((h, i) => insert.run(`creds-${i}`, `creds-${i}`, h));
     await db.destroy();
-    assert.ok(readFileSync(path).includes(plain) || readFileSync(`${path}-wal`).includes(plain), 'the old store holds the plain hash');
+    const before = Buffer.concat([readFileSync(path), existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`) : Buffer.alloc(0)]);
+    assert.ok(plains.every((h) => before.includes(h)), 'the old store holds the plain hashes');
 
     const opened = await openStore(path);
-    const row = opened.sqlite.prepare('select content_hash, state from relations').get() as { content_hash: string | null; state: string };
-    assert.deepEqual(row, { content_hash: null, state: 'synced' }, 'the relation stays; its hash goes');
+    const rows = opened.sqlite.prepare('select content_hash, state from relations').all() as Array<{ content_hash: string | null; state: string }>;
+    assert.equal(rows.length, 300, 'the relations stay');
+    assert.ok(rows.every((r) => r.content_hash === null && r.state === 'synced'), 'their hashes go');
     await opened.close();
-    for (const file of [path, `${path}-wal`]) {
-      const bytes = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
-      assert.ok(!bytes.includes(plain), `no trace of the plain hash in ${file}`);
-    }
+    const after = Buffer.concat([readFileSync(path), existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`) : Buffer.alloc(0)]);
+    assert.deepEqual(plains.filter((h) => after.includes(h)).length, 0, 'no trace of a plain hash in the file or its WAL');
   });
 
   it('routes by source and by destination through the store, and cascades on delete', async () => {
