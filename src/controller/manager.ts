@@ -82,6 +82,8 @@ interface Wiring {
 }
 
 export class Manager {
+  /** A one-shot `relsync sweep` (see knowsInstallation). */
+  private oneShot = false;
   readonly metrics = new Metrics();
   private watches: ListWatch[] = [];
   private elector: LeaderElector | undefined;
@@ -251,6 +253,7 @@ export class Manager {
 
   /** One sweep without watches (`relsync sweep`); resolves with its summary. */
   async sweepOnce(options: { force?: boolean } = {}): Promise<SweepResult> {
+    this.oneShot = true;
     const w = await this.wire(AbortSignal.timeout(60_000));
     const le = this.options.config.leaderElection;
     if (le.enabled && !options.force) {
@@ -315,13 +318,23 @@ export class Manager {
     const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
     while (!signal.aborted) {
       try {
-        return await w.hasher.load(w.clusters.client(w.clusters.service.name, secretType), le.namespace, config.agentName, logger, le.namespaceKnown);
+        return await w.hasher.load(w.clusters.client(w.clusters.service.name, secretType), le.namespace, config.agentName, logger, this.knowsInstallation());
       } catch (err) {
         const retryInMs = backoff.next();
         logger.error({ err: (err as Error).message, retryInMs }, 'cannot read the content-hash key; no reconcile runs until it can');
         await sleep(retryInMs, signal);
       }
     }
+  }
+
+  /**
+   * Whether this process knows which installation it is (its Lease): `relsync run` does (its Lease
+   * is where it campaigns, also in the "default" fallback); a one-shot `relsync sweep` only when
+   * the namespace was given (POD_NAMESPACE or the config), since one run by hand elsewhere would
+   * otherwise pose as an installation of its own.
+   */
+  private knowsInstallation(): boolean {
+    return !this.oneShot || this.options.config.leaderElection.namespaceKnown;
   }
 
   notReady(): string[] {
@@ -362,7 +375,7 @@ export class Manager {
       const le = config.leaderElection;
       // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
       const hasher = new ContentHasher();
-      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: le.namespaceKnown ? `${le.namespace}/${le.name}` : undefined });
+      const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: this.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined });
       const reconciler = new PrimaryReconciler({
         agentName: config.agentName, clusters, store, recorder, logger, metrics: this.metrics, ownWrites, copyNamespaces, hasher, limits: config.limits,
         readsFor: (id) => sweepReads.readsFor(id),

@@ -36,9 +36,9 @@ export class ContentHasher {
   }
 
   /**
-   * Reads the key from its Secret (made first where there is none and `mayCreate`: a process that
-   * does not know its Lease's namespace never makes one, since it would hash under a key the
-   * installation's leader does not have). Read again each term, so a replica that leads after
+   * Reads the key from its Secret (made first where there is none and `mayCreate`: a one-shot
+   * sweep that does not know its Lease's namespace never makes one, since it would hash under a
+   * key the installation's leader does not have). Read again each term, so a replica that leads after
    * another uses the key that is there now.
    */
   async load(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger, mayCreate: boolean): Promise<void> {
