@@ -84,7 +84,7 @@ export interface Config {
   readonly storePath: string;
   readonly workers: number;
   /** Caps on what one primary's copies may cost (see schema.ts). */
-  readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number };
+  readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster: number };
   readonly resync: { readonly schedule: string; readonly onStartup: boolean };
   readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };
   readonly leaderElection: {

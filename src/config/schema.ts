@@ -273,6 +273,8 @@ export const configSchema = z
         relatedPerPrimary: z.number().int().min(1).default(500),
         /** Bytes of one copy's content (its data, spec, labels and annotations as JSON). */
         copyBytes: z.number().int().min(1024).default(1024 * 1024),
+        /** Primaries synced per platform cluster (per workspace on kcp): one tenant's flood stops at its own limit. */
+        primariesPerCluster: z.number().int().min(1).default(20_000),
       })
       .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */

@@ -67,6 +67,12 @@ export class RelationStore {
   }
 
   /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */
+  /** How many primaries of this cluster the store holds (a range of the primary key). */
+  async countPrimaries(cluster: string): Promise<number> {
+    const row = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).where('cluster', '=', cluster).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
   async hasPrimaries(cluster: string): Promise<boolean> {
     return (await this.db.selectFrom('primaries').select('name').where('cluster', '=', cluster).limit(1).executeTakeFirst()) !== undefined;
   }

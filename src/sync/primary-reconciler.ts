@@ -56,7 +56,7 @@ export interface ReconcilerDeps {
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
   /** Caps on what one primary's copies may cost; default: 500 related objects, 1 MiB per copy. */
-  readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number };
+  readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster?: number };
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
   /** Where copies go and whom their namespaces serve. */
@@ -130,6 +130,13 @@ export class PrimaryReconciler {
       if (waiting) return waiting;
     }
 
+    // One tenant's flood stops at its own limit (counted in the store; concurrent workers may pass it by a few).
+    const perCluster = this.deps.limits?.primariesPerCluster;
+    if (!record && perCluster !== undefined && (await store.countPrimaries(id.cluster)) >= perCluster) {
+      // Not requeued (a flood would keep the workers busy): its next change or the next sweep looks again.
+      await this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`);
+      return done;
+    }
     const primaries = clusters.client(id.cluster, resource.primaryType);
     const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context);

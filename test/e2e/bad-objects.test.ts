@@ -125,7 +125,7 @@ describe('objects at the limits and objects that break the rules', () => {
       store: { path: join(dir, 'capped.db') },
       leaderElection: { enabled: false },
       resync: { schedule: '0 0 1 1 *', onStartup: false },
-      limits: { relatedPerPrimary: 5, copyBytes: 4096 },
+      limits: { relatedPerPrimary: 5, copyBytes: 4096, primariesPerCluster: 2 },
       resources: [{ group: 'demo.relsync.dev', resource: 'databases', selector: { matchLabels: { capped: 'yes' } }, naming: { namespace: 'capped-{{ namespace }}' }, related: [
         { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
         { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
@@ -144,6 +144,16 @@ describe('objects at the limits and objects that break the rules', () => {
       const copies = (await svc.core.listNamespacedConfigMap({ namespace: `capped-${NS}` })).items.map((c) => c.metadata?.name).filter((n) => n?.startsWith('cap-')).sort();
       assert.deepEqual(copies, ['cap-0', 'cap-1', 'cap-2', 'cap-3']);
       assert.ok(await svc.database(`capped-${NS}`, 'capdb'), 'the primary itself is copied');
+      // A tenant's flood stops at its own limit: two primaries of this cluster, not a third.
+      await a.createDatabase(NS, 'capdb-2', {}, { capped: 'yes' });
+      await eventually('the second primary is copied', () => svc.database(`capped-${NS}`, 'capdb-2'), 30_000);
+      await a.createDatabase(NS, 'capdb-3', {}, { capped: 'yes' });
+      await eventually('the third says the limit', async () => (await a.events(NS, 'capdb-3')).some((e) => e.reason === 'PrimaryLimitReached' && /limits\.primariesPerCluster/.test(e.message ?? '')), 30_000);
+      assert.equal(await svc.database(`capped-${NS}`, 'capdb-3'), undefined, 'the third is not copied');
+      await a.deleteDatabase(NS, 'capdb-2');
+      await eventually('the second one\'s copy goes', async () => (await svc.database(`capped-${NS}`, 'capdb-2')) === undefined, 30_000);
+      await a.updateDatabase(NS, 'capdb-3', (db) => (db.spec = { touched: 'yes' }));
+      await eventually('the third is copied once there is room, at its next change', () => svc.database(`capped-${NS}`, 'capdb-3'), 30_000);
     } finally {
       await capped.stop();
     }
