@@ -132,7 +132,7 @@ export class PrimaryReconciler {
 
     // One tenant's flood stops at its own limit (counted in the store; concurrent workers may pass it by a few).
     const perCluster = this.deps.limits?.primariesPerCluster;
-    if (!record && perCluster !== undefined && (await store.countPrimaries(id.cluster)) >= perCluster) {
+    if (!record && perCluster !== undefined && (await this.primariesOf(id.cluster, perCluster)) >= perCluster) {
       // Not requeued (a flood would keep the workers busy): its next change or the next sweep looks again.
       await this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`);
       return done;
@@ -256,6 +256,23 @@ export class PrimaryReconciler {
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null }, outcomes, selectors);
     return conflicts.length > 0 || outcomes.some((o) => o.retrySoon) ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
+
+  /**
+   * How many primaries the store holds for a cluster. A count at or over the limit is reused for a
+   * second (a sweep over a flood beyond the limit would otherwise count once per primary of it);
+   * below the limit it is always fresh.
+   */
+  private async primariesOf(cluster: string, limit: number): Promise<number> {
+    const seen = this.primaryCounts.get(cluster);
+    if (seen && seen.n >= limit && seen.at > Date.now() - 1000) return seen.n;
+    const n = await this.deps.store.countPrimaries(cluster);
+    this.primaryCounts.delete(cluster);
+    this.primaryCounts.set(cluster, { n, at: Date.now() });
+    if (this.primaryCounts.size > 10_000) this.primaryCounts.delete(this.primaryCounts.keys().next().value!);
+    return n;
+  }
+
+  private readonly primaryCounts = new Map<string, { n: number; at: number }>();
 
   /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
   private plan(input: ResolveInput): RulePlan {
