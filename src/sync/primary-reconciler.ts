@@ -464,6 +464,8 @@ export class PrimaryReconciler {
       }
     }
     await store.deletePrimary(id);
+    // Room for a primary that waits for it (limits.primariesPerCluster): count afresh.
+    this.primaryCounts.delete(id.cluster);
     // A copy shared with primaries that are being finalized at the same moment
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
