@@ -77,6 +77,11 @@ export interface PublishedResource {
   readonly where: string;
 }
 
+/** Whether sources can come from more than one cluster (several platform clusters, or kcp's many workspaces): tenants to keep apart. */
+export function hasManyClusters(platformClusters: readonly ClusterConfig[]): boolean {
+  return platformClusters.length > 1 || platformClusters.some((c) => c.kcp !== undefined);
+}
+
 export interface Config {
   readonly agentName: string;
   readonly platformClusters: readonly ClusterConfig[];

@@ -11,7 +11,7 @@ import type { z } from 'zod';
 import { parseJsonPath } from '../rules/json-path.js';
 import { buildSelector, labelKeyProblem, labelValueProblem } from '../rules/label-selector.js';
 import { Template } from '../rules/template.js';
-import type { ClusterConfig, Config, NameRewrite, OwnerPointer, Provenance, PublishedResource, RelatedFinder, RelatedRule, SelectorTemplate } from './config.js';
+import { hasManyClusters, type ClusterConfig, type Config, type NameRewrite, type OwnerPointer, type Provenance, type PublishedResource, type RelatedFinder, type RelatedRule, type SelectorTemplate } from './config.js';
 import { publishedResourcesFromYaml } from './published-resource.js';
 import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
 
@@ -244,7 +244,7 @@ function compile(raw: RawConfig, file: string): Config {
     resources,
   };
   // Only a config whose parts compiled is checked for what it would let a tenant do.
-  if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp !== undefined)));
+  if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), hasManyClusters(config.platformClusters)));
   if (problems.length > 0) throw new ConfigError(file, problems);
   return config;
 }

@@ -68,7 +68,7 @@ export function meeting(templates: readonly Template[], clusters: readonly strin
   return probes(clusters).find(([x, y]) => templates.every((t) => t.render(contextOf(x)) === t.render(contextOf(y))));
 }
 
-export const describe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;
+export const describeProbe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;
 
 /**
  * `clusters`: the platform clusters' names; `manyClusters`: whether sources can come from more
@@ -87,7 +87,7 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
     if (met) {
       problems.push({
         path: `${res.where}.naming`,
-        message: `renders the same copy for ${describe(met[0])} and ${describe(met[1])}: two tenants' copies would meet; keep {{ hash cluster namespace }} in naming.namespace, as the default does`,
+        message: `renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; keep {{ hash cluster namespace }} in naming.namespace, as the default does`,
       });
     }
     for (const rule of res.related) {
@@ -97,7 +97,7 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
         if (m) {
           problems.push({
             path: `${rule.where}.namespace.destination`,
-            message: `renders the same service-cluster namespace for ${describe(m[0])} and ${describe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
+            message: `renders the same service-cluster namespace for ${describeProbe(m[0])} and ${describeProbe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
           });
         }
       }

@@ -12,7 +12,7 @@ import { existsSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { EndpointPendingError } from '../kube/kcp-endpoint.js';
@@ -388,7 +388,7 @@ export class Manager {
         concurrency: config.workers,
         // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
         lane: (key) => key.id.cluster,
-        maxPerLane: config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp) ? Math.max(1, config.workers - 1) : config.workers,
+        maxPerLane: hasManyClusters(config.platformClusters) ? Math.max(1, config.workers - 1) : config.workers,
         onError: (item, err, retryInMs) =>
           logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
         onProcessed: (item, ms, outcome) => {

@@ -31,8 +31,13 @@ export class ContentHasher {
 
   /** HMAC-SHA256 of the content, stable under key order. */
   hash(content: CopyContent): string {
+    return this.hashSerialized(stableJson(content));
+  }
+
+  /** The same, of content the caller already serialized with stableJson (to weigh it, too). */
+  hashSerialized(serialized: string): string {
     if (!this.key) throw new Error('the content-hash key is not loaded yet');
-    return createHmac('sha256', this.key).update(stableJson(content)).digest('hex');
+    return createHmac('sha256', this.key).update(serialized).digest('hex');
   }
 
   /**

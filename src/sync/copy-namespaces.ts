@@ -30,6 +30,7 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../kube/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
+import { ExpiringMap } from '../util/expiring-map.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
 import type { ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -91,31 +92,23 @@ export class CopyNamespaces {
     if (current && current.metadata.uid === undefined) {
       // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record
       // is read live, at most once a minute per namespace while it keeps serving this source.
-      const seen = this.verified.get(name);
-      if (seen && seen.key === memoKey(naming, source) && seen.until > Date.now()) return undefined;
+      if (this.verified.get(name) === memoKey(naming, source)) return undefined;
       current = await namespaces.get('', name);
     }
     const taken = await this.check(namespaces, naming, source, name, current);
-    if (taken === undefined && !naming.template.isConstant) this.remember(this.verified, name, memoKey(naming, source), 60_000);
+    if (taken === undefined && !naming.template.isConstant) this.verified.set(name, memoKey(naming, source), 60_000);
     return taken;
   }
 
-  /** Namespaces recently seen serving a source under a template, for the sweep's reads: bounded, oldest out first. */
-  private readonly verified = new Map<string, { key: string; until: number }>();
-  /** When a namespace's conflict was last logged: a tenant's conflicting primaries requeue every 30 s. */
-  private readonly warned = new Map<string, { key: string; until: number }>();
-
-  private remember(memo: Map<string, { key: string; until: number }>, name: string, key: string, forMs: number): void {
-    memo.delete(name);
-    memo.set(name, { key, until: Date.now() + forMs });
-    if (memo.size > 10_000) memo.delete(memo.keys().next().value!);
-  }
+  /** Namespace → the template and source it was recently seen serving, for the sweep's reads. */
+  private readonly verified = new ExpiringMap<string, string>(10_000);
+  /** Namespace → the source whose conflict was last logged: a tenant's conflicting primaries requeue every 30 s. */
+  private readonly warned = new ExpiringMap<string, string>(10_000);
 
   /** Whether to log this namespace's conflict now (once per 5 minutes per namespace and source). */
   private shouldWarn(name: string, source: ServedSource): boolean {
-    const last = this.warned.get(name);
-    if (last && last.key === pinKey(source) && last.until > Date.now()) return false;
-    this.remember(this.warned, name, pinKey(source), 5 * 60_000);
+    if (this.warned.get(name) === pinKey(source)) return false;
+    this.warned.set(name, pinKey(source), 5 * 60_000);
     return true;
   }
 

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
+import { ExpiringMap } from '../util/expiring-map.js';
 
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
 
@@ -18,9 +19,11 @@ export interface EventRecorderOptions {
 }
 
 export class EventRecorder {
-  private readonly sent = new Map<string, number>();
+  private readonly sent: ExpiringMap<string, true>;
 
-  constructor(private readonly options: EventRecorderOptions) {}
+  constructor(private readonly options: EventRecorderOptions) {
+    this.sent = new ExpiringMap(options.maxRemembered ?? 1000);
+  }
 
   async warn(cluster: string, object: KubeObject, reason: string, message: string): Promise<void> {
     await this.record(cluster, object, 'Warning', reason, message);
@@ -35,12 +38,8 @@ export class EventRecorder {
     if (!namespace || !name) return;
     const key = `${cluster}\u0000${uid}\u0000${reason}\u0000${message}`;
     const now = Date.now();
-    const last = this.sent.get(key);
-    if (last !== undefined && now - last < (this.options.repeatAfterMs ?? 300_000)) return;
-    this.sent.delete(key);
-    this.sent.set(key, now);
-    const max = this.options.maxRemembered ?? 1000;
-    while (this.sent.size > max) this.sent.delete(this.sent.keys().next().value!);
+    if (this.sent.get(key, now)) return;
+    this.sent.set(key, true, this.options.repeatAfterMs ?? 300_000, now);
     const time = new Date(now).toISOString();
     const event: KubeObject = {
       metadata: { generateName: `${name}.`, namespace },

@@ -12,6 +12,7 @@
  * 3. the store gets the outcome in one transaction.
  */
 import type { Logger } from 'pino';
+import { ExpiringMap } from '../util/expiring-map.js';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
@@ -34,7 +35,7 @@ import type { ContentHasher } from './content-hasher.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
-import { CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
+import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -150,7 +151,8 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
-    const tooBig = this.sizeRefusal(contentOf(primary, this.policy));
+    const content = contentOf(primary, this.policy);
+    const tooBig = this.sizeRefusal(stableJson(content));
     if (tooBig) {
       // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
       // would make the operator deprovision), no longer updated, until the primary is small again.
@@ -159,7 +161,7 @@ export class PrimaryReconciler {
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
       return done;
     }
-    const refused = this.secretRefusal(resource.primaryType, contentOf(primary, this.policy));
+    const refused = this.secretRefusal(resource.primaryType, content);
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
@@ -263,16 +265,15 @@ export class PrimaryReconciler {
    * below the limit it is always fresh.
    */
   private async primariesOf(cluster: string, limit: number): Promise<number> {
-    const seen = this.primaryCounts.get(cluster);
-    if (seen && seen.n >= limit && seen.at > Date.now() - 1000) return seen.n;
+    const seen = this.overLimit.get(cluster);
+    if (seen !== undefined) return seen;
     const n = await this.deps.store.countPrimaries(cluster);
-    this.primaryCounts.delete(cluster);
-    this.primaryCounts.set(cluster, { n, at: Date.now() });
-    if (this.primaryCounts.size > 10_000) this.primaryCounts.delete(this.primaryCounts.keys().next().value!);
+    if (n >= limit) this.overLimit.set(cluster, n, 1000);
     return n;
   }
 
-  private readonly primaryCounts = new Map<string, { n: number; at: number }>();
+  /** Clusters whose count was at or over limits.primariesPerCluster a moment ago. */
+  private readonly overLimit = new ExpiringMap<string, number>(10_000);
 
   /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
   private plan(input: ResolveInput): RulePlan {
@@ -403,10 +404,10 @@ export class PrimaryReconciler {
     }
   }
 
-  /** Why a copy of this content is too big (limits.copyBytes), or undefined. */
-  private sizeRefusal(content: { fields: Record<string, unknown>; labels: Record<string, string>; annotations: Record<string, string> }): string | undefined {
+  /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
+  private sizeRefusal(serialized: string): string | undefined {
     const limit = this.deps.limits?.copyBytes ?? 1024 * 1024;
-    const size = Buffer.byteLength(stableJson(content));
+    const size = Buffer.byteLength(serialized);
     return size > limit ? `its content is ${size} bytes; relsync copies at most ${limit} (limits.copyBytes)` : undefined;
   }
 
@@ -465,7 +466,7 @@ export class PrimaryReconciler {
     }
     await store.deletePrimary(id);
     // Room for a primary that waits for it (limits.primariesPerCluster): count afresh.
-    this.primaryCounts.delete(id.cluster);
+    this.overLimit.delete(id.cluster);
     // A copy shared with primaries that are being finalized at the same moment
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
@@ -526,11 +527,11 @@ export class PrimaryReconciler {
     return written;
   }
 
-  private async ensureNamespace(reads: ObjectReads, cluster: string, name: string): Promise<void> {
-    if (await reads.get(cluster, namespaceType, '', name)) return;
+  /** A platform namespace a service-origin copy goes to, after a create said it is missing (service-side ones: copy-namespaces.ts). */
+  private async createNamespace(cluster: string, name: string): Promise<void> {
     const namespaces = this.deps.clusters.client(cluster, namespaceType);
     try {
-      await namespaces.create('', { metadata: { name, labels: { 'relsync.dev/agent': this.deps.agentName } } });
+      await namespaces.create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName } } });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
@@ -610,7 +611,9 @@ export class PrimaryReconciler {
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
     const desired = contentOf(source, this.policy);
-    const tooBig = this.sizeRefusal(desired);
+    // Serialized once: weighed here, hashed below.
+    const serialized = stableJson(desired);
+    const tooBig = this.sizeRefusal(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
@@ -630,7 +633,7 @@ export class PrimaryReconciler {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const hash = this.deps.hasher.hash(desired);
+    const hash = this.deps.hasher.hashSerialized(serialized);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     const conflict = (): RelationOutcome => {
@@ -669,7 +672,7 @@ export class PrimaryReconciler {
           // A service-origin copy into a platform namespace that does not exist (yet): create it, as
           // relsync does in the service cluster, and where it may not, say so and look again soon.
           if (!namespace || !isMissingNamespace(err)) throw err;
-          await this.ensureNamespace(this.live, pair.destination.cluster, namespace).catch((e: unknown) => {
+          await this.createNamespace(pair.destination.cluster, namespace).catch((e: unknown) => {
             throw isForbidden(e) ? new MissingNamespaceError(`namespace "${namespace}" does not exist in cluster ${pair.destination.cluster}, and relsync may not create it`) : e;
           });
           return dests.create(namespace, body);

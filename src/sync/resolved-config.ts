@@ -3,10 +3,10 @@
  * and the router work from. Resolution happens once at start; a type that no
  * API server serves is an error naming its place in the config.
  */
-import type { Config, PublishedResource, RelatedRule } from '../config/config.js';
+import { hasManyClusters, type Config, type PublishedResource, type RelatedRule } from '../config/config.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { ResourceType } from '../kube/resource-type.js';
-import { describe, meeting } from '../config/safety-checks.js';
+import { describeProbe, meeting } from '../config/safety-checks.js';
 
 export interface ResolvedRule extends RelatedRule {
   readonly sourceType: ResourceType;
@@ -36,9 +36,8 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
   for (const res of config.resources) {
     const primaryType = await at(platform, res.where, res.type);
     // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' primaries apart there.
-    const manyClusters = config.platformClusters.length > 1 || config.platformClusters.some((c) => c.kcp !== undefined);
-    const met = !primaryType.namespaced && manyClusters ? meeting([res.naming.name], config.platformClusters.map((c) => c.name)) : undefined;
-    if (met) throw new ResolveError(`${res.where}.naming.name: ${primaryType.resource} are cluster-scoped, and the name renders the same copy for ${describe(met[0])} and ${describe(met[1])}: two tenants' copies would meet; use {{ hash cluster name }} in it`);
+    const met = !primaryType.namespaced && hasManyClusters(config.platformClusters) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name)) : undefined;
+    if (met) throw new ResolveError(`${res.where}.naming.name: ${primaryType.resource} are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; use {{ hash cluster name }} in it`);
     // One given by kind and one by resource are only seen to be the same type here (config/safety-checks.ts sees the rest).
     const twin = out.find((r) => r.primaryType.group === primaryType.group && r.primaryType.resource === primaryType.resource);
     if (twin) throw new ResolveError(`${res.where}: the same primary type as ${twin.where} (${primaryType.resource}${primaryType.group ? `.${primaryType.group}` : ''}): their copies would be taken for each other's; give each type once`);
