@@ -90,7 +90,7 @@ export interface Config {
   readonly workers: number;
   /** Caps on what one primary's copies may cost (see schema.ts). */
   readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster: number };
-  readonly resync: { readonly schedule: string; readonly onStartup: boolean };
+  readonly resync: { readonly schedule: string; readonly onStartup: boolean; readonly snapshotBytes: number };
   readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };
   readonly leaderElection: {
     readonly enabled: boolean;

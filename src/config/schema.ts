@@ -229,6 +229,12 @@ export const configSchema = z
             }
           }),
         onStartup: z.boolean().default(true),
+        /**
+         * How much of its LISTs a sweep keeps in memory for the reconciles it runs, in characters of
+         * the API servers' answers (about bytes); what does not fit is read live. Bounds the sweep's
+         * memory whatever the tenants store.
+         */
+        snapshotBytes: z.number().int().min(0).default(64 * 1024 * 1024),
       })
       .prefault({}),
     /** Leader election through a Lease in the service cluster: with several replicas only one reconciles. */

@@ -53,7 +53,7 @@ export interface BindingWatchOptions {
   readonly logger: Logger;
 }
 
-export function bindingHandler(options: BindingWatchOptions): WatchHandler {
+export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler, 'beginList'> & { onList(items: KubeObject[]): Promise<void> } {
   const { platform, logical, store, enqueue, logger } = options;
   const unbinding = new Set<string>();
   const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];

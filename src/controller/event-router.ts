@@ -13,10 +13,11 @@
  *   before the object exists, so its creation finds its owner.
  *
  * Never lists primaries per event. On a full LIST (start, or relist after
- * 410) it also routes what the store knows but the list no longer has:
- * objects deleted while nobody watched.
+ * 410), taken page by page, it also routes what the store knows but the
+ * list no longer has: objects deleted while nobody watched.
  */
 import type { Logger } from 'pino';
+import type { ListSink } from '../kube/list-watch.js';
 import type { KubeObject } from '../kube/object.js';
 import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
 import { inverseOwner } from '../rules/inverse-owner.js';
@@ -145,13 +146,33 @@ export class EventRouter {
     return keys.size;
   }
 
-  /** Routes a complete LIST: every item, and every stored object of this type the list no longer has. */
-  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
+  /**
+   * Routes a complete LIST as it arrives, page by page: every item, then, at
+   * its end, every stored object of this type the list did not have. Holds
+   * the listed identities, not the objects.
+   */
+  beginList(cluster: string, type: ResourceType, labelSelector: string | undefined): ListSink {
     const present = new Set<string>();
-    for (const item of items) {
-      present.add(identityKey(identityOf(cluster, type, item)));
-      await this.route(cluster, type, item, 'LIST');
-    }
+    return {
+      page: async (items) => {
+        for (const item of items) {
+          present.add(identityKey(identityOf(cluster, type, item)));
+          await this.route(cluster, type, item, 'LIST');
+        }
+      },
+      end: () => this.routeMissing(cluster, type, labelSelector, present),
+    };
+  }
+
+  /** Routes a complete LIST at once (a list known to be small, or a test's). */
+  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
+    const sink = this.beginList(cluster, type, labelSelector);
+    await sink.page(items);
+    await sink.end();
+  }
+
+  /** What the store knows of this type that a complete LIST did not have: its primaries are queued. */
+  private async routeMissing(cluster: string, type: ResourceType, labelSelector: string | undefined, present: ReadonlySet<string>): Promise<void> {
     let missing = 0;
     const enqueueMissing = (owner: ObjectIdentity) => {
       const key = this.keyFor(owner);

@@ -16,7 +16,7 @@ import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { EndpointPendingError } from '../kube/kcp-endpoint.js';
-import { ListWatch } from '../kube/list-watch.js';
+import { ListWatch, wholeList, type ListSink } from '../kube/list-watch.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { sameType, typeName } from '../kube/resource-type.js';
 import { CheckpointStore, type WatchKey } from '../store/checkpoint-store.js';
@@ -417,7 +417,7 @@ export class Manager {
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const scope = new ClusterScope(clusters, logical, logger);
-      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, queue, metrics: this.metrics, logger });
+      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, snapshotBytes: config.resync.snapshotBytes, queue, metrics: this.metrics, logger });
       return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher };
     } catch (err) {
       clusters.close();
@@ -442,8 +442,21 @@ export class Manager {
           w.sweepReads.noteObject(identityOf(cluster, p.type, object));
           await w.router.route(cluster, p.type, object, change);
         },
-        onList: async (items) => {
-          for (const [cluster, part] of w.scope.split(p.cluster, items)) await w.router.routeList(cluster, p.type, part, p.labelSelector);
+        beginList: () => {
+          // A kcp platform's list spans its workspaces: one routed list per workspace.
+          const sinks = new Map<string, ListSink>();
+          return {
+            page: async (items) => {
+              for (const [cluster, part] of w.scope.split(p.cluster, items)) {
+                let sink = sinks.get(cluster);
+                if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
+                await sink.page(part);
+              }
+            },
+            end: async () => {
+              for (const sink of sinks.values()) await sink.end();
+            },
+          };
         },
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
@@ -456,6 +469,13 @@ export class Manager {
   /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
   private async bindingWatchFor(w: Wiring, platform: string, signal: AbortSignal): Promise<ListWatch> {
     const key: WatchKey = { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
+    const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id),
+      forget: (c) => w.clusters.forgetLogical(c),
+      stillBound: (c) => stillBinds(w.clusters, c),
+      relist: (c) => this.relistWorkspace(w, platform, c, signal),
+      reserved: (c) => w.clusters.isConfigured(c),
+      logger: this.options.logger,
+    });
     const watch: ListWatch = new ListWatch({
       client: w.clusters.client(platform, apiBindingType),
       logger: this.options.logger,
@@ -463,13 +483,8 @@ export class Manager {
       timeoutSeconds: this.options.config.watch.timeoutSeconds,
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
       handler: {
-        ...bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id),
-          forget: (c) => w.clusters.forgetLogical(c),
-          stillBound: (c) => stillBinds(w.clusters, c),
-          relist: (c) => this.relistWorkspace(w, platform, c, signal),
-          reserved: (c) => w.clusters.isConfigured(c),
-          logger: this.options.logger,
-        }),
+        onEvent: (change, object) => bindings.onEvent(change, object),
+        beginList: () => wholeList((items) => bindings.onList(items)),
         onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
       },
       onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
@@ -489,8 +504,9 @@ export class Manager {
       const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
       for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
         try {
-          const { items } = await w.clusters.client(cluster, p.type).listAll({ labelSelector: p.labelSelector });
-          await w.router.routeList(cluster, p.type, items, p.labelSelector);
+          const sink = w.router.beginList(cluster, p.type, p.labelSelector);
+          for await (const page of w.clusters.client(cluster, p.type).pages({ labelSelector: p.labelSelector })) await sink.page(page.items);
+          await sink.end();
           return;
         } catch (err) {
           if (attempt >= 12) {

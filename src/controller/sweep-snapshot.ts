@@ -25,9 +25,16 @@
  *   was not routed to (another primary deleted a copy this one claims).
  *   list() still answers with the listed versions: which objects match is
  *   the routing's to keep up to date, as said above.
+ *
+ * Memory is bounded: the snapshot holds listed objects up to a budget
+ * (`resync.snapshotBytes`, counted in characters of the LIST answers). A type
+ * whose pages no longer fit, or whose LIST failed midway, is incomplete:
+ * what the snapshot lacks of it is read live, and list() of it is answered
+ * live. A tenant with a gigabyte of ConfigMaps makes the sweep slower (GETs
+ * instead of memory), never the process bigger.
  */
 import type { KubeObject } from '../kube/object.js';
-import type { ResourceType } from '../kube/resource-type.js';
+import { typeName, type ResourceType } from '../kube/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../rules/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
 import type { ListQuery, ObjectReads } from '../sync/object-reads.js';
@@ -46,9 +53,10 @@ class ListedType {
   readonly byNamespace = new Map<string, KubeObject[]>();
   private readonly indexes = new Map<string, Map<string, KubeObject[]>>();
   filtered = true;
+  /** False once a page of this type was not held (over budget, or its LIST failed): list() reads live. */
+  complete = true;
 
-  add(items: readonly KubeObject[], filtered: boolean): void {
-    this.filtered &&= filtered;
+  add(items: readonly KubeObject[]): void {
     for (const item of items) {
       const ns = item.metadata.namespace ?? '';
       const key = `${ns}/${item.metadata.name ?? ''}`;
@@ -83,22 +91,50 @@ export class SweepSnapshot implements ObjectReads {
   private readonly types = new Map<string, ListedType>();
   /** Namespaces that hold a listed object, per cluster: they exist. */
   private readonly namespaces = new Map<string, Set<string>>();
+  /** Characters of LIST answers held. */
+  private held = 0;
+  /** `cluster/type` of every type the budget left incomplete. */
+  readonly overBudget: string[] = [];
 
   constructor(
     private readonly live: ObjectReads,
-    lists: readonly ListedObjects[],
+    lists: readonly ListedObjects[] = [],
     /** Whether a watch event on this object (typeKey + namespace/name) arrived since its LIST: then it is read live. */
     private readonly changedSinceList: (key: string) => boolean = () => false,
+    /** How many characters of LIST answers the snapshot may hold. */
+    private readonly budget = Infinity,
   ) {
-    for (const list of lists) {
-      const key = typeKey(list.cluster, list.type);
-      let listed = this.types.get(key);
-      if (!listed) this.types.set(key, (listed = new ListedType()));
-      listed.add(list.items, list.filtered);
-      let namespaces = this.namespaces.get(list.cluster);
-      if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
-      for (const item of list.items) if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
+    for (const list of lists) this.add(list, 0);
+  }
+
+  /** A page of a LIST (`size`: its share of the answer, in characters); held while the budget allows. */
+  add(list: ListedObjects, size: number): void {
+    const key = typeKey(list.cluster, list.type);
+    let listed = this.types.get(key);
+    if (!listed) this.types.set(key, (listed = new ListedType()));
+    listed.filtered &&= list.filtered;
+    let namespaces = this.namespaces.get(list.cluster);
+    if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
+    for (const item of list.items) if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
+    if (!listed.complete) return;
+    if (this.held + size > this.budget) {
+      listed.complete = false;
+      this.overBudget.push(`${list.cluster}/${typeName(list.type)}`);
+      return;
     }
+    this.held += size;
+    listed.add(list.items);
+  }
+
+  /** Part of this type was not listed (its LIST failed midway): the snapshot cannot say what is not there. */
+  incomplete(cluster: string, type: ResourceType): void {
+    const listed = this.types.get(typeKey(cluster, type));
+    if (listed) listed.complete = false;
+  }
+
+  /** Characters of LIST answers held. */
+  get heldSize(): number {
+    return this.held;
   }
 
   get size(): number {
@@ -119,7 +155,7 @@ export class SweepSnapshot implements ObjectReads {
 
   async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
     const listed = this.types.get(typeKey(cluster, type));
-    if (!listed || listed.filtered) return this.live.list(cluster, type, query);
+    if (!listed || listed.filtered || !listed.complete) return this.live.list(cluster, type, query);
     const namespace = query.namespace || undefined;
     let candidates: readonly KubeObject[];
     const equality = query.selector && equalityTerm(query.selector);
@@ -163,9 +199,9 @@ export class SweepReads {
     this.tracking = true;
   }
 
-  /** The snapshot of the sweep's LISTs, which reads objects changed since then live. */
-  snapshotOf(lists: readonly ListedObjects[]): SweepSnapshot {
-    return new SweepSnapshot(this.live, lists, (key) => this.changedObjects.has(key));
+  /** The snapshot of the sweep's LISTs (given, or added page by page), which reads objects changed since then live. */
+  snapshotOf(lists: readonly ListedObjects[], budget = Infinity): SweepSnapshot {
+    return new SweepSnapshot(this.live, lists, (key) => this.changedObjects.has(key), budget);
   }
 
   use(snapshot: SweepSnapshot): void {

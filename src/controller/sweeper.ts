@@ -2,8 +2,10 @@
  * Full-resync sweeps: a real relist from the API servers, never a replay of
  * a cache. One sweep
  *
- * 1. lists (in pages) everything relsync watches — primaries on every
- *    platform cluster, their copies, related sources and related copies;
+ * 1. lists (page by page, never holding a whole list) everything relsync
+ *    watches — primaries on every platform cluster, their copies, related
+ *    sources and related copies — keeping the objects for step 2 up to a
+ *    memory budget, and of the copies only their identities for step 3;
  * 2. reconciles every primary, listed or stored (through the shared work
  *    queue, so a sweep never runs a primary on two workers), each reading
  *    from those LISTs instead of the API servers (sweep-snapshot.ts); every
@@ -23,7 +25,6 @@
  */
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
-import type { KubeObject } from '../kube/object.js';
 import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
 import { describeIdentity, identityKey } from '../store/identity.js';
 import { copyPairKey, type RelationStore } from '../store/relation-store.js';
@@ -37,7 +38,7 @@ import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import { identityOf } from './event-router.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
-import type { ListedObjects, SweepReads } from './sweep-snapshot.js';
+import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 
@@ -51,6 +52,8 @@ export interface SweeperOptions {
   readonly sweeps: SweepStore;
   /** Hands the sweep's LISTs to the reconciles it runs. */
   readonly reads: SweepReads;
+  /** Characters of LIST answers the sweep may hold for its reconciles (resync.snapshotBytes); beyond, they read live. */
+  readonly snapshotBytes?: number;
   readonly queue: WorkQueue<PrimaryKey>;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -61,6 +64,15 @@ export interface SweepPhases {
   listMs: number;
   reconcileMs: number;
   cleanupMs: number;
+}
+
+/** A copy a sweep listed: what the orphan check needs, without the object. */
+interface ListedCopy {
+  readonly cluster: string;
+  readonly type: ResourceType;
+  readonly id: ObjectIdentity;
+  readonly uid: string | undefined;
+  readonly copy: NonNullable<ReturnType<typeof copyOf>>;
 }
 
 export type SweepResult = SweepCounts & { readonly id: number; readonly durationMs: number; readonly status: 'done' | 'failed' | 'skipped'; readonly phases?: SweepPhases };
@@ -128,45 +140,57 @@ export class Sweeper {
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
-    // 1. relist everything; collect every primary, listed or stored
+    // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
     const queued = new Map<string, PrimaryKey>();
     const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(primaryKeyString({ resource, id }), { resource, id });
-    const lists: ListedObjects[] = [];
+    /** Every listed copy, by identity and uid only: the objects themselves are not kept. */
+    const copies: ListedCopy[] = [];
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
     reads.begin();
     try {
+      const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
       for (const watch of plan) {
-        let items: KubeObject[];
+        const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
+        /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
+        const covered = new Set<string>();
         try {
-          ({ items } = await clusters.client(watch.cluster, watch.type).listAll({ labelSelector: watch.labelSelector }));
+          for await (const page of clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector })) {
+            counts.objectsListed += page.items.length;
+            for (const [cluster, part] of scope.split(watch.cluster, page.items)) {
+              covered.add(cluster);
+              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part }, page.items.length ? (page.size * part.length) / page.items.length : 0);
+              for (const item of part) {
+                const copy = copyOf(this.copies, cluster, watch.type, item);
+                if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
+              }
+              // relsync's copies on a platform (of service-origin objects) are never primaries.
+              if (!resource || !clusters.isPlatform(cluster)) continue;
+              const primaries = part.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
+              counts.primariesSeen += primaries.length;
+              for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
+            }
+          }
         } catch (err) {
           // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
-          // reconciles read that type live, and its copies wait for the next sweep's orphan check.
+          // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
           counts.errors++;
+          for (const cluster of covered) snapshot.incomplete(cluster, watch.type);
           this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
-          continue;
         }
-        counts.objectsListed += items.length;
-        const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
-        // A kcp platform's list spans its workspaces: each is one cluster of identities.
-        for (const [cluster, part] of scope.split(watch.cluster, items)) {
-          lists.push({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
-          if (resource && clusters.isPlatform(cluster)) {
-            // relsync's copies on a platform (of service-origin objects) are never primaries.
-            const primaries = part.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
-            counts.primariesSeen += primaries.length;
-            for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
-            // Stored but not listed: deleted while nobody watched.
-            for (const p of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, p.id);
-          }
+        // Stored but not listed: deleted while nobody watched.
+        for (const cluster of covered) {
+          if (resource && clusters.isPlatform(cluster)) for (const p of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, p.id);
         }
+      }
+      if (snapshot.overBudget.length > 0) {
+        this.options.logger.info({ heldChars: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
       }
 
       phases.listMs = lap();
 
       // 2. reconcile every primary once, from the snapshot of those lists
-      reads.use(reads.snapshotOf(lists));
+      reads.use(snapshot);
       const keys = [...queued.values()];
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key)));
       counts.errors += outcomes.filter((o) => o === 'error').length;
@@ -181,18 +205,16 @@ export class Sweeper {
     // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
     // (watch-plan.ts), relsync's copies are among its objects.
     const accounted = await store.accountedFor();
-    for (const { cluster, type, items } of lists) {
+    for (const listed of copies) {
+      const { cluster, type, id, copy } = listed;
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
-      for (const item of items) {
-        const copy = copyOf(this.copies, cluster, type, item);
-        if (!copy || (copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounted.has(copyPairKey(copy.source, identityOf(cluster, type, item)))) continue;
-        try {
-          await this.deleteIfOrphan(cluster, type, item);
-        } catch (err) {
-          // One copy that cannot be deleted (forbidden, a webhook, an outage) must not keep the others.
-          counts.errors++;
-          this.options.logger.warn({ copy: describeIdentity(identityOf(cluster, type, item)), type: typeName(type), err: (err as Error).message }, 'sweep could not delete a copy that no rule resolves to any more; the next sweep tries again');
-        }
+      if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounted.has(copyPairKey(copy.source, id))) continue;
+      try {
+        await this.deleteIfOrphan(listed);
+      } catch (err) {
+        // One copy that cannot be deleted (forbidden, a webhook, an outage) must not keep the others.
+        counts.errors++;
+        this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
@@ -214,15 +236,15 @@ export class Sweeper {
    * the copy again. A primary's copy is written before the store records the
    * primary, so a primary that exists (and is synced) keeps its copy here.
    */
-  private async deleteIfOrphan(cluster: string, type: ResourceType, listed: KubeObject): Promise<void> {
+  private async deleteIfOrphan(listed: ListedCopy): Promise<void> {
     const { store, clusters } = this.options;
+    const { cluster, type, id } = listed;
     const client = clusters.client(cluster, type);
-    const current = await client.get(listed.metadata.namespace ?? '', listed.metadata.name ?? '');
-    const copy = current && current.metadata.uid === listed.metadata.uid ? copyOf(this.copies, cluster, type, current) : undefined;
-    const id = identityOf(cluster, type, listed);
+    const current = await client.get(id.namespace, id.name);
+    const copy = current && current.metadata.uid === listed.uid ? copyOf(this.copies, cluster, type, current) : undefined;
     if (!current || !copy || (await store.accounts(copy.source, id))) return;
     if (copy.kind === 'primary' && !(await store.primary(copy.source)) && (await this.isLivePrimary(copy.source))) return;
-    await client.delete(current.metadata.namespace ?? '', current.metadata.name ?? '', current.metadata.uid);
+    await client.delete(id.namespace, id.name, current.metadata.uid);
     this.options.metrics.copiesRemoved.inc({ kind: copy.kind });
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
   }

@@ -27,6 +27,18 @@ export interface RequestOptions {
   readonly body?: unknown;
   readonly contentType?: string;
   readonly signal?: AbortSignal;
+  /** Give up on an answer longer than this many bytes (AnswerTooLargeError) instead of holding it. */
+  readonly maxBytes?: number;
+}
+
+/** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
+export class AnswerTooLargeError extends Error {
+  constructor(
+    readonly path: string,
+    readonly maxBytes: number,
+  ) {
+    super(`GET ${path}: the answer is longer than ${maxBytes} bytes`);
+  }
 }
 
 /** Counts requests per verb, for metrics and benchmarks. */
@@ -104,9 +116,14 @@ export class Connection {
 
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.requestSized<T>(method, path, options)).body;
+  }
+
+  /** Like request(), also giving the answer's size in characters (LIST pages size themselves by it). */
+  async requestSized<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<{ body: T; size: number }> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.open(method, path, options, this.requestTimeoutMs);
-      const text = await readBody(res);
+      const text = await readBody(res, options.maxBytes, path);
       const status = res.statusCode ?? 0;
       this.observer?.(this.metricsName, method, status);
       if (status === 401 && attempt === 0) {
@@ -115,9 +132,9 @@ export class Connection {
         continue;
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterHeader(res));
-      if (!text) return undefined as T;
+      if (!text) return { body: undefined as T, size: 0 };
       try {
-        return JSON.parse(text) as T;
+        return { body: JSON.parse(text) as T, size: text.length };
       } catch {
         // JSON.parse's message quotes the text, which may hold an object's data
         throw new Error(`${method} ${path}: the answer (${Buffer.byteLength(text)} bytes) is not JSON`);
@@ -190,10 +207,19 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
   return Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-function readBody(res: http.IncomingMessage): Promise<string> {
+function readBody(res: http.IncomingMessage, maxBytes = Infinity, path = ''): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
+    let bytes = 0;
+    res.on('data', (c: Buffer) => {
+      bytes += c.length;
+      if (bytes > maxBytes && (res.statusCode ?? 0) < 300) {
+        res.destroy();
+        reject(new AnswerTooLargeError(path, maxBytes));
+        return;
+      }
+      chunks.push(c);
+    });
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
   });

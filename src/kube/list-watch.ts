@@ -3,9 +3,10 @@
  * selector). client-node's informer cannot resume from a stored
  * resourceVersion and stops for good on most errors, so this loop:
  *
- * - lists in pages and hands the complete list to `onList` (the consumer
- *   diffs it against the store: objects gone while nobody watched become
- *   deletions), then watches from the list's resourceVersion;
+ * - lists in pages sized by bytes and hands each page on as it arrives, then
+ *   the list's end (the consumer diffs what it saw against the store: objects
+ *   gone while nobody watched become deletions), so that a list is never held
+ *   whole; then watches from the list's resourceVersion;
  * - can start from a checkpointed resourceVersion instead of listing;
  * - asks for bookmarks and a server-side timeout, and reconnects when nothing,
  *   not even a bookmark, arrived within the watchdog period;
@@ -31,10 +32,26 @@ export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export interface WatchHandler {
   /** One change, in the order the server sent it. */
   onEvent(type: ChangeType, object: KubeObject): Promise<void>;
-  /** The full current list, after the initial LIST and after every relist. */
-  onList(items: KubeObject[]): Promise<void>;
+  /** A LIST begins (the initial one, or a relist): its pages go to the sink, in order, then its end. */
+  beginList(): ListSink;
   /** Called with the newest resourceVersion seen, for checkpoints. */
   onResourceVersion?(resourceVersion: string): void;
+}
+
+/** Where the pages of one complete LIST go. */
+export interface ListSink {
+  page(items: readonly KubeObject[]): Promise<void>;
+  /** Every page was handed over: the list is complete. */
+  end(): Promise<void>;
+}
+
+/** For types whose whole list is small (APIBindings): collects the pages and hands over the list at its end. */
+export function wholeList(onList: (items: KubeObject[]) => Promise<void>): ListSink {
+  const items: KubeObject[] = [];
+  return {
+    page: async (page) => void items.push(...page),
+    end: () => onList(items),
+  };
 }
 
 export interface ListWatchOptions {
@@ -48,7 +65,6 @@ export interface ListWatchOptions {
   readonly timeoutSeconds?: number;
   /** Reconnect when the stream was silent this long; default timeoutSeconds + 30 s. */
   readonly watchdogMs?: number;
-  readonly pageSize?: number;
   readonly onReconnect?: (reason: string) => void;
   readonly onRelist?: () => void;
   /** How long requests may keep failing before the loop counts as not synced; default 10 s. */
@@ -112,20 +128,17 @@ export class ListWatch {
   }
 
   private async list(signal: AbortSignal): Promise<void> {
-    const { client, labelSelector, pageSize, handler } = this.options;
-    const items: KubeObject[] = [];
-    let continueToken: string | undefined;
+    const { client, labelSelector, handler, logger } = this.options;
+    const sink = handler.beginList();
     let resourceVersion = '';
-    do {
+    // A failed request ends the list here (and start() retries or relists); a failed handler too, after its log.
+    for await (const page of client.pages({ labelSelector })) {
       if (signal.aborted) return;
-      const page = await client.listPage({ labelSelector, limit: pageSize ?? 500, continueToken });
-      items.push(...page.items);
-      resourceVersion = page.metadata.resourceVersion ?? resourceVersion;
-      continueToken = page.metadata.continue || undefined;
-    } while (continueToken);
-    if (!(await guard(this.options.logger, this.name, 'list handler', () => handler.onList(items)))) {
-      throw new Error('the list handler failed; listing again');
+      if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items)))) throw new Error('the list handler failed; listing again');
+      resourceVersion = page.resourceVersion || resourceVersion;
     }
+    if (signal.aborted) return;
+    if (!(await guard(logger, this.name, 'list handler', () => sink.end()))) throw new Error('the list handler failed; listing again');
     this.resourceVersion = resourceVersion;
     handler.onResourceVersion?.(resourceVersion);
   }

@@ -2,7 +2,7 @@
  * A dynamic client for one resource type on one cluster: paths by
  * group/version/resource, JSON in and out, 404 on GET as `undefined`.
  */
-import type { Connection, RequestOptions } from './connection.js';
+import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from './object.js';
 import { apiVersionOf, type ResourceType } from './resource-type.js';
 import { isNotFound, isObjectNotFound } from './api-error.js';
@@ -13,6 +13,28 @@ export interface ListOptions {
   readonly limit?: number;
   readonly continueToken?: string | undefined;
   readonly resourceVersion?: string | undefined;
+}
+
+export interface ListPage {
+  readonly items: KubeObject[];
+  readonly resourceVersion: string;
+  readonly continueToken: string | undefined;
+  /** The answer's length in characters: what the page held in memory as text. */
+  readonly size: number;
+}
+
+/** A page of a LIST aims at this many characters (a few MiB: the answer is held as text, then parsed). */
+export const PAGE_TARGET_SIZE = 4 * 1024 * 1024;
+/** A page answer longer than this is dropped as it arrives and asked again smaller. */
+export const PAGE_MAX_BYTES = 4 * PAGE_TARGET_SIZE;
+const FIRST_PAGE_LIMIT = 20;
+const MAX_PAGE_LIMIT = 500;
+
+/** How many objects the next page may ask for, from the objects and characters seen so far. */
+export function nextPageLimit(seen: number, size: number): number {
+  if (seen === 0) return MAX_PAGE_LIMIT;
+  const perObject = Math.max(1, size / seen);
+  return Math.max(1, Math.min(MAX_PAGE_LIMIT, Math.floor(PAGE_TARGET_SIZE / perObject)));
 }
 
 export class ResourceClient {
@@ -44,10 +66,11 @@ export class ResourceClient {
    * One page of a LIST; items get the `kind`/`apiVersion` that LIST leaves
    * out, and lose their managedFields, which relsync never reads and which
    * are most of a listed object's size (a PUT without them keeps the
-   * server's).
+   * server's). `size` is the answer's length in characters.
    */
-  async listPage(options: ListOptions = {}): Promise<ObjectList> {
-    const list = await this.connection.request<ObjectList>('GET', this.path(options.namespace), {
+  async listPage(options: ListOptions & { readonly maxBytes?: number } = {}): Promise<ListPage> {
+    const { body: list, size } = await this.connection.requestSized<ObjectList>('GET', this.path(options.namespace), {
+      maxBytes: options.maxBytes,
       query: {
         labelSelector: options.labelSelector,
         limit: options.limit,
@@ -55,24 +78,55 @@ export class ResourceClient {
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
     });
-    list.items = (list.items ?? []).map((o) => {
+    const items = (list.items ?? []).map((o) => {
       delete o.metadata.managedFields;
       return this.withType(o);
     });
-    return list;
+    return { items, resourceVersion: list.metadata.resourceVersion ?? '', continueToken: list.metadata.continue || undefined, size };
   }
 
-  /** Every object, in pages of `limit` (default 500). */
-  async listAll(options: Omit<ListOptions, 'continueToken'> = {}): Promise<{ items: KubeObject[]; resourceVersion: string }> {
-    const items: KubeObject[] = [];
+  /**
+   * A LIST, one page at a time, so that a caller holds one page and not the
+   * whole list. Pages are sized by bytes, not only by count: the API server
+   * counts objects, and 500 ConfigMaps of 1 MiB would be one 500 MiB answer.
+   * The first page asks for few objects; each next one for as many as the
+   * objects seen so far say fit in PAGE_TARGET_SIZE (at most 500). Since
+   * sizes can change within a list (a tenant can put its small objects
+   * first), an answer longer than PAGE_MAX_BYTES is dropped while it arrives
+   * and the same page asked again for a quarter as many objects: no page is
+   * ever held above that size, unless one object alone is bigger.
+   */
+  async *pages(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): AsyncGenerator<ListPage> {
     let continueToken: string | undefined;
-    let resourceVersion = '';
+    let limit = FIRST_PAGE_LIMIT;
+    let seen = 0;
+    let size = 0;
     do {
-      const page = await this.listPage({ limit: 500, ...options, continueToken });
-      items.push(...page.items);
-      resourceVersion = page.metadata.resourceVersion ?? resourceVersion;
-      continueToken = page.metadata.continue || undefined;
+      let page: ListPage | undefined;
+      while (!page) {
+        try {
+          page = await this.listPage({ ...options, limit, continueToken, maxBytes: limit > 1 ? PAGE_MAX_BYTES : undefined });
+        } catch (err) {
+          if (!(err instanceof AnswerTooLargeError)) throw err;
+          limit = Math.max(1, Math.floor(limit / 4));
+        }
+      }
+      yield page;
+      seen += page.items.length;
+      size += page.size;
+      limit = nextPageLimit(seen, size);
+      continueToken = page.continueToken;
     } while (continueToken);
+  }
+
+  /** Every object (for lists known to be small: a whole list is held at once). */
+  async listAll(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+    const items: KubeObject[] = [];
+    let resourceVersion = '';
+    for await (const page of this.pages(options)) {
+      items.push(...page.items);
+      resourceVersion = page.resourceVersion || resourceVersion;
+    }
     return { items, resourceVersion };
   }
 

@@ -35,8 +35,9 @@ export function writeConfig(dir: string, config: unknown, file = 'relsync.yaml')
   return path;
 }
 
-export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = []): Promise<RelsyncProcess> {
-  const child = spawn(process.execPath, [cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
+/** `cli`: another build's dist/src/cli/main.js, for a bench's before/after in one run. */
+export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], cli = cliPath): Promise<RelsyncProcess> {
+  const child = spawn(process.execPath, [cli, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);

@@ -33,6 +33,26 @@ const cm = (namespace: string, name: string, labels: Record<string, string> = {}
 const equals = (key: string, value: string): LabelSelector => ({ requirements: [{ key, operator: 'In', values: [value] }] });
 
 describe('sweep snapshot', () => {
+  it('holds no more than its budget: a type that does not fit, or whose LIST failed midway, is read live', async () => {
+    const live = new CountingReads();
+    const snapshot = new SweepSnapshot(live, [], undefined, 1000);
+    snapshot.add({ cluster: 'tenant-a', type: secrets, filtered: false, items: [cm('team', 'small')] }, 400);
+    // A page of big ConfigMaps that does not fit: not held, and the type's later pages neither.
+    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-1', { app: 'a' })] }, 700);
+    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-2', { app: 'a' })] }, 10);
+    assert.equal(snapshot.heldSize, 400);
+    assert.deepEqual(snapshot.overBudget, ['tenant-a/configmaps']);
+    assert.equal((await snapshot.get('tenant-a', secrets, 'team', 'small'))?.metadata.labels?.live, undefined, 'held: answered from memory');
+    await snapshot.get('tenant-a', configMaps, 'team', 'big-2');
+    // A selector over an incomplete type cannot be answered from what is held.
+    assert.deepEqual(await snapshot.list('tenant-a', configMaps, { namespace: 'team', selector: equals('app', 'a') }), []);
+    // The listed namespace still counts as existing, whether or not its objects were held.
+    assert.equal((await snapshot.get('tenant-a', namespaces, '', 'team'))?.kind, 'Namespace');
+    snapshot.incomplete('tenant-a', secrets);
+    await snapshot.list('tenant-a', secrets, { namespace: 'team' });
+    assert.deepEqual(live.asked, ['get tenant-a configmaps team/big-2', 'list tenant-a configmaps', 'list tenant-a secrets']);
+  });
+
   it('answers what was listed and asks the API server about the rest', async () => {
     const live = new CountingReads();
     const snapshot = new SweepSnapshot(live, [
