@@ -73,7 +73,7 @@ async function main(): Promise<void> {
       }, `${label}.yaml`);
       const logFile = join(dir, `${label}.log`);
       const started = Date.now();
-      const relsync = await startRelsync(config, logFile, ['--log-level', 'info'], cli);
+      const relsync = await startRelsync(config, logFile, ['--log-level', 'info'], { cli });
       const pid = relsync.child.pid!;
       const peakMb = () => {
         try {

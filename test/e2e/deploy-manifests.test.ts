@@ -27,7 +27,7 @@ describe('deploy manifests', () => {
     assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
     const out = kubectl('apply', '-k', deploy, '--dry-run=server');
     assert.equal(out.status, 0, out.stderr);
-    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync-leader-election', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
       assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
     }
   });
@@ -41,8 +41,10 @@ describe('deploy manifests', () => {
     for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete']) {
       assert.equal(can(verb, 'databases.demo.relsync.dev'), 'yes', `${verb} databases`);
       assert.equal(can(verb, 'configmaps'), 'yes', `${verb} configmaps`);
-      assert.equal(can(verb, 'secrets'), 'yes', `${verb} secrets`);
+      // Secrets are service-origin sources in config.yaml: read, never written in a copy namespace.
+      assert.equal(can(verb, 'secrets'), ['get', 'list', 'watch'].includes(verb) ? 'yes' : 'no', `${verb} secrets`);
     }
+    assert.equal(can('create', 'secrets', 'relsync-system'), 'yes', 'the content-hash key, in its own namespace');
     assert.equal(can('create', 'namespaces'), 'yes');
     assert.equal(can('patch', 'namespaces'), 'yes', 'to record whom a copy namespace serves');
     assert.equal(can('update', 'leases.coordination.k8s.io/relsync-demo', 'relsync-system'), 'yes');

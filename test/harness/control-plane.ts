@@ -33,6 +33,8 @@ export interface ControlPlane {
   readonly dir: string;
   /** etcd's client URL, e.g. for compaction through its HTTP gateway. */
   readonly etcdUrl: string;
+  /** The API server's audit log (one JSON event per line, level Metadata), when started with `audit`. */
+  readonly auditLogPath?: string;
   /** Stops the API server and etcd and removes the data folder. */
   stop(): Promise<void>;
   /** Sends a signal to the kube-apiserver process (e.g. SIGSTOP/SIGCONT). */
@@ -185,8 +187,13 @@ async function httpOk(url: string): Promise<boolean> {
   }
 }
 
+export interface ControlPlaneOptions {
+  /** Write an audit log of every request (who, verb, resource, answer): to check RBAC against real calls. */
+  readonly audit?: boolean;
+}
+
 /** Starts one control plane and waits until its /readyz answers 200. */
-export async function startControlPlane(name: string): Promise<ControlPlane> {
+export async function startControlPlane(name: string, options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const assets = controlPlaneAssets();
   const dir = mkdtempSync(join(tmpdir(), `relsync-cp-${name}-`));
   const token = `admin-${name}-${Math.random().toString(36).slice(2)}`;
@@ -233,6 +240,11 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
     `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
     '--v=0',
   ];
+  const auditLogPath = options.audit ? join(dir, 'audit.log') : undefined;
+  if (auditLogPath) {
+    writeFileSync(join(dir, 'audit-policy.yaml'), 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n');
+    apiArgs.push(`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking');
+  }
   const apiLog = join(dir, 'kube-apiserver.log');
   let apiServer = startTracked(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
   const url = `https://127.0.0.1:${apiPort}`;
@@ -274,6 +286,7 @@ export async function startControlPlane(name: string): Promise<ControlPlane> {
     token,
     dir,
     etcdUrl: `http://127.0.0.1:${etcdClientPort}`,
+    ...(auditLogPath ? { auditLogPath } : {}),
     async stop() {
       await stopProcess(apiServer);
       await stopProcess(etcd);

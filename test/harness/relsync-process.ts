@@ -35,9 +35,15 @@ export function writeConfig(dir: string, config: unknown, file = 'relsync.yaml')
   return path;
 }
 
-/** `cli`: another build's dist/src/cli/main.js, for a bench's before/after in one run. */
-export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], cli = cliPath): Promise<RelsyncProcess> {
-  const child = spawn(process.execPath, [cli, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
+export interface StartOptions {
+  /** Another build's dist/src/cli/main.js, for a bench's before/after in one run. */
+  readonly cli?: string;
+  /** Node's own flags, e.g. a heap limit. */
+  readonly nodeArgs?: readonly string[];
+}
+
+export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], options: StartOptions = {}): Promise<RelsyncProcess> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.cli ?? cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
