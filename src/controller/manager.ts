@@ -345,6 +345,16 @@ export class Manager {
     return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
   }
 
+  /**
+   * Why this process should be restarted (the liveness probe): a watch of the
+   * current term that died or is stuck (list-watch.ts, problem()). Outages of
+   * the API servers are not among them: they are readiness's to report.
+   */
+  notLive(): string[] {
+    if (this.elector && !this.elector.isLeader) return [];
+    return this.watches.map((w) => w.problem()).filter((p): p is string => p !== undefined);
+  }
+
   /** "leader", "standby (leader: x)" or "single instance (leader election off)". */
   role(): string {
     if (!this.elector) return 'single instance (leader election off)';
@@ -560,7 +570,7 @@ export class Manager {
     const server = new HttpServer({
       port: this.options.httpPort!,
       registry: this.metrics.registry,
-      readiness: { notReady: () => this.notReady(), role: () => this.role() },
+      readiness: { notReady: () => this.notReady(), notLive: () => this.notLive(), role: () => this.role() },
       logger: this.options.logger,
       beforeScrape: async () => {
         const w = this.wiring;

@@ -69,6 +69,8 @@ export interface ListWatchOptions {
   readonly onRelist?: () => void;
   /** How long requests may keep failing before the loop counts as not synced; default 10 s. */
   readonly failureGraceMs?: number;
+  /** How long the loop may make no progress at all before it counts as stuck (liveness); default watchdog + 60 s. */
+  readonly stuckAfterMs?: number;
 }
 
 export class ListWatch {
@@ -77,6 +79,10 @@ export class ListWatch {
   /** When the loop's requests began to fail; undefined while a stream is open. */
   private failingSince: number | undefined;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  /** When the loop last did anything: a page, a line (a bookmark too), a failed request, a retry. */
+  private lastProgressAt = Date.now();
+  /** 'idle' before start(), 'running', 'stopped' (its signal aborted) or 'ended' (it returned without being stopped). */
+  private state: 'idle' | 'running' | 'stopped' | 'ended' = 'idle';
 
   constructor(private readonly options: ListWatchOptions) {
     this.resourceVersion = options.resumeFrom;
@@ -102,10 +108,44 @@ export class ListWatch {
     return this.syncedOnce && (this.failingSince === undefined || Date.now() - this.failingSince < (this.options.failureGraceMs ?? 10_000));
   }
 
+  /**
+   * Why the loop is dead (it ended though nobody stopped it) or stuck (no
+   * progress at all for longer than stuckAfterMs: a handler that never
+   * returns, a stream that neither delivers nor fails), for the liveness
+   * probe; undefined while it works. An API server that is down is not a
+   * reason: the loop retries (progress), and a restart would not help.
+   */
+  problem(): string | undefined {
+    if (this.state === 'ended') return `watch ${this.name} has stopped`;
+    if (this.state !== 'running') return undefined;
+    const silentMs = Date.now() - this.lastProgressAt;
+    const limitMs = this.options.stuckAfterMs ?? this.watchdogMs() + 60_000;
+    return silentMs > limitMs ? `watch ${this.name} made no progress for ${Math.round(silentMs / 1000)} s` : undefined;
+  }
+
   /** Runs until `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
+    this.state = 'running';
+    this.lastProgressAt = Date.now();
+    try {
+      await this.loop(signal);
+    } finally {
+      this.state = signal.aborted ? 'stopped' : 'ended';
+    }
+  }
+
+  private progress(): void {
+    this.lastProgressAt = Date.now();
+  }
+
+  private watchdogMs(): number {
+    return this.options.watchdogMs ?? ((this.options.timeoutSeconds ?? 300) + 30) * 1000;
+  }
+
+  private async loop(signal: AbortSignal): Promise<void> {
     const { logger } = this.options;
     while (!signal.aborted) {
+      this.progress();
       try {
         if (this.resourceVersion === undefined) await this.list(signal);
         await this.watch(signal);
@@ -119,6 +159,7 @@ export class ListWatch {
           continue;
         }
         this.failingSince ??= Date.now();
+        this.progress();
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');
@@ -134,6 +175,7 @@ export class ListWatch {
     // A failed request ends the list here (and start() retries or relists); a failed handler too, after its log.
     for await (const page of client.pages({ labelSelector })) {
       if (signal.aborted) return;
+      this.progress();
       if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items)))) throw new Error('the list handler failed; listing again');
       resourceVersion = page.resourceVersion || resourceVersion;
     }
@@ -146,7 +188,7 @@ export class ListWatch {
   private async watch(signal: AbortSignal): Promise<void> {
     const { client, labelSelector, handler, logger } = this.options;
     const timeoutSeconds = this.options.timeoutSeconds ?? 300;
-    const watchdogMs = this.options.watchdogMs ?? (timeoutSeconds + 30) * 1000;
+    const watchdogMs = this.watchdogMs();
     const local = new AbortController();
     const abort = () => local.abort();
     signal.addEventListener('abort', abort, { once: true });
@@ -178,6 +220,7 @@ export class ListWatch {
       });
       // The stream is open from a known resourceVersion: this loop is in sync.
       this.syncedOnce = true;
+      this.progress();
       this.failingSince = undefined;
       const lines = createInterface({ input: res, crlfDelay: Infinity });
       // Errors of an aborted stream surface through the iterator (or not at all
@@ -187,6 +230,7 @@ export class ListWatch {
       stream = { res, lines };
       for await (const line of lines) {
         pet();
+        this.progress();
         if (!line.trim()) continue;
         let event: WatchEvent;
         try {

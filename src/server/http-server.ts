@@ -1,7 +1,7 @@
 /**
- * /healthz (the process is alive), /readyz (store open, every watch synced
- * once and not failing for longer than its grace; the body lists what is not
- * ready) and /metrics.
+ * /healthz (alive: no watch dead or stuck; a restart would help), /readyz
+ * (store open, every watch synced once and not failing for longer than its
+ * grace; the body lists what is not ready) and /metrics.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +11,8 @@ import type { Registry } from 'prom-client';
 export interface Readiness {
   /** Names of what is not ready yet; empty when ready. */
   notReady(): string[];
+  /** Why the process should be restarted; empty while it works. */
+  notLive(): string[];
   /** One line saying what this process is doing, e.g. "leader" or "standby (leader: x)". */
   role(): string;
 }
@@ -34,7 +36,11 @@ export class HttpServer {
     const { registry, readiness, logger } = this.options;
     const server = http.createServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0];
-      if (url === '/healthz') return reply(res, 200, 'ok\n');
+      if (url === '/healthz') {
+        const dead = readiness.notLive();
+        if (dead.length > 0) logger.error({ problems: dead }, 'liveness check failed: a watch is dead or stuck; restart me');
+        return dead.length === 0 ? reply(res, 200, 'ok\n') : reply(res, 503, `not alive:\n${dead.map((d) => `- ${d}\n`).join('')}`);
+      }
       if (url === '/readyz') {
         const waiting = readiness.notReady();
         const role = readiness.role();
