@@ -427,7 +427,7 @@ export class Manager {
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
       const scope = new ClusterScope(clusters, logical, logger);
-      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, snapshotBytes: config.resync.snapshotBytes, queue, metrics: this.metrics, logger });
+      const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics: this.metrics, logger });
       return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher };
     } catch (err) {
       clusters.close();

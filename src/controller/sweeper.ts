@@ -52,6 +52,8 @@ export interface SweeperOptions {
   readonly sweeps: SweepStore;
   /** Hands the sweep's LISTs to the reconciles it runs. */
   readonly reads: SweepReads;
+  /** Which installation a copy namespace belongs to: an orphan in another's is not this one's to delete. */
+  readonly installations?: { otherInstallation(namespace: string): Promise<string | undefined> };
   /** Characters of LIST answers the sweep may hold for its reconciles (resync.snapshotBytes); beyond, they read live. */
   readonly snapshotBytes?: number;
   readonly queue: WorkQueue<PrimaryKey>;
@@ -244,6 +246,11 @@ export class Sweeper {
     const copy = current && current.metadata.uid === listed.uid ? copyOf(this.copies, cluster, type, current) : undefined;
     if (!current || !copy || (await store.accounts(copy.source, id))) return;
     if (copy.kind === 'primary' && !(await store.primary(copy.source)) && (await this.isLivePrimary(copy.source))) return;
+    const other = cluster === clusters.service.name ? await this.options.installations?.otherInstallation(id.namespace) : undefined;
+    if (other !== undefined) {
+      this.options.logger.error({ copy: describeIdentity(id), installation: other }, `a copy without an owner here is in a namespace of another relsync installation with agent name "${this.options.agentName}": left alone. Two installations must not share an agent name`);
+      throw new Error(`${describeIdentity(id)} is in a namespace of another installation (${other})`);
+    }
     await client.delete(id.namespace, id.name, current.metadata.uid);
     this.options.metrics.copiesRemoved.inc({ kind: copy.kind });
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');

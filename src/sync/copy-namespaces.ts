@@ -231,6 +231,20 @@ export class CopyNamespaces {
     }
   }
 
+  /**
+   * The other installation (its Lease) a service-cluster namespace belongs to, or undefined
+   * (this one's, unrecorded, or this process cannot tell). A sweep asks before it deletes an
+   * orphan there: an installation that appeared after this one's start check must not lose its
+   * copies to this one's sweep (read live; orphans are few).
+   */
+  async otherInstallation(namespace: string): Promise<string | undefined> {
+    const mine = this.deps.installation;
+    if (mine === undefined || namespace === '') return undefined;
+    const ns = await this.deps.clusters.client(this.deps.clusters.service.name, namespaceType).get('', namespace);
+    const theirs = ns?.metadata.annotations?.[INSTALLATION_ANNOTATION];
+    return theirs !== undefined && theirs !== mine ? theirs : undefined;
+  }
+
   private records(source: ServedSource): Record<string, string> {
     const { installation } = this.deps;
     return { ...servesAnnotations(source), ...(installation !== undefined ? { [INSTALLATION_ANNOTATION]: installation } : {}) };

@@ -142,4 +142,25 @@ describe('copy namespaces', () => {
     const after = (await svc.objects.listClusterCustomObject({ group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'databases' })) as { items: Array<{ metadata: { uid: string } }> };
     assert.deepEqual(after.items.map((c) => c.metadata.uid).sort(), copies.items.map((c) => c.metadata.uid).sort(), 'no copy was touched');
   });
+
+  it("leaves alone the copies of an installation that appeared after its start, even when they look like orphans", async () => {
+    await relsync?.stop();
+    const late = writeConfig(dir, { ...twoTenantConfig(clusters, dir), leaderElection: { namespace: 'default' }, resync: { schedule: '*/2 * * * * *', onStartup: true }, store: { path: join(dir, 'late.db') }, resources: [{ group: 'demo.relsync.dev', resource: 'databases', related }] }, 'late.yaml');
+    relsync = await startRelsync(late, join(dir, 'late.log'));
+    await eventually('the start sweep', async () => relsync!.log().includes('"sweep finished"') || undefined, 30_000);
+    // Copies whose primaries do not exist: one in a namespace of this installation, one in a
+    // namespace another installation with the same agent name made after this one started.
+    const orphan = async (ns: string, installation: string) => {
+      await svc.core.createNamespace({ body: { metadata: { name: ns, labels: { 'relsync.dev/agent': 'e2e' }, annotations: { [SERVES_CLUSTER]: 'tenant-a', [SERVES_NAMESPACE]: ns, 'relsync.dev/installation': installation } } } });
+      const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': 'demo.relsync.dev', 'relsync.dev/source-resource': 'databases', 'relsync.dev/source-namespace': ns, 'relsync.dev/source-name': 'ghost', 'relsync.dev/source-uid': '00000000-0000-0000-0000-000000000001' };
+      await svc.objects.createNamespacedCustomObject({ group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'databases', namespace: ns, body: { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'ghost', labels: { 'relsync.dev/agent': 'e2e' }, annotations: marks }, spec: {} } });
+    };
+    await orphan('late-theirs', 'other/relsync-e2e');
+    await orphan('late-mine', 'default/relsync-e2e');
+    // The marker: this installation's orphan is deleted, so a sweep has looked at both.
+    await eventually("this installation's orphan deleted by a sweep", async () => !(await svc.database('late-mine', 'ghost')) || undefined, 30_000);
+    await eventually('a sweep finished after it', async () => relsync!.log().split('\n').filter((l) => l.includes('another relsync installation with agent name')).length > 0 || undefined, 10_000);
+    assert.ok(await svc.database('late-theirs', 'ghost'), "the other installation's copy is still there");
+    assert.match(relsync.log(), /a copy without an owner here is in a namespace of another relsync installation/);
+  });
 });
