@@ -6,8 +6,10 @@
  * changes one related ConfigMap of one primary, S times while nothing else
  * happens (idle), then S times while tenant A creates N primaries, each with a
  * related ConfigMap (burst). Printed: B's propagation latency in both phases
- * (p50, p99, max) and their ratio, the queue depth relsync reported during the
- * burst, how fast A's copies arrived, and relsync's peak RSS.
+ * (p50, p99, max) and their ratio, the same for a floor client (the smallest
+ * program that copies B's change straight into the service cluster) on the
+ * same writes, the queue depth relsync reported during the burst, how fast
+ * A's copies arrived, and relsync's peak RSS.
  *
  * `RELSYNC_CLI=/path/to/dist/src/cli/main.js` runs another build of relsync
  * (e.g. a worktree of an older commit) for a before/after comparison.
@@ -68,22 +70,38 @@ async function main(): Promise<void> {
       const v = obj.data?.v;
       if (v && !arrived.has(v)) arrived.set(v, Date.now());
     }, () => undefined);
+    // The floor: the smallest client that watches B's ConfigMap and writes each change straight into
+    // the service cluster (no queue, no store, no related rules), measured on the same writes: how
+    // much of B's slowdown during A's burst the shared API servers and cores cause by themselves.
+    await svc.ensureNamespace('floor-b');
+    const floorArrived = new Map<string, number>();
+    const floorSeen = await new Watch(clusters.plane.service.kubeConfig).watch('/api/v1/namespaces/floor-b/configmaps', {}, (_type, obj: V1ConfigMap) => {
+      const v = obj.data?.v;
+      if (v && !floorArrived.has(v)) floorArrived.set(v, Date.now());
+    }, () => undefined);
+    const floor = await new Watch(clusters.plane['tenant-b'].kubeConfig).watch('/api/v1/namespaces/b/configmaps', {}, (type, obj: V1ConfigMap) => {
+      if (type === 'MODIFIED' && obj.metadata?.name === 'cfg') void svc.putConfigMap('floor-b', 'cfg', obj.data ?? {}).catch(() => undefined);
+    }, () => undefined);
     let seq = 0;
-    const sample = async (): Promise<number> => {
+    /** B's latency through relsync and through the floor client, for one write. */
+    const sample = async (): Promise<{ relsync: number; floor: number }> => {
       const v = `s${seq++}`;
       const at = Date.now();
       await b.putConfigMap('b', 'cfg', { v });
       const deadline = at + 120_000;
-      while (!arrived.has(v)) {
-        if (Date.now() > deadline) return Infinity;
+      while (!arrived.has(v) || !floorArrived.has(v)) {
+        if (Date.now() > deadline) return { relsync: arrived.has(v) ? arrived.get(v)! - at : Infinity, floor: floorArrived.has(v) ? floorArrived.get(v)! - at : Infinity };
         await sleep(5);
       }
-      return arrived.get(v)! - at;
+      return { relsync: arrived.get(v)! - at, floor: floorArrived.get(v)! - at };
     };
 
     const idle: number[] = [];
+    const floorIdle: number[] = [];
     for (let i = 0; i < S; i++) {
-      idle.push(await sample());
+      const x = await sample();
+      idle.push(x.relsync);
+      floorIdle.push(x.floor);
       await sleep(200);
     }
 
@@ -96,13 +114,16 @@ async function main(): Promise<void> {
       await a.objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace: 'a', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', metadata: { name }, spec: { configMapName: `${name}-cfg` } } });
     }).then(() => (created = true));
     const burst: number[] = [];
+    const floorBurst: number[] = [];
     let maxDepth = 0;
     const nsA = copyNamespace('tenant-a', 'a');
     // Sample while A's creation runs and its queue drains; at least S samples.
     for (let i = 0; burst.length < S || !created; i++) {
       await sleep(300);
       maxDepth = Math.max(maxDepth, await metric('relsync_queue_depth'));
-      burst.push(await sample());
+      const x = await sample();
+      burst.push(x.relsync);
+      floorBurst.push(x.floor);
       if (burst.length > 10 * S) break;
     }
     await creating;
@@ -112,12 +133,17 @@ async function main(): Promise<void> {
       return (list as { items: unknown[] }).items.length >= N ? true : undefined;
     }, 30 * 60_000).then(() => Date.now() - started);
     watch.abort();
+    floor.abort();
+    floorSeen.abort();
 
     const fmt = (xs: number[]) => `p50 ${pct(xs, 50)} ms, p99 ${pct(xs, 99)} ms, max ${Math.max(...xs)} ms (${xs.length} samples)`;
     log(`relsync: ${process.env.RELSYNC_CLI ?? 'this build'}`);
     log(`tenant B idle:  ${fmt(idle)}`);
     log(`tenant B burst: ${fmt(burst)}  (while tenant A created ${N} primaries in ${createdMs} ms)`);
     log(`ratio burst/idle: p50 ${(pct(burst, 50) / pct(idle, 50)).toFixed(2)}, p99 ${(pct(burst, 99) / pct(idle, 99)).toFixed(2)}`);
+    log(`floor client idle:  ${fmt(floorIdle)}`);
+    log(`floor client burst: ${fmt(floorBurst)}`);
+    log(`floor ratio burst/idle: p50 ${(pct(floorBurst, 50) / pct(floorIdle, 50)).toFixed(2)}, p99 ${(pct(floorBurst, 99) / pct(floorIdle, 99)).toFixed(2)}`);
     log(`queue depth seen during the burst: up to ${maxDepth}`);
     log(`tenant A: ${N} copies in ${copies} ms (${(N / (copies / 1000)).toFixed(1)} copies/s)`);
     log(`relsync peak RSS: ${rssPeakMb().toFixed(0)} MB`);

@@ -230,9 +230,9 @@ export const configSchema = z
           }),
         onStartup: z.boolean().default(true),
         /**
-         * How much of its LISTs a sweep keeps in memory for the reconciles it runs, in characters of
-         * the API servers' answers (about bytes); what does not fit is read live. Bounds the sweep's
-         * memory whatever the tenants store.
+         * How much of its LISTs a sweep keeps in memory for the reconciles it runs, in bytes of the
+         * objects' estimated size in the heap (util/heap-size.ts); what does not fit is read live.
+         * Bounds the sweep's memory whatever the tenants store.
          */
         snapshotBytes: z.number().int().min(0).default(64 * 1024 * 1024),
       })

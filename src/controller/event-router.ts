@@ -148,53 +148,62 @@ export class EventRouter {
 
   /**
    * Routes a complete LIST as it arrives, page by page: every item, then, at
-   * its end, every stored object of this type the list did not have. Holds
-   * the listed identities, not the objects.
+   * its end, the owners of every stored object of this type the list did not
+   * have. What the store knows of the type is read at the first page and
+   * crossed off as items arrive, so memory follows the store, not the list:
+   * a tenant's many objects that nothing relates to cost nothing here. (A
+   * relation stored while the list runs is not checked: the reconcile that
+   * stored it read its object itself.)
    */
   beginList(cluster: string, type: ResourceType, labelSelector: string | undefined): ListSink {
-    const present = new Set<string>();
+    let stored: Promise<Map<string, ObjectIdentity[]>> | undefined;
+    const expected = () => (stored ??= this.storedOfType(cluster, type, labelSelector));
     return {
       page: async (items) => {
+        const known = await expected();
         for (const item of items) {
-          present.add(identityKey(identityOf(cluster, type, item)));
+          known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, 'LIST');
         }
       },
-      end: () => this.routeMissing(cluster, type, labelSelector, present),
+      end: async () => {
+        let missing = 0;
+        for (const owners of (await expected()).values()) {
+          for (const owner of owners) {
+            const key = this.keyFor(owner);
+            if (!key) continue;
+            this.options.enqueue(key);
+            missing++;
+          }
+        }
+        if (missing > 0) this.options.logger.info({ cluster, type: type.resource, missing }, 'objects known to the store are gone; their primaries are queued');
+      },
     };
   }
 
-  /** Routes a complete LIST at once (a list known to be small, or a test's). */
-  async routeList(cluster: string, type: ResourceType, items: readonly KubeObject[], labelSelector: string | undefined): Promise<void> {
-    const sink = this.beginList(cluster, type, labelSelector);
-    await sink.page(items);
-    await sink.end();
-  }
-
-  /** What the store knows of this type that a complete LIST did not have: its primaries are queued. */
-  private async routeMissing(cluster: string, type: ResourceType, labelSelector: string | undefined, present: ReadonlySet<string>): Promise<void> {
-    let missing = 0;
-    const enqueueMissing = (owner: ObjectIdentity) => {
-      const key = this.keyFor(owner);
-      if (key) {
-        this.options.enqueue(key);
-        missing++;
-      }
+  /** Every object of this type the store knows in this cluster (by identity key), with the primaries to queue if it is gone. */
+  private async storedOfType(cluster: string, type: ResourceType, labelSelector: string | undefined): Promise<Map<string, ObjectIdentity[]>> {
+    const known = new Map<string, ObjectIdentity[]>();
+    const expect = (id: ObjectIdentity, owner: ObjectIdentity) => {
+      const key = identityKey(id);
+      const owners = known.get(key);
+      if (owners) owners.push(owner);
+      else known.set(key, [owner]);
     };
     const primaryResource = this.resourceFor(type.group, type.resource);
     if (primaryResource && this.platforms.has(cluster)) {
-      for (const p of await this.options.store.primariesOfType(cluster, type.group, type.resource)) if (!present.has(identityKey(p.id))) enqueueMissing(p.id);
+      for (const p of await this.options.store.primariesOfType(cluster, type.group, type.resource)) expect(p.id, p.id);
     }
     if (primaryResource && cluster === this.options.serviceCluster) {
-      for (const p of await this.options.store.primariesByCopyType(cluster, type.group, type.resource)) if (!present.has(identityKey(p.copy))) enqueueMissing(p.id);
+      for (const p of await this.options.store.primariesByCopyType(cluster, type.group, type.resource)) expect(p.copy, p.id);
     }
     // A filtered watch (relsync's own copies) can only vouch for objects that carry the marks.
     for (const r of await this.options.store.relationsTouchingType(cluster, type.group, type.resource)) {
       const endpoint = r.source.cluster === cluster && sameType(r.source, type) ? r.source : r.destination;
       if (labelSelector && endpoint === r.source) continue;
-      if (!present.has(identityKey(endpoint))) enqueueMissing(r.primary);
+      expect(endpoint, r.primary);
     }
-    if (missing > 0) this.options.logger.info({ cluster, type: type.resource, missing }, 'objects known to the store are gone; their primaries are queued');
+    return known;
   }
 
   private resourceFor(group: string, resource: string): ResolvedResource | undefined {

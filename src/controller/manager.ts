@@ -86,6 +86,8 @@ export class Manager {
   private oneShot = false;
   readonly metrics = new Metrics();
   private watches: ListWatch[] = [];
+  /** False until every watch of this term exists (the binding watches are seen by the probes before). */
+  private watchesComplete = false;
   private elector: LeaderElector | undefined;
   /** The current term's wiring (the HTTP server reads it). */
   private wiring: Wiring | undefined;
@@ -164,6 +166,7 @@ export class Manager {
     });
     this.elector = elector;
     this.watches = [];
+    this.watchesComplete = false;
     logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
     try {
       const electing = elector.start(term.signal);
@@ -210,8 +213,11 @@ export class Manager {
     // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
     const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => this.bindingWatchFor(w, p.name, signal)));
     const bindingRuns = bindingWatches.map((x) => x.start(signal));
+    // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
+    this.watches = bindingWatches;
     while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
     this.watches = [...bindingWatches, ...(await Promise.all(w.plan.map((p) => this.watchFor(w, p))))];
+    this.watchesComplete = true;
     logger.info(
       {
         agent: config.agentName,
@@ -341,7 +347,7 @@ export class Manager {
     if (!this.options.store.sqlite.open) return ['the store is closed'];
     if (!this.wiring) return ['starting: connecting to the clusters'];
     if (this.elector && !this.elector.isLeader) return [];
-    if (this.watches.length === 0) return ['starting'];
+    if (!this.watchesComplete) return ['starting'];
     return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
   }
 
@@ -453,18 +459,23 @@ export class Manager {
           await w.router.route(cluster, p.type, object, change);
         },
         beginList: () => {
-          // A kcp platform's list spans its workspaces: one routed list per workspace.
+          // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
+          // bound while the list ran lost its objects of the earlier pages: its items are routed,
+          // but its list is not complete, so nothing the store knows of it is taken for gone.
           const sinks = new Map<string, ListSink>();
+          let known: Set<string> | undefined;
           return {
             page: async (items) => {
-              for (const [cluster, part] of w.scope.split(p.cluster, items)) {
+              const parts = w.scope.split(p.cluster, items);
+              known ??= new Set(parts.keys());
+              for (const [cluster, part] of parts) {
                 let sink = sinks.get(cluster);
                 if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
                 await sink.page(part);
               }
             },
             end: async () => {
-              for (const sink of sinks.values()) await sink.end();
+              for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
             },
           };
         },

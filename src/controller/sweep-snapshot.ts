@@ -27,8 +27,9 @@
  *   the routing's to keep up to date, as said above.
  *
  * Memory is bounded: the snapshot holds listed objects up to a budget
- * (`resync.snapshotBytes`, counted in characters of the LIST answers). A type
- * whose pages no longer fit, or whose LIST failed midway, is incomplete:
+ * (`resync.snapshotBytes`, of their estimated size in memory,
+ * util/heap-size.ts). A type whose pages no longer fit, or whose LIST failed
+ * midway (or, on kcp, a workspace bound while the list ran), is incomplete:
  * what the snapshot lacks of it is read live, and list() of it is answered
  * live. A tenant with a gigabyte of ConfigMaps makes the sweep slower (GETs
  * instead of memory), never the process bigger.
@@ -37,7 +38,8 @@ import type { KubeObject } from '../kube/object.js';
 import { typeName, type ResourceType } from '../kube/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../rules/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../store/identity.js';
-import type { ListQuery, ObjectReads } from '../sync/object-reads.js';
+import { approximateHeapBytes } from '../util/heap-size.js';
+import { answers, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
 
 /** One LIST of a sweep, split by identity cluster. */
 export interface ListedObjects {
@@ -91,7 +93,7 @@ export class SweepSnapshot implements ObjectReads {
   private readonly types = new Map<string, ListedType>();
   /** Namespaces that hold a listed object, per cluster: they exist. */
   private readonly namespaces = new Map<string, Set<string>>();
-  /** Characters of LIST answers held. */
+  /** Estimated bytes of the objects held. */
   private held = 0;
   /** `cluster/type` of every type the budget left incomplete. */
   readonly overBudget: string[] = [];
@@ -101,14 +103,14 @@ export class SweepSnapshot implements ObjectReads {
     lists: readonly ListedObjects[] = [],
     /** Whether a watch event on this object (typeKey + namespace/name) arrived since its LIST: then it is read live. */
     private readonly changedSinceList: (key: string) => boolean = () => false,
-    /** How many characters of LIST answers the snapshot may hold. */
+    /** How many bytes (estimated) of listed objects the snapshot may hold. */
     private readonly budget = Infinity,
   ) {
-    for (const list of lists) this.add(list, 0);
+    for (const list of lists) this.add(list);
   }
 
-  /** A page of a LIST (`size`: its share of the answer, in characters); held while the budget allows. */
-  add(list: ListedObjects, size: number): void {
+  /** A page of a LIST; held while the budget allows. */
+  add(list: ListedObjects): void {
     const key = typeKey(list.cluster, list.type);
     let listed = this.types.get(key);
     if (!listed) this.types.set(key, (listed = new ListedType()));
@@ -117,6 +119,7 @@ export class SweepSnapshot implements ObjectReads {
     if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
     for (const item of list.items) if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
     if (!listed.complete) return;
+    const size = this.budget === Infinity ? 0 : list.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
     if (this.held + size > this.budget) {
       listed.complete = false;
       this.overBudget.push(`${list.cluster}/${typeName(list.type)}`);
@@ -132,7 +135,7 @@ export class SweepSnapshot implements ObjectReads {
     if (listed) listed.complete = false;
   }
 
-  /** Characters of LIST answers held. */
+  /** Estimated bytes of the objects held. */
   get heldSize(): number {
     return this.held;
   }
@@ -168,7 +171,8 @@ export class SweepSnapshot implements ObjectReads {
     } else {
       candidates = [...listed.byName.values()];
     }
-    return candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && (!query.selector || matchesSelector(query.selector, o.metadata.labels)));
+    const found = candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && (!query.selector || matchesSelector(query.selector, o.metadata.labels)) && answers(query, o));
+    return query.limit === undefined ? found : found.slice(0, query.limit);
   }
 }
 

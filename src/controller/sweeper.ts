@@ -157,11 +157,16 @@ export class Sweeper {
         /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
         const covered = new Set<string>();
         try {
+          /** Workspaces known at the first page; one bound later lost its objects of the earlier pages. */
+          let known: Set<string> | undefined;
           for await (const page of clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector })) {
             counts.objectsListed += page.items.length;
-            for (const [cluster, part] of scope.split(watch.cluster, page.items)) {
+            const parts = scope.split(watch.cluster, page.items);
+            known ??= new Set(parts.keys());
+            for (const [cluster, part] of parts) {
               covered.add(cluster);
-              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part }, page.items.length ? (page.size * part.length) / page.items.length : 0);
+              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
+              if (!known.has(cluster)) snapshot.incomplete(cluster, watch.type);
               for (const item of part) {
                 const copy = copyOf(this.copies, cluster, watch.type, item);
                 if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });

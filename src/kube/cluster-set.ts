@@ -18,6 +18,10 @@ import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
 import { ResourceClient } from './resource-client.js';
 import type { ResourceType } from './resource-type.js';
+import { Semaphore } from '../util/semaphore.js';
+
+/** Two pages of up to PAGE_MAX_BYTES each per cluster: the memory lists may take at once, whatever the tenants store. */
+const PAGES_IN_FLIGHT = 2;
 
 export interface Cluster {
   readonly name: string;
@@ -42,6 +46,11 @@ export class ClusterSet {
   private readonly byName = new Map<string, Cluster>();
   private readonly logical = new Map<string, Cluster>();
   private readonly clients = new Map<string, ResourceClient>();
+  /**
+   * LIST pages in flight at once, per cluster (a kcp platform's workspaces share their
+   * platform's): a cluster that stalls holds only its own (resource-client.ts).
+   */
+  private readonly pageSlots = new Map<string, Semaphore>();
   private readonly logicalClusters: LogicalClusters | undefined;
 
   constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], options: ClusterSetOptions = {}) {
@@ -101,7 +110,10 @@ export class ClusterSet {
     const key = `${cluster}\u0000${type.group}\u0000${type.version}\u0000${type.resource}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new ResourceClient(this.get(cluster).connection, type);
+      const connection = this.get(cluster).connection;
+      let slots = this.pageSlots.get(connection.metricsName);
+      if (!slots) this.pageSlots.set(connection.metricsName, (slots = new Semaphore(PAGES_IN_FLIGHT)));
+      client = new ResourceClient(connection, type, slots);
       this.clients.set(key, client);
     }
     return client;

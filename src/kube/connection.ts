@@ -8,6 +8,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { StringDecoder } from 'node:string_decoder';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 
@@ -34,10 +35,11 @@ export interface RequestOptions {
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
 export class AnswerTooLargeError extends Error {
   constructor(
+    readonly method: string,
     readonly path: string,
     readonly maxBytes: number,
   ) {
-    super(`GET ${path}: the answer is longer than ${maxBytes} bytes`);
+    super(`${method} ${path}: the answer is longer than ${maxBytes} bytes`);
   }
 }
 
@@ -123,9 +125,14 @@ export class Connection {
   async requestSized<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<{ body: T; size: number }> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.open(method, path, options, this.requestTimeoutMs);
-      const text = await readBody(res, options.maxBytes, path);
       const status = res.statusCode ?? 0;
-      this.observer?.(this.metricsName, method, status);
+      let text: string;
+      try {
+        text = await readBody(res, status >= 200 && status < 300 ? options.maxBytes : undefined, method, path);
+      } finally {
+        // Counted also when the answer was dropped for its size: the API server did the work.
+        this.observer?.(this.metricsName, method, status);
+      }
       if (status === 401 && attempt === 0) {
         // Expired or rotated credentials: apply them afresh and try once more.
         this.transport.credentials.invalidate();
@@ -207,20 +214,27 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
   return Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-function readBody(res: http.IncomingMessage, maxBytes = Infinity, path = ''): Promise<string> {
+/**
+ * The answer as text, decoded as it arrives (no second copy of it as one
+ * Buffer). With `maxBytes`, an answer that grows past it is dropped
+ * (AnswerTooLargeError) before it is held whole.
+ */
+function readBody(res: http.IncomingMessage, maxBytes = Infinity, method = 'GET', path = ''): Promise<string> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    const decoder = new StringDecoder('utf8');
+    const parts: string[] = [];
     let bytes = 0;
     res.on('data', (c: Buffer) => {
       bytes += c.length;
-      if (bytes > maxBytes && (res.statusCode ?? 0) < 300) {
+      if (bytes > maxBytes) {
+        parts.length = 0;
         res.destroy();
-        reject(new AnswerTooLargeError(path, maxBytes));
+        reject(new AnswerTooLargeError(method, path, maxBytes));
         return;
       }
-      chunks.push(c);
+      parts.push(decoder.write(c));
     });
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('end', () => resolve(parts.join('') + decoder.end()));
     res.on('error', reject);
   });
 }

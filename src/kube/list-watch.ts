@@ -12,8 +12,10 @@
  *   not even a bookmark, arrived within the watchdog period;
  * - relists on 410 Gone, whether it comes as an HTTP status or as an ERROR
  *   event inside the stream;
- * - backs off with jitter on every error, and never lets an exception thrown by
- *   a handler end the loop.
+ * - backs off with jitter on every error (a failed request, or a handler that
+ *   threw: the list is taken again), and never lets an exception thrown by a
+ *   handler end the loop. The callbacks onReconnect/onRelist must not throw:
+ *   if one does, the loop ends, and problem() reports the watch dead.
  *
  * Emits events only; never writes to a cluster.
  */

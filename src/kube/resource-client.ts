@@ -5,6 +5,7 @@
 import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from './object.js';
 import { apiVersionOf, type ResourceType } from './resource-type.js';
+import type { Semaphore } from '../util/semaphore.js';
 import { isNotFound, isObjectNotFound } from './api-error.js';
 
 export interface ListOptions {
@@ -30,17 +31,30 @@ export const PAGE_MAX_BYTES = 4 * PAGE_TARGET_SIZE;
 const FIRST_PAGE_LIMIT = 20;
 const MAX_PAGE_LIMIT = 500;
 
-/** How many objects the next page may ask for, from the objects and characters seen so far. */
-export function nextPageLimit(seen: number, size: number): number {
-  if (seen === 0) return MAX_PAGE_LIMIT;
-  const perObject = Math.max(1, size / seen);
-  return Math.max(1, Math.min(MAX_PAGE_LIMIT, Math.floor(PAGE_TARGET_SIZE / perObject)));
+/**
+ * How many objects the next page may ask for, after a page of `items` objects
+ * and `size` characters was asked for with `limit`: as many as that page's
+ * objects say fit in PAGE_TARGET_SIZE, but at most twice `limit` (sizes
+ * change within a list: a tenant can put its small objects first), and at
+ * most 500.
+ */
+export function nextPageLimit(limit: number, items: number, size: number): number {
+  const grown = Math.min(MAX_PAGE_LIMIT, limit * 2);
+  if (items === 0) return grown;
+  const perObject = Math.max(1, size / items);
+  return Math.max(1, Math.min(grown, Math.floor(PAGE_TARGET_SIZE / perObject)));
 }
 
 export class ResourceClient {
+  /**
+   * `pageSlots`: shared by the clients of one cluster, so that LIST pages in flight at once
+   * (every watch lists at start) stay few: each may hold up to PAGE_MAX_BYTES as text and
+   * parsed, part of it outside the JavaScript heap's limit.
+   */
   constructor(
     readonly connection: Connection,
     readonly type: ResourceType,
+    private readonly pageSlots?: Semaphore,
   ) {}
 
   path(namespace?: string, name?: string, subresource?: string): string {
@@ -69,7 +83,7 @@ export class ResourceClient {
    * server's). `size` is the answer's length in characters.
    */
   async listPage(options: ListOptions & { readonly maxBytes?: number } = {}): Promise<ListPage> {
-    const { body: list, size } = await this.connection.requestSized<ObjectList>('GET', this.path(options.namespace), {
+    const request = () => this.connection.requestSized<ObjectList>('GET', this.path(options.namespace), {
       maxBytes: options.maxBytes,
       query: {
         labelSelector: options.labelSelector,
@@ -78,6 +92,7 @@ export class ResourceClient {
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
     });
+    const { body: list, size } = await (this.pageSlots ? this.pageSlots.run(request) : request());
     const items = (list.items ?? []).map((o) => {
       delete o.metadata.managedFields;
       return this.withType(o);
@@ -90,17 +105,16 @@ export class ResourceClient {
    * whole list. Pages are sized by bytes, not only by count: the API server
    * counts objects, and 500 ConfigMaps of 1 MiB would be one 500 MiB answer.
    * The first page asks for few objects; each next one for as many as the
-   * objects seen so far say fit in PAGE_TARGET_SIZE (at most 500). Since
-   * sizes can change within a list (a tenant can put its small objects
-   * first), an answer longer than PAGE_MAX_BYTES is dropped while it arrives
-   * and the same page asked again for a quarter as many objects: no page is
-   * ever held above that size, unless one object alone is bigger.
+   * last page's objects say fit in PAGE_TARGET_SIZE (nextPageLimit). An
+   * answer longer than PAGE_MAX_BYTES is dropped while it arrives and the
+   * same page asked again for a quarter as many objects: no page is ever
+   * held above that size, unless one object alone is bigger, and after a
+   * drop the limit only grows back by doubling, so a list of small objects
+   * followed by big ones costs a few dropped answers, not a few per page.
    */
   async *pages(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): AsyncGenerator<ListPage> {
     let continueToken: string | undefined;
     let limit = FIRST_PAGE_LIMIT;
-    let seen = 0;
-    let size = 0;
     do {
       let page: ListPage | undefined;
       while (!page) {
@@ -112,9 +126,7 @@ export class ResourceClient {
         }
       }
       yield page;
-      seen += page.items.length;
-      size += page.size;
-      limit = nextPageLimit(seen, size);
+      limit = nextPageLimit(limit, page.items.length, page.size);
       continueToken = page.continueToken;
     } while (continueToken);
   }

@@ -19,6 +19,19 @@ export interface ListQuery {
    * (named `index`, built once). The API ignores it: the caller filters.
    */
   readonly indexed?: { readonly index: string; readonly of: (object: KubeObject) => string | undefined; readonly value: string } | undefined;
+  /** Only objects this accepts (applied before `limit` counts). */
+  readonly accept?: ((object: KubeObject) => boolean) | undefined;
+  /**
+   * At most this many objects (those first in the API server's order): a
+   * tenant can make a selector match more than relsync would ever copy
+   * (limits.relatedPerPrimary), and holding them all would cost the memory.
+   */
+  readonly limit?: number | undefined;
+}
+
+/** Whether a listed object answers the query's in-memory parts (`indexed`, `accept`). */
+export function answers(query: ListQuery, object: KubeObject): boolean {
+  return (!query.indexed || query.indexed.of(object) === query.indexed.value) && (!query.accept || query.accept(object));
 }
 
 export interface ObjectReads {
@@ -34,8 +47,17 @@ export class LiveReads implements ObjectReads {
     return this.clusters.client(cluster, type).get(namespace, name);
   }
 
+  /** Page by page, keeping only what the query answers, up to its limit: never the whole list at once. */
   async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
     const labelSelector = query.selector ? selectorQuery(query.selector) || undefined : undefined;
-    return (await this.clusters.client(cluster, type).listAll({ namespace: query.namespace || undefined, labelSelector })).items;
+    const found: KubeObject[] = [];
+    for await (const page of this.clusters.client(cluster, type).pages({ namespace: query.namespace || undefined, labelSelector })) {
+      for (const object of page.items) {
+        if (!answers(query, object)) continue;
+        found.push(object);
+        if (query.limit !== undefined && found.length >= query.limit) return found;
+      }
+    }
+    return found;
   }
 }

@@ -332,8 +332,8 @@ export class PrimaryReconciler {
     const sides = sidesOf(input);
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
-      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector });
-      return pairsForObjects(input, items.filter((o) => !this.isOwnCopy(o) && this.isProven(input, o)));
+      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit() });
+      return pairsForObjects(input, items);
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
     const owner = sides.sourceObject.metadata;
@@ -352,17 +352,26 @@ export class PrimaryReconciler {
       const ref = inverseOwner(finder, o, kind, group);
       return ref && `${ref.namespace}/${ref.name}`;
     };
-    const items = await reads.list(sides.sourceCluster, rule.sourceType, {
+    const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
       namespace: finder.namespaceFrom ? undefined : namespace,
       selector: inverseListSelector(finder, owner.name ?? ''),
       indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
-    });
-    const mine = items.filter((o) => {
-      if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
-      const ref = inverseOwner(finder, o, kind, group);
-      return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
+      accept: (o) => {
+        if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
+        const ref = inverseOwner(finder, o, kind, group);
+        return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
+      },
+      limit: this.listLimit(),
     });
     return pairsForObjects(input, mine);
+  }
+
+  /**
+   * How many objects one selector or inverse rule lists at most: one more than a primary may copy,
+   * so that capRelated sees there are too many and says so, without holding all a tenant made.
+   */
+  private listLimit(): number {
+    return (this.deps.limits?.relatedPerPrimary ?? 500) + 1;
   }
 
   /** Why relsync may not touch a type in a cluster, worded for the user (for a kcp workspace: the claim to accept). */
@@ -382,7 +391,9 @@ export class PrimaryReconciler {
   /**
    * At most `limits.relatedPerPrimary` related objects per primary, over all its rules in their
    * order; within a rule, the ones already stored first, then by source name, so that a copy made
-   * before is not dropped for a newcomer; the rest is a problem on the primary.
+   * before is not dropped for a newcomer; the rest is a problem on the primary. (Selector and
+   * inverse rules list at most one past the limit, in the API server's order: beyond that, a
+   * stored one may give way.)
    */
   private capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): void {
     const had = new Set(stored.map(claimKey));
@@ -398,7 +409,9 @@ export class PrimaryReconciler {
       const key = (p: RelatedPair) => `${had.has(claimKey({ ruleId: rule.id, origin: rule.origin, ...p })) ? 0 : 1}${identityKey(p.source)}`;
       const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       const limit = this.deps.limits?.relatedPerPrimary ?? 500;
-      const problem = `rule ${f.plan.input.rule.id} finds ${f.pairs.length} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
+      // Selector and inverse rules stop listing one past the limit (listLimit): the count is then a floor.
+      const count = f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
+      const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
       found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
       left = 0;
     }

@@ -139,7 +139,7 @@ describe('objects at the limits and objects that break the rules', () => {
         const found = (await a.events(NS, 'capdb')).map((e) => e.message ?? '');
         return found.some((m) => /limits\.relatedPerPrimary/.test(m)) && found.some((m) => /cap-big is not copied: its content is \d+ bytes; relsync copies at most 4096 \(limits\.copyBytes\)/.test(m)) ? found : undefined;
       }, 30_000);
-      assert.ok(events.some((m) => /rule extra finds 8 object\(s\); relsync copies at most 5 related objects per primary/.test(m)), events.join('\n'));
+      assert.ok(events.some((m) => /rule extra finds more than 5 object\(s\); relsync copies at most 5 related objects per primary/.test(m)), events.join('\n'));
       // The reference counts first (rule order), then the selector's matches by name: cap-0 … cap-3.
       const copies = (await svc.core.listNamespacedConfigMap({ namespace: `capped-${NS}` })).items.map((c) => c.metadata?.name).filter((n) => n?.startsWith('cap-')).sort();
       assert.deepEqual(copies, ['cap-0', 'cap-1', 'cap-2', 'cap-3']);

@@ -1,9 +1,11 @@
-// A tenant that stores more than relsync's memory: 200 ConfigMaps of 1 MiB in
-// a watched type, after small ones (so a LIST's first pages say "small").
-// relsync runs with a JavaScript heap smaller than that tenant's data; it
-// lists, watches and sweeps them (at start and on schedule) and keeps
-// syncing. Before LISTs were streamed and the sweep's snapshot bounded, a
-// sweep held every listed object and the process died out of memory.
+// A tenant that stores more than relsync has memory, in the shapes that cost
+// it most: 200 ConfigMaps of 1 MiB in a watched type, after small ones (so a
+// LIST's first pages say "small"), and 10 ConfigMaps of 1 MiB made of tiny
+// keys (several times their text once parsed). relsync runs as deploy/ runs
+// it (a 256 MB heap, the default resync.snapshotBytes); it lists, watches and
+// sweeps them (at start and on schedule) and keeps syncing. Before LISTs were
+// streamed and the sweep's snapshot bounded, a sweep held every listed object
+// and the process died out of memory.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +17,9 @@ import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsy
 import { defaultCopyNamespace, GROUP, PLURAL } from '../harness/tenant.js';
 
 const BIG = 200;
-const HEAP_MB = 128;
+const KEYED = 10;
+/** As deploy/deployment.yaml sets it. */
+const HEAP_MB = 256;
 
 describe('a tenant with more data than relsync has memory', () => {
   let clusters: Clusters<'tenant-a' | 'service'>;
@@ -24,11 +28,15 @@ describe('a tenant with more data than relsync has memory', () => {
   before(async () => {
     clusters = await startClusters('tenant-a', 'service');
     const a = clusters.client['tenant-a'];
-    for (const ns of ['aaa-small', 'bulk', 'app']) await a.ensureNamespace(ns);
+    for (const ns of ['aaa-small', 'bulk', 'keys', 'app']) await a.ensureNamespace(ns);
     const blob = 'x'.repeat(1024 * 1024 - 1024);
     for (let i = 0; i < 50; i++) await a.putConfigMap('aaa-small', `small-${i}`, { v: String(i) });
     await Promise.all([0, 1, 2, 3].map(async (w) => {
       for (let i = w; i < BIG; i += 4) await a.putConfigMap('bulk', `big-${String(i).padStart(3, '0')}`, { blob });
+    }));
+    const tiny = Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`k${i}`, '']));
+    await Promise.all([0, 1, 2, 3].map(async (w) => {
+      for (let i = w; i < KEYED; i += 4) await a.putConfigMap('keys', `keys-${String(i).padStart(3, '0')}`, tiny);
     }));
     await a.putConfigMap('app', 'cfg', { v: 'start' });
     await a.createDatabase('app', 'orders', { configMapName: 'cfg' });
@@ -39,7 +47,7 @@ describe('a tenant with more data than relsync has memory', () => {
     await clusters?.stop();
   });
 
-  it(`lists, sweeps and syncs with a ${HEAP_MB} MB heap beside ${BIG} MiB of ConfigMaps`, async () => {
+  it(`lists, sweeps and syncs with a ${HEAP_MB} MB heap beside ${BIG + KEYED} MiB of ConfigMaps`, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-memory-'));
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     const config = writeConfig(dir, {
@@ -48,7 +56,7 @@ describe('a tenant with more data than relsync has memory', () => {
       serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
       store: { path: join(dir, 'relsync.db') },
       leaderElection: { enabled: false },
-      resync: { schedule: '*/5 * * * * *', onStartup: true, snapshotBytes: 8 * 1024 * 1024 },
+      resync: { schedule: '*/5 * * * * *', onStartup: true },
       resources: [{ group: GROUP, resource: PLURAL, related: [
         { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
         // A selector rule: ConfigMaps are watched and swept unfiltered, all of them.
@@ -64,7 +72,7 @@ describe('a tenant with more data than relsync has memory', () => {
     const sweeps = () => relsync.log().split('\n').filter((l) => l.includes('"sweep finished"')).map((l) => JSON.parse(l) as { objectsListed: number });
     await eventually('two sweeps that listed the big ConfigMaps', async () => {
       alive();
-      return sweeps().filter((s) => s.objectsListed > BIG).length >= 2 || undefined;
+      return sweeps().filter((s) => s.objectsListed > BIG + KEYED).length >= 2 || undefined;
     }, 180_000);
     assert.match(relsync.log(), /resync\.snapshotBytes/, 'the sweep says it read the rest live');
     // Syncing goes on: a related change arrives.

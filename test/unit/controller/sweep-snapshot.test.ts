@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SweepReads, SweepSnapshot } from '../../../src/controller/sweep-snapshot.js';
 import type { KubeObject } from '../../../src/kube/object.js';
+import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 import type { ResourceType } from '../../../src/kube/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../../../src/rules/label-selector.js';
 import type { ListQuery, ObjectReads } from '../../../src/sync/object-reads.js';
@@ -35,12 +36,13 @@ const equals = (key: string, value: string): LabelSelector => ({ requirements: [
 describe('sweep snapshot', () => {
   it('holds no more than its budget: a type that does not fit, or whose LIST failed midway, is read live', async () => {
     const live = new CountingReads();
-    const snapshot = new SweepSnapshot(live, [], undefined, 1000);
-    snapshot.add({ cluster: 'tenant-a', type: secrets, filtered: false, items: [cm('team', 'small')] }, 400);
-    // A page of big ConfigMaps that does not fit: not held, and the type's later pages neither.
-    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-1', { app: 'a' })] }, 700);
-    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-2', { app: 'a' })] }, 10);
-    assert.equal(snapshot.heldSize, 400);
+    const small = cm('team', 'small');
+    const snapshot = new SweepSnapshot(live, [], undefined, approximateHeapBytes(small) + 100);
+    snapshot.add({ cluster: 'tenant-a', type: secrets, filtered: false, items: [small] });
+    // A page that does not fit: not held, and the type's later pages neither, even small ones.
+    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-1', { app: 'a', pad: 'x'.repeat(200) })] });
+    snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-2', { app: 'a' })] });
+    assert.equal(snapshot.heldSize, approximateHeapBytes(small));
     assert.deepEqual(snapshot.overBudget, ['tenant-a/configmaps']);
     assert.equal((await snapshot.get('tenant-a', secrets, 'team', 'small'))?.metadata.labels?.live, undefined, 'held: answered from memory');
     await snapshot.get('tenant-a', configMaps, 'team', 'big-2');
@@ -51,6 +53,16 @@ describe('sweep snapshot', () => {
     snapshot.incomplete('tenant-a', secrets);
     await snapshot.list('tenant-a', secrets, { namespace: 'team' });
     assert.deepEqual(live.asked, ['get tenant-a configmaps team/big-2', 'list tenant-a configmaps', 'list tenant-a secrets']);
+  });
+
+  it('counts what objects take in memory, not their JSON: many tiny keys cost several times their text', () => {
+    const keys = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, '']));
+    const manyKeys: KubeObject = { metadata: { name: 'keys', namespace: 'team' }, data: keys };
+    const oneString: KubeObject = { metadata: { name: 'blob', namespace: 'team' }, data: { blob: 'x'.repeat(100_000) } };
+    assert.ok(approximateHeapBytes(manyKeys) > 5 * JSON.stringify(manyKeys).length, 'key-heavy: over 5× its text');
+    assert.ok(approximateHeapBytes(oneString) < 1.1 * JSON.stringify(oneString).length, 'one long string: about its text');
+    const wide: KubeObject = { metadata: { name: 'wide', namespace: 'team' }, data: { text: '€'.repeat(1000) } };
+    assert.ok(approximateHeapBytes(wide) > 2000, 'text beyond Latin-1 takes two bytes a character');
   });
 
   it('answers what was listed and asks the API server about the rest', async () => {

@@ -1,30 +1,39 @@
 // A LIST is taken in pages sized by bytes: the API server counts objects,
 // so without this 500 ConfigMaps of 1 MiB would be one 500 MiB answer.
+// (Against a real API server, with the answers dropped for their size:
+// test/e2e/list-pages.test.ts.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { nextPageLimit, PAGE_TARGET_SIZE } from '../../../src/kube/resource-client.js';
 
+const MiB = 1024 * 1024;
+
 describe('LIST page size', () => {
-  it('asks for as many objects as fit in the target size, by the objects seen so far', () => {
-    assert.equal(nextPageLimit(20, 20 * 2_000), 500, 'small objects: the usual 500');
-    assert.equal(nextPageLimit(20, 20 * 1024 * 1024), 4, '1 MiB objects: four per page');
-    assert.equal(nextPageLimit(1, 3 * PAGE_TARGET_SIZE), 1, 'never fewer than one');
-    assert.equal(nextPageLimit(0, 0), 500, 'an empty page says nothing about sizes');
+  it('asks for as many objects as the last page says fit in the target size', () => {
+    assert.equal(nextPageLimit(500, 500, 500 * 2_000), 500, 'small objects: the usual 500');
+    assert.equal(nextPageLimit(20, 20, 20 * MiB), 4, '1 MiB objects: four per page');
+    assert.equal(nextPageLimit(4, 1, 3 * PAGE_TARGET_SIZE), 1, 'never fewer than one');
   });
 
-  it('keeps every page near the target, whatever the mix', () => {
-    // 100 small objects then big ones: the average lags, so a page may overshoot, but by at most
-    // the page's count times the size of one object, and the limit falls as the big ones arrive.
-    let seen = 100;
-    let size = 100 * 1_000;
-    let worst = 0;
-    for (let page = 0; page < 20; page++) {
-      const limit = nextPageLimit(seen, size);
-      const pageSize = limit * 1024 * 1024;
-      worst = Math.max(worst, page > 2 ? pageSize : 0);
-      seen += limit;
-      size += pageSize;
+  it('grows by doubling at most, so that small objects first cannot make the next page huge', () => {
+    assert.equal(nextPageLimit(20, 20, 20 * 100), 40);
+    assert.equal(nextPageLimit(7, 7, 7 * 100), 14, 'after a dropped answer, back up slowly');
+    assert.equal(nextPageLimit(400, 0, 0), 500, 'an empty page (a label filter) says nothing about sizes');
+    // 10,000 tiny objects, then 1 MiB ones: the limit never jumps past twice the last page.
+    let limit = 20;
+    const sizes = [...Array(10_000).fill(200), ...Array(200).fill(MiB)] as number[];
+    let at = 0;
+    let biggest = 0;
+    while (at < sizes.length) {
+      const page = sizes.slice(at, at + limit);
+      const size = page.reduce((a, b) => a + b, 0);
+      biggest = Math.max(biggest, size);
+      at += page.length;
+      limit = nextPageLimit(limit, page.length, size);
     }
-    assert.ok(worst <= 2 * PAGE_TARGET_SIZE, `after the first pages, at most twice the target (${worst})`);
+    // The page that crosses from small to big holds up to 500 big ones: that answer is what
+    // pages() drops at PAGE_MAX_BYTES and asks again smaller.
+    assert.ok(biggest > 16 * MiB);
+    assert.equal(nextPageLimit(500, 500, 500 * MiB), 4, 'one big page and the limit is small at once');
   });
 });
