@@ -151,13 +151,19 @@ export class EventRouter {
    * its end, the owners of every stored object of this type the list did not
    * have. What the store knows of the type is read at the first page and
    * crossed off as items arrive, so memory follows the store, not the list:
-   * a tenant's many objects that nothing relates to cost nothing here. (A
-   * relation stored while the list runs is not checked: the reconcile that
-   * stored it read its object itself.)
+   * a tenant's many objects that nothing relates to cost nothing here. What
+   * the store learnt while the list ran cannot be checked against it (its
+   * objects may have been listed before): its owners are queued at the end,
+   * as they would be for an event.
    */
   beginList(cluster: string, type: ResourceType, labelSelector: string | undefined): ListSink {
     let stored: Promise<Map<string, ObjectIdentity[]>> | undefined;
-    const expected = () => (stored ??= this.storedOfType(cluster, type, labelSelector));
+    let before: Set<string> | undefined;
+    const expected = () =>
+      (stored ??= this.storedOfType(cluster, type, labelSelector).then((known) => {
+        before = new Set(known.keys());
+        return known;
+      }));
     return {
       page: async (items) => {
         const known = await expected();
@@ -168,15 +174,17 @@ export class EventRouter {
       },
       end: async () => {
         let missing = 0;
-        for (const owners of (await expected()).values()) {
+        const enqueue = (owners: readonly ObjectIdentity[]) => {
           for (const owner of owners) {
             const key = this.keyFor(owner);
             if (!key) continue;
             this.options.enqueue(key);
             missing++;
           }
-        }
-        if (missing > 0) this.options.logger.info({ cluster, type: type.resource, missing }, 'objects known to the store are gone; their primaries are queued');
+        };
+        for (const owners of (await expected()).values()) enqueue(owners);
+        for (const [key, owners] of await this.storedOfType(cluster, type, labelSelector)) if (!before!.has(key)) enqueue(owners);
+        if (missing > 0) this.options.logger.info({ cluster, type: type.resource, missing }, 'objects known to the store are gone or were learnt while the list ran; their primaries are queued');
       },
     };
   }

@@ -460,14 +460,14 @@ export class Manager {
         },
         beginList: () => {
           // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
-          // bound while the list ran lost its objects of the earlier pages: its items are routed,
+          // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
           // but its list is not complete, so nothing the store knows of it is taken for gone.
           const sinks = new Map<string, ListSink>();
           let known: Set<string> | undefined;
           return {
             page: async (items) => {
               const parts = w.scope.split(p.cluster, items);
-              known ??= new Set(parts.keys());
+              known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
               for (const [cluster, part] of parts) {
                 let sink = sinks.get(cluster);
                 if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));

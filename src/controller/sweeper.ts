@@ -157,12 +157,12 @@ export class Sweeper {
         /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
         const covered = new Set<string>();
         try {
-          /** Workspaces known at the first page; one bound later lost its objects of the earlier pages. */
+          /** Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages. */
           let known: Set<string> | undefined;
           for await (const page of clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector })) {
             counts.objectsListed += page.items.length;
             const parts = scope.split(watch.cluster, page.items);
-            known ??= new Set(parts.keys());
+            known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {
               covered.add(cluster);
               snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
@@ -191,7 +191,7 @@ export class Sweeper {
         }
       }
       if (snapshot.overBudget.length > 0) {
-        this.options.logger.info({ heldChars: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
+        this.options.logger.info({ heldBytes: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
       }
 
       phases.listMs = lap();

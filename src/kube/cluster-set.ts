@@ -20,7 +20,10 @@ import { ResourceClient } from './resource-client.js';
 import type { ResourceType } from './resource-type.js';
 import { Semaphore } from '../util/semaphore.js';
 
-/** Two pages of up to PAGE_MAX_BYTES each per cluster: the memory lists may take at once, whatever the tenants store. */
+/**
+ * LIST pages being fetched and parsed at once, per cluster: each may be up to PAGE_MAX_BYTES of
+ * text (resource-client.ts). What consumers keep of the pages they were handed is theirs to bound.
+ */
 const PAGES_IN_FLIGHT = 2;
 
 export interface Cluster {

@@ -8,7 +8,6 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { StringDecoder } from 'node:string_decoder';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 
@@ -215,26 +214,25 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
 }
 
 /**
- * The answer as text, decoded as it arrives (no second copy of it as one
- * Buffer). With `maxBytes`, an answer that grows past it is dropped
- * (AnswerTooLargeError) before it is held whole.
+ * The answer as text. The chunks stay Buffers (outside the JavaScript heap's
+ * limit) until one toString. With `maxBytes`, an answer that grows past it is
+ * dropped (AnswerTooLargeError) before it is held whole.
  */
 function readBody(res: http.IncomingMessage, maxBytes = Infinity, method = 'GET', path = ''): Promise<string> {
   return new Promise((resolve, reject) => {
-    const decoder = new StringDecoder('utf8');
-    const parts: string[] = [];
+    const chunks: Buffer[] = [];
     let bytes = 0;
     res.on('data', (c: Buffer) => {
       bytes += c.length;
       if (bytes > maxBytes) {
-        parts.length = 0;
+        chunks.length = 0;
         res.destroy();
         reject(new AnswerTooLargeError(method, path, maxBytes));
         return;
       }
-      parts.push(decoder.write(c));
+      chunks.push(c);
     });
-    res.on('end', () => resolve(parts.join('') + decoder.end()));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
   });
 }

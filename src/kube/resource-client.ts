@@ -5,6 +5,7 @@
 import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from './object.js';
 import { apiVersionOf, type ResourceType } from './resource-type.js';
+import { approximateHeapBytes } from '../util/heap-size.js';
 import type { Semaphore } from '../util/semaphore.js';
 import { isNotFound, isObjectNotFound } from './api-error.js';
 
@@ -24,19 +25,23 @@ export interface ListPage {
   readonly size: number;
 }
 
-/** A page of a LIST aims at this many characters (a few MiB: the answer is held as text, then parsed). */
+/** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
 export const PAGE_TARGET_SIZE = 4 * 1024 * 1024;
-/** A page answer longer than this is dropped as it arrives and asked again smaller. */
-export const PAGE_MAX_BYTES = 4 * PAGE_TARGET_SIZE;
+/**
+ * A page answer longer than this (text) is dropped as it arrives and asked again smaller. Text
+ * of tiny keys parses to several times its length, so this bounds the page that changes from
+ * one shape to another; the pages after it are sized by their objects' parsed size.
+ */
+export const PAGE_MAX_BYTES = 8 * 1024 * 1024;
 const FIRST_PAGE_LIMIT = 20;
 const MAX_PAGE_LIMIT = 500;
 
 /**
  * How many objects the next page may ask for, after a page of `items` objects
- * and `size` characters was asked for with `limit`: as many as that page's
- * objects say fit in PAGE_TARGET_SIZE, but at most twice `limit` (sizes
- * change within a list: a tenant can put its small objects first), and at
- * most 500.
+ * taking `size` bytes parsed was asked for with `limit`: as many as that
+ * page's objects say fit in PAGE_TARGET_SIZE, but at most twice `limit`
+ * (sizes change within a list: a tenant can put its small objects first),
+ * and at most 500.
  */
 export function nextPageLimit(limit: number, items: number, size: number): number {
   const grown = Math.min(MAX_PAGE_LIMIT, limit * 2);
@@ -105,7 +110,7 @@ export class ResourceClient {
    * whole list. Pages are sized by bytes, not only by count: the API server
    * counts objects, and 500 ConfigMaps of 1 MiB would be one 500 MiB answer.
    * The first page asks for few objects; each next one for as many as the
-   * last page's objects say fit in PAGE_TARGET_SIZE (nextPageLimit). An
+   * last page's objects, parsed, say fit in PAGE_TARGET_SIZE (nextPageLimit). An
    * answer longer than PAGE_MAX_BYTES is dropped while it arrives and the
    * same page asked again for a quarter as many objects: no page is ever
    * held above that size, unless one object alone is bigger, and after a
@@ -125,8 +130,9 @@ export class ResourceClient {
           limit = Math.max(1, Math.floor(limit / 4));
         }
       }
+      const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
       yield page;
-      limit = nextPageLimit(limit, page.items.length, page.size);
+      limit = nextPageLimit(limit, page.items.length, parsed);
       continueToken = page.continueToken;
     } while (continueToken);
   }

@@ -27,6 +27,13 @@ export interface ListQuery {
    * (limits.relatedPerPrimary), and holding them all would cost the memory.
    */
   readonly limit?: number | undefined;
+  /** What of each object is kept (e.g. its metadata only): found objects are held together. */
+  readonly project?: ((object: KubeObject) => KubeObject) | undefined;
+}
+
+/** An object's identity and marks without its content: what finding related objects needs. */
+export function metadataOnly(object: KubeObject): KubeObject {
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata };
 }
 
 /** Whether a listed object answers the query's in-memory parts (`indexed`, `accept`). */
@@ -54,7 +61,7 @@ export class LiveReads implements ObjectReads {
     for await (const page of this.clusters.client(cluster, type).pages({ namespace: query.namespace || undefined, labelSelector })) {
       for (const object of page.items) {
         if (!answers(query, object)) continue;
-        found.push(object);
+        found.push(query.project ? query.project(object) : object);
         if (query.limit !== undefined && found.length >= query.limit) return found;
       }
     }

@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { ExpiringMap } from '../util/expiring-map.js';
+import type { NameRewrite } from '../config/config.js';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../kube/object.js';
@@ -33,7 +34,7 @@ import { isServiceOriginCopy } from './copy-of.js';
 import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { EventRecorder } from './event-recorder.js';
-import { LiveReads, type ObjectReads } from './object-reads.js';
+import { LiveReads, metadataOnly, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
@@ -332,7 +333,7 @@ export class PrimaryReconciler {
     const sides = sidesOf(input);
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
-      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit() });
+      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit(), project: projectionFor(finder.rewrite) });
       return pairsForObjects(input, items);
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
@@ -362,6 +363,7 @@ export class PrimaryReconciler {
         return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
       },
       limit: this.listLimit(),
+      project: projectionFor(finder.rewrite),
     });
     return pairsForObjects(input, mine);
   }
@@ -409,8 +411,9 @@ export class PrimaryReconciler {
       const key = (p: RelatedPair) => `${had.has(claimKey({ ruleId: rule.id, origin: rule.origin, ...p })) ? 0 : 1}${identityKey(p.source)}`;
       const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       const limit = this.deps.limits?.relatedPerPrimary ?? 500;
-      // Selector and inverse rules stop listing one past the limit (listLimit): the count is then a floor.
-      const count = f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
+      // Selector and inverse rules stop listing one past the limit (listLimit): their count is then a floor.
+      const listed = rule.finder.kind === 'selector' || rule.finder.kind === 'inverse';
+      const count = listed && f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
       const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
       found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
       left = 0;
@@ -828,4 +831,13 @@ function mergedMetadata(existing: KubeObject, labels: Record<string, string>, an
 
 function prefixed(what: string, problem: string | undefined): string | undefined {
   return problem ? `${what} ${problem}` : undefined;
+}
+
+/**
+ * What a selector or inverse rule keeps of each object it finds: the metadata (names, labels, marks
+ * and owners are all it reads; the content is read again when copied), unless its rewrite template
+ * reads the object itself (`related`).
+ */
+function projectionFor(rewrite: NameRewrite | undefined): ((object: KubeObject) => KubeObject) | undefined {
+  return rewrite?.kind === 'template' && rewrite.template.uses('related') ? undefined : metadataOnly;
 }

@@ -3,23 +3,33 @@
  * pointer compression, as Node.js runs). Not exact: close enough to budget
  * memory by, and never far below the truth for shapes a tenant could choose
  * to make it so — a ConfigMap of many tiny keys takes several times its JSON
- * text, a single long string about its length (twice for text beyond Latin-1).
+ * text, a single long string about its length (twice for text beyond
+ * Latin-1). Walks with a stack of its own: a deeply nested custom resource
+ * cannot overflow the call stack.
  */
 const HEADER = 24;
 const PROPERTY = 24;
 const SLOT = 8;
 
 export function approximateHeapBytes(value: unknown): number {
-  if (typeof value === 'string') return HEADER + (isLatin1(value) ? value.length : 2 * value.length);
-  if (value === null || typeof value !== 'object') return 16;
-  if (Array.isArray(value)) {
-    let n = HEADER + SLOT * value.length;
-    for (const item of value) n += approximateHeapBytes(item);
-    return n;
+  let total = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v === 'string') total += HEADER + (isLatin1(v) ? v.length : 2 * v.length);
+    else if (v === null || typeof v !== 'object') total += 16;
+    else if (Array.isArray(v)) {
+      total += HEADER + SLOT * v.length;
+      for (const item of v) pending.push(item);
+    } else {
+      total += HEADER + 32;
+      for (const [key, item] of Object.entries(v)) {
+        total += PROPERTY + HEADER + key.length;
+        pending.push(item);
+      }
+    }
   }
-  let n = HEADER + 32;
-  for (const [key, item] of Object.entries(value)) n += PROPERTY + HEADER + key.length + approximateHeapBytes(item);
-  return n;
+  return total;
 }
 
 // eslint-disable-next-line no-control-regex

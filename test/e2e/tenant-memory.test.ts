@@ -1,7 +1,8 @@
-// A tenant that stores more than relsync has memory, in the shapes that cost
-// it most: 200 ConfigMaps of 1 MiB in a watched type, after small ones (so a
-// LIST's first pages say "small"), and 10 ConfigMaps of 1 MiB made of tiny
-// keys (several times their text once parsed). relsync runs as deploy/ runs
+// A tenant that stores more than relsync has memory, in the shapes and order
+// that cost it most: small ConfigMaps first (so a LIST's first pages say
+// "small"), then 10 ConfigMaps of 1 MiB made of tiny keys (several times
+// their text once parsed), then 200 ConfigMaps of 1 MiB, all in a watched
+// type. relsync runs as deploy/ runs
 // it (a 256 MB heap, the default resync.snapshotBytes); it lists, watches and
 // sweeps them (at start and on schedule) and keeps syncing. Before LISTs were
 // streamed and the sweep's snapshot bounded, a sweep held every listed object
@@ -28,7 +29,7 @@ describe('a tenant with more data than relsync has memory', () => {
   before(async () => {
     clusters = await startClusters('tenant-a', 'service');
     const a = clusters.client['tenant-a'];
-    for (const ns of ['aaa-small', 'bulk', 'keys', 'app']) await a.ensureNamespace(ns);
+    for (const ns of ['aaa-small', 'aab-keys', 'bulk', 'app']) await a.ensureNamespace(ns);
     const blob = 'x'.repeat(1024 * 1024 - 1024);
     for (let i = 0; i < 50; i++) await a.putConfigMap('aaa-small', `small-${i}`, { v: String(i) });
     await Promise.all([0, 1, 2, 3].map(async (w) => {
@@ -36,7 +37,7 @@ describe('a tenant with more data than relsync has memory', () => {
     }));
     const tiny = Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`k${i}`, '']));
     await Promise.all([0, 1, 2, 3].map(async (w) => {
-      for (let i = w; i < KEYED; i += 4) await a.putConfigMap('keys', `keys-${String(i).padStart(3, '0')}`, tiny);
+      for (let i = w; i < KEYED; i += 4) await a.putConfigMap('aab-keys', `keys-${String(i).padStart(3, '0')}`, tiny);
     }));
     await a.putConfigMap('app', 'cfg', { v: 'start' });
     await a.createDatabase('app', 'orders', { configMapName: 'cfg' });

@@ -37,7 +37,8 @@ describe('sweep snapshot', () => {
   it('holds no more than its budget: a type that does not fit, or whose LIST failed midway, is read live', async () => {
     const live = new CountingReads();
     const small = cm('team', 'small');
-    const snapshot = new SweepSnapshot(live, [], undefined, approximateHeapBytes(small) + 100);
+    // Room for big-2 after small: only the rule "a type that did not fit stays incomplete" keeps it out.
+    const snapshot = new SweepSnapshot(live, [], undefined, approximateHeapBytes(small) + approximateHeapBytes(cm('team', 'big-2', { app: 'a' })) + 1);
     snapshot.add({ cluster: 'tenant-a', type: secrets, filtered: false, items: [small] });
     // A page that does not fit: not held, and the type's later pages neither, even small ones.
     snapshot.add({ cluster: 'tenant-a', type: configMaps, filtered: false, items: [cm('team', 'big-1', { app: 'a', pad: 'x'.repeat(200) })] });
@@ -53,6 +54,15 @@ describe('sweep snapshot', () => {
     snapshot.incomplete('tenant-a', secrets);
     await snapshot.list('tenant-a', secrets, { namespace: 'team' });
     assert.deepEqual(live.asked, ['get tenant-a configmaps team/big-2', 'list tenant-a configmaps', 'list tenant-a secrets']);
+  });
+
+  it('answers a list with what the query accepts, up to its limit, as the API server would', async () => {
+    const live = new CountingReads();
+    const items = ['a', 'b', 'c', 'd'].map((n) => cm('team', n, { app: 'x', keep: n === 'b' ? 'no' : 'yes' }));
+    const snapshot = new SweepSnapshot(live, [{ cluster: 'c', type: configMaps, filtered: false, items }]);
+    const found = await snapshot.list('c', configMaps, { namespace: 'team', selector: equals('app', 'x'), accept: (o) => o.metadata.labels?.keep === 'yes', limit: 2 });
+    assert.deepEqual(found.map((o) => o.metadata.name), ['a', 'c']);
+    assert.equal(live.asked.length, 0);
   });
 
   it('counts what objects take in memory, not their JSON: many tiny keys cost several times their text', () => {

@@ -29,7 +29,9 @@ describe('LIST page size', () => {
       const size = page.reduce((a, b) => a + b, 0);
       biggest = Math.max(biggest, size);
       at += page.length;
-      limit = nextPageLimit(limit, page.length, size);
+      const next = nextPageLimit(limit, page.length, size);
+      assert.ok(next <= 2 * limit, `from ${limit} to ${next}: at most twice`);
+      limit = next;
     }
     // The page that crosses from small to big holds up to 500 big ones: that answer is what
     // pages() drops at PAGE_MAX_BYTES and asks again smaller.
