@@ -30,7 +30,7 @@ import { startRelsync, runCli, writeConfig, type RelsyncProcess } from '../test/
 import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
 import { Connection } from '../src/kube/connection.js';
 import { ResourceClient } from '../src/kube/resource-client.js';
-import type { ResourceType } from '../src/kube/resource-type.js';
+import type { ResourceType } from '../src/core/resource-type.js';
 
 const { values: args } = parseArgs({
   options: {

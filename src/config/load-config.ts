@@ -9,11 +9,13 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { parseJsonPath } from '../rules/json-path.js';
-import { buildSelector, labelKeyProblem, labelValueProblem } from '../rules/label-selector.js';
+import { buildSelector, labelKeyProblem, labelValueProblem } from '../core/label-selector.js';
 import { Template } from '../rules/template.js';
-import { hasManyClusters, type ClusterConfig, type Config, type NameRewrite, type OwnerPointer, type Provenance, type PublishedResource, type RelatedFinder, type RelatedRule, type SelectorTemplate } from './config.js';
+import { hasManyClusters, type Config, type PublishedResource } from './config.js';
 import { publishedResourcesFromYaml } from './published-resource.js';
 import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
+import type { ClusterConfig } from '../kube/cluster-config.js';
+import type { NameRewrite, OwnerPointer, Provenance, RelatedFinder, RelatedRule, SelectorTemplate } from '../rules/rule.js';
 
 export interface ConfigProblem {
   readonly path: string;

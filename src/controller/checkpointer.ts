@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { CheckpointStore, WatchKey } from '../store/checkpoint-store.js';
-import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 
 export class Checkpointer {
   private versions = new Map<string, { key: WatchKey; resourceVersion: string }>();

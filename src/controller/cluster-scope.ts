@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { LogicalClusters } from '../kube/logical-clusters.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 
 export class ClusterScope {
   constructor(

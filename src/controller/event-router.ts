@@ -18,18 +18,19 @@
  */
 import type { Logger } from 'pino';
 import type { ListSink } from '../kube/list-watch.js';
-import type { KubeObject } from '../kube/object.js';
-import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
+import type { KubeObject } from '../core/object.js';
+import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { inverseOwner } from '../rules/inverse-owner.js';
-import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
-import type { ResolvedResource, ResolvedRule } from '../sync/resolved-config.js';
+import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { PrimaryKey } from './primary-key.js';
+import type { ResolvedRule } from '../rules/rule.js';
 
 export interface RouterMetrics {
   /** `ownWrite`: the event of relsync's own write, not routed. */

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { sleep } from '../util/sleep.js';
 

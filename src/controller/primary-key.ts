@@ -1,5 +1,5 @@
 /** What the work queue holds: a primary's identity and the published resource it belongs to. */
-import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 
 export interface PrimaryKey {

@@ -34,10 +34,10 @@
  * live. A tenant with a gigabyte of ConfigMaps makes the sweep slower (GETs
  * instead of memory), never the process bigger.
  */
-import type { KubeObject } from '../kube/object.js';
-import { typeName, type ResourceType } from '../kube/resource-type.js';
-import { matchesSelector, type LabelSelector } from '../rules/label-selector.js';
-import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import type { KubeObject } from '../core/object.js';
+import { typeName, type ResourceType } from '../core/resource-type.js';
+import { matchesSelector, type LabelSelector } from '../core/label-selector.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import { answers, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
 

@@ -25,15 +25,15 @@
  */
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
-import { sameType, typeName, type ResourceType } from '../kube/resource-type.js';
-import { describeIdentity, identityKey } from '../store/identity.js';
+import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
+import { describeIdentity, identityKey } from '../core/identity.js';
 import { copyPairKey, type RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { copyOf, isServiceOriginCopy, type CopyContext } from '../sync/copy-of.js';
-import { matchesSelector } from '../rules/label-selector.js';
+import { matchesSelector } from '../core/label-selector.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
-import type { ObjectIdentity } from '../store/identity.js';
+import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import { identityOf } from './event-router.js';

@@ -10,7 +10,7 @@
  *
  * An unfiltered watch of a (cluster, type) makes a filtered one redundant.
  */
-import type { ResourceType } from '../kube/resource-type.js';
+import type { ResourceType } from '../core/resource-type.js';
 import { agentSelector } from '../sync/marks.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 

@@ -12,7 +12,7 @@
  * tenant whose reconciles are slow (a stalling API server) cannot hold them all.
  */
 import { Backoff } from '../util/backoff.js';
-import { TerminalError, type Result } from './result.js';
+import { TerminalError, type Result } from '../core/result.js';
 
 export type Outcome = 'ok' | 'error' | 'requeue';
 

@@ -11,14 +11,15 @@
  * bounded by the config's types times the known clusters, and a forgotten
  * logical cluster's clients go with it.
  */
-import type { ClusterConfig } from '../config/config.js';
+
 import { Connection, type RequestObserver } from './connection.js';
-import { Discovery, type TypeReference } from './discovery.js';
+import { Discovery } from './discovery.js';
 import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
 import { ResourceClient } from './resource-client.js';
-import type { ResourceType } from './resource-type.js';
+import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import { Semaphore } from '../util/semaphore.js';
+import type { ClusterConfig } from './cluster-config.js';
 
 /**
  * LIST pages being fetched and parsed at once, per cluster: each may be up to PAGE_MAX_BYTES of

@@ -5,14 +5,7 @@
  * configured with, so this memo is bounded by the config.
  */
 import type { Connection } from './connection.js';
-import type { ResourceType } from './resource-type.js';
-
-export interface TypeReference {
-  readonly group: string;
-  readonly version?: string | undefined;
-  readonly resource?: string | undefined;
-  readonly kind?: string | undefined;
-}
+import type { ResourceType, TypeReference } from '../core/resource-type.js';
 
 interface ApiResourceList {
   resources: Array<{ name: string; kind: string; namespaced: boolean; verbs?: string[] }>;

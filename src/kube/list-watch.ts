@@ -23,9 +23,9 @@ import type { IncomingMessage } from 'node:http';
 import { createInterface, type Interface } from 'node:readline';
 import type { Logger } from 'pino';
 import { isGone, ApiError } from './api-error.js';
-import type { KubeObject, WatchEvent } from './object.js';
+import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ResourceClient } from './resource-client.js';
-import { typeName } from './resource-type.js';
+import { typeName } from '../core/resource-type.js';
 import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 

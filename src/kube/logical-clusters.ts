@@ -6,14 +6,21 @@
  * APIBinding goes, and forgotten once nothing of it is left in the store.
  * Bounded by the workspaces bound to the export.
  */
-import type { LogicalClusterRecord, LogicalClusterStore } from '../store/logical-cluster-store.js';
+import type { LogicalClusterRecord } from '../core/logical-cluster.js';
+
+/** Where the registry keeps its records (the store's logical_clusters table; the controller wires it). */
+export interface LogicalClusterStorage {
+  all(): Promise<LogicalClusterRecord[]>;
+  save(record: LogicalClusterRecord): Promise<void>;
+  delete(name: string): Promise<void>;
+}
 
 export class LogicalClusters {
   private readonly byName = new Map<string, LogicalClusterRecord>();
 
-  private constructor(private readonly store: LogicalClusterStore | undefined) {}
+  private constructor(private readonly store: LogicalClusterStorage | undefined) {}
 
-  static async load(store: LogicalClusterStore | undefined): Promise<LogicalClusters> {
+  static async load(store: LogicalClusterStorage | undefined): Promise<LogicalClusters> {
     const registry = new LogicalClusters(store);
     for (const record of (await store?.all()) ?? []) registry.byName.set(record.name, record);
     return registry;

@@ -3,8 +3,8 @@
  * group/version/resource, JSON in and out, 404 on GET as `undefined`.
  */
 import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
-import type { KubeObject, ObjectList } from './object.js';
-import { apiVersionOf, type ResourceType } from './resource-type.js';
+import type { KubeObject, ObjectList } from '../core/object.js';
+import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import type { Semaphore } from '../util/semaphore.js';
 import { isNotFound, isObjectNotFound } from './api-error.js';

@@ -5,9 +5,10 @@
  * object's name — so routing needs no lookup. The owner is always in the
  * object's own cluster: inverse rules never cross clusters.
  */
-import type { OwnerPointer } from '../config/config.js';
-import type { KubeObject } from '../kube/object.js';
-import type { LabelSelector } from './label-selector.js';
+
+import type { KubeObject } from '../core/object.js';
+import type { LabelSelector } from '../core/label-selector.js';
+import type { OwnerPointer } from './rule.js';
 
 export interface OwnerRef {
   readonly namespace: string;

@@ -15,9 +15,10 @@
  * - anyInNamespace: everything in the source namespace counts; for a namespace
  *   that holds nothing but what the operator makes for the tenant.
  */
-import type { Provenance } from '../config/config.js';
-import type { KubeObject } from '../kube/object.js';
+
+import type { KubeObject } from '../core/object.js';
 import type { TemplateContext } from './template.js';
+import type { Provenance } from './rule.js';
 
 /** Why `source` is not the copy's (for the provider's log), or undefined when it is. */
 export function provenanceProblem(provenance: Provenance, source: KubeObject, copy: KubeObject, context: TemplateContext): string | undefined {

@@ -3,12 +3,13 @@
  * identities. Pure: it reads the primary and its copy only, so the result can
  * be stored before the related objects exist (a pending reference).
  */
-import type { NameRewrite } from '../config/config.js';
-import type { KubeObject } from '../kube/object.js';
-import type { ResolvedRule } from '../sync/resolved-config.js';
-import type { ObjectIdentity } from '../store/identity.js';
+
+import type { KubeObject } from '../core/object.js';
+
+import type { ObjectIdentity } from '../core/identity.js';
 import { stringsAt } from './json-path.js';
 import type { TemplateContext } from './template.js';
+import type { NameRewrite, ResolvedRule } from './rule.js';
 
 export interface RelatedPair {
   readonly source: ObjectIdentity;

@@ -3,9 +3,10 @@
  * rendered key or value that is not a valid label is a problem for that
  * primary — never a crash, and never a selector that matches everything.
  */
-import type { SelectorTemplate } from '../config/config.js';
-import { labelKeyProblem, labelValueProblem, type LabelSelector, type SelectorRequirement } from './label-selector.js';
+
+import { labelKeyProblem, labelValueProblem, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import type { TemplateContext } from './template.js';
+import type { SelectorTemplate } from './rule.js';
 
 export function renderSelector(
   requirements: readonly SelectorTemplate[],

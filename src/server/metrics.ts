@@ -1,11 +1,15 @@
 /** Prometheus metrics (prom-client), one registry per process. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ResourceType } from '../kube/resource-type.js';
-import { typeName } from '../kube/resource-type.js';
-import type { RouterMetrics } from '../controller/event-router.js';
-import type { SyncMetrics } from '../sync/sync-metrics.js';
+import type { ResourceType } from '../core/resource-type.js';
+import { typeName } from '../core/resource-type.js';
 
-export class Metrics implements SyncMetrics, RouterMetrics {
+/**
+ * The process's metrics. The router (RouterMetrics) and the reconciler
+ * (SyncMetrics) each name the few methods they call; this class has them, and
+ * TypeScript checks the fit where the manager hands it over, so the server
+ * layer knows nothing of the layers above it.
+ */
+export class Metrics {
   readonly registry = new Registry();
   readonly events = new Counter({ name: 'relsync_watch_events_total', help: 'Watch and list items routed, by cluster, type and change', labelNames: ['cluster', 'type', 'change'], registers: [this.registry] });
   readonly fanout = new Histogram({ name: 'relsync_routed_primaries', help: 'Primaries enqueued per routed watch event (list items included), by cluster; own_write="true": the event of relsync\'s own write, not routed', labelNames: ['cluster', 'own_write'], buckets: [0, 1, 2, 3, 5, 10, 50, 100, 1000], registers: [this.registry] });

@@ -4,7 +4,7 @@
  * written together, in one transaction per batch (see controller/checkpointer.ts).
  */
 import type { Kysely } from 'kysely';
-import { columns, fromColumns, type ObjectIdentity } from './identity.js';
+import { columns, fromColumns, type ObjectIdentity } from '../core/identity.js';
 import type { Database } from './schema.js';
 
 export interface WatchKey {

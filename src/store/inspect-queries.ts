@@ -1,6 +1,6 @@
 /** Read-only questions people ask of the store (the `inspect` commands). */
 import type { Kysely } from 'kysely';
-import { columns, fromColumns } from './identity.js';
+import { columns, fromColumns } from '../core/identity.js';
 import type { Database, RelationsTable, PrimariesTable } from './schema.js';
 
 export interface ObjectQuery {

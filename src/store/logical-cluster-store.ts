@@ -4,13 +4,8 @@
  * shows up and when it unbinds, so single-row writes are fine here.
  */
 import type { Kysely } from 'kysely';
-import type { Database, LogicalClusterState } from './schema.js';
-
-export interface LogicalClusterRecord {
-  readonly name: string;
-  readonly platform: string;
-  readonly state: LogicalClusterState;
-}
+import type { LogicalClusterRecord } from '../core/logical-cluster.js';
+import type { Database } from './schema.js';
 
 export class LogicalClusterStore {
   constructor(

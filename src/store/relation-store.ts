@@ -4,8 +4,8 @@
  * each reconcile's writes happen in one transaction.
  */
 import { sql, type Kysely } from 'kysely';
-import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from './identity.js';
-import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../rules/label-selector.js';
+import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
+import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
 
 export interface PrimaryRecord {

@@ -1,6 +1,7 @@
 /** Kysely table types; they mirror migrations/*.sql. */
 import type { Generated } from 'kysely';
-import type { IdentityColumns } from './identity.js';
+import type { IdentityColumns } from '../core/identity.js';
+import type { LogicalClusterState } from '../core/logical-cluster.js';
 
 export type PrimaryState = 'synced' | 'conflict' | 'error' | 'deleting';
 export type RelationState = 'pending' | 'synced' | 'conflict' | 'error';
@@ -77,7 +78,6 @@ export interface SweepsTable {
   message: string | null;
 }
 
-export type LogicalClusterState = 'bound' | 'unbound';
 
 export interface LogicalClustersTable {
   name: string;

@@ -13,7 +13,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isAlreadyExists, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import { stableJson, type CopyContent } from './content.js';
 import { AGENT_LABEL } from './marks.js';
 

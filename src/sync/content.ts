@@ -9,7 +9,7 @@
  * defaults, fields an operator added) are left alone, so that defaulting can
  * never cause a write loop.
  */
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, isRelsyncKey } from './marks.js';
 
 const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);

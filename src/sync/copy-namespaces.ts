@@ -28,7 +28,7 @@ import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.
 import { isAlreadyExists, isConflict, isForbidden } from '../kube/api-error.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';

@@ -17,9 +17,9 @@
  * - where both are possible, the content hash (on related copies only)
  *   decides.
  */
-import type { KubeObject } from '../kube/object.js';
-import { sameType, type ResourceType } from '../kube/resource-type.js';
-import type { ObjectIdentity } from '../store/identity.js';
+import type { KubeObject } from '../core/object.js';
+import { sameType, type ResourceType } from '../core/resource-type.js';
+import type { ObjectIdentity } from '../core/identity.js';
 import { isRelatedCopy, markedSource } from './marks.js';
 import type { ResolvedResource } from './resolved-config.js';
 

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;

@@ -4,8 +4,8 @@
  * the source identity. relsync never updates or deletes an object that does
  * not carry the marks it expects: that is a conflict.
  */
-import type { KubeObject } from '../kube/object.js';
-import type { ObjectIdentity } from '../store/identity.js';
+import type { KubeObject } from '../core/object.js';
+import type { ObjectIdentity } from '../core/identity.js';
 
 export const AGENT_LABEL = 'relsync.dev/agent';
 const prefix = 'relsync.dev/';

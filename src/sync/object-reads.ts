@@ -5,9 +5,9 @@
  * Writes always go to the API servers.
  */
 import type { ClusterSet } from '../kube/cluster-set.js';
-import type { KubeObject } from '../kube/object.js';
-import type { ResourceType } from '../kube/resource-type.js';
-import { selectorQuery, type LabelSelector } from '../rules/label-selector.js';
+import type { KubeObject } from '../core/object.js';
+import type { ResourceType } from '../core/resource-type.js';
+import { selectorQuery, type LabelSelector } from '../core/label-selector.js';
 
 export interface ListQuery {
   /** Only objects of this namespace; all namespaces when undefined. */

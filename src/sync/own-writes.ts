@@ -5,7 +5,7 @@
  * An entry is dropped when its event is seen; the map is capped (oldest
  * first), and a miss only costs one no-op reconcile, never a lost change.
  */
-import { identityKey, type ObjectIdentity } from '../store/identity.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 
 export class OwnWrites {
   private readonly written = new Map<string, string>();

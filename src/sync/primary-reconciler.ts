@@ -13,22 +13,22 @@
  */
 import type { Logger } from 'pino';
 import { ExpiringMap } from '../util/expiring-map.js';
-import type { NameRewrite } from '../config/config.js';
+
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
-import type { KubeObject } from '../kube/object.js';
+import type { KubeObject } from '../core/object.js';
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
-import { labelValueProblem, matchesSelector, selectorQuery } from '../rules/label-selector.js';
+import { labelValueProblem, matchesSelector, selectorQuery } from '../core/label-selector.js';
 import { provenanceProblem } from '../rules/provenance.js';
 import { namespaceProblem, objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { TemplateContext } from '../rules/template.js';
-import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../store/identity.js';
+import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
-import { done, type Result } from '../controller/result.js';
+import { done, type Result } from '../core/result.js';
 import { contentOf, stableJson, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
@@ -37,8 +37,9 @@ import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, metadataOnly, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
-import type { ResolvedResource, ResolvedRule } from './resolved-config.js';
+import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
+import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -64,7 +65,6 @@ export interface ReconcilerDeps {
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
 }
-
 
 type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'> & {
   /** Nothing will announce that this failure is over (a namespace relsync may not create): look again soon. */

@@ -3,15 +3,11 @@
  * and the router work from. Resolution happens once at start; a type that no
  * API server serves is an error naming its place in the config.
  */
-import { hasManyClusters, type Config, type PublishedResource, type RelatedRule } from '../config/config.js';
+import { hasManyClusters, type Config, type PublishedResource } from '../config/config.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
-import type { ResourceType } from '../kube/resource-type.js';
+import type { ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
-
-export interface ResolvedRule extends RelatedRule {
-  readonly sourceType: ResourceType;
-  readonly destinationType: ResourceType;
-}
+import type { ResolvedRule } from '../rules/rule.js';
 
 export interface ResolvedResource extends PublishedResource {
   readonly primaryType: ResourceType;

@@ -10,7 +10,6 @@ import { checkPublishedDatabases, PUBLISHED_DATABASES } from '../harness/publish
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
-
 describe('a PublishedResource manifest as the config', () => {
   let clusters: Clusters<'tenant-a' | 'service'>;
   let a: ClusterClient;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
 import { translateTemplate } from '../../../src/config/published-resource.js';
-import { selectorQuery } from '../../../src/rules/label-selector.js';
+import { selectorQuery } from '../../../src/core/label-selector.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-pr-'));
 const kubeconfig = join(dir, 'kubeconfig');

@@ -10,9 +10,9 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { bindingHandler } from '../../../src/controller/binding-watch.js';
 import { LogicalClusters } from '../../../src/kube/logical-clusters.js';
-import type { KubeObject } from '../../../src/kube/object.js';
+import type { KubeObject } from '../../../src/core/object.js';
 import { openStore } from '../../../src/store/database.js';
-import type { ObjectIdentity } from '../../../src/store/identity.js';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { LogicalClusterStore } from '../../../src/store/logical-cluster-store.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 

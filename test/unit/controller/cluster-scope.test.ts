@@ -12,7 +12,7 @@ import pino from 'pino';
 import { ClusterScope } from '../../../src/controller/cluster-scope.js';
 import { ClusterSet } from '../../../src/kube/cluster-set.js';
 import { LogicalClusters } from '../../../src/kube/logical-clusters.js';
-import type { KubeObject } from '../../../src/kube/object.js';
+import type { KubeObject } from '../../../src/core/object.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-scope-'));
 const kubeconfig = join(dir, 'kubeconfig');

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SweepReads, SweepSnapshot } from '../../../src/controller/sweep-snapshot.js';
-import type { KubeObject } from '../../../src/kube/object.js';
+import type { KubeObject } from '../../../src/core/object.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
-import type { ResourceType } from '../../../src/kube/resource-type.js';
-import { matchesSelector, type LabelSelector } from '../../../src/rules/label-selector.js';
+import type { ResourceType } from '../../../src/core/resource-type.js';
+import { matchesSelector, type LabelSelector } from '../../../src/core/label-selector.js';
 import type { ListQuery, ObjectReads } from '../../../src/sync/object-reads.js';
 
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../../../src/kube/object.js';
+import type { KubeObject } from '../../../src/core/object.js';
 import { provenanceProblem } from '../../../src/rules/provenance.js';
 import { Template } from '../../../src/rules/template.js';
 

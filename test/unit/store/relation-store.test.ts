@@ -9,7 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, migrationsDir } from '../../../src/store/migrations.js';
 import { openStore } from '../../../src/store/database.js';
-import type { ObjectIdentity } from '../../../src/store/identity.js';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));

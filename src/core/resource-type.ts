@@ -20,3 +20,10 @@ export function apiVersionOf(type: { group: string; version: string }): string {
 export function sameType(a: { group: string; resource: string }, b: { group: string; resource: string }): boolean {
   return a.group === b.group && a.resource === b.resource;
 }
+
+export interface TypeReference {
+  readonly group: string;
+  readonly version?: string | undefined;
+  readonly resource?: string | undefined;
+  readonly kind?: string | undefined;
+}

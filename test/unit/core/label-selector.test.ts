@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { buildSelector, labelKeyProblem, labelValueProblem, matchesSelector, selectorQuery } from '../../../src/rules/label-selector.js';
+import { buildSelector, labelKeyProblem, labelValueProblem, matchesSelector, selectorQuery } from '../../../src/core/label-selector.js';
 
 describe('label-selector', () => {
   const { selector } = buildSelector({
