@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError } from '../config/config-problem.js';
+import { loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
 import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
 import type { RelationsTable } from '../store/schema.js';

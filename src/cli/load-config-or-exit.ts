@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.js';
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError } from '../config/config-problem.js';
+import { loadConfig } from '../config/load-config.js';
 
 /** Loads the config, or prints every problem and exits with code 2. */
 export function loadConfigOrExit(file: string): Config {

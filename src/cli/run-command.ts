@@ -43,7 +43,9 @@ export async function runCommand(options: RunOptions): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined });
+  // RELSYNC_BENCH_ROUTING=fanout: the benchmark's comparison with agents that have no relationship store (bench/run.ts).
+  const fanoutRouting = process.env.RELSYNC_BENCH_ROUTING === 'fanout';
+  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined, fanoutRouting });
   try {
     await manager.start(controller.signal);
   } catch (err) {

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig } from '../config/load-config.js';
+import { ConfigError } from '../config/config-problem.js';
+import { loadConfig } from '../config/load-config.js';
 
 export function validateCommand(options: { config: string }): void {
   try {

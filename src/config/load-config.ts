@@ -16,21 +16,8 @@ import { publishedResourcesFromYaml } from './published-resource.js';
 import { configSchema, type RawConfig, type RawRelatedRule, type RawRewrite } from './schema.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
 import type { NameRewrite, OwnerPointer, Provenance, RelatedFinder, RelatedRule, SelectorTemplate } from '../rules/rule.js';
+import { ConfigError, type ConfigProblem } from './config-problem.js';
 
-export interface ConfigProblem {
-  readonly path: string;
-  readonly message: string;
-}
-
-export class ConfigError extends Error {
-  constructor(
-    readonly file: string,
-    readonly problems: readonly ConfigProblem[],
-  ) {
-    super(`${file}: invalid config\n${problems.map((p) => `  ${p.path || '(top level)'}: ${p.message}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
 
 /** Variables a primary's templates may use. */
 export const primaryVariables = ['cluster', 'namespace', 'name', 'object'] as const;

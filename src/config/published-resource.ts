@@ -6,7 +6,7 @@
  * never silently dropped. The README has the field-by-field table.
  */
 import { parseAllDocuments } from 'yaml';
-import type { ConfigProblem } from './load-config.js';
+import type { ConfigProblem } from './config-problem.js';
 
 type Raw = Record<string, unknown>;
 

@@ -25,12 +25,9 @@
 import type { PublishedResource } from './config.js';
 import { namespaceProblem } from '../rules/resolve-related.js';
 import type { Template } from '../rules/template.js';
+import type { ConfigProblem } from './config-problem.js';
 
-/** A problem at a path of the config (the shape of load-config.ts's ConfigProblem). */
-interface Problem {
-  readonly path: string;
-  readonly message: string;
-}
+type Problem = ConfigProblem;
 
 interface Probe {
   readonly cluster: string;

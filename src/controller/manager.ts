@@ -61,6 +61,8 @@ export interface ManagerOptions {
   readonly onHttpListening?: (port: number) => void;
   /** This replica's identity in the leader Lease (store/replica-lock.ts); default: host and pid. */
   readonly identity?: string;
+  /** Bench only: route related events to every primary of their cluster (event-router.ts, `fanout`). */
+  readonly fanoutRouting?: boolean;
 }
 
 interface Wiring {
@@ -428,7 +430,7 @@ export class Manager {
         },
         logger,
         metrics: this.metrics,
-        fanout: process.env.RELSYNC_BENCH_ROUTING === 'fanout',
+        fanout: this.options.fanoutRouting ?? false,
         ownWrites,
       });
       const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);

@@ -12,7 +12,7 @@
  * tenant whose reconciles are slow (a stalling API server) cannot hold them all.
  */
 import { Backoff } from '../util/backoff.js';
-import { TerminalError, type Result } from '../core/result.js';
+import type { Result } from '../core/result.js';
 
 export type Outcome = 'ok' | 'error' | 'requeue';
 
@@ -145,19 +145,14 @@ export class WorkQueue<T> {
         }
       } catch (err) {
         outcome = 'error';
-        if (err instanceof TerminalError) {
-          this.failures.delete(key);
-          this.options.onError?.(item, err, undefined);
-        } else {
-          const attempt = this.failures.get(key) ?? 0;
-          this.failures.set(key, attempt + 1);
-          // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
-          // (a Retry-After over 5 minutes counts as 5 minutes).
-          const retryAfterMs = retryAfterOf(err) * 1000;
-          const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000), retryAfterMs);
-          this.options.onError?.(item, err, delay);
-          this.addAfter(item, delay);
-        }
+        const attempt = this.failures.get(key) ?? 0;
+        this.failures.set(key, attempt + 1);
+        // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
+        // (a Retry-After over 5 minutes counts as 5 minutes).
+        const retryAfterMs = retryAfterOf(err) * 1000;
+        const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000), retryAfterMs);
+        this.options.onError?.(item, err, delay);
+        this.addAfter(item, delay);
       } finally {
         this.processing.delete(key);
         this.lanes.done(key);

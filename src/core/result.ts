@@ -4,8 +4,3 @@ export interface Result {
 }
 
 export const done: Result = {};
-
-/** An error that retrying cannot fix until the object changes; logged, not retried. */
-export class TerminalError extends Error {
-  override name = 'TerminalError';
-}

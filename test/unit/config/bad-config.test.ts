@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { ConfigError } from '../../../src/config/config-problem.js';
+import { parseConfig } from '../../../src/config/load-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-bad-config-'));
 const kubeconfig = join(dir, 'kubeconfig');

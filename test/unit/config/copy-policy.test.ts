@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { defaultCopyPolicy } from '../../../src/config/copy-policy.js';
-import { ConfigError, loadConfig } from '../../../src/config/load-config.js';
+import { ConfigError } from '../../../src/config/config-problem.js';
+import { loadConfig } from '../../../src/config/load-config.js';
 
 describe('copy policy', () => {
   it('by default keeps keys that describe an object and drops those a cluster-wide tool acts on', () => {

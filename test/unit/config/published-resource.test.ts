@@ -4,7 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { ConfigError } from '../../../src/config/config-problem.js';
+import { parseConfig } from '../../../src/config/load-config.js';
 import { translateTemplate } from '../../../src/config/published-resource.js';
 import { selectorQuery } from '../../../src/core/label-selector.js';
 

@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, parseConfig } from '../../../src/config/load-config.js';
+import { ConfigError } from '../../../src/config/config-problem.js';
+import { parseConfig } from '../../../src/config/load-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-safety-'));
 const kubeconfig = join(dir, 'kubeconfig');
