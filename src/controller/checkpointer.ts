@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import type { CheckpointStore, WatchKey } from '../store/checkpoint-store.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export class Checkpointer {
   private versions = new Map<string, { key: WatchKey; resourceVersion: string }>();
@@ -23,7 +24,7 @@ export class Checkpointer {
   ) {}
 
   noteVersion(key: WatchKey, resourceVersion: string): void {
-    this.versions.set(`${key.cluster}\u0000${key.group}\u0000${key.resource}\u0000${key.labelSelector}`, { key, resourceVersion });
+    this.versions.set(compositeKey(key.cluster, key.group, key.resource, key.labelSelector), { key, resourceVersion });
   }
 
   noteQueued(id: ObjectIdentity): void {
@@ -50,7 +51,7 @@ export class Checkpointer {
       } catch (err) {
         // Keep what could not be written for the next flush, unless newer notes replaced it.
         for (const v of versions) {
-          const k = `${v.key.cluster}\u0000${v.key.group}\u0000${v.key.resource}\u0000${v.key.labelSelector}`;
+          const k = compositeKey(v.key.cluster, v.key.group, v.key.resource, v.key.labelSelector);
           if (!this.versions.has(k)) this.versions.set(k, v);
         }
         for (const w of work) if (!this.work.has(identityKey(w.id))) this.work.set(identityKey(w.id), w);

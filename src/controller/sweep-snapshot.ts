@@ -40,6 +40,7 @@ import { matchesSelector, type LabelSelector } from '../core/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import { answers, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
+import { compositeKey } from '../core/composite-key.js';
 
 /** One LIST of a sweep, split by identity cluster. */
 export interface ListedObjects {
@@ -149,7 +150,7 @@ export class SweepSnapshot implements ObjectReads {
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
     const key = typeKey(cluster, type);
     const found = this.types.get(key)?.byName.get(`${namespace}/${name}`);
-    if (found && !this.changedSinceList(`${key}\u0000${namespace}/${name}`)) return found;
+    if (found && !this.changedSinceList(compositeKey(key, `${namespace}/${name}`))) return found;
     if (type.group === namespaceType.group && type.resource === namespaceType.resource && this.namespaces.get(cluster)?.has(name)) {
       return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
     }
@@ -222,7 +223,7 @@ export class SweepReads {
 
   /** A watch event arrived for this object, or a reconcile deleted it. */
   noteObject(id: ObjectIdentity): void {
-    if (this.tracking) this.changedObjects.add(`${typeKey(id.cluster, id)}\u0000${id.namespace}/${id.name}`);
+    if (this.tracking) this.changedObjects.add(compositeKey(typeKey(id.cluster, id), `${id.namespace}/${id.name}`));
   }
 
   /** A watch event was routed to this primary. */
@@ -240,7 +241,7 @@ export class SweepReads {
 }
 
 function typeKey(cluster: string, type: { group: string; resource: string }): string {
-  return `${cluster}\u0000${type.group}\u0000${type.resource}`;
+  return compositeKey(cluster, type.group, type.resource);
 }
 
 /** A requirement `key=value` (In with one value) that every match must meet: the index to start from. */

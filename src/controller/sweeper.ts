@@ -41,6 +41,7 @@ import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -272,7 +273,7 @@ export class Sweeper {
   /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */
   private async relationKeys(): Promise<Set<string>> {
     const keys = new Set<string>();
-    for (const r of await this.options.store.allRelationKeys()) keys.add(`${identityKey(r.primary)}\u0000${r.ruleId}\u0000${identityKey(r.source)}`);
+    for (const r of await this.options.store.allRelationKeys()) keys.add(compositeKey(identityKey(r.primary), r.ruleId, identityKey(r.source)));
     return keys;
   }
 }

@@ -13,6 +13,7 @@
 import type { ResourceType } from '../core/resource-type.js';
 import { agentSelector } from '../sync/marks.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export interface PlannedWatch {
   readonly cluster: string;
@@ -23,7 +24,7 @@ export interface PlannedWatch {
 export function planWatches(resources: readonly ResolvedResource[], serviceCluster: string, platformClusters: readonly string[], agentName: string): PlannedWatch[] {
   const wanted = new Map<string, PlannedWatch>();
   const add = (cluster: string, type: ResourceType, filtered: boolean) => {
-    const key = `${cluster}\u0000${type.group}\u0000${type.resource}`;
+    const key = compositeKey(cluster, type.group, type.resource);
     const existing = wanted.get(key);
     if (existing && existing.labelSelector === undefined) return;
     wanted.set(key, { cluster, type, labelSelector: filtered ? agentSelector(agentName) : undefined });

@@ -20,6 +20,7 @@ import { ResourceClient } from './resource-client.js';
 import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterConfig } from './cluster-config.js';
+import { compositeKey } from '../core/composite-key.js';
 
 /**
  * LIST pages being fetched and parsed at once, per cluster: each may be up to PAGE_MAX_BYTES of
@@ -111,7 +112,7 @@ export class ClusterSet {
   }
 
   client(cluster: string, type: ResourceType): ResourceClient {
-    const key = `${cluster}\u0000${type.group}\u0000${type.version}\u0000${type.resource}`;
+    const key = compositeKey(cluster, type.group, type.version, type.resource);
     let client = this.clients.get(key);
     if (!client) {
       const connection = this.get(cluster).connection;
@@ -131,7 +132,7 @@ export class ClusterSet {
   async forgetLogical(name: string): Promise<void> {
     await this.logicalClusters?.forget(name);
     this.logical.delete(name);
-    for (const key of this.clients.keys()) if (key.startsWith(`${name}\u0000`)) this.clients.delete(key);
+    for (const key of this.clients.keys()) if (key.startsWith(compositeKey(name, ''))) this.clients.delete(key);
   }
 
   close(): void {

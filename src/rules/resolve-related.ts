@@ -10,6 +10,7 @@ import type { ObjectIdentity } from '../core/identity.js';
 import { stringsAt } from './json-path.js';
 import type { TemplateContext } from './template.js';
 import type { NameRewrite, ResolvedRule } from './rule.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export interface RelatedPair {
   readonly source: ObjectIdentity;
@@ -156,7 +157,7 @@ function toPairs(
       problems.push(`rule ${rule.id}: destination name "${dest}" ${badDest}`);
       continue;
     }
-    const key = `${sourceNamespace}\u0000${source}\u0000${dest}`;
+    const key = compositeKey(sourceNamespace, source, dest);
     if (seen.has(key)) continue;
     seen.add(key);
     pairs.push({

@@ -7,6 +7,7 @@ import { sql, type Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export interface PrimaryRecord {
   readonly id: ObjectIdentity;
@@ -306,7 +307,7 @@ export class RelationStore {
     const namespaces = scope.namespace ? [scope.namespace] : [''];
     const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
     const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
-      for (const row of rows) candidates.set(`${identityKey(fromColumns('primary_', row))}\u0000${row.rule_id}`, { primary: fromColumns('primary_', row), requirements: row.requirements });
+      for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
     };
     for (const [key, value] of Object.entries(labels ?? {})) {
       consider(
@@ -403,7 +404,7 @@ export class RelationStore {
 
 /** The in-memory key of a (source, copy) pair, as accountedFor() returns them. */
 export function copyPairKey(source: ObjectIdentity, copy: ObjectIdentity): string {
-  return `${identityKey(source)}\u0000${identityKey(copy)}`;
+  return compositeKey(identityKey(source), identityKey(copy));
 }
 
 /** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */

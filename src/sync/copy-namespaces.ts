@@ -34,6 +34,7 @@ import { ExpiringMap } from '../util/expiring-map.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
 import type { ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export const SERVES_CLUSTER_ANNOTATION = 'relsync.dev/serves-cluster';
 export const SERVES_NAMESPACE_ANNOTATION = 'relsync.dev/serves-namespace';
@@ -281,7 +282,7 @@ function legacyName(source: ServedSource): string {
 }
 
 function memoKey(naming: NamespaceNaming, source: ServedSource): string {
-  return `${naming.template.source}\u0000${pinKey(source)}`;
+  return compositeKey(naming.template.source, pinKey(source));
 }
 
 function pinKey(source: ServedSource): string {

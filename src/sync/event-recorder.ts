@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { compositeKey } from '../core/composite-key.js';
 
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
 
@@ -36,7 +37,7 @@ export class EventRecorder {
   private async record(cluster: string, object: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const { namespace, name, uid } = object.metadata;
     if (!namespace || !name) return;
-    const key = `${cluster}\u0000${uid}\u0000${reason}\u0000${message}`;
+    const key = compositeKey(cluster, uid ?? '', reason, message);
     const now = Date.now();
     if (this.sent.get(key, now)) return;
     this.sent.set(key, true, this.options.repeatAfterMs ?? 300_000, now);

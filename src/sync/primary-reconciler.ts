@@ -40,6 +40,7 @@ import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, CO
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
+import { compositeKey } from '../core/composite-key.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -745,7 +746,7 @@ export class PrimaryReconciler {
    * relation of this primary or another still copies the same source there.
    */
   private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
-    const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => `${identityKey(r.source)}\u0000${identityKey(r.destination)}`;
+    const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
     const keep = new Set(current.map(pairKey));
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
@@ -809,7 +810,7 @@ function isSecret(type: { group: string; resource: string }): boolean {
 }
 
 function claimKey(c: Claim): string {
-  return `${c.ruleId}\u0000${identityKey(c.source)}\u0000${identityKey(c.destination)}`;
+  return compositeKey(c.ruleId, identityKey(c.source), identityKey(c.destination));
 }
 
 function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {
