@@ -13,6 +13,7 @@
  */
 import { Backoff } from '../util/backoff.js';
 import type { Result } from '../core/result.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export type Outcome = 'ok' | 'error' | 'requeue';
 
@@ -27,6 +28,10 @@ export interface WorkQueueOptions<T> {
   readonly backoffMaxMs?: number;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
   readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
+  /** Time for delays and durations; default the system's (tests move a fake one). */
+  readonly clock?: Clock;
+  /** Random source for the backoff's jitter; default Math.random. */
+  readonly random?: () => number;
 }
 
 export class WorkQueue<T> {
@@ -35,13 +40,17 @@ export class WorkQueue<T> {
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly failures = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(outcome: Outcome) => void>>();
   private wake: (() => void) | undefined;
   private stopped = false;
 
-  constructor(private readonly options: WorkQueueOptions<T>) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: WorkQueueOptions<T>) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   get depth(): number {
     return this.lanes.size;
@@ -68,16 +77,15 @@ export class WorkQueue<T> {
   addAfter(item: T, delayMs: number): void {
     if (this.stopped) return;
     const key = this.options.key(item);
-    const at = Date.now() + delayMs;
+    const at = this.clock.now() + delayMs;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
+    existing?.timer.cancel();
     this.items.set(key, item);
-    const timer = setTimeout(() => {
+    const timer = this.clock.after(delayMs, () => {
       this.timers.delete(key);
       this.add(item);
-    }, delayMs);
-    timer.unref();
+    });
     this.timers.set(key, { at, timer });
   }
 
@@ -109,7 +117,7 @@ export class WorkQueue<T> {
     signal.addEventListener('abort', stop, { once: true });
     const workers = Array.from({ length: this.options.concurrency }, () => this.worker(handle));
     await Promise.all(workers);
-    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) timer.cancel();
     this.timers.clear();
     for (const key of [...this.waiters.keys()]) this.resolveWaiters(key, 'error');
   }
@@ -134,7 +142,7 @@ export class WorkQueue<T> {
       const waiting = this.waiters.get(key) ?? [];
       this.waiters.delete(key);
       const item = this.items.get(key)!;
-      const started = Date.now();
+      const started = this.clock.now();
       let outcome: Outcome = 'ok';
       try {
         const result = await handle(item);
@@ -150,13 +158,13 @@ export class WorkQueue<T> {
         // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
         // (a Retry-After over 5 minutes counts as 5 minutes).
         const retryAfterMs = retryAfterOf(err) * 1000;
-        const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000), retryAfterMs);
+        const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000, this.options.random), retryAfterMs);
         this.options.onError?.(item, err, delay);
         this.addAfter(item, delay);
       } finally {
         this.processing.delete(key);
         this.lanes.done(key);
-        this.options.onProcessed?.(item, Date.now() - started, outcome);
+        this.options.onProcessed?.(item, this.clock.now() - started, outcome);
         for (const resolve of waiting) resolve(outcome);
         if (this.dirty.delete(key)) this.add(item);
         else if (!this.queued.has(key) && !this.timers.has(key)) this.items.delete(key);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WorkQueue } from '../../../src/controller/work-queue.js';
+import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 
@@ -79,9 +80,10 @@ describe('work queue', () => {
   });
 
   it('retries failures with backoff and honours requeueAfter', async () => {
+    const clock = new FakeClock();
     let attempts = 0;
     let requeued = 0;
-    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, backoffInitialMs: 10, backoffMaxMs: 20 });
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, backoffInitialMs: 10, backoffMaxMs: 20, clock });
     const ac = new AbortController();
     const done = queue.start(ac.signal, async (key) => {
       if (key === 'flaky') {
@@ -94,11 +96,17 @@ describe('work queue', () => {
     });
     queue.add('flaky');
     queue.add('again');
-    await tick(150);
-    ac.abort();
-    await done;
+    await settle();
+    assert.equal(attempts, 1);
+    assert.equal(requeued, 1);
+    // Backoff capped at 20 ms, requeueAfter 10 ms: by 50 ms everything has run its course.
+    await clock.advance(50);
     assert.equal(attempts, 3);
     assert.equal(requeued, 2);
+    await clock.advance(1_000);
+    assert.equal(attempts + requeued, 5, 'and nothing after');
+    ac.abort();
+    await done;
   });
 });
 
@@ -122,5 +130,73 @@ describe('work queue addAndWait', () => {
     await done;
     assert.equal(bad, 'error');
     assert.deepEqual(order.filter((o) => o.includes(' a')), ['run a', 'run a', 'waited a ok'], 'the waiter waited for the second run');
+  });
+});
+
+describe('work queue on a fake clock', () => {
+  it('retries a failed item after its backoff, not sooner, and never sooner than Retry-After', async () => {
+    const clock = new FakeClock();
+    const runs: Array<{ key: string; at: number }> = [];
+    const failing = new Map([['a', 2], ['b', 1]]);
+    // Jitter fixed at its top: the delay is exactly the ceiling (500 ms, then 1 s).
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 2, clock, random: () => 1, backoffInitialMs: 500 });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      runs.push({ key, at: clock.now() });
+      const left = failing.get(key) ?? 0;
+      if (left > 0) {
+        failing.set(key, left - 1);
+        // b's API server said when to come back: 3 s.
+        throw key === 'b' ? Object.assign(new Error('429'), { retryAfterSeconds: 3 }) : new Error('503');
+      }
+      return {};
+    });
+    queue.add('a');
+    queue.add('b');
+    await settle();
+    assert.deepEqual(runs, [{ key: 'a', at: 0 }, { key: 'b', at: 0 }]);
+    await clock.advance(499);
+    assert.equal(runs.length, 2, 'not a millisecond before the backoff');
+    await clock.advance(1);
+    assert.deepEqual(runs[2], { key: 'a', at: 500 }, 'first retry after 500 ms');
+    await clock.advance(999);
+    assert.equal(runs.length, 3, 'the second backoff doubles');
+    await clock.advance(1);
+    assert.deepEqual(runs[3], { key: 'a', at: 1500 });
+    await clock.advance(1499);
+    assert.equal(runs.filter((r) => r.key === 'b').length, 1, 'b waits for its Retry-After, longer than its backoff');
+    await clock.advance(1);
+    assert.deepEqual(runs[4], { key: 'b', at: 3000 });
+    await clock.advance(60_000);
+    assert.equal(runs.length, 5, 'nothing more once both succeeded');
+    assert.equal(clock.pending, 0);
+    ac.abort();
+    await done;
+  });
+
+  it('keeps the earlier of two delays for one item, and a fresh add runs at once', async () => {
+    const clock = new FakeClock();
+    const runs: number[] = [];
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, clock });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async () => {
+      runs.push(clock.now());
+      return {};
+    });
+    queue.addAfter('a', 30_000);
+    queue.addAfter('a', 10_000);
+    queue.addAfter('a', 20_000);
+    await clock.advance(9_999);
+    assert.deepEqual(runs, []);
+    await clock.advance(1);
+    assert.deepEqual(runs, [10_000], 'the earliest delay wins');
+    await clock.advance(60_000);
+    assert.deepEqual(runs, [10_000], 'and the later ones were dropped');
+    queue.addAfter('a', 30_000);
+    queue.add('a');
+    await settle();
+    assert.deepEqual(runs, [10_000, 70_000], 'a change does not wait for a pending retry');
+    ac.abort();
+    await done;
   });
 });

@@ -1,0 +1,47 @@
+/**
+ * A clock that moves only when a test says so (src/util/clock.ts): timers
+ * fire in time order during advance(), and each fired callback's promises
+ * settle before the next one, so a test sees exactly what happened by then.
+ */
+import type { Clock, Timer } from '../../src/util/clock.js';
+
+export class FakeClock implements Clock {
+  private time = 0;
+  private seq = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  now(): number {
+    return this.time;
+  }
+
+  after(ms: number, fn: () => void): Timer {
+    const id = this.seq++;
+    this.timers.set(id, { at: this.time + ms, fn });
+    return { cancel: () => void this.timers.delete(id) };
+  }
+
+  /** Timers not yet fired. */
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  /** Moves time forward by `ms`, firing what falls due, in order. */
+  async advance(ms: number): Promise<void> {
+    const until = this.time + ms;
+    for (;;) {
+      const next = [...this.timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.time = next[1].at;
+      next[1].fn();
+      await settle();
+    }
+    this.time = until;
+    await settle();
+  }
+}
+
+/** Lets every promise that can settle now settle (a few macrotask turns, no time passes on any clock). */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
