@@ -1,0 +1,135 @@
+// The router with a real SQLite store: each watch event reaches exactly the
+// primaries it concerns — a primary itself, the primary a copy's marks name,
+// the owners of a related object by reference, selector or inverse rule —
+// and nothing else: not another tenant's same-named object, not relsync's own
+// copies as selector or inverse sources, not the event of relsync's own write.
+// A complete LIST also queues the owners of what the store knows but the list
+// no longer has.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { EventRouter } from '../../../src/controller/event-router.js';
+import type { PrimaryKey } from '../../../src/controller/primary-key.js';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
+import type { KubeObject } from '../../../src/core/object.js';
+import type { ResourceType } from '../../../src/core/resource-type.js';
+import { Template } from '../../../src/rules/template.js';
+import type { ResolvedRule } from '../../../src/rules/rule.js';
+import { openStore, type OpenedStore } from '../../../src/store/database.js';
+import { RelationStore } from '../../../src/store/relation-store.js';
+import { contentOf } from '../../../src/sync/content.js';
+import { ContentHasher } from '../../../src/sync/content-hasher.js';
+import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
+
+const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
+const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
+
+const rule = (id: string, type: ResourceType, finder: ResolvedRule['finder']): ResolvedRule => ({
+  id, origin: 'platform', source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
+});
+const resource: ResolvedResource = {
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
+  naming: { namespace: Template.parse('{{ cluster }}-{{ namespace }}', ['cluster', 'namespace']), name: Template.parse('{{ name }}', ['name']) },
+  related: [],
+  rules: [
+    rule('config', configMaps, { kind: 'template', name: Template.parse('{{ name }}-config', ['name']), destinationName: undefined }),
+    rule('extra', configMaps, { kind: 'selector', requirements: [], allowEmpty: false, rewrite: undefined }),
+    rule('creds', secrets, { kind: 'inverse', owner: { kind: 'label', key: 'db-owner' }, namespaceFrom: undefined, rewrite: undefined }),
+  ],
+};
+
+const id = (cluster: string, type: ResourceType, namespace: string, name: string): ObjectIdentity => ({ cluster, group: type.group, resource: type.resource, namespace, name });
+const object = (namespace: string, name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): KubeObject => ({ metadata: { namespace, name, labels, annotations, resourceVersion: '1' } });
+
+describe('event router (real SQLite store)', () => {
+  let opened: OpenedStore;
+  let store: RelationStore;
+  let queued: string[];
+  let router: EventRouter;
+  const route = async (cluster: string, type: ResourceType, o: KubeObject, change = 'MODIFIED') => {
+    queued = [];
+    await router.route(cluster, type, o, change);
+    return [...queued].sort();
+  };
+
+  before(async () => {
+    opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-router-')), 'router.db'));
+    store = new RelationStore(opened.db);
+    router = new EventRouter({
+      agentName: 'e2e',
+      serviceCluster: 'service',
+      hasher: new ContentHasher(Buffer.from('k')),
+      isPlatform: (c) => c === 'tenant-a' || c === 'tenant-b',
+      resources: [resource],
+      store,
+      enqueue: (key: PrimaryKey) => queued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`),
+      logger: pino({ level: 'silent' }),
+    });
+    // Tenant a's primary "orders": its template ConfigMap, a selector app=orders, and its copy.
+    const orders = id('tenant-a', databases, 'shop', 'orders');
+    const copy = id('service', databases, 'tenant-a-shop', 'orders');
+    await store.saveReconcile(
+      { id: orders, uid: 'u-orders', copy, state: 'synced', message: null },
+      [{ ruleId: 'config', origin: 'platform', source: id('tenant-a', configMaps, 'shop', 'orders-config'), destination: id('service', configMaps, 'tenant-a-shop', 'orders-config'), state: 'synced', contentHash: 'h', message: null }],
+      [{ ruleId: 'extra', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'shop' }, selector: { requirements: [{ key: 'app', operator: 'In', values: ['orders'] }] } }],
+    );
+  });
+  after(async () => {
+    await opened?.close();
+  });
+
+  it('sends a primary to itself, and a copy to the primary its marks name', async () => {
+    assert.deepEqual(await route('tenant-a', databases, object('shop', 'orders')), ['tenant-a/shop/orders']);
+    const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': 'demo.relsync.dev', 'relsync.dev/source-resource': 'databases', 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'orders', 'relsync.dev/source-uid': 'u-orders' };
+    assert.deepEqual(await route('service', databases, object('tenant-a-shop', 'orders', { 'relsync.dev/agent': 'e2e' }, marks)), ['tenant-a/shop/orders']);
+    // Marks edited away: the store still knows whose copy it is.
+    assert.deepEqual(await route('service', databases, object('tenant-a-shop', 'orders')), ['tenant-a/shop/orders']);
+  });
+
+  it('sends a related object to its owners by reference, selector and inverse rule, and no further', async () => {
+    assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'orders-config')), ['tenant-a/shop/orders'], 'by its stored reference');
+    assert.deepEqual(await route('service', configMaps, object('tenant-a-shop', 'orders-config')), ['tenant-a/shop/orders'], 'its copy, by destination');
+    assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'anything', { app: 'orders' })), ['tenant-a/shop/orders'], 'by the stored selector');
+    assert.deepEqual(await route('tenant-a', configMaps, object('other-ns', 'anything', { app: 'orders' })), [], 'the selector is scoped to its namespace');
+    assert.deepEqual(await route('tenant-b', configMaps, object('shop', 'orders-config', { app: 'orders' })), [], "another tenant's same names and labels reach nobody");
+    // Inverse: the Secret names its owner; routed only while that primary is stored.
+    assert.deepEqual(await route('tenant-a', secrets, object('shop', 'creds', { 'db-owner': 'orders' })), ['tenant-a/shop/orders']);
+    assert.deepEqual(await route('tenant-a', secrets, object('shop', 'creds', { 'db-owner': 'nobody' })), []);
+    assert.deepEqual(await route('tenant-b', secrets, object('shop', 'creds', { 'db-owner': 'orders' })), [], "tenant b naming tenant a's primary reaches nothing");
+  });
+
+  it("never takes relsync's own copies for selector or inverse sources", async () => {
+    const marks = { 'relsync.dev/source-cluster': 'tenant-b', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'configmaps', 'relsync.dev/source-namespace': 'x', 'relsync.dev/source-name': 'y', 'relsync.dev/source-uid': 'u' };
+    assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'copied', { app: 'orders', 'relsync.dev/agent': 'e2e' }, marks)), []);
+    assert.deepEqual(await route('tenant-a', secrets, object('shop', 'copied', { 'db-owner': 'orders', 'relsync.dev/agent': 'e2e' }, marks)), []);
+  });
+
+  it("does not route the event of relsync's own write to a related copy (its content hash matches)", async () => {
+    const hasher = new ContentHasher(Buffer.from('k'));
+    const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'configmaps', 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'orders-config', 'relsync.dev/source-uid': 'u-cfg' };
+    const written: KubeObject = { ...object('tenant-a-shop', 'orders-config', { 'relsync.dev/agent': 'e2e' }, marks), data: { v: '1' } };
+    written.metadata.annotations!['relsync.dev/content-hash'] = hasher.hash(contentOf(written));
+    assert.deepEqual(await route('service', configMaps, written), [], 'its own write: nobody');
+    assert.deepEqual(await route('service', configMaps, { ...written, data: { v: 'changed by someone' } }), ['tenant-a/shop/orders'], 'drift is routed to the owner');
+  });
+
+  it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {
+    queued = [];
+    const sink = router.beginList('tenant-a', configMaps, undefined);
+    await sink.page([object('shop', 'unrelated-1')]);
+    await sink.page([object('shop', 'unrelated-2')]);
+    assert.deepEqual(queued, [], 'unrelated objects reach nobody');
+    await sink.end();
+    assert.deepEqual(queued, ['tenant-a/shop/orders'], 'orders-config was not listed: gone while nobody watched');
+    queued = [];
+    const complete = router.beginList('tenant-a', configMaps, undefined);
+    await complete.page([object('shop', 'orders-config')]);
+    queued = [];
+    await complete.end();
+    assert.deepEqual(queued, [], 'listed: nothing missing');
+  });
+});
