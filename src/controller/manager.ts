@@ -16,7 +16,8 @@ import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { EndpointPendingError } from '../kube/kcp-endpoint.js';
-import { ListWatch, wholeList, type ListSink } from '../kube/list-watch.js';
+import { ListWatch, wholeList, type ListSink, type WatchHandler } from '../kube/list-watch.js';
+import type { ResourceClient } from '../kube/resource-client.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { CheckpointStore, type WatchKey } from '../store/checkpoint-store.js';
@@ -443,55 +444,41 @@ export class Manager {
     }
   }
 
-  private async watchFor(w: Wiring, p: PlannedWatch): Promise<ListWatch> {
-    const key: WatchKey = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
-    const resumeFrom = await w.checkpoints.resourceVersion(key);
-    const watch: ListWatch = new ListWatch({
-      client: w.clusters.client(p.cluster, p.type),
-      labelSelector: p.labelSelector,
-      logger: this.options.logger,
-      resumeFrom,
-      timeoutSeconds: this.options.config.watch.timeoutSeconds,
-      watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
-      handler: {
-        onEvent: async (change, object) => {
-          const cluster = w.scope.of(p.cluster, object);
-          if (cluster === undefined) return;
-          w.sweepReads.noteObject(identityOf(cluster, p.type, object));
-          await w.router.route(cluster, p.type, object, change);
-        },
-        beginList: () => {
-          // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
-          // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
-          // but its list is not complete, so nothing the store knows of it is taken for gone.
-          const sinks = new Map<string, ListSink>();
-          let known: Set<string> | undefined;
-          return {
-            page: async (items) => {
-              const parts = w.scope.split(p.cluster, items);
-              known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
-              for (const [cluster, part] of parts) {
-                let sink = sinks.get(cluster);
-                if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
-                await sink.page(part);
-              }
-            },
-            end: async () => {
-              for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
-            },
-          };
-        },
-        onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
+  /** An object watch of the plan: its events and lists go to the router (for kcp, split by workspace). */
+  private watchFor(w: Wiring, p: PlannedWatch): Promise<ListWatch> {
+    return this.listWatch(w, { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' }, w.clusters.client(p.cluster, p.type), {
+      onEvent: async (change, object) => {
+        const cluster = w.scope.of(p.cluster, object);
+        if (cluster === undefined) return;
+        w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+        await w.router.route(cluster, p.type, object, change);
       },
-      onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
-      onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
+      beginList: () => {
+        // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
+        // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
+        // but its list is not complete, so nothing the store knows of it is taken for gone.
+        const sinks = new Map<string, ListSink>();
+        let known: Set<string> | undefined;
+        return {
+          page: async (items) => {
+            const parts = w.scope.split(p.cluster, items);
+            known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
+            for (const [cluster, part] of parts) {
+              let sink = sinks.get(cluster);
+              if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
+              await sink.page(part);
+            }
+          },
+          end: async () => {
+            for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
+          },
+        };
+      },
     });
-    return watch;
   }
 
   /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
-  private async bindingWatchFor(w: Wiring, platform: string, signal: AbortSignal): Promise<ListWatch> {
-    const key: WatchKey = { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
+  private bindingWatchFor(w: Wiring, platform: string, signal: AbortSignal): Promise<ListWatch> {
     const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void this.enqueue(w, id),
       forget: (c) => w.clusters.forgetLogical(c),
       stillBound: (c) => stillBinds(w.clusters, c),
@@ -499,17 +486,22 @@ export class Manager {
       reserved: (c) => w.clusters.isConfigured(c),
       logger: this.options.logger,
     });
+    return this.listWatch(w, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), {
+      onEvent: (change, object) => bindings.onEvent(change, object),
+      beginList: () => wholeList((items) => bindings.onList(items)),
+    });
+  }
+
+  /** A list/watch loop as every watch of relsync runs: resumed from its checkpoint, its versions checkpointed, its reconnects counted. */
+  private async listWatch(w: Wiring, key: WatchKey, client: ResourceClient, handler: Pick<WatchHandler, 'onEvent' | 'beginList'>): Promise<ListWatch> {
     const watch: ListWatch = new ListWatch({
-      client: w.clusters.client(platform, apiBindingType),
+      client,
+      labelSelector: key.labelSelector || undefined,
       logger: this.options.logger,
       resumeFrom: await w.checkpoints.resourceVersion(key),
       timeoutSeconds: this.options.config.watch.timeoutSeconds,
       watchdogMs: this.options.config.watch.idleTimeoutSeconds * 1000,
-      handler: {
-        onEvent: (change, object) => bindings.onEvent(change, object),
-        beginList: () => wholeList((items) => bindings.onList(items)),
-        onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv),
-      },
+      handler: { ...handler, onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv) },
       onReconnect: (reason) => this.metrics.watchReconnects.inc({ watch: watch.name, reason }),
       onRelist: () => this.metrics.watchRelists.inc({ watch: watch.name }),
     });
