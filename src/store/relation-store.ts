@@ -3,11 +3,12 @@
  * routing questions through indexes (no scan of all primaries per event);
  * each reconcile's writes happen in one transaction.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
 import { compositeKey } from '../core/composite-key.js';
+import { TouchBatcher } from './touch-batcher.js';
 
 export interface PrimaryRecord {
   readonly id: ObjectIdentity;
@@ -41,13 +42,15 @@ export interface SelectorRecord {
 export type Clock = () => Date;
 
 export class RelationStore {
-  private touched = new Map<string, { id: ObjectIdentity; at: string }>();
-  private touchTimer: NodeJS.Timeout | undefined;
+  /** "Last synced" times of reconciles that found nothing new, written in batches. */
+  private readonly touches: TouchBatcher;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: Clock = () => new Date(),
-  ) {}
+  ) {
+    this.touches = new TouchBatcher(db);
+  }
 
   async primary(id: ObjectIdentity): Promise<PrimaryRecord | undefined> {
     const row = await this.db.selectFrom('primaries').selectAll().where((eb) => eb.and(columns('', id))).executeTakeFirst();
@@ -185,7 +188,7 @@ export class RelationStore {
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
     if (await this.holds(primary, relations, selectors)) {
-      if (primary.state === 'synced') this.touch(primary.id, at);
+      if (primary.state === 'synced') this.touches.touch(primary.id, at);
       return;
     }
     await this.db.transaction().execute(async (trx) => {
@@ -268,33 +271,9 @@ export class RelationStore {
     );
   }
 
-  /** Moves a primary's "last synced" (and its synced relations') without a transaction of its own; see flushTouches. */
-  private touch(id: ObjectIdentity, at: string): void {
-    this.touched.set(identityKey(id), { id, at });
-    if (this.touched.size >= 500) void this.flushTouches();
-    else this.touchTimer ??= setTimeout(() => void this.flushTouches(), 1000).unref();
-  }
-
   /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
-  async flushTouches(): Promise<void> {
-    clearTimeout(this.touchTimer);
-    this.touchTimer = undefined;
-    if (this.touched.size === 0) return;
-    const batch = this.touched;
-    this.touched = new Map();
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        for (const { id, at } of batch.values()) {
-          // Never backwards: a full save since then wrote a later time.
-          const later = sql<string>`max(coalesce(last_synced_at, ''), ${at})`;
-          await trx.updateTable('primaries').set({ last_synced_at: later }).where((eb) => eb.and(columns('', id))).where('state', '=', 'synced').execute();
-          await trx.updateTable('relations').set({ last_synced_at: later }).where((eb) => eb.and(columns('primary_', id))).where('state', '=', 'synced').execute();
-        }
-      });
-    } catch {
-      // Only "last synced" times, flushed from a timer too (where a rejection would end the process): kept for the next flush.
-      for (const [key, touch] of batch) if (!this.touched.has(key)) this.touched.set(key, touch);
-    }
+  flushTouches(): Promise<void> {
+    return this.touches.flush();
   }
 
   /**
