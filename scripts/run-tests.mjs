@@ -104,7 +104,9 @@ function stillRunning(started) {
   });
 }
 
-const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', env });
+// Test files one at a time unless RELSYNC_TEST_CONCURRENCY says otherwise (each boots its own control planes).
+const concurrency = Number(process.env.RELSYNC_TEST_CONCURRENCY ?? 1) || 1;
+const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], { stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', async (code, signal) => {
   const started = reap();
