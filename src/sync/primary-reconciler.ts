@@ -13,17 +13,13 @@
  */
 import type { Logger } from 'pino';
 import { ExpiringMap } from '../util/expiring-map.js';
-
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
-import { labelValueProblem, matchesSelector, selectorQuery } from '../core/label-selector.js';
-import { provenanceProblem } from '../rules/provenance.js';
-import { namespaceProblem, objectNameProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
-import { renderSelector } from '../rules/selector-template.js';
+import { matchesSelector, selectorQuery } from '../core/label-selector.js';
+import { namespaceProblem, objectNameProblem, sidesOf, type RelatedPair, type ResolveInput } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
@@ -34,13 +30,13 @@ import { isServiceOriginCopy } from './copy-of.js';
 import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { EventRecorder } from './event-recorder.js';
-import { LiveReads, metadataOnly, type ObjectReads } from './object-reads.js';
+import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
-import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
 import { compositeKey } from '../core/composite-key.js';
+import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -67,32 +63,7 @@ export interface ReconcilerDeps {
   readonly copyNamespaces: CopyNamespaces;
 }
 
-type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'> & {
-  /** Nothing will announce that this failure is over (a namespace relsync may not create): look again soon. */
-  readonly retrySoon?: boolean;
-};
 
-/** A relation this reconcile is about to act on, stored as pending before it does. */
-type Claim = Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>;
-
-/** What one rule resolved to in phase 2. */
-interface Found {
-  readonly pairs: readonly RelatedPair[];
-  readonly problems: readonly string[];
-  /** The rule could not be evaluated: its stored relations are kept as they are. */
-  readonly keepStored?: boolean;
-}
-
-/** One rule's phase-1 result for one primary. */
-interface RulePlan {
-  readonly input: ResolveInput;
-  /** Reference and template rules: the resolved names. */
-  readonly named?: Resolution;
-  /** Selector rules: the rendered selector. */
-  readonly selector?: SelectorRecord;
-  /** A selector that could not be rendered. */
-  readonly problems?: string[];
-}
 
 export class PrimaryReconciler {
   private readonly finalizer: string;
@@ -100,8 +71,11 @@ export class PrimaryReconciler {
 
   private readonly policy: CopyPolicy;
   private readonly copyNamespaces: CopyNamespaces;
+  /** Which related objects a primary's rules find (related-finder.ts). */
+  private readonly finder: RelatedFinder;
 
   constructor(private readonly deps: ReconcilerDeps) {
+    this.finder = new RelatedFinder(deps);
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
@@ -205,7 +179,7 @@ export class PrimaryReconciler {
     // (names, rendered selectors) is stored before those objects are read, so
     // that an object created while this reconcile runs is routed here (the
     // queue then runs this primary again) instead of being missed.
-    const plans = resource.rules.map((rule) => this.plan({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } }));
+    const plans = resource.rules.map((rule) => this.finder.plan({ rule, primary: synced, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context: { ...context, object: synced } }));
     const selectors = plans.flatMap((p) => (p.selector ? [p.selector] : []));
     // The stored relations are read once: only this reconcile writes this primary's rows meanwhile.
     const stored = await this.keptRelations(id);
@@ -215,7 +189,7 @@ export class PrimaryReconciler {
 
     const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
-      const result = await this.findRelated(reads, resource, plan, synced).catch((err: unknown): Found => {
+      const result = await this.finder.findRelated(reads, resource, plan, synced).catch((err: unknown): Found => {
         if (!isForbidden(err)) throw err;
         const { rule } = plan.input;
         const sourceCluster = sidesOf(plan.input).sourceCluster;
@@ -223,7 +197,7 @@ export class PrimaryReconciler {
       });
       found.push({ plan, ...result });
     }
-    this.capRelated(found, stored);
+    this.finder.capRelated(found, stored);
     // Claim what selector and inverse rules found before touching any copy: another primary's
     // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
     // and keeps it, or, if it already decided, its delete is routed here by the claim and this
@@ -277,24 +251,6 @@ export class PrimaryReconciler {
   /** Clusters whose count was at or over limits.primariesPerCluster a moment ago. */
   private readonly overLimit = new ExpiringMap<string, number>(10_000);
 
-  /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
-  private plan(input: ResolveInput): RulePlan {
-    const { rule } = input;
-    const finder = rule.finder;
-    if (finder.kind === 'reference' || finder.kind === 'template') return { input, named: resolveRelated(input) };
-    if (finder.kind === 'selector') {
-      const sides = sidesOf(input);
-      const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
-      // An empty namespace would LIST every namespace of the source cluster: never what a rule means.
-      const badNamespace = rule.sourceType.namespaced ? namespaceProblem(namespace) : undefined;
-      if (badNamespace) return { input, problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`] };
-      const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
-      if (!rendered.selector) return { input, problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`) };
-      return { input, selector: { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector } };
-    }
-    return { input };
-  }
-
   /**
    * Stores what this reconcile is about to act on, when the store does not
    * hold it yet: the primary, its new relations as pending claims, its
@@ -320,63 +276,6 @@ export class PrimaryReconciler {
     return next;
   }
 
-  /**
-   * Phase 2 of one rule: the related objects. Names come from phase 1 for
-   * reference and template rules; selector and inverse rules LIST the objects
-   * (by the rendered selector, or those that name this primary).
-   */
-  private async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan, primary: KubeObject): Promise<Found> {
-    const { input } = plan;
-    const { rule } = input;
-    const finder = rule.finder;
-    if (plan.named) return plan.named;
-    if (plan.problems) return { pairs: [], problems: plan.problems, keepStored: true };
-    const sides = sidesOf(input);
-    const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
-    if (finder.kind === 'selector') {
-      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit(), project: projectionFor(finder.rewrite) });
-      return pairsForObjects(input, items);
-    }
-    if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
-    const owner = sides.sourceObject.metadata;
-    const unusable = finder.owner.kind === 'label' ? labelValueProblem(owner.name ?? '') : undefined;
-    if (finder.owner.kind === 'label' && unusable) {
-      // No object can carry a label with this value: the rule matches nothing for this primary
-      // (a LIST by it would be refused), and the primary's other rules go on.
-      const message = `rule ${rule.id} finds nothing for this object: no object can name it in the label ${finder.owner.key} (${unusable})`;
-      await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
-      return { pairs: [], problems: [] };
-    }
-    const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
-    if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };
-    const { kind, group } = resource.primaryType;
-    const ownerOf = (o: KubeObject) => {
-      const ref = inverseOwner(finder, o, kind, group);
-      return ref && `${ref.namespace}/${ref.name}`;
-    };
-    const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
-      namespace: finder.namespaceFrom ? undefined : namespace,
-      selector: inverseListSelector(finder, owner.name ?? ''),
-      indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
-      accept: (o) => {
-        if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
-        const ref = inverseOwner(finder, o, kind, group);
-        return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
-      },
-      limit: this.listLimit(),
-      project: projectionFor(finder.rewrite),
-    });
-    return pairsForObjects(input, mine);
-  }
-
-  /**
-   * How many objects one selector or inverse rule lists at most: one more than a primary may copy,
-   * so that capRelated sees there are too many and says so, without holding all a tenant made.
-   */
-  private listLimit(): number {
-    return (this.deps.limits?.relatedPerPrimary ?? 500) + 1;
-  }
-
   /** Why relsync may not touch a type in a cluster, worded for the user (for a kcp workspace: the claim to accept). */
   private forbidden(cluster: string, type: ResourceClient['type'], verb: 'read' | 'list'): string {
     const what = type.group ? `${type.resource}.${type.group}` : type.resource;
@@ -391,36 +290,6 @@ export class PrimaryReconciler {
     return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
   }
 
-  /**
-   * At most `limits.relatedPerPrimary` related objects per primary, over all its rules in their
-   * order; within a rule, the ones already stored first, then by source name, so that a copy made
-   * before is not dropped for a newcomer; the rest is a problem on the primary. (Selector and
-   * inverse rules list at most one past the limit, in the API server's order: beyond that, a
-   * stored one may give way.)
-   */
-  private capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): void {
-    const had = new Set(stored.map(claimKey));
-    let left = this.deps.limits?.relatedPerPrimary ?? 500;
-    for (let i = 0; i < found.length; i++) {
-      const f = found[i]!;
-      if (f.keepStored) continue;
-      if (f.pairs.length <= left) {
-        left -= f.pairs.length;
-        continue;
-      }
-      const rule = f.plan.input.rule;
-      const key = (p: RelatedPair) => `${had.has(claimKey({ ruleId: rule.id, origin: rule.origin, ...p })) ? 0 : 1}${identityKey(p.source)}`;
-      const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-      const limit = this.deps.limits?.relatedPerPrimary ?? 500;
-      // Selector and inverse rules stop listing one past the limit (listLimit): their count is then a floor.
-      const listed = rule.finder.kind === 'selector' || rule.finder.kind === 'inverse';
-      const count = listed && f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
-      const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
-      found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
-      left = 0;
-    }
-  }
-
   /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
   private sizeRefusal(serialized: string): string | undefined {
     const limit = this.deps.limits?.copyBytes ?? 1024 * 1024;
@@ -431,30 +300,6 @@ export class PrimaryReconciler {
   /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
   private secretRefusal(type: { group: string; resource: string }, content: { fields: Record<string, unknown> }): string | undefined {
     return isSecret(type) && typeof content.fields.type === 'string' ? this.policy.secretTypeRefusal(content.fields.type) : undefined;
-  }
-
-  /**
-   * A service-side object is a source only if it shows it is the copy's (rules/provenance.ts): a
-   * tenant, who writes the copy's spec, must not name one of the operator's own objects.
-   */
-  private isProven(input: ResolveInput, source: KubeObject): boolean {
-    const { provenance } = input.rule;
-    if (input.rule.origin !== 'service' || !provenance) return true;
-    const problem = provenanceProblem(provenance, source, input.copy, input.context);
-    if (problem === undefined) return true;
-    this.deps.metrics.unprovenSources.inc({ rule: input.rule.id });
-    this.deps.logger.debug({ rule: input.rule.id, copy: `${input.copy.metadata.namespace ?? ''}/${input.copy.metadata.name ?? ''}`, object: `${source.metadata.namespace ?? ''}/${source.metadata.name ?? ''}`, problem }, 'a service-side object is not the copy\'s own: not a source');
-    return false;
-  }
-
-  /** A service-side object relsync wrote (a copy of something of the tenant's) is never a service-origin source. */
-  private isOwnCopyAsServiceSource(rule: ResolvedRule, object: KubeObject): boolean {
-    return rule.origin === 'service' && this.isOwnCopy(object);
-  }
-
-  /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
-  private isOwnCopy(object: KubeObject): boolean {
-    return markedSource(object, this.deps.agentName) !== undefined;
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
@@ -615,7 +460,7 @@ export class PrimaryReconciler {
     }
     // A source that is not provably the copy's reads as absent, with the same message: the tenant
     // learns nothing about the provider's objects, not even that one of that name exists.
-    const source = sourceRead.object && !this.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
+    const source = sourceRead.object && !this.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
     const existing = destRead.object;
     const marked = existing ? markedSource(existing, this.deps.agentName) : undefined;
 
@@ -809,14 +654,6 @@ function isSecret(type: { group: string; resource: string }): boolean {
   return type.group === '' && type.resource === 'secrets';
 }
 
-function claimKey(c: Claim): string {
-  return compositeKey(c.ruleId, identityKey(c.source), identityKey(c.destination));
-}
-
-function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {
-  return pairs.map((pair) => ({ ruleId: rule.id, origin: rule.origin, ...pair }));
-}
-
 function isOwnedBy(marked: ObjectIdentity | undefined, source: ObjectIdentity): boolean {
   return marked !== undefined && sameIdentity(marked, source);
 }
@@ -834,11 +671,3 @@ function prefixed(what: string, problem: string | undefined): string | undefined
   return problem ? `${what} ${problem}` : undefined;
 }
 
-/**
- * What a selector or inverse rule keeps of each object it finds: the metadata (names, labels, marks
- * and owners are all it reads; the content is read again when copied), unless its rewrite template
- * reads the object itself (`related`).
- */
-function projectionFor(rewrite: NameRewrite | undefined): ((object: KubeObject) => KubeObject) | undefined {
-  return rewrite?.kind === 'template' && rewrite.template.uses('related') ? undefined : metadataOnly;
-}

@@ -1,0 +1,209 @@
+/**
+ * Finding a primary's related objects, rule by rule: phase 1 renders names
+ * or a selector from the primary (no API calls), phase 2 reads or lists what
+ * they name, keeping only what may be a source (never relsync's own copies;
+ * on the service side, only what shows it is the copy's), and the whole is
+ * capped at limits.relatedPerPrimary. The reconciler decides what to write.
+ */
+import type { Logger } from 'pino';
+import { identityKey } from '../core/identity.js';
+import { compositeKey } from '../core/composite-key.js';
+import { labelValueProblem } from '../core/label-selector.js';
+import type { KubeObject } from '../core/object.js';
+import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
+import { provenanceProblem } from '../rules/provenance.js';
+import { namespaceProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
+import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
+import { renderSelector } from '../rules/selector-template.js';
+import type { RelationRecord, SelectorRecord } from '../store/relation-store.js';
+import type { EventRecorder } from './event-recorder.js';
+import { markedSource } from './marks.js';
+import { metadataOnly, type ObjectReads } from './object-reads.js';
+import type { ResolvedResource } from './resolved-config.js';
+import type { SyncMetrics } from './sync-metrics.js';
+
+/** What a reconcile makes of one relation (the store's record, before it is saved). */
+export type RelationOutcome = Omit<RelationRecord, 'lastSyncedAt' | 'primary'> & {
+  /** Nothing will announce that this failure is over (a namespace relsync may not create): look again soon. */
+  readonly retrySoon?: boolean;
+};
+
+/** A relation this reconcile is about to act on, stored as pending before it does. */
+export type Claim = Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>;
+
+/** What one rule resolved to in phase 2. */
+export interface Found {
+  readonly pairs: readonly RelatedPair[];
+  readonly problems: readonly string[];
+  /** The rule could not be evaluated: its stored relations are kept as they are. */
+  readonly keepStored?: boolean;
+}
+
+/** One rule's phase-1 result for one primary. */
+export interface RulePlan {
+  readonly input: ResolveInput;
+  /** Reference and template rules: the resolved names. */
+  readonly named?: Resolution;
+  /** Selector rules: the rendered selector. */
+  readonly selector?: SelectorRecord;
+  /** A selector that could not be rendered. */
+  readonly problems?: string[];
+}
+
+export interface RelatedFinderDeps {
+  readonly agentName: string;
+  readonly recorder: EventRecorder;
+  readonly metrics: SyncMetrics;
+  readonly logger: Logger;
+  readonly limits?: { readonly relatedPerPrimary: number } | undefined;
+}
+
+export class RelatedFinder {
+  constructor(private readonly deps: RelatedFinderDeps) {}
+
+  /** Phase 1 of one rule: names (reference, template) or the rendered selector; no API calls. */
+  plan(input: ResolveInput): RulePlan {
+    const { rule } = input;
+    const finder = rule.finder;
+    if (finder.kind === 'reference' || finder.kind === 'template') return { input, named: resolveRelated(input) };
+    if (finder.kind === 'selector') {
+      const sides = sidesOf(input);
+      const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
+      // An empty namespace would LIST every namespace of the source cluster: never what a rule means.
+      const badNamespace = rule.sourceType.namespaced ? namespaceProblem(namespace) : undefined;
+      if (badNamespace) return { input, problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`] };
+      const rendered = renderSelector(finder.requirements, finder.allowEmpty, input.context, `${rule.where}.selector`);
+      if (!rendered.selector) return { input, problems: rendered.problems.map((p) => `rule ${rule.id}: ${p}`) };
+      return { input, selector: { ruleId: rule.id, scope: { cluster: sides.sourceCluster, group: rule.sourceType.group, resource: rule.sourceType.resource, namespace }, selector: rendered.selector } };
+    }
+    return { input };
+  }
+
+  /**
+   * Phase 2 of one rule: the related objects. Names come from phase 1 for
+   * reference and template rules; selector and inverse rules LIST the objects
+   * (by the rendered selector, or those that name this primary).
+   */
+  async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan, primary: KubeObject): Promise<Found> {
+    const { input } = plan;
+    const { rule } = input;
+    const finder = rule.finder;
+    if (plan.named) return plan.named;
+    if (plan.problems) return { pairs: [], problems: plan.problems, keepStored: true };
+    const sides = sidesOf(input);
+    const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
+    if (finder.kind === 'selector') {
+      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit(), project: projectionFor(finder.rewrite) });
+      return pairsForObjects(input, items);
+    }
+    if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
+    const owner = sides.sourceObject.metadata;
+    const unusable = finder.owner.kind === 'label' ? labelValueProblem(owner.name ?? '') : undefined;
+    if (finder.owner.kind === 'label' && unusable) {
+      // No object can carry a label with this value: the rule matches nothing for this primary
+      // (a LIST by it would be refused), and the primary's other rules go on.
+      const message = `rule ${rule.id} finds nothing for this object: no object can name it in the label ${finder.owner.key} (${unusable})`;
+      await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
+      return { pairs: [], problems: [] };
+    }
+    const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
+    if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };
+    const { kind, group } = resource.primaryType;
+    const ownerOf = (o: KubeObject) => {
+      const ref = inverseOwner(finder, o, kind, group);
+      return ref && `${ref.namespace}/${ref.name}`;
+    };
+    const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
+      namespace: finder.namespaceFrom ? undefined : namespace,
+      selector: inverseListSelector(finder, owner.name ?? ''),
+      indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
+      accept: (o) => {
+        if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
+        const ref = inverseOwner(finder, o, kind, group);
+        return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
+      },
+      limit: this.listLimit(),
+      project: projectionFor(finder.rewrite),
+    });
+    return pairsForObjects(input, mine);
+  }
+
+  /**
+   * How many objects one selector or inverse rule lists at most: one more than a primary may copy,
+   * so that capRelated sees there are too many and says so, without holding all a tenant made.
+   */
+  private listLimit(): number {
+    return (this.deps.limits?.relatedPerPrimary ?? 500) + 1;
+  }
+
+  /**
+   * At most `limits.relatedPerPrimary` related objects per primary, over all its rules in their
+   * order; within a rule, the ones already stored first, then by source name, so that a copy made
+   * before is not dropped for a newcomer; the rest is a problem on the primary. (Selector and
+   * inverse rules list at most one past the limit, in the API server's order: beyond that, a
+   * stored one may give way.)
+   */
+  capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): void {
+    const had = new Set(stored.map(claimKey));
+    let left = this.deps.limits?.relatedPerPrimary ?? 500;
+    for (let i = 0; i < found.length; i++) {
+      const f = found[i]!;
+      if (f.keepStored) continue;
+      if (f.pairs.length <= left) {
+        left -= f.pairs.length;
+        continue;
+      }
+      const rule = f.plan.input.rule;
+      const key = (p: RelatedPair) => `${had.has(claimKey({ ruleId: rule.id, origin: rule.origin, ...p })) ? 0 : 1}${identityKey(p.source)}`;
+      const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+      const limit = this.deps.limits?.relatedPerPrimary ?? 500;
+      // Selector and inverse rules stop listing one past the limit (listLimit): their count is then a floor.
+      const listed = rule.finder.kind === 'selector' || rule.finder.kind === 'inverse';
+      const count = listed && f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
+      const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
+      found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
+      left = 0;
+    }
+  }
+
+  /**
+   * A service-side object is a source only if it shows it is the copy's (rules/provenance.ts): a
+   * tenant, who writes the copy's spec, must not name one of the operator's own objects.
+   */
+  isProven(input: ResolveInput, source: KubeObject): boolean {
+    const { provenance } = input.rule;
+    if (input.rule.origin !== 'service' || !provenance) return true;
+    const problem = provenanceProblem(provenance, source, input.copy, input.context);
+    if (problem === undefined) return true;
+    this.deps.metrics.unprovenSources.inc({ rule: input.rule.id });
+    this.deps.logger.debug({ rule: input.rule.id, copy: `${input.copy.metadata.namespace ?? ''}/${input.copy.metadata.name ?? ''}`, object: `${source.metadata.namespace ?? ''}/${source.metadata.name ?? ''}`, problem }, 'a service-side object is not the copy\'s own: not a source');
+    return false;
+  }
+
+  /** A service-side object relsync wrote (a copy of something of the tenant's) is never a service-origin source. */
+  isOwnCopyAsServiceSource(rule: ResolvedRule, object: KubeObject): boolean {
+    return rule.origin === 'service' && this.isOwnCopy(object);
+  }
+
+  /** relsync's own copies are never sources: a copied label must not make a copy its own source. */
+  isOwnCopy(object: KubeObject): boolean {
+    return markedSource(object, this.deps.agentName) !== undefined;
+  }
+}
+
+export function claimKey(c: Claim): string {
+  return compositeKey(c.ruleId, identityKey(c.source), identityKey(c.destination));
+}
+
+export function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {
+  return pairs.map((pair) => ({ ruleId: rule.id, origin: rule.origin, ...pair }));
+}
+
+/**
+ * What a selector or inverse rule keeps of each object it finds: the metadata (names, labels, marks
+ * and owners are all it reads; the content is read again when copied), unless its rewrite template
+ * reads the object itself (`related`).
+ */
+function projectionFor(rewrite: NameRewrite | undefined): ((object: KubeObject) => KubeObject) | undefined {
+  return rewrite?.kind === 'template' && rewrite.template.uses('related') ? undefined : metadataOnly;
+}
