@@ -14,7 +14,7 @@ const floors = { cli: 6, controller: 5, sync: 4, server: 4, config: 3, rules: 2,
 function files(dir) {
   return readdirSync(dir).flatMap((entry) => {
     const path = join(dir, entry);
-    return statSync(path).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : [];
+    return statSync(path).isDirectory() ? files(path) : /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
   });
 }
 
@@ -25,16 +25,32 @@ for (const file of files('src')) {
     problems.push(`${file}: the folder src/${folder} has no floor in scripts/check-layers.mjs`);
     continue;
   }
-  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-    const spec = /(?:from|import\()\s*'(\.{1,2}\/[^']+)'/.exec(line)?.[1];
-    if (!spec) return;
-    const target = relative('src', normalize(join(dirname(file), spec))).split('/')[0];
-    if (target === folder || !(target in floors)) return;
+  const text = readFileSync(file, 'utf8');
+  // Every relative module specifier: `from '…'` / `from "…"` (imports and re-exports, over line
+  // breaks too), bare `import '…'`, and `import('…')`; a template literal in import() is refused.
+  const specifiers = /(?:\bfrom\s*|\bimport\s*\(?\s*)(['"`])(\.{1,2}\/[^'"`]*)\1/g;
+  for (const match of text.matchAll(/\bimport\s*\(\s*`/g)) {
+    problems.push(`${file}:${text.slice(0, match.index).split('\n').length}: a computed import path cannot be checked`);
+  }
+  for (const match of text.matchAll(specifiers)) {
+    const [, quote, spec] = match;
+    const line = text.slice(0, match.index).split('\n').length;
+    if (quote === '`') {
+      problems.push(`${file}:${line}: a computed import path cannot be checked: ${spec}`);
+      continue;
+    }
+    const path = relative('src', normalize(join(dirname(file), spec)));
+    const target = path.split('/')[0];
+    if (path.startsWith('..')) {
+      problems.push(`${file}:${line}: src/${folder} imports from outside src: ${spec}`);
+      continue;
+    }
+    if (target === folder || !(target in floors)) continue;
     if (floors[target] >= floors[folder]) {
       const way = floors[target] === floors[folder] ? 'sideways' : 'up';
-      problems.push(`${file}:${i + 1}: src/${folder} imports src/${target} (${way}): ${spec}`);
+      problems.push(`${file}:${line}: src/${folder} imports src/${target} (${way}): ${spec}`);
     }
-  });
+  }
 }
 if (problems.length > 0) {
   console.error(`imports against the layers (cli → controller → sync, server → config → rules, store, kube → core → util):\n${problems.join('\n')}`);

@@ -16,7 +16,9 @@ export class FakeClock implements Clock {
 
   after(ms: number, fn: () => void): Timer {
     const id = this.seq++;
-    this.timers.set(id, { at: this.time + ms, fn });
+    // As setTimeout: a negative or NaN delay is about 1 ms, never the past.
+    const delay = Number.isFinite(ms) && ms >= 1 ? ms : 1;
+    this.timers.set(id, { at: this.time + delay, fn });
     return { cancel: () => void this.timers.delete(id) };
   }
 
