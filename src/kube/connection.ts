@@ -117,11 +117,6 @@ export class Connection {
 
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    return (await this.requestSized<T>(method, path, options)).body;
-  }
-
-  /** Like request(), also giving the answer's size in characters (LIST pages size themselves by it). */
-  async requestSized<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<{ body: T; size: number }> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.open(method, path, options, this.requestTimeoutMs);
       const status = res.statusCode ?? 0;
@@ -138,9 +133,9 @@ export class Connection {
         continue;
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterHeader(res));
-      if (!text) return { body: undefined as T, size: 0 };
+      if (!text) return undefined as T;
       try {
-        return { body: JSON.parse(text) as T, size: text.length };
+        return JSON.parse(text) as T;
       } catch {
         // JSON.parse's message quotes the text, which may hold an object's data
         throw new Error(`${method} ${path}: the answer (${Buffer.byteLength(text)} bytes) is not JSON`);

@@ -21,8 +21,6 @@ export interface ListPage {
   readonly items: KubeObject[];
   readonly resourceVersion: string;
   readonly continueToken: string | undefined;
-  /** The answer's length in characters: what the page held in memory as text. */
-  readonly size: number;
 }
 
 /** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
@@ -85,10 +83,10 @@ export class ResourceClient {
    * One page of a LIST; items get the `kind`/`apiVersion` that LIST leaves
    * out, and lose their managedFields, which relsync never reads and which
    * are most of a listed object's size (a PUT without them keeps the
-   * server's). `size` is the answer's length in characters.
+   * server's).
    */
   async listPage(options: ListOptions & { readonly maxBytes?: number } = {}): Promise<ListPage> {
-    const request = () => this.connection.requestSized<ObjectList>('GET', this.path(options.namespace), {
+    const request = () => this.connection.request<ObjectList>('GET', this.path(options.namespace), {
       maxBytes: options.maxBytes,
       query: {
         labelSelector: options.labelSelector,
@@ -97,12 +95,12 @@ export class ResourceClient {
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
     });
-    const { body: list, size } = await (this.pageSlots ? this.pageSlots.run(request) : request());
+    const list = await (this.pageSlots ? this.pageSlots.run(request) : request());
     const items = (list.items ?? []).map((o) => {
       delete o.metadata.managedFields;
       return this.withType(o);
     });
-    return { items, resourceVersion: list.metadata.resourceVersion ?? '', continueToken: list.metadata.continue || undefined, size };
+    return { items, resourceVersion: list.metadata.resourceVersion ?? '', continueToken: list.metadata.continue || undefined };
   }
 
   /**

@@ -44,7 +44,8 @@ describe('LIST pages sized by bytes', () => {
     let biggest = 0;
     for await (const page of client.pages()) {
       pages++;
-      biggest = Math.max(biggest, page.size);
+      // A page's size as text (the API server's answer, less the managedFields relsync drops).
+      biggest = Math.max(biggest, JSON.stringify(page.items).length);
       for (const item of page.items) {
         count++;
         names.add(`${item.metadata.namespace}/${item.metadata.name}`);
