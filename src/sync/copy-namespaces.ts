@@ -26,12 +26,11 @@
 import type { Logger } from 'pino';
 import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.js';
 import { isAlreadyExists, isConflict, isForbidden } from '../kube/api-error.js';
-import type { ClusterSet } from '../kube/cluster-set.js';
-import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
+import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import type { ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
@@ -71,7 +70,7 @@ export class CopyNamespaces {
    * (POD_NAMESPACE or the config); undefined for a process that cannot tell (`relsync sweep` run
    * by hand outside the cluster), which then neither records nor checks installations.
    */
-  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterSet; readonly logger: Logger; readonly installation: string | undefined }) {}
+  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterAccess; readonly logger: Logger; readonly installation: string | undefined }) {}
 
   /** Where the copies of a primary (whose template variables are `context`) go. */
   nameFor(resource: ResolvedResource, source: ServedSource, context: TemplateContext): string {
@@ -113,7 +112,7 @@ export class CopyNamespaces {
     return true;
   }
 
-  private async check(namespaces: ResourceClient, naming: NamespaceNaming, source: ServedSource, name: string, read: KubeObject | undefined): Promise<string | undefined> {
+  private async check(namespaces: ObjectClient, naming: NamespaceNaming, source: ServedSource, name: string, read: KubeObject | undefined): Promise<string | undefined> {
     let current = read;
     for (let attempt = 0; ; attempt++) {
       if (!current) {

@@ -4,7 +4,7 @@
  * repeated within `repeatAfterMs`; the memory of what was sent is capped.
  */
 import type { Logger } from 'pino';
-import type { ClusterSet } from '../kube/cluster-set.js';
+import type { ClusterAccess } from './cluster-access.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { compositeKey } from '../core/composite-key.js';
@@ -12,7 +12,7 @@ import { compositeKey } from '../core/composite-key.js';
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
 
 export interface EventRecorderOptions {
-  readonly clusters: ClusterSet;
+  readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly agentName: string;
   readonly logger: Logger;
   readonly repeatAfterMs?: number;

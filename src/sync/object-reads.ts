@@ -4,7 +4,7 @@
  * so that a sweep with nothing to do costs its LISTs, not a GET per object.
  * Writes always go to the API servers.
  */
-import type { ClusterSet } from '../kube/cluster-set.js';
+import type { ClusterAccess } from './cluster-access.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { selectorQuery, type LabelSelector } from '../core/label-selector.js';
@@ -48,7 +48,7 @@ export interface ObjectReads {
 }
 
 export class LiveReads implements ObjectReads {
-  constructor(private readonly clusters: ClusterSet) {}
+  constructor(private readonly clusters: Pick<ClusterAccess, 'client'>) {}
 
   get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
     return this.clusters.client(cluster, type).get(namespace, name);

@@ -14,10 +14,8 @@
 import type { Logger } from 'pino';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
-import type { ClusterSet } from '../kube/cluster-set.js';
 import type { KubeObject } from '../core/object.js';
-import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
-import type { ResourceClient } from '../kube/resource-client.js';
+import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { matchesSelector, selectorQuery } from '../core/label-selector.js';
 import { namespaceProblem, objectNameProblem, sidesOf, type RelatedPair, type ResolveInput } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
@@ -25,22 +23,24 @@ import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from
 import type { PrimaryRecord, RelationRecord, RelationStore, SelectorRecord } from '../store/relation-store.js';
 import type { PrimaryState, RelationState } from '../store/schema.js';
 import { done, type Result } from '../core/result.js';
-import { contentOf, stableJson, deepEqual, isUpToDate, mergeCopiedMap, withCopiedKeys } from './content.js';
+import { contentOf, stableJson, deepEqual, withCopiedKeys } from './content.js';
 import { isServiceOriginCopy } from './copy-of.js';
-import { namespaceType, type CopyNamespaces } from './copy-namespaces.js';
+import type { CopyNamespaces } from './copy-namespaces.js';
+import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { EventRecorder } from './event-recorder.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
-import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, finalizerName, markedSource, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import { compositeKey } from '../core/composite-key.js';
+import { CopyWriter, MissingNamespaceError } from './copy-writer.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
-  readonly clusters: ClusterSet;
+  readonly clusters: ClusterAccess;
   readonly store: RelationStore;
   readonly recorder: EventRecorder;
   readonly logger: Logger;
@@ -73,6 +73,8 @@ export class PrimaryReconciler {
   private readonly copyNamespaces: CopyNamespaces;
   /** Which related objects a primary's rules find (related-finder.ts). */
   private readonly finder: RelatedFinder;
+  /** Creates, updates and deletes copies, never one without relsync's marks (copy-writer.ts). */
+  private readonly writer: CopyWriter;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -80,6 +82,7 @@ export class PrimaryReconciler {
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
     this.live = new LiveReads(deps.clusters);
+    this.writer = new CopyWriter(deps);
   }
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
@@ -277,7 +280,7 @@ export class PrimaryReconciler {
   }
 
   /** Why relsync may not touch a type in a cluster, worded for the user (for a kcp workspace: the claim to accept). */
-  private forbidden(cluster: string, type: ResourceClient['type'], verb: 'read' | 'list'): string {
+  private forbidden(cluster: string, type: ObjectClient['type'], verb: 'read' | 'list'): string {
     const what = type.group ? `${type.resource}.${type.group}` : type.resource;
     if (this.deps.clusters.get(cluster).kind === 'logical') {
       return `relsync may not ${verb} ${what} in this workspace: accept the APIExport's permission claim for ${what} in the APIBinding`;
@@ -352,11 +355,8 @@ export class PrimaryReconciler {
   private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>): Promise<Result | undefined> {
     const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
     const copy = await copies.get(copyId.namespace, copyId.name);
-    if (!copy || !isOwnedBy(markedSource(copy, this.deps.agentName), id) || copiesAnotherUid(copy, uids)) return undefined;
-    if (!copy.metadata.deletionTimestamp) {
-      await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
-      this.deps.onDeleted?.(copyId);
-      this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
+    if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
+    if (!copy.metadata.deletionTimestamp && (await this.writer.deleteIfMarked(copies, 'primary', copyId, id, copy))) {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }
     if (await copies.get(copyId.namespace, copyId.name)) {
@@ -369,71 +369,25 @@ export class PrimaryReconciler {
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
   private async deleteOwnedCopy(resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
     const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
-    const copy = await copies.get(copyId.namespace, copyId.name);
-    if (copy && isOwnedBy(markedSource(copy, this.deps.agentName), owner)) {
-      await copies.delete(copyId.namespace, copyId.name, copy.metadata.uid);
-      this.deps.onDeleted?.(copyId);
-      this.deps.metrics.copiesRemoved.inc({ kind: 'primary' });
-    }
+    await this.writer.deleteIfMarked(copies, 'primary', copyId, owner, await copies.get(copyId.namespace, copyId.name));
   }
 
-  private async ensureFinalizer(client: ResourceClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
+  private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return this.recorded(id, client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+    return this.writer.recorded(id, await client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
-  /** Remembers the version a write of relsync's produced, so its own watch event is not routed back here. */
-  private async recorded(id: ObjectIdentity, write: Promise<KubeObject>): Promise<KubeObject> {
-    const written = await write;
-    this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
-    return written;
-  }
-
-  /** A platform namespace a service-origin copy goes to, after a create said it is missing (service-side ones: copy-namespaces.ts). */
-  private async createNamespace(cluster: string, name: string): Promise<void> {
-    const namespaces = this.deps.clusters.client(cluster, namespaceType);
-    try {
-      await namespaces.create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName } } });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
-  }
-
-  private async syncCopy(reads: ObjectReads, copies: ResourceClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
+  private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
     const desired = contentOf(primary, this.policy);
     const marks = withCopiedKeys(marksFor(this.deps.agentName, id, primary.metadata.uid), desired);
     const existing = await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
-    const body: KubeObject = {
-      ...desired.fields,
-      metadata: {
-        name: copyId.name,
-        ...(copyId.namespace ? { namespace: copyId.namespace } : {}),
-        labels: { ...desired.labels, ...marks.labels },
-        annotations: { ...desired.annotations, ...marks.annotations },
-      },
-    };
-    if (!existing) {
-      const created = await copies.create(copyId.namespace, body);
-      this.deps.ownWrites?.record(copyId, created.metadata.resourceVersion);
-      this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'create' });
-      return created;
-    }
-    if (!isOwnedBy(markedSource(existing, this.deps.agentName), id)) return 'conflict';
-    if (isUpToDate(desired, marks, existing)) return existing;
-    const updated = await copies.replace({
-      ...existing,
-      ...desired.fields,
-      metadata: { ...existing.metadata, ...mergedMetadata(existing, body.metadata.labels!, body.metadata.annotations!) },
-    });
-    this.deps.ownWrites?.record(copyId, updated.metadata.resourceVersion);
-    this.deps.metrics.copiesWritten.inc({ kind: 'primary', action: 'update' });
-    return updated;
+    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing });
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
-  private async syncStatus(primaries: ResourceClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
+  private async syncStatus(primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return this.recorded(id, primaries.replaceStatus({ ...primary, status: copy.status }));
+    return this.writer.recorded(id, await primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
   private async syncRelated(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {
@@ -443,7 +397,7 @@ export class PrimaryReconciler {
     const sources = clusters.client(pair.source.cluster, rule.sourceType);
     const dests = clusters.client(pair.destination.cluster, rule.destinationType);
     // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
-    const read = async (client: ResourceClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
+    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
       try {
         return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
       } catch (err) {
@@ -462,14 +416,9 @@ export class PrimaryReconciler {
     // learns nothing about the provider's objects, not even that one of that name exists.
     const source = sourceRead.object && !this.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
     const existing = destRead.object;
-    const marked = existing ? markedSource(existing, this.deps.agentName) : undefined;
 
     if (!source) {
-      if (existing && marked && sameIdentity(marked, pair.source)) {
-        await dests.delete(pair.destination.namespace, pair.destination.name, existing.metadata.uid);
-        this.deps.onDeleted?.(pair.destination);
-        metrics.copiesRemoved.inc({ kind: 'related' });
-      }
+      await this.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
     const desired = contentOf(source, this.policy);
@@ -486,11 +435,7 @@ export class PrimaryReconciler {
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
-      if (existing && marked && sameIdentity(marked, pair.source)) {
-        await dests.delete(pair.destination.namespace, pair.destination.name, existing.metadata.uid);
-        this.deps.onDeleted?.(pair.destination);
-        metrics.copiesRemoved.inc({ kind: 'related' });
-      }
+      await this.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
@@ -507,7 +452,7 @@ export class PrimaryReconciler {
         message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
       };
     };
-    if (existing && !(marked && sameIdentity(marked, pair.source))) return conflict();
+    if (existing && !this.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
     // A service-side destination namespace of the rule's own (namespace.destination) serves this
     // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
     const destNamespace = pair.destination.namespace;
@@ -518,51 +463,9 @@ export class PrimaryReconciler {
         return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
       }
     }
-    const write = async (current: KubeObject | undefined): Promise<void> => {
-      if (!current) {
-        const { namespace } = pair.destination;
-        const body: KubeObject = {
-          ...desired.fields,
-          metadata: {
-            name: pair.destination.name,
-            ...(namespace ? { namespace } : {}),
-            labels: { ...desired.labels, ...marks.labels },
-            annotations: { ...desired.annotations, ...marks.annotations },
-          },
-        };
-        const created = await dests.create(namespace, body).catch(async (err: unknown) => {
-          // A service-origin copy into a platform namespace that does not exist (yet): create it, as
-          // relsync does in the service cluster, and where it may not, say so and look again soon.
-          if (!namespace || !isMissingNamespace(err)) throw err;
-          await this.createNamespace(pair.destination.cluster, namespace).catch((e: unknown) => {
-            throw isForbidden(e) ? new MissingNamespaceError(`namespace "${namespace}" does not exist in cluster ${pair.destination.cluster}, and relsync may not create it`) : e;
-          });
-          return dests.create(namespace, body);
-        });
-        this.deps.ownWrites?.record(pair.destination, created.metadata.resourceVersion);
-        metrics.copiesWritten.inc({ kind: 'related', action: 'create' });
-      } else if (!isUpToDate(desired, marks, current)) {
-        const next: KubeObject = { ...current, metadata: { ...current.metadata } };
-        for (const key of ['data', 'binaryData', 'stringData']) delete next[key];
-        Object.assign(next, desired.fields);
-        Object.assign(next.metadata, mergedMetadata(current, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
-        const updated = await dests.replace(next);
-        this.deps.ownWrites?.record(pair.destination, updated.metadata.resourceVersion);
-        metrics.copiesWritten.inc({ kind: 'related', action: 'update' });
-      }
-    };
     try {
-      try {
-        await write(existing);
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-        // Created since it was read, usually by another primary that owns the same source: its
-        // copy of this source is this relation's copy too, which is success, not a conflict.
-        const now = await dests.get(pair.destination.namespace, pair.destination.name);
-        if (!now) throw err;
-        if (!isOwnedBy(markedSource(now, this.deps.agentName), pair.source)) return conflict();
-        await write(now);
-      }
+      const written = await this.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, replacedFields: ['data', 'binaryData', 'stringData'], createsNamespace: true });
+      if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
         const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
@@ -609,11 +512,7 @@ export class PrimaryReconciler {
       return;
     }
     const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
-    const existing = await dests.get(dest.namespace, dest.name);
-    if (existing && isOwnedBy(markedSource(existing, this.deps.agentName), source)) {
-      await dests.delete(dest.namespace, dest.name, existing.metadata.uid);
-      this.deps.onDeleted?.(dest);
-      this.deps.metrics.copiesRemoved.inc({ kind: 'related' });
+    if (await this.writer.deleteIfMarked(dests, 'related', dest, source, await dests.get(dest.namespace, dest.name))) {
       this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     }
   }
@@ -634,15 +533,6 @@ function isTransient(err: unknown): boolean {
   return err.statusCode === 401 || err.statusCode === 429 || err.statusCode >= 500;
 }
 
-/** A 404 to a create whose namespace does not exist (the API server names the namespace, not the object). */
-function isMissingNamespace(err: unknown): boolean {
-  return isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message);
-}
-
-class MissingNamespaceError extends Error {
-  override name = 'MissingNamespaceError';
-}
-
 /** The copy's marks name a source uid that is none of `uids` (copies without one, written by older relsync, name none). */
 function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefined>): boolean {
   const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
@@ -652,19 +542,6 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
 
 function isSecret(type: { group: string; resource: string }): boolean {
   return type.group === '' && type.resource === 'secrets';
-}
-
-function isOwnedBy(marked: ObjectIdentity | undefined, source: ObjectIdentity): boolean {
-  return marked !== undefined && sameIdentity(marked, source);
-}
-
-/** The labels and annotations of an updated copy (see mergeCopiedMap): what the source dropped since the last write goes. */
-function mergedMetadata(existing: KubeObject, labels: Record<string, string>, annotations: Record<string, string>): Pick<KubeObject['metadata'], 'labels' | 'annotations'> {
-  const record = existing.metadata.annotations ?? {};
-  return {
-    labels: mergeCopiedMap(existing.metadata.labels, labels, record[COPIED_LABELS_ANNOTATION]),
-    annotations: mergeCopiedMap(existing.metadata.annotations, annotations, record[COPIED_ANNOTATIONS_ANNOTATION]),
-  };
 }
 
 function prefixed(what: string, problem: string | undefined): string | undefined {

@@ -1,0 +1,263 @@
+/**
+ * Clusters held in memory, for the reconciler's unit tests
+ * (src/sync/cluster-access.ts is the port it implements). It keeps the API
+ * server's rules that the reconciler's decisions depend on — 409 on a name
+ * taken or a stale resourceVersion or uid, 404 with the namespace named when a
+ * namespace is missing, finalizers that hold a delete, status written only
+ * through its subresource — and logs every call, so a test can say exactly
+ * what was written and what was read. End-to-end tests never use it: they run
+ * against real API servers.
+ */
+import { ApiError } from '../../src/kube/api-error.js';
+import type { ListPage } from '../../src/kube/resource-client.js';
+import type { KubeObject } from '../../src/core/object.js';
+import type { ResourceType } from '../../src/core/resource-type.js';
+import type { ClusterAccess, ObjectClient } from '../../src/sync/cluster-access.js';
+
+export interface Call {
+  readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'mergePatch' | 'delete';
+  readonly cluster: string;
+  readonly resource: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+const namespacesType = { group: '', resource: 'namespaces' };
+
+export class MemoryClusters implements ClusterAccess {
+  readonly service: { readonly name: string };
+  readonly calls: Call[] = [];
+  readonly unbound = new Set<string>();
+  private readonly names: Set<string>;
+  private readonly objects = new Map<string, KubeObject>();
+  private version = 0;
+  private uids = 0;
+
+  constructor(service: string, platforms: readonly string[]) {
+    this.service = { name: service };
+    this.names = new Set([service, ...platforms]);
+  }
+
+  has(cluster: string): boolean {
+    return this.names.has(cluster);
+  }
+
+  isUnbound(cluster: string): boolean {
+    return this.unbound.has(cluster);
+  }
+
+  get(cluster: string): { readonly kind: 'kubernetes' } {
+    if (!this.has(cluster)) throw new Error(`unknown cluster ${cluster}`);
+    return { kind: 'kubernetes' };
+  }
+
+  async forgetLogical(cluster: string): Promise<void> {
+    this.names.delete(cluster);
+  }
+
+  client(cluster: string, type: ResourceType): ObjectClient {
+    return new MemoryClient(this, cluster, type);
+  }
+
+  /** Puts an object in place as a user or another controller would, without logging a call. */
+  put(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, object: KubeObject): KubeObject {
+    const stored = this.stamp({ ...structuredClone(object), metadata: { uid: `uid-${++this.uids}`, ...structuredClone(object.metadata) } });
+    this.objects.set(keyOf(cluster, type, object.metadata.namespace ?? '', object.metadata.name ?? ''), stored);
+    return structuredClone(stored);
+  }
+
+  /** Changes an object as its owner would (a new resourceVersion), without logging a call. */
+  edit(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string, change: (o: KubeObject) => void): KubeObject {
+    const o = this.read(cluster, type, namespace, name);
+    if (!o) throw new Error(`no ${type.resource} ${namespace}/${name} in ${cluster}`);
+    change(o);
+    const stored = this.stamp(o);
+    this.objects.set(keyOf(cluster, type, namespace, name), stored);
+    return structuredClone(stored);
+  }
+
+  /** Removes an object at once, finalizers or not (a user's delete after the finalizers went). */
+  remove(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): void {
+    this.objects.delete(keyOf(cluster, type, namespace, name));
+  }
+
+  read(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): KubeObject | undefined {
+    const o = this.objects.get(keyOf(cluster, type, namespace, name));
+    return o && structuredClone(o);
+  }
+
+  /** The calls that changed something, as `verb cluster/resource/namespace/name`; Events left out unless asked. */
+  writes(options: { events?: boolean } = {}): string[] {
+    return this.calls.filter((c) => c.verb !== 'get' && c.verb !== 'list' && (options.events || c.resource !== 'events')).map((c) => `${c.verb} ${c.cluster}/${c.resource}/${c.namespace}/${c.name}`);
+  }
+
+  /** The reasons of the Events created, in order. */
+  eventReasons(): string[] {
+    return [...this.objects.entries()].filter(([k]) => k.includes('\u0000events\u0000')).map(([, o]) => String(o.reason));
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  /** @internal */ log(call: Call): void {
+    this.calls.push(call);
+  }
+
+  /** @internal */ store(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, object: KubeObject | undefined, namespace: string, name: string): void {
+    const key = keyOf(cluster, type, namespace, name);
+    if (object) this.objects.set(key, object);
+    else this.objects.delete(key);
+  }
+
+  /** @internal */ stamp(o: KubeObject): KubeObject {
+    o.metadata.resourceVersion = String(++this.version);
+    return o;
+  }
+
+  /** @internal */ newUid(): string {
+    return `uid-${++this.uids}`;
+  }
+
+  /** @internal */ list(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string | undefined): KubeObject[] {
+    const prefix = keyOf(cluster, type, '', '').slice(0, -2);
+    return [...this.objects.entries()].filter(([k, o]) => k.startsWith(prefix + '\u0000') && (!namespace || o.metadata.namespace === namespace)).map(([, o]) => structuredClone(o));
+  }
+}
+
+class MemoryClient implements ObjectClient {
+  constructor(
+    private readonly world: MemoryClusters,
+    private readonly cluster: string,
+    readonly type: ResourceType,
+  ) {}
+
+  async get(namespace: string, name: string): Promise<KubeObject | undefined> {
+    this.log('get', namespace, name);
+    return this.world.read(this.cluster, this.type, this.ns(namespace), name);
+  }
+
+  async *pages(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): AsyncGenerator<ListPage> {
+    this.log('list', options.namespace ?? '', '');
+    const matches = parseSelector(options.labelSelector ?? '');
+    yield { items: this.world.list(this.cluster, this.type, options.namespace).filter((o) => matches(o.metadata.labels ?? {})), resourceVersion: '0', continueToken: undefined };
+  }
+
+  async listAll(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+    const items: KubeObject[] = [];
+    for await (const page of this.pages(options)) items.push(...page.items);
+    return { items, resourceVersion: '0' };
+  }
+
+  async create(namespace: string, object: KubeObject): Promise<KubeObject> {
+    const ns = this.ns(namespace);
+    const name = object.metadata.name ?? `${String(object.metadata.generateName ?? '')}${this.world.newUid()}`;
+    this.log('create', ns, name);
+    if (ns && !this.world.read(this.cluster, namespacesType, '', ns)) throw status('POST', 404, 'NotFound', `namespaces "${ns}" not found`, ns);
+    if (this.world.read(this.cluster, this.type, ns, name)) throw status('POST', 409, 'AlreadyExists', `${this.type.resource} "${name}" already exists`, name);
+    const stored = this.world.stamp({ ...structuredClone(object), metadata: { ...structuredClone(object.metadata), name, ...(ns ? { namespace: ns } : {}), uid: this.world.newUid() } });
+    delete stored.status;
+    this.world.store(this.cluster, this.type, stored, ns, name);
+    return structuredClone(stored);
+  }
+
+  async replace(object: KubeObject): Promise<KubeObject> {
+    return this.write('replace', object, (current, next) => ({ ...next, ...(current.status === undefined ? {} : { status: current.status }) }));
+  }
+
+  async replaceStatus(object: KubeObject): Promise<KubeObject> {
+    return this.write('replaceStatus', object, (current, next) => ({ ...current, status: next.status }));
+  }
+
+  async mergePatch(namespace: string, name: string, patch: unknown): Promise<KubeObject> {
+    const ns = this.ns(namespace);
+    const current = this.world.read(this.cluster, this.type, ns, name);
+    if (!current) {
+      this.log('mergePatch', ns, name);
+      throw status('PATCH', 404, 'NotFound', `${this.type.resource} "${name}" not found`, name);
+    }
+    return this.write('mergePatch', mergePatch(current, patch) as KubeObject, (_c, next) => next);
+  }
+
+  async delete(namespace: string, name: string, uid?: string): Promise<void> {
+    const ns = this.ns(namespace);
+    this.log('delete', ns, name);
+    const current = this.world.read(this.cluster, this.type, ns, name);
+    if (!current) throw status('DELETE', 404, 'NotFound', `${this.type.resource} "${name}" not found`, name);
+    if (uid !== undefined && current.metadata.uid !== uid) throw status('DELETE', 409, 'Conflict', 'Precondition failed: UID in precondition does not match', name);
+    if ((current.metadata.finalizers ?? []).length > 0) {
+      current.metadata.deletionTimestamp ??= new Date(0).toISOString();
+      this.world.store(this.cluster, this.type, this.world.stamp(current), ns, name);
+    } else {
+      this.world.store(this.cluster, this.type, undefined, ns, name);
+    }
+  }
+
+  private write(verb: 'replace' | 'replaceStatus' | 'mergePatch', object: KubeObject, merge: (current: KubeObject, next: KubeObject) => KubeObject): KubeObject {
+    const ns = this.ns(object.metadata.namespace ?? '');
+    const name = object.metadata.name ?? '';
+    this.log(verb, ns, name);
+    const current = this.world.read(this.cluster, this.type, ns, name);
+    if (!current) throw status('PUT', 404, 'NotFound', `${this.type.resource} "${name}" not found`, name);
+    const rv = object.metadata.resourceVersion;
+    if (rv !== undefined && rv !== current.metadata.resourceVersion) throw status('PUT', 409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again', name);
+    const next = merge(current, structuredClone(object));
+    // What the API server keeps whatever the body says.
+    next.metadata = { ...next.metadata, uid: current.metadata.uid, ...(current.metadata.deletionTimestamp ? { deletionTimestamp: current.metadata.deletionTimestamp } : {}) };
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+      this.world.store(this.cluster, this.type, undefined, ns, name);
+      return next;
+    }
+    const stored = this.world.stamp(next);
+    this.world.store(this.cluster, this.type, stored, ns, name);
+    return structuredClone(stored);
+  }
+
+  private ns(namespace: string): string {
+    return this.type.namespaced ? namespace : '';
+  }
+
+  private log(verb: Call['verb'], namespace: string, name: string): void {
+    this.world.log({ verb, cluster: this.cluster, resource: this.type.resource, namespace, name });
+  }
+}
+
+function keyOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): string {
+  return [cluster, type.group, type.resource, namespace, name].join('\u0000');
+}
+
+function status(method: string, code: number, reason: string, message: string, name: string): ApiError {
+  return new ApiError(method, '/memory', code, JSON.stringify({ kind: 'Status', status: 'Failure', reason, message, details: { name } }));
+}
+
+/** RFC 7386. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** The label selector forms relsync sends (core/label-selector.ts's selectorQuery). */
+function parseSelector(query: string): (labels: Record<string, string>) => boolean {
+  const parts = query.match(/[^,(]+(\([^)]*\))?/g)?.map((p) => p.trim()).filter(Boolean) ?? [];
+  const tests = parts.map((part): ((l: Record<string, string>) => boolean) => {
+    let m = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
+    if (m) {
+      const [, key, op, list] = m as unknown as [string, string, string, string];
+      const values = list.split(',').map((v) => v.trim());
+      return op === 'in' ? (l) => key in l && values.includes(l[key]!) : (l) => !(key in l) || !values.includes(l[key]!);
+    }
+    m = /^([^!=]+)(==|=|!=)(.*)$/.exec(part);
+    if (m) {
+      const [, key, op, value] = m as unknown as [string, string, string, string];
+      return op === '!=' ? (l) => l[key] !== value : (l) => l[key] === value;
+    }
+    if (part.startsWith('!')) return (l) => !(part.slice(1) in l);
+    return (l) => part in l;
+  });
+  return (labels) => tests.every((t) => t(labels));
+}

@@ -1,0 +1,374 @@
+// The reconciler's decision table: for each combination of source, copy,
+// marks and store, what it writes, deletes or leaves alone — checked call by
+// call on in-memory clusters (test/harness/memory-clusters.ts) with a real
+// SQLite store. The rule under every row: an object without relsync's marks
+// naming the source is never written or deleted, and a reconcile with nothing
+// to do writes nothing.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import pino from 'pino';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
+import type { KubeObject } from '../../../src/core/object.js';
+import type { ResourceType } from '../../../src/core/resource-type.js';
+import { done } from '../../../src/core/result.js';
+import type { ResolvedRule } from '../../../src/rules/rule.js';
+import { Template } from '../../../src/rules/template.js';
+import { openStore, type OpenedStore } from '../../../src/store/database.js';
+import { RelationStore } from '../../../src/store/relation-store.js';
+import { ContentHasher } from '../../../src/sync/content-hasher.js';
+import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
+import { EventRecorder } from '../../../src/sync/event-recorder.js';
+import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
+import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
+import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
+import { MemoryClusters } from '../../harness/memory-clusters.js';
+
+const AGENT = 'unit';
+const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
+const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
+const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false };
+
+const template = (id: string, type: ResourceType, name: string): ResolvedRule => ({
+  id, origin: 'platform', source: type, destination: type, finder: { kind: 'template', name: Template.parse(name, ['name']), destinationName: undefined },
+  sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
+});
+const resource: ResolvedResource = {
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
+  naming: { namespace: Template.parse('{{ cluster }}-{{ namespace }}', ['cluster', 'namespace']), name: Template.parse('{{ name }}', ['name']) },
+  related: [],
+  rules: [template('config', configMaps, '{{ name }}-config'), template('creds', secrets, '{{ name }}-creds')],
+};
+
+const primaryId: ObjectIdentity = { cluster: 'tenant-a', group: databases.group, resource: databases.resource, namespace: 'shop', name: 'orders' };
+const COPY_NS = 'tenant-a-shop';
+const marksOf = (source: ObjectIdentity, uid: string): Record<string, string> => ({
+  'relsync.dev/source-cluster': source.cluster, 'relsync.dev/source-group': source.group, 'relsync.dev/source-resource': source.resource,
+  'relsync.dev/source-namespace': source.namespace, 'relsync.dev/source-name': source.name, 'relsync.dev/source-uid': uid,
+});
+const configId: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'shop', name: 'orders-config' };
+
+const counter = () => ({ inc: () => undefined });
+const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), conflicts: counter(), unprovenSources: counter() };
+
+describe('primary reconciler decisions (in-memory clusters, real SQLite store)', () => {
+  let opened: OpenedStore;
+  let store: RelationStore;
+  let world: MemoryClusters;
+  let reconciler: PrimaryReconciler;
+  const reconcile = async () => {
+    world.clearCalls();
+    return reconciler.reconcile(resource, primaryId);
+  };
+  const service = (type: ResourceType, name: string) => world.read('service', type, type.namespaced ? COPY_NS : '', name);
+  const putPrimary = (spec: Record<string, unknown> = { size: 1 }) => world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec });
+  const putConfig = (data: Record<string, string>) => world.put('tenant-a', configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'shop', name: 'orders-config' }, data });
+
+  beforeEach(async () => {
+    opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
+    store = new RelationStore(opened.db);
+    world = new MemoryClusters('service', ['tenant-a']);
+    world.put('tenant-a', namespaces, { metadata: { name: 'shop' } });
+    const logger = pino({ level: 'silent' });
+    reconciler = new PrimaryReconciler({
+      agentName: AGENT, clusters: world, store, logger, metrics,
+      recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
+      hasher: new ContentHasher(Buffer.from('k')),
+      copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
+      conflictRetryMs: 30_000,
+    });
+  });
+  afterEach(async () => {
+    await opened.close();
+  });
+
+  describe('the primary and its copy', () => {
+    it('a new primary: finalizer on, copy namespace and copy created with marks; the next reconcile writes nothing', async () => {
+      putPrimary();
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes(), [
+        'replace tenant-a/databases/shop/orders',
+        `create service/namespaces//${COPY_NS}`,
+        `create service/databases/${COPY_NS}/orders`,
+      ]);
+      assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers, [`relsync.dev/${AGENT}`]);
+      const copy = service(databases, 'orders');
+      assert.deepEqual(copy?.spec, { size: 1 });
+      assert.equal(copy?.metadata.labels?.['relsync.dev/agent'], AGENT);
+      assert.equal(copy?.metadata.annotations?.['relsync.dev/source-name'], 'orders');
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes(), [], 'nothing changed: nothing written');
+    });
+
+    it('a changed primary updates its copy, keeping top-level fields the operator set on the copy', async () => {
+      putPrimary();
+      await reconcile();
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.operatorNote = 'kept'));
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
+      await reconcile();
+      assert.deepEqual(world.writes(), [`replace service/databases/${COPY_NS}/orders`]);
+      const copy = service(databases, 'orders');
+      assert.deepEqual(copy?.spec, { size: 2 });
+      assert.equal(copy?.operatorNote, 'kept');
+    });
+
+    it('status flows back from the copy, through the status subresource only', async () => {
+      putPrimary();
+      await reconcile();
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.status = { phase: 'Ready' }));
+      await reconcile();
+      assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders']);
+      assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.status, { phase: 'Ready' });
+    });
+
+    for (const [what, labels, annotations] of [
+      ['without marks', {}, {}],
+      ["with another agent's marks", { 'relsync.dev/agent': 'other' }, marksOf(primaryId, 'x')],
+      ["with this agent's marks naming another source", { 'relsync.dev/agent': AGENT }, marksOf({ ...primaryId, name: 'invoices' }, 'x')],
+      ["with this agent's marks naming the same name in another cluster", { 'relsync.dev/agent': AGENT }, marksOf({ ...primaryId, cluster: 'tenant-b' }, 'x')],
+    ] as const) {
+      it(`an object ${what} where the copy goes is a conflict: never written, retried in 30 s`, async () => {
+        putPrimary();
+        await reconcile();
+        // The copy namespace is relsync's; the object at the copy's name is not (its copy went, someone put this there).
+        world.remove('service', databases, COPY_NS, 'orders');
+        world.put('service', databases, { metadata: { namespace: COPY_NS, name: 'orders', labels: { ...labels }, annotations: { ...annotations } }, spec: { theirs: true } });
+        const before = service(databases, 'orders');
+        world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
+        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+        assert.deepEqual(world.writes(), []);
+        assert.deepEqual(service(databases, 'orders'), before);
+        assert.equal((await store.primary(primaryId))?.state, 'conflict');
+        assert.ok(world.eventReasons().includes('CopyConflict'));
+      });
+    }
+
+    it("a copy namespace that relsync did not make (or that serves another source) takes nothing: a conflict", async () => {
+      world.put('service', namespaces, { metadata: { name: COPY_NS } });
+      putPrimary();
+      assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+      assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer');
+      assert.equal((await store.primary(primaryId))?.state, 'conflict');
+    });
+
+    it('a primary deleted: its copy goes, then the store forgets it', async () => {
+      putPrimary();
+      await reconcile();
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes(), [`delete service/databases/${COPY_NS}/orders`]);
+      assert.equal(service(databases, 'orders'), undefined);
+      assert.equal(await store.primary(primaryId), undefined);
+    });
+
+    it("a copy the operator holds with its own finalizer: the primary waits (state deleting) until the copy is really gone", async () => {
+      putPrimary();
+      await reconcile();
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.finalizers = ['operator.example/cleanup']));
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.metadata.deletionTimestamp = new Date(0).toISOString()));
+      assert.deepEqual(await reconcile(), { requeueAfterMs: 1000 });
+      assert.equal((await store.primary(primaryId))?.state, 'deleting');
+      assert.ok(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers?.includes(`relsync.dev/${AGENT}`), 'the finalizer stays while the copy exists');
+      assert.deepEqual(await reconcile(), { requeueAfterMs: 1000 });
+      assert.deepEqual(world.writes(), [], 'the copy is deleted once, not again on every look');
+
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.finalizers = []));
+      world.remove('service', databases, COPY_NS, 'orders');
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer goes');
+      assert.equal(world.read('tenant-a', databases, 'shop', 'orders'), undefined, 'the primary is gone with its finalizer');
+      assert.equal(await store.primary(primaryId), undefined);
+    });
+
+    it("a copy whose marks name another incarnation's uid is left in place when this one goes", async () => {
+      putPrimary();
+      await reconcile();
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.annotations!['relsync.dev/source-uid'] = 'someone-elses-incarnation'));
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes(), []);
+      assert.ok(service(databases, 'orders'));
+    });
+
+    it("a primary deleted and recreated while nobody looked: the old incarnation's copy goes first, then the new one is copied", async () => {
+      putPrimary({ size: 1 });
+      await reconcile();
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      putPrimary({ size: 9 });
+      await reconcile();
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`delete service/databases/${COPY_NS}/orders`, `create service/databases/${COPY_NS}/orders`]);
+      assert.deepEqual(service(databases, 'orders')?.spec, { size: 9 });
+      assert.equal(service(databases, 'orders')?.metadata.annotations?.['relsync.dev/source-uid'], world.read('tenant-a', databases, 'shop', 'orders')?.metadata.uid);
+    });
+
+    it('a workspace that unbound the export: the copies go without reading the primary', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      world.unbound.add('tenant-a');
+      assert.deepEqual(await reconcile(), done);
+      assert.ok(!world.calls.some((c) => c.cluster === 'tenant-a' && c.verb === 'get'), 'nothing read from the unbound workspace');
+      assert.deepEqual(world.writes().sort(), [`delete service/configmaps/${COPY_NS}/orders-config`, `delete service/databases/${COPY_NS}/orders`]);
+    });
+  });
+
+  describe('related objects', () => {
+    const relation = async (ruleId: string) => (await store.relationsOf(primaryId)).find((r) => r.ruleId === ruleId);
+
+    it('a new source is copied with marks and content hash; unchanged, it is not written again', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      const copy = service(configMaps, 'orders-config');
+      assert.deepEqual(copy?.data, { a: '1' });
+      assert.equal(copy?.metadata.annotations?.['relsync.dev/source-name'], 'orders-config');
+      assert.ok(copy?.metadata.annotations?.['relsync.dev/content-hash']);
+      assert.equal((await relation('config'))?.state, 'synced');
+      assert.equal((await relation('creds'))?.state, 'pending', 'a source that does not exist yet is waited for');
+
+      await reconcile();
+      assert.deepEqual(world.writes(), []);
+    });
+
+    it('a key or a whole data field the source drops goes from the copy; fields the operator added at the top level stay', async () => {
+      putPrimary();
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'orders-config' }, data: { a: '1', b: '2' }, binaryData: { bin: 'eA==' } });
+      await reconcile();
+      world.edit('service', configMaps, COPY_NS, 'orders-config', (o) => void (o.immutable = false));
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => {
+        o.data = { a: '1' };
+        delete o.binaryData;
+      });
+      await reconcile();
+      assert.deepEqual(world.writes(), [`replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
+      assert.equal(service(configMaps, 'orders-config')?.binaryData, undefined);
+      assert.equal(service(configMaps, 'orders-config')?.immutable, false);
+    });
+
+    it('a source deleted: its copy goes and the relation waits for it again', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      world.remove('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      assert.deepEqual(world.writes(), [`delete service/configmaps/${COPY_NS}/orders-config`]);
+      assert.equal((await relation('config'))?.state, 'pending');
+    });
+
+    for (const [what, labels, annotations] of [
+      ['without marks', {}, {}],
+      ['marked as the copy of another source', { 'relsync.dev/agent': AGENT }, marksOf({ ...configId, name: 'other-config' }, 'x')],
+      ["marked by another agent", { 'relsync.dev/agent': 'other' }, marksOf(configId, 'x')],
+    ] as const) {
+      it(`an object ${what} at the destination: never written or deleted, whether the source exists or not`, async () => {
+        putPrimary();
+        await reconcile();
+        world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config', labels: { ...labels }, annotations: { ...annotations } }, data: { theirs: 'yes' } });
+        const before = service(configMaps, 'orders-config');
+
+        // No source: waiting, the object stays.
+        await reconcile();
+        assert.deepEqual(world.writes(), []);
+        assert.equal((await relation('config'))?.state, 'pending');
+
+        // A source: a conflict, retried, the object stays.
+        putConfig({ a: '1' });
+        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+        assert.deepEqual(world.writes(), []);
+        assert.deepEqual(service(configMaps, 'orders-config'), before);
+        assert.equal((await relation('config'))?.state, 'conflict');
+        assert.ok(world.eventReasons().includes('RelatedCopyConflict'));
+      });
+    }
+
+    it('a Secret of a denied type is never copied, and a copy written before goes', async () => {
+      putPrimary();
+      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+      await reconcile();
+      assert.ok(service(secrets, 'orders-creds'));
+      world.edit('tenant-a', secrets, 'shop', 'orders-creds', (o) => void (o.type = 'kubernetes.io/service-account-token'));
+      await reconcile();
+      assert.deepEqual(world.writes(), [`delete service/secrets/${COPY_NS}/orders-creds`]);
+      assert.equal((await relation('creds'))?.state, 'error');
+      assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
+    });
+
+    it('a source over limits.copyBytes: the copy written before stays as it was, not updated', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: 'x'.repeat(2 * 1024 * 1024) }));
+      await reconcile();
+      assert.deepEqual(world.writes(), []);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
+      assert.equal((await relation('config'))?.state, 'error');
+    });
+
+    it('a copy created by someone else between the read and the create is a conflict, not overwritten', async () => {
+      putPrimary();
+      await reconcile();
+      putConfig({ a: '1' });
+      // Whoever creates the destination first wins: here a user, right after relsync read it as absent.
+      const client = world.client('service', configMaps);
+      const create = client.create.bind(client);
+      const original = world.client.bind(world);
+      world.client = (cluster, type) => {
+        const c = original(cluster, type);
+        if (cluster === 'service' && type.resource === 'configmaps') {
+          c.create = async (ns, body) => {
+            world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { user: 'yes' } });
+            return create(ns, body);
+          };
+        }
+        return c;
+      };
+      assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { user: 'yes' });
+      assert.equal((await relation('config'))?.state, 'conflict');
+    });
+
+    it('a copy shared by two primaries stays until the last one that copies it goes', async () => {
+      // Both primaries' templates render the same source: "shared-config".
+      const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
+      const invoices: ObjectIdentity = { ...primaryId, name: 'invoices' };
+      putPrimary();
+      world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'invoices' }, spec: {} });
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'shared-config' }, data: { a: '1' } });
+      await reconciler.reconcile(shared, primaryId);
+      await reconciler.reconcile(shared, invoices);
+      assert.ok(service(configMaps, 'shared-config'));
+
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      world.clearCalls();
+      await reconciler.reconcile(shared, primaryId);
+      assert.ok(!world.writes().includes(`delete service/configmaps/${COPY_NS}/shared-config`));
+      assert.ok(service(configMaps, 'shared-config'), 'invoices still copies it');
+
+      world.remove('tenant-a', databases, 'shop', 'invoices');
+      world.clearCalls();
+      await reconciler.reconcile(shared, invoices);
+      assert.ok(world.writes().includes(`delete service/configmaps/${COPY_NS}/shared-config`));
+      assert.equal(service(configMaps, 'shared-config'), undefined);
+    });
+
+    it('a relation the primary no longer resolves to releases its copy; the new one is copied', async () => {
+      const byRef: ResolvedResource = { ...resource, rules: [{ ...template('config', configMaps, '{{ name }}-config'), finder: { kind: 'template', name: Template.parse('{{ object.spec.config }}', ['object']), destinationName: undefined } }] };
+      world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'orders' }, spec: { config: 'one' } });
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'one' }, data: { n: '1' } });
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'two' }, data: { n: '2' } });
+      await reconciler.reconcile(byRef, primaryId);
+      assert.ok(service(configMaps, 'one'));
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { config: 'two' }));
+      world.clearCalls();
+      await reconciler.reconcile(byRef, primaryId);
+      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`delete service/configmaps/${COPY_NS}/one`, `create service/configmaps/${COPY_NS}/two`]);
+      assert.deepEqual((await store.relationsOf(primaryId)).map((r) => r.source.name), ['two']);
+    });
+  });
+});
