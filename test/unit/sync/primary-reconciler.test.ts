@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import pino from 'pino';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
-import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { done } from '../../../src/core/result.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
