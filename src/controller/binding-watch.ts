@@ -58,7 +58,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
   const unbinding = new Set<string>();
   const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
 
-  // The first LIST runs before the object watches start (manager.ts): theirs covers every workspace it finds.
+  // The first LIST runs before the object watches start (leader-term.ts, lead): theirs covers every workspace it finds.
   let objectWatchesRunning = false;
 
   const bound = async (cluster: string, binding: KubeObject) => {

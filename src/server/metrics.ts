@@ -6,7 +6,7 @@ import { typeName } from '../core/resource-type.js';
 /**
  * The process's metrics. The router (RouterMetrics) and the reconciler
  * (SyncMetrics) each name the few methods they call; this class has them, and
- * TypeScript checks the fit where the manager hands it over, so the server
+ * TypeScript checks the fit where the wiring hands it over (controller/wiring.ts), so the server
  * layer knows nothing of the layers above it.
  */
 export class Metrics {

@@ -1,0 +1,106 @@
+/**
+ * What the probes say about this process, and the HTTP server that answers
+ * them and /metrics. The term (leader-term.ts) reports its elector and watches
+ * here as it goes; the probes only read. The server starts before anything
+ * is wired, since wiring may wait long (a kcp export's first binding) and a
+ * liveness probe must not kill that.
+ */
+import { existsSync, statSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { ListWatch } from '../kube/list-watch.js';
+import { HttpServer, type Readiness } from '../server/http-server.js';
+import type { Metrics } from '../server/metrics.js';
+import type { LeaderElector } from './leader-election.js';
+import type { Wiring } from './wiring.js';
+
+/** The current term as the probes see it. */
+export class TermStatus implements Readiness {
+  private elector: Pick<LeaderElector, 'isLeader' | 'currentHolder'> | undefined;
+  private watches: readonly ListWatch[] = [];
+  /** False until every watch of this term exists (the binding watches are seen by the probes before). */
+  private watchesComplete = false;
+
+  constructor(
+    private readonly storeOpen: () => boolean,
+    private readonly wired: () => boolean,
+  ) {}
+
+  /** A term begins its campaign: nothing of the last term's watches counts any more. */
+  campaigning(elector: Pick<LeaderElector, 'isLeader' | 'currentHolder'>): void {
+    this.elector = elector;
+    this.watches = [];
+    this.watchesComplete = false;
+  }
+
+  /** The watches the term runs so far; `complete` once every watch of the term exists. */
+  watching(watches: readonly ListWatch[], complete: boolean): void {
+    this.watches = watches;
+    this.watchesComplete = complete;
+  }
+
+  notReady(): string[] {
+    if (!this.storeOpen()) return ['the store is closed'];
+    if (!this.wired()) return ['starting: connecting to the clusters'];
+    if (this.elector && !this.elector.isLeader) return [];
+    if (!this.watchesComplete) return ['starting'];
+    return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
+  }
+
+  /**
+   * Why this process should be restarted (the liveness probe): a watch of the
+   * current term that died or is stuck (list-watch.ts, problem()). Outages of
+   * the API servers are not among them: they are readiness's to report.
+   */
+  notLive(): string[] {
+    if (this.elector && !this.elector.isLeader) return [];
+    return this.watches.map((w) => w.problem()).filter((p): p is string => p !== undefined);
+  }
+
+  /** "leader", "standby (leader: x)" or "single instance (leader election off)". */
+  role(): string {
+    if (!this.elector) return 'single instance (leader election off)';
+    if (this.elector.isLeader) return 'leader';
+    return `standby (leader: ${this.elector.currentHolder ?? 'none yet'})`;
+  }
+}
+
+export interface HealthServerOptions {
+  readonly port: number;
+  readonly metrics: Metrics;
+  readonly readiness: Readiness;
+  readonly logger: Logger;
+  /** The SQLite file, whose size (with its WAL) /metrics reports. */
+  readonly storePath: string;
+  /** The current term's wiring, undefined before the first. */
+  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical'> | undefined;
+  readonly onListening?: ((port: number) => void) | undefined;
+}
+
+/** Serves /healthz, /readyz and /metrics until `signal` aborts. */
+export function serveHealth(options: HealthServerOptions, signal: AbortSignal): Promise<void> {
+  const { metrics } = options;
+  const server = new HttpServer({
+    port: options.port,
+    registry: metrics.registry,
+    readiness: options.readiness,
+    logger: options.logger,
+    beforeScrape: async () => {
+      const w = options.wiring();
+      if (!w) return;
+      const counts = await w.store.counts();
+      metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
+      metrics.storeRows.set({ table: 'relations' }, counts.relations);
+      metrics.storeBytes.set(storeFileBytes(options.storePath));
+      metrics.queueDepth.set(w.queue.depth);
+      metrics.queueRetrying.set(w.queue.retrying);
+      metrics.logicalClusters.reset();
+      for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });
+    },
+  });
+  return server.start(signal, options.onListening);
+}
+
+/** Bytes of the SQLite file and its WAL. */
+function storeFileBytes(path: string): number {
+  return [path, `${path}-wal`].reduce((n, p) => n + (existsSync(p) ? statSync(p).size : 0), 0);
+}

@@ -1,0 +1,124 @@
+/**
+ * One term of work: campaign for the Lease (leader-election.ts), then lead
+ * (watches, reconciles, checkpoints, sweeps) until stopped or the lease is
+ * lost. Everything a term starts listens on the term's own signal, so that a
+ * leader that cannot renew stops all of its work before a new one starts.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { typeName } from '../core/resource-type.js';
+import type { Metrics } from '../server/metrics.js';
+import type { TermStatus } from './health.js';
+import { LeaderElector, leaseType } from './leader-election.js';
+import { prepareReconciles } from './reconcile-prerequisites.js';
+import { scheduleSweeps } from './sweeps.js';
+import { bindingWatchFor, watchFor } from './watches.js';
+import type { Wiring } from './wiring.js';
+import { sleep } from '../util/sleep.js';
+
+export interface TermOptions {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Where the probes read the term's elector and watches. */
+  readonly status: TermStatus;
+  /** Whether this process knows which installation it is (Manager.knowsInstallation). */
+  readonly knowsInstallation: () => boolean;
+}
+
+/** One term: wait for the lease, lead until stopped; true when the lease was lost. */
+export async function campaignAndLead(w: Wiring, options: TermOptions & { readonly identity: string }, signal: AbortSignal): Promise<boolean> {
+  const { logger } = options;
+  const le = options.config.leaderElection;
+  const term = new AbortController();
+  setMaxListeners(0, term.signal);
+  const stopTerm = () => term.abort();
+  signal.addEventListener('abort', stopTerm, { once: true });
+  let lost = false;
+  let becameLeader: () => void = () => undefined;
+  const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
+  const elector = new LeaderElector({
+    client: w.clusters.client(w.clusters.service.name, leaseType),
+    namespace: le.namespace,
+    name: le.name,
+    identity: options.identity,
+    leaseDurationMs: le.leaseDurationSeconds * 1000,
+    renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+    retryPeriodMs: le.retryPeriodSeconds * 1000,
+    logger,
+    onStarted: becameLeader,
+    onLost: () => {
+      lost = true;
+      term.abort();
+    },
+  });
+  options.status.campaigning(elector);
+  logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
+  try {
+    const electing = elector.start(term.signal);
+    const aborted = new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await Promise.race([leadership, aborted]);
+    if (!term.signal.aborted) await lead(w, options, term.signal);
+    term.abort();
+    await electing;
+    await elector.release();
+    return lost;
+  } finally {
+    signal.removeEventListener('abort', stopTerm);
+  }
+}
+
+/** The leader's work: watches, reconciles, checkpoints, sweeps. */
+export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal): Promise<void> {
+  const { config, logger, status } = options;
+  const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
+  // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
+  await prepareReconciles(w, options, signal);
+  const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+
+  // Work that was routed but not reconciled when the last process ended.
+  const pending = await w.checkpoints.pending();
+  for (const id of pending) if (!w.enqueue(id)) w.checkpointer.noteDone(id);
+  if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
+
+  // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
+  const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => bindingWatchFor(w, watchOptions, p.name, signal)));
+  const bindingRuns = bindingWatches.map((x) => x.start(signal));
+  // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
+  status.watching(bindingWatches, false);
+  while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
+  const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
+  const watches = [...bindingWatches, ...objectWatches];
+  status.watching(watches, true);
+  logger.info(
+    {
+      agent: config.agentName,
+      resources: w.resources.map((r) => typeName(r.primaryType)),
+      watches: watches.map((x) => x.name),
+      resumed: watches.filter((x) => x.resumed).length,
+      resync: config.resync,
+    },
+    'relsync started',
+  );
+  const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
+
+  const sweeps = scheduleSweeps(w.sweeper, config.resync, signal);
+
+  let announced = false;
+  const readyCheck = setInterval(() => {
+    if (!announced && status.notReady().length === 0) {
+      announced = true;
+      logger.info('every watch has synced once; ready');
+    }
+  }, 200);
+  try {
+    await Promise.all(runs);
+    await sweeps.last();
+    await w.checkpointer.flush();
+    await w.store.flushTouches();
+  } finally {
+    clearInterval(readyCheck);
+    await sweeps.destroy();
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * When sweeps run: on the leader's schedule (and at startup if configured),
+ * or once by hand (`relsync sweep`) without watches. What a sweep does is
+ * sweeper.ts's; this file holds the two ways of starting one because each
+ * must keep a sweep from running beside a term's reconciles elsewhere.
+ */
+import { setMaxListeners } from 'node:events';
+import cron from 'node-cron';
+import type { Config } from '../config/config.js';
+import { leaseType, liveLeader } from './leader-election.js';
+import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
+import type { Sweeper, SweepResult } from './sweeper.js';
+import type { Wiring } from './wiring.js';
+
+/** `relsync sweep` refused: a leader is running. */
+export class LeaderRunningError extends Error {
+  override name = 'LeaderRunningError';
+}
+
+export interface OneShotSweep {
+  /** Wires the parts of a one-shot sweep (wiring.ts). */
+  readonly wire: (signal: AbortSignal) => Promise<Wiring>;
+  readonly leaderElection: Config['leaderElection'];
+  readonly prerequisites: PrerequisiteOptions;
+}
+
+/** One sweep without watches (`relsync sweep`); resolves with its summary. */
+export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean }): Promise<SweepResult> {
+  const w = await sweep.wire(AbortSignal.timeout(60_000));
+  const le = sweep.leaderElection;
+  if (le.enabled && !options.force) {
+    // A sweep beside a running leader would race its reconciles (and, on a shared volume, its store).
+    const holder = await liveLeader(w.clusters.client(w.clusters.service.name, leaseType), le.namespace, le.name).catch((err: Error) => {
+      w.clusters.close();
+      throw err;
+    });
+    if (holder) {
+      w.clusters.close();
+      throw new LeaderRunningError(`relsync "${holder}" holds the lease ${le.namespace}/${le.name} and sweeps on its own schedule; stop it first, or pass --force`);
+    }
+  }
+  const stop = new AbortController();
+  setMaxListeners(0, stop.signal);
+  // A sweep against API servers that do not answer gives up instead of hanging.
+  const setup = AbortSignal.any([stop.signal, AbortSignal.timeout(60_000)]);
+  await prepareReconciles(w, sweep.prerequisites, setup)
+    .then(() => {
+      if (setup.aborted) throw new Error('the service cluster did not answer within 60 s');
+    })
+    .catch((err: unknown) => {
+      w.clusters.close();
+      throw err;
+    });
+  const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+  try {
+    return await w.sweeper.sweep('cli');
+  } finally {
+    stop.abort();
+    await workers;
+    await w.checkpointer.flush();
+    await w.store.flushTouches();
+    w.clusters.close();
+  }
+}
+
+export interface ScheduledSweeps {
+  /** The latest sweep started (resolved when none was). */
+  readonly last: () => Promise<unknown>;
+  /** Removes the schedule; call once the term's work has ended. */
+  readonly destroy: () => Promise<void>;
+}
+
+/** The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after `signal` aborts. */
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal): ScheduledSweeps {
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = (trigger: 'startup' | 'schedule') => {
+    if (signal.aborted) return;
+    sweeping = sweeper.sweep(trigger);
+  };
+  const task = cron.schedule(resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
+  signal.addEventListener('abort', () => void task.stop(), { once: true });
+  if (resync.onStartup) sweep('startup');
+  return {
+    last: () => sweeping,
+    destroy: async () => {
+      await task.destroy();
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * The list/watch loops of a term and where their events go: object watches
+ * feed the router, a kcp platform's APIBinding watch feeds binding-watch.ts.
+ * In one place so that every loop resumes from its checkpoint, checkpoints
+ * its versions and counts its reconnects the same way.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { ListWatch, wholeList, type ListSink, type WatchHandler } from '../kube/list-watch.js';
+import type { ResourceClient } from '../kube/resource-client.js';
+import type { WatchKey } from '../store/checkpoint-store.js';
+import type { Metrics } from '../server/metrics.js';
+import { apiBindingType, bindingHandler } from './binding-watch.js';
+import { identityOf } from './event-router.js';
+import { relistWorkspace, stillBinds } from './kcp-workspaces.js';
+import type { PlannedWatch } from './watch-plan.js';
+import type { Wiring } from './wiring.js';
+
+export interface WatchOptions {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly watch: Config['watch'];
+}
+
+/** An object watch of the plan: its events and lists go to the router (for kcp, split by workspace). */
+export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
+  return listWatch(w, options, { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' }, w.clusters.client(p.cluster, p.type), {
+    onEvent: async (change, object) => {
+      const cluster = w.scope.of(p.cluster, object);
+      if (cluster === undefined) return;
+      w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+      await w.router.route(cluster, p.type, object, change);
+    },
+    beginList: () => {
+      // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
+      // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
+      // but its list is not complete, so nothing the store knows of it is taken for gone.
+      const sinks = new Map<string, ListSink>();
+      let known: Set<string> | undefined;
+      return {
+        page: async (items) => {
+          const parts = w.scope.split(p.cluster, items);
+          known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
+          for (const [cluster, part] of parts) {
+            let sink = sinks.get(cluster);
+            if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
+            await sink.page(part);
+          }
+        },
+        end: async () => {
+          for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
+        },
+      };
+    },
+  });
+}
+
+/** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
+export function bindingWatchFor(
+  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer'>,
+  options: WatchOptions,
+  platform: string,
+  signal: AbortSignal,
+): Promise<ListWatch> {
+  const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void w.enqueue(id),
+    forget: (c) => w.clusters.forgetLogical(c),
+    stillBound: (c) => stillBinds(w.clusters, c),
+    relist: (c) => relistWorkspace({ clusters: w.clusters, router: w.router, plan: w.plan, logger: options.logger }, platform, c, signal),
+    reserved: (c) => w.clusters.isConfigured(c),
+    logger: options.logger,
+  });
+  return listWatch(w, options, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), {
+    onEvent: (change, object) => bindings.onEvent(change, object),
+    beginList: () => wholeList((items) => bindings.onList(items)),
+  });
+}
+
+/** A list/watch loop as every watch of relsync runs: resumed from its checkpoint, its versions checkpointed, its reconnects counted. */
+async function listWatch(
+  w: Pick<Wiring, 'checkpoints' | 'checkpointer'>,
+  options: WatchOptions,
+  key: WatchKey,
+  client: ResourceClient,
+  handler: Pick<WatchHandler, 'onEvent' | 'beginList'>,
+): Promise<ListWatch> {
+  const { metrics } = options;
+  const watch: ListWatch = new ListWatch({
+    client,
+    labelSelector: key.labelSelector || undefined,
+    logger: options.logger,
+    resumeFrom: await w.checkpoints.resourceVersion(key),
+    timeoutSeconds: options.watch.timeoutSeconds,
+    watchdogMs: options.watch.idleTimeoutSeconds * 1000,
+    handler: { ...handler, onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv) },
+    onReconnect: (reason) => metrics.watchReconnects.inc({ watch: watch.name, reason }),
+    onRelist: () => metrics.watchRelists.inc({ watch: watch.name }),
+  });
+  return watch;
+}

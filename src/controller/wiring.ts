@@ -1,0 +1,164 @@
+/**
+ * The parts of one term, built and connected: connections, resolved types,
+ * the store, reconciler, work queue, router, watch plan and sweeper. Kept
+ * apart from running them because a term is wired afresh after a lost lease
+ * (nothing of a term that stopped may write beside a new leader), and a
+ * one-shot sweep wires the same parts without any watch.
+ */
+import type { Logger } from 'pino';
+import { hasManyClusters, type Config } from '../config/config.js';
+import { ClusterSet } from '../kube/cluster-set.js';
+import { LogicalClusters } from '../kube/logical-clusters.js';
+import { sameType } from '../core/resource-type.js';
+import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
+import { CheckpointStore } from '../store/checkpoint-store.js';
+import type { OpenedStore } from '../store/database.js';
+import { LogicalClusterStore } from '../store/logical-cluster-store.js';
+import { RelationStore } from '../store/relation-store.js';
+import { SweepStore } from '../store/sweep-store.js';
+import type { Metrics } from '../server/metrics.js';
+import { EventRecorder } from '../sync/event-recorder.js';
+import { OwnWrites } from '../sync/own-writes.js';
+import { CopyNamespaces } from '../sync/copy-namespaces.js';
+import { ContentHasher } from '../sync/content-hasher.js';
+import { PrimaryReconciler } from '../sync/primary-reconciler.js';
+import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
+import { LiveReads } from '../sync/object-reads.js';
+import { Checkpointer } from './checkpointer.js';
+import { ClusterScope } from './cluster-scope.js';
+import { EventRouter } from './event-router.js';
+import { awaitKcpEndpoints } from './kcp-workspaces.js';
+import { primaryKeyString, type PrimaryKey } from './primary-key.js';
+import { Sweeper } from './sweeper.js';
+import { SweepReads } from './sweep-snapshot.js';
+import { planWatches, type PlannedWatch } from './watch-plan.js';
+import { WorkQueue } from './work-queue.js';
+import { Backoff } from '../util/backoff.js';
+import { sleep } from '../util/sleep.js';
+
+export interface Wiring {
+  readonly clusters: ClusterSet;
+  readonly logical: LogicalClusters;
+  readonly scope: ClusterScope;
+  readonly resources: readonly ResolvedResource[];
+  readonly store: RelationStore;
+  readonly checkpoints: CheckpointStore;
+  readonly checkpointer: Checkpointer;
+  readonly queue: WorkQueue<PrimaryKey>;
+  readonly reconciler: PrimaryReconciler;
+  readonly router: EventRouter;
+  readonly plan: readonly PlannedWatch[];
+  readonly sweeper: Sweeper;
+  readonly sweepReads: SweepReads;
+  readonly copyNamespaces: CopyNamespaces;
+  readonly hasher: ContentHasher;
+  /** Queues a primary by identity; false when no configured resource has its type any more. */
+  readonly enqueue: (id: ObjectIdentity) => boolean;
+}
+
+export interface WiringOptions {
+  readonly config: Config;
+  readonly store: OpenedStore;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Bench only: route related events to every primary of their cluster (event-router.ts, `fanout`). */
+  readonly fanoutRouting: boolean;
+  /** Whether this process knows which installation it is (Manager.knowsInstallation). */
+  readonly knowsInstallation: () => boolean;
+}
+
+export async function wire(options: WiringOptions, signal: AbortSignal): Promise<Wiring> {
+  const { config, logger, metrics } = options;
+  const db = options.store.db;
+  const logical = await LogicalClusters.load(new LogicalClusterStore(db));
+  const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
+    observer: (cluster, method, code) => metrics.apiRequests.inc({ cluster, method, code: String(code) }),
+    logicalClusters: logical,
+  });
+  try {
+    await awaitKcpEndpoints(clusters, logger, signal);
+    const resources = await resolveConfig(config, clusters);
+    const store = new RelationStore(db);
+    const checkpoints = new CheckpointStore(db);
+    const checkpointer = new Checkpointer(checkpoints, logger);
+    const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
+    const ownWrites = new OwnWrites();
+    // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
+    const sweepReads = new SweepReads(new LiveReads(clusters));
+    // An installation is its Lease (its replicas share it), also with leader election off; unknown
+    // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
+    const le = config.leaderElection;
+    // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
+    const hasher = new ContentHasher();
+    const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined });
+    const reconciler = new PrimaryReconciler({
+      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits,
+      readsFor: (id) => sweepReads.readsFor(id),
+      copyPolicy: config.copy,
+      // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
+      onDeleted: (id) => sweepReads.noteObject(id),
+    });
+    const queue = new WorkQueue<PrimaryKey>({
+      key: primaryKeyString,
+      concurrency: config.workers,
+      // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
+      lane: (key) => key.id.cluster,
+      maxPerLane: hasManyClusters(config.platformClusters) ? Math.max(1, config.workers - 1) : config.workers,
+      onError: (item, err, retryInMs) =>
+        logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
+      onProcessed: (item, ms, outcome) => {
+        metrics.reconciles.inc({ outcome });
+        metrics.reconcileDuration.observe(ms / 1000);
+        if (outcome !== 'error') checkpointer.noteDone(item.id);
+      },
+    });
+    // Every way into the queue notes the primary first: a sweep then reads it live, and a checkpoint never gets ahead of it.
+    const queueKey = (key: PrimaryKey) => {
+      sweepReads.noteChanged(key.id);
+      checkpointer.noteQueued(key.id);
+      queue.add(key);
+    };
+    const enqueue = (id: ObjectIdentity) => {
+      const resource = resources.find((r) => sameType(r.primaryType, id));
+      if (!resource) return false;
+      queueKey({ resource, id });
+      return true;
+    };
+    const router = new EventRouter({
+      agentName: config.agentName,
+      hasher,
+      serviceCluster: clusters.service.name,
+      isPlatform: (cluster) => clusters.isPlatform(cluster),
+      metricsCluster: (cluster) => clusters.metricsName(cluster),
+      resources,
+      store,
+      enqueue: queueKey,
+      logger,
+      metrics,
+      fanout: options.fanoutRouting,
+      ownWrites,
+    });
+    const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
+    const scope = new ClusterScope(clusters, logical, logger);
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger });
+    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue };
+  } catch (err) {
+    clusters.close();
+    throw err;
+  }
+}
+
+/** A fresh wiring for a new term; retries while the clusters do not answer. */
+export async function rewire(options: WiringOptions, signal: AbortSignal): Promise<Wiring> {
+  const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
+  for (;;) {
+    try {
+      return await wire(options, signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const retryInMs = backoff.next();
+      options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not wire up for a new term; will retry');
+      await sleep(retryInMs, signal);
+    }
+  }
+}
