@@ -8,7 +8,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
@@ -55,6 +54,11 @@ describe('tenant isolation against a tenant that tries', () => {
     await eventually("tenant a's primary copied", () => svc.configMap(nsA, 'cfg'), 30_000);
     await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a' }, undefined, await svc.copyOf(nsA, 'orders'));
     await eventually('tenant a gets its credentials', async () => decode(await a.secret('iso', 'orders-credentials'), 'password') === 'only-a');
+    // Tenant b's marker primary, with an object of each watch of tenant b that relsync routes to it.
+    await b.createDatabase('iso', 'marker', {});
+    await b.core.createNamespacedConfigMap({ namespace: 'iso', body: { metadata: { name: 'marker-owned', annotations: { [OWNER]: 'marker' } }, data: { n: '0' } } });
+    await svc.putSecret(nsB, 'marker-credentials', { n: '0' }, undefined, await svc.copyOf(nsB, 'marker'));
+    await eventually("tenant b's marker objects synced", async () => (await svc.configMap(nsB, 'marker-owned')) !== undefined && (await b.secret('iso', 'marker-credentials')) !== undefined, 30_000);
   });
 
   after(async () => {
@@ -62,11 +66,47 @@ describe('tenant isolation against a tenant that tries', () => {
     await clusters?.stop();
   });
 
-  /** Waits until relsync has processed tenant b's latest events (a marker primary syncs). */
-  async function settled(marker: string): Promise<void> {
-    await b.createDatabase('iso', marker, {});
-    await eventually(`tenant b marker ${marker} copied`, () => svc.database(nsB, marker), 30_000);
-    await sleep(500);
+  // Negative claims ("nothing was copied") are checked only once what could have copied it has
+  // provably run. A watch routes its events in order, so a later change on the same watch that
+  // reached its copy proves the earlier events were routed; and the work queue runs one primary
+  // at a time, so two changes to one primary, each reaching its copy after the one before, prove
+  // that every reconcile of it queued before the first has finished.
+  let markers = 0;
+
+  /** Every event so far on relsync's watch of tenant b's ConfigMaps has been routed. */
+  async function tenantBConfigMapsRouted(): Promise<void> {
+    const n = String(++markers);
+    await b.putConfigMap('iso', 'marker-owned', { n });
+    await eventually(`tenant b ConfigMap marker ${n}`, async () => (await svc.configMap(nsB, 'marker-owned'))?.data?.n === n, 30_000);
+  }
+
+  /** Every event so far on relsync's watch of tenant b's Secrets has been routed: a copy relsync made there, deleted, comes back. */
+  async function tenantBSecretsRouted(): Promise<void> {
+    const before = (await b.secret('iso', 'marker-credentials'))?.metadata?.uid;
+    await b.deleteSecret('iso', 'marker-credentials');
+    await eventually('tenant b Secret marker', async () => {
+      const uid = (await b.secret('iso', 'marker-credentials'))?.metadata?.uid;
+      return uid !== undefined && uid !== before;
+    }, 30_000);
+  }
+
+  /** Every reconcile of tenant a's primary "orders" queued before now has finished. */
+  async function tenantAOrdersDone(password: string): Promise<void> {
+    const copyA = await svc.copyOf(nsA, 'orders');
+    for (let i = 0; i < 2; i++) {
+      const n = String(++markers);
+      await svc.putSecret(nsA, 'orders-credentials', { password, marker: n }, undefined, copyA);
+      await eventually(`tenant a's orders marker ${n}`, async () => decode(await a.secret('iso', 'orders-credentials'), 'marker') === n, 30_000);
+    }
+  }
+
+  /** Every reconcile of tenant b's primary `name` queued before now has finished. */
+  async function tenantBPrimaryDone(name: string): Promise<void> {
+    for (let i = 0; i < 2; i++) {
+      const n = String(++markers);
+      await b.updateDatabase('iso', name, (db) => (db.spec = { ...db.spec, marker: n }));
+      await eventually(`tenant b's ${name} marker ${n}`, async () => (await svc.database(nsB, name))?.spec?.marker === n, 30_000);
+    }
   }
 
   async function tenantAUntouched(): Promise<void> {
@@ -118,7 +158,7 @@ describe('tenant isolation against a tenant that tries', () => {
     for (const [name, ref] of [['slash', 'victim/cfg'], ['dotdot', '../victim/cfg'], ['dots', '..']] as const) {
       await b.createDatabase('iso', `ref-${name}`, { configMapName: ref });
     }
-    await settled('marker-ref');
+    // Each primary's Warning is recorded after its relations were synced: its reconcile has run.
     for (const name of ['slash', 'dotdot', 'dots']) {
       await eventually(`Event for ref-${name}`, async () => (await b.events('iso', `ref-${name}`)).some((e) => e.reason === 'RelatedResourceProblem'), 20_000);
     }
@@ -131,7 +171,9 @@ describe('tenant isolation against a tenant that tries', () => {
     await b.core.createNamespacedConfigMap({ namespace: 'iso', body: { metadata: { name: 'b-attached', annotations: { [OWNER]: 'orders' } }, data: { from: 'b' } } });
     await a.core.createNamespacedConfigMap({ namespace: 'iso', body: { metadata: { name: 'a-attached', annotations: { [OWNER]: 'orders' } }, data: { from: 'a' } } });
     await eventually("tenant a's own inverse object copied", () => svc.configMap(nsA, 'a-attached'), 30_000);
-    await settled('marker-inverse');
+    // b-attached was routed (same watch), and tenant a's "orders", the primary it names, ran since.
+    await tenantBConfigMapsRouted();
+    await tenantAOrdersDone('only-a');
     assert.equal(await svc.configMap(nsA, 'b-attached'), undefined);
     const everywhere = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: 'relsync.dev/agent=e2e' })).items;
     assert.equal(everywhere.filter((c) => c.metadata?.name === 'b-attached').length, 0, "tenant b has no primary named orders now, so its object goes nowhere");
@@ -159,7 +201,7 @@ describe('tenant isolation against a tenant that tries', () => {
     await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'thief-owned' }));
     await eventually("the copy's own Secret comes back (marker)", async () => decode(await b.secret('iso', 'thief-owned'), 'token') === 'fine', 30_000);
     await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'operator-token' }));
-    await settled('marker-provenance');
+    await tenantBPrimaryDone('thief');
     for (const name of ['operator-token', 'a-owned', 'kube-root-ca.crt']) assert.equal(await b.secret('iso', name).then((s) => s && s.metadata?.labels?.['relsync.dev/agent']), undefined, `${name} never reaches the tenant`);
     assert.equal(await b.configMap('iso', 'operator-settings'), undefined, "the operator's ConfigMap never reaches the tenant");
     assert.equal(await b.secret('iso', 'thief-owned'), undefined, 'the reference moved away: the copy of the owned Secret went');
@@ -179,7 +221,9 @@ describe('tenant isolation against a tenant that tries', () => {
     });
     await svc.putSecret(nsA, 'orders-credentials', { password: 'only-a-v2' });
     await eventually('tenant a gets the new credentials', async () => decode(await a.secret('iso', 'orders-credentials'), 'password') === 'only-a-v2');
-    await settled('marker-forged-copy');
+    // "stolen" was routed (same watch), and tenant a's "orders", whose copy its marks name, ran since.
+    await tenantBSecretsRouted();
+    await tenantAOrdersDone('only-a-v2');
     const stolen = await b.secret('iso', 'stolen');
     assert.notEqual(decode(stolen, 'password'), 'only-a-v2', "tenant a's value never reaches tenant b");
     assert.ok(!relsync.log().includes('only-a'), 'and never reaches the log');
