@@ -40,6 +40,13 @@ export function labelValueProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** Why `operator` cannot take `count` values, or undefined when it can. */
+export function operatorValuesProblem(operator: SelectorRequirement['operator'], count: number): string | undefined {
+  if ((operator === 'In' || operator === 'NotIn') && count === 0) return `operator ${operator} needs at least one value`;
+  if ((operator === 'Exists' || operator === 'DoesNotExist') && count > 0) return `operator ${operator} takes no values`;
+  return undefined;
+}
+
 export interface RawSelector {
   readonly matchLabels?: Readonly<Record<string, string>> | undefined;
   readonly matchExpressions?: ReadonlyArray<{ key: string; operator: SelectorRequirement['operator']; values?: string[] | undefined }> | undefined;
@@ -58,12 +65,8 @@ export function buildSelector(raw: RawSelector): { selector?: LabelSelector; pro
     const values = e.values ?? [];
     const keyProblem = labelKeyProblem(e.key);
     if (keyProblem) problems.push({ path: `matchExpressions[${i}].key`, message: keyProblem });
-    if ((e.operator === 'In' || e.operator === 'NotIn') && values.length === 0) {
-      problems.push({ path: `matchExpressions[${i}].values`, message: `operator ${e.operator} needs at least one value` });
-    }
-    if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length > 0) {
-      problems.push({ path: `matchExpressions[${i}].values`, message: `operator ${e.operator} takes no values` });
-    }
+    const operatorProblem = operatorValuesProblem(e.operator, values.length);
+    if (operatorProblem) problems.push({ path: `matchExpressions[${i}].values`, message: operatorProblem });
     values.forEach((v, j) => {
       const p = labelValueProblem(v);
       if (p) problems.push({ path: `matchExpressions[${i}].values[${j}]`, message: p });

@@ -1,7 +1,7 @@
 /**
  * A related rule as relsync applies it: how related objects are found
  * (reference, template, selector, inverse), where they go, and what a
- * service-side source must show. Compiled from the config (config/load-config.ts);
+ * service-side source must show. Compiled from the config (config/compile-config.ts);
  * resolved against the API servers' types (sync/resolved-config.ts).
  */
 import type { ResourceType, TypeReference } from '../core/resource-type.js';

@@ -1,43 +1,18 @@
 /**
  * The relationship store: what relsync knows between restarts. Reads answer
  * routing questions through indexes (no scan of all primaries per event);
- * each reconcile's writes happen in one transaction.
+ * each reconcile's writes happen in one transaction. The one object the rest
+ * of relsync holds: the selector index (selector-index.ts) and the sweep's
+ * whole-store queries (sweep-queries.ts) are reached through it.
  */
 import type { Kysely } from 'kysely';
-import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
-import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
-import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
-import { compositeKey } from '../core/composite-key.js';
+import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import type { Database, PrimaryState, RelationsTable } from './schema.js';
+import { toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
+import * as selectorIndex from './selector-index.js';
+import type { SelectorRecord } from './selector-index.js';
+import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
-
-export interface PrimaryRecord {
-  readonly id: ObjectIdentity;
-  readonly uid: string;
-  readonly copy: ObjectIdentity;
-  readonly state: PrimaryState;
-  readonly message: string | null;
-  readonly lastSyncedAt: string | null;
-}
-
-export interface RelationRecord {
-  readonly primary: ObjectIdentity;
-  readonly ruleId: string;
-  readonly origin: 'platform' | 'service';
-  readonly source: ObjectIdentity;
-  readonly destination: ObjectIdentity;
-  readonly state: RelationState;
-  readonly contentHash: string | null;
-  readonly message: string | null;
-  readonly lastSyncedAt: string | null;
-}
-
-/** A primary's rendered selector for one rule, and where it applies. */
-export interface SelectorRecord {
-  readonly ruleId: string;
-  /** Cluster, group, resource and namespace of the objects it selects (name unused). */
-  readonly scope: Omit<ObjectIdentity, 'name'>;
-  readonly selector: LabelSelector;
-}
 
 export type Clock = () => Date;
 
@@ -70,13 +45,13 @@ export class RelationStore {
     return (await query.execute()).map(toPrimary);
   }
 
-  /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */
   /** How many primaries of this cluster the store holds (a range of the primary key). */
   async countPrimaries(cluster: string): Promise<number> {
     const row = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).where('cluster', '=', cluster).executeTakeFirst();
     return Number(row?.n ?? 0);
   }
 
+  /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */
   async hasPrimaries(cluster: string): Promise<boolean> {
     return (await this.db.selectFrom('primaries').select('name').where('cluster', '=', cluster).limit(1).executeTakeFirst()) !== undefined;
   }
@@ -156,23 +131,9 @@ export class RelationStore {
     return Number(row.n);
   }
 
-  /**
-   * Whether the store accounts for `copy` as the copy of `source`: a primary
-   * whose copy it is, or a relation from that source to it. What the copy's
-   * marks name decides, never the copy's type (a type may be a primary type
-   * and a related type at once).
-   */
-  async accounts(source: ObjectIdentity, copy: ObjectIdentity): Promise<boolean> {
-    const record = await this.primary(source);
-    if (record && sameIdentity(record.copy, copy)) return true;
-    const relation = await this.db
-      .selectFrom('relations')
-      .select('rule_id')
-      .where((eb) => eb.and(columns('dest_', copy)))
-      .where((eb) => eb.and(columns('source_', source)))
-      .limit(1)
-      .executeTakeFirst();
-    return relation !== undefined;
+  /** Whether the store accounts for `copy` as the copy of `source` (see sweep-queries.ts). */
+  accounts(source: ObjectIdentity, copy: ObjectIdentity): Promise<boolean> {
+    return sweepQueries.accounts(this.db, source, copy);
   }
 
   /**
@@ -218,25 +179,7 @@ export class RelationStore {
         )
         .execute();
       await trx.deleteFrom('relations').where((eb) => eb.and(columns('primary_', primary.id))).execute();
-      await trx.deleteFrom('selectors').where((eb) => eb.and(columns('primary_', primary.id))).execute();
-      for (const sel of selectors) {
-        const scope = { source_cluster: sel.scope.cluster, source_group: sel.scope.group, source_resource: sel.scope.resource, source_namespace: sel.scope.namespace };
-        const anchor = anchorOf(sel.selector);
-        await trx
-          .insertInto('selectors')
-          .values({
-            ...columns('primary_', primary.id),
-            rule_id: sel.ruleId,
-            ...scope,
-            requirements: JSON.stringify(sel.selector.requirements),
-            selector_text: selectorQuery(sel.selector),
-            anchored: anchor ? 1 : 0,
-          })
-          .execute();
-        for (const value of anchor?.values ?? []) {
-          await trx.insertInto('selector_terms').values({ ...scope, label_key: anchor!.key, label_value: value, ...columns('primary_', primary.id), rule_id: sel.ruleId }).execute();
-        }
-      }
+      await selectorIndex.replaceSelectors(trx, primary.id, selectors);
       if (relations.length === 0) return;
       const rows: RelationsTable[] = relations.map((r) => ({
         ...columns('primary_', primary.id),
@@ -264,11 +207,7 @@ export class RelationStore {
     if (!stored || stored.uid !== primary.uid || !sameIdentity(stored.copy, primary.copy) || stored.state !== primary.state || stored.message !== primary.message) return false;
     const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) => JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message]);
     if (!sameKeys((await this.relationsOf(primary.id)).map(relationKey), relations.map(relationKey))) return false;
-    const rows = await this.db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary.id))).execute();
-    return sameKeys(
-      rows.map((r) => JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements])),
-      selectors.map((x) => JSON.stringify([x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements)])),
-    );
+    return sameKeys(await selectorIndex.storedSelectorKeys(this.db, primary.id), selectorIndex.selectorKeys(selectors));
   }
 
   /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
@@ -276,93 +215,28 @@ export class RelationStore {
     return this.touches.flush();
   }
 
-  /**
-   * The primaries whose selector (for some rule) matches these labels, for
-   * an object in `scope`: candidates by indexed label terms, plus the few
-   * selectors without one, then the whole selector evaluated.
-   */
-  async selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
-    const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource };
-    const namespaces = scope.namespace ? [scope.namespace] : [''];
-    const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
-    const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
-      for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
-    };
-    for (const [key, value] of Object.entries(labels ?? {})) {
-      consider(
-        await this.db
-          .selectFrom('selector_terms as t')
-          .innerJoin('selectors as s', (join) =>
-            join
-              .onRef('s.primary_cluster', '=', 't.primary_cluster')
-              .onRef('s.primary_group', '=', 't.primary_group')
-              .onRef('s.primary_resource', '=', 't.primary_resource')
-              .onRef('s.primary_namespace', '=', 't.primary_namespace')
-              .onRef('s.primary_name', '=', 't.primary_name')
-              .onRef('s.rule_id', '=', 't.rule_id'),
-          )
-          .select(['s.primary_cluster', 's.primary_group', 's.primary_resource', 's.primary_namespace', 's.primary_name', 's.rule_id', 's.requirements'])
-          .where('t.source_cluster', '=', where.source_cluster)
-          .where('t.source_group', '=', where.source_group)
-          .where('t.source_resource', '=', where.source_resource)
-          .where('t.source_namespace', 'in', namespaces)
-          .where('t.label_key', '=', key)
-          .where('t.label_value', '=', value)
-          .execute(),
-      );
-    }
-    consider(
-      await this.db
-        .selectFrom('selectors')
-        .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'requirements'])
-        .where('source_cluster', '=', where.source_cluster)
-        .where('source_group', '=', where.source_group)
-        .where('source_resource', '=', where.source_resource)
-        .where('source_namespace', 'in', namespaces)
-        .where('anchored', '=', 0)
-        .execute(),
-    );
-    const owners = new Map<string, ObjectIdentity>();
-    for (const { primary, requirements } of candidates.values()) {
-      const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
-      if (matchesSelector(selector, labels)) owners.set(identityKey(primary), primary);
-    }
-    return [...owners.values()];
+  /** The primaries whose selector (for some rule) matches these labels, for an object in `scope`. */
+  selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
+    return selectorIndex.selectorOwners(this.db, scope, labels);
   }
 
-  async selectorsOf(primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
-    const rows = await this.db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
-    return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}` }));
+  selectorsOf(primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
+    return selectorIndex.selectorsOf(this.db, primary);
   }
 
   /** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
-  async allRelationKeys(): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
-    const rows = await this.db.selectFrom('relations').selectAll().execute();
-    return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
+  allRelationKeys(): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
+    return sweepQueries.allRelationKeys(this.db);
   }
 
-  /**
-   * Every (source, copy) pair the store accounts for (see accounts()), in two
-   * reads, as keys of copyPairKey(): for a sweep's orphan check, instead of a
-   * query per listed copy.
-   */
-  async accountedFor(): Promise<Set<string>> {
-    const pairs = new Set<string>();
-    for (const r of await this.db.selectFrom('primaries').selectAll().execute()) {
-      pairs.add(copyPairKey(fromColumns('', r), { cluster: r.copy_cluster, group: r.group, resource: r.resource, namespace: r.copy_namespace, name: r.copy_name }));
-    }
-    for (const r of await this.db.selectFrom('relations').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'source_name', 'dest_cluster', 'dest_group', 'dest_resource', 'dest_namespace', 'dest_name']).execute()) {
-      pairs.add(copyPairKey(fromColumns('source_', r), fromColumns('dest_', r)));
-    }
-    return pairs;
+  /** Every (source, copy) pair the store accounts for, as keys of copyPairKey() (sweep-queries.ts). */
+  accountedFor(): Promise<Set<string>> {
+    return sweepQueries.accountedFor(this.db);
   }
 
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
-  async forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
-    let query = this.db.deleteFrom('primaries');
-    for (const t of types) query = query.where((eb) => eb.not(eb.and([eb('group', '=', t.group), eb('resource', '=', t.resource)])));
-    const result = await query.executeTakeFirst();
-    return Number(result.numDeletedRows);
+  forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
+    return sweepQueries.forgetPrimariesOtherThan(this.db, types);
   }
 
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
@@ -379,41 +253,6 @@ export class RelationStore {
     const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return { primaries: Number(p.n), relations: Number(r.n) };
   }
-}
-
-/** The in-memory key of a (source, copy) pair, as accountedFor() returns them. */
-export function copyPairKey(source: ObjectIdentity, copy: ObjectIdentity): string {
-  return compositeKey(identityKey(source), identityKey(copy));
-}
-
-/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
-function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
-  return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
-}
-
-function toPrimary(row: PrimariesTable): PrimaryRecord {
-  return {
-    id: fromColumns('', row),
-    uid: row.uid,
-    copy: { cluster: row.copy_cluster, group: row.group, resource: row.resource, namespace: row.copy_namespace, name: row.copy_name },
-    state: row.state,
-    message: row.message,
-    lastSyncedAt: row.last_synced_at,
-  };
-}
-
-function toRelation(row: RelationsTable): RelationRecord {
-  return {
-    primary: fromColumns('primary_', row),
-    ruleId: row.rule_id,
-    origin: row.origin,
-    source: fromColumns('source_', row),
-    destination: fromColumns('dest_', row),
-    state: row.state,
-    contentHash: row.content_hash,
-    message: row.message,
-    lastSyncedAt: row.last_synced_at,
-  };
 }
 
 /** The same keys, in any order. */

@@ -1,0 +1,226 @@
+/**
+ * Compiles a config that passed the schema: templates, JSONPaths, regexes
+ * and selectors are parsed once, here, so that every mistake in them is
+ * reported at start with its place in the file (all of them, not the first),
+ * and the rest of relsync works with parsed rules only.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { buildSelector, labelKeyProblem, labelValueProblem, operatorValuesProblem } from '../core/label-selector.js';
+import type { ClusterConfig } from '../kube/cluster-config.js';
+import { parseJsonPath } from '../rules/json-path.js';
+import type { NameRewrite, OwnerPointer, Provenance, RelatedFinder, RelatedRule, SelectorTemplate } from '../rules/rule.js';
+import { Template } from '../rules/template.js';
+import { hasManyClusters, type Config, type PublishedResource } from './config.js';
+import { ConfigError, type ConfigProblem } from './config-problem.js';
+import { compileCopyPolicy } from './copy-policy.js';
+import { safetyProblems } from './safety-checks.js';
+import type { RawConfig, RawRelatedRule, RawRewrite } from './schema.js';
+
+/** Variables a primary's templates may use. */
+export const primaryVariables = ['cluster', 'namespace', 'name', 'object'] as const;
+/** Variables of a reference rewrite: the primary's plus `value`, the source name. */
+export const rewriteVariables = [...primaryVariables, 'value'] as const;
+/** Variables of a selector or inverse rewrite: also `related`, the matched object. */
+export const relatedRewriteVariables = [...rewriteVariables, 'related'] as const;
+
+/** The Config of a raw config that passed the schema, or a ConfigError naming every problem found. */
+export function compileConfig(raw: RawConfig, file: string): Config {
+  const problems: ConfigProblem[] = [];
+  const base = dirname(resolve(file));
+  const absolute = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+
+  const cluster = (c: { name: string; kubeconfig?: string | undefined; context?: string | undefined; kcp?: RawConfig['platformClusters'][number]['kcp'] }, where: string): ClusterConfig => {
+    const kubeconfig = c.kubeconfig === undefined ? undefined : absolute(c.kubeconfig);
+    if (kubeconfig !== undefined && !existsSync(kubeconfig)) {
+      problems.push({ path: `${where}.kubeconfig`, message: `file ${kubeconfig} does not exist` });
+    }
+    const kcp = c.kcp && { endpointSlice: c.kcp.apiExportEndpointSlice, url: c.kcp.virtualWorkspaceUrl?.replace(/\/+$/, '') };
+    return { name: c.name, kubeconfig, context: c.context, kcp };
+  };
+
+  const template = (source: string, where: string, variables: readonly string[]): Template => {
+    try {
+      return Template.parse(source, variables);
+    } catch (err) {
+      problems.push({ path: where, message: (err as Error).message });
+      return Template.parse('', variables);
+    }
+  };
+
+  const path = (source: string, where: string) => {
+    try {
+      return parseJsonPath(source);
+    } catch (err) {
+      problems.push({ path: where, message: (err as Error).message });
+      return parseJsonPath('.invalid');
+    }
+  };
+
+  const resources: PublishedResource[] = raw.resources.map((res, i) => {
+    const where = `resources[${i}]`;
+    let selector;
+    if (res.selector) {
+      const built = buildSelector(res.selector);
+      for (const p of built.problems) problems.push({ path: `${where}.selector.${p.path}`, message: p.message });
+      selector = built.selector;
+    }
+    const related = res.related.map((rule, j): RelatedRule => {
+      const rw = `${where}.related[${j}]`;
+      return {
+        id: rule.id,
+        origin: rule.origin,
+        source: { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
+        destination: rule.destination ?? { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
+        finder: finder(rule, rw, template, path, problems),
+        sourceNamespace: rule.namespace?.source === undefined ? undefined : template(rule.namespace.source, `${rw}.namespace.source`, primaryVariables),
+        destinationNamespace:
+          rule.namespace?.destination === undefined ? undefined : template(rule.namespace.destination, `${rw}.namespace.destination`, primaryVariables),
+        provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
+        where: rw,
+      };
+    });
+    return {
+      type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
+      selector,
+      naming: {
+        namespace: template(res.naming.namespace, `${where}.naming.namespace`, primaryVariables),
+        name: template(res.naming.name, `${where}.naming.name`, primaryVariables),
+      },
+      related,
+      where,
+    };
+  });
+
+  const config: Config = {
+    agentName: raw.agentName,
+    platformClusters: raw.platformClusters.map((c, i) => cluster(c, `platformClusters[${i}]`)),
+    serviceCluster: cluster(raw.serviceCluster, 'serviceCluster'),
+    storePath: absolute(raw.store.path),
+    copy: compileCopyPolicy(raw.copy.labels, raw.copy.annotations, raw.copy.secretTypes.deny),
+    workers: raw.workers,
+    limits: raw.limits,
+    resync: raw.resync,
+    watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },
+    leaderElection: {
+      ...raw.leaderElection,
+      namespace: raw.leaderElection.namespace ?? process.env.POD_NAMESPACE ?? 'default',
+      namespaceKnown: raw.leaderElection.namespace !== undefined || process.env.POD_NAMESPACE !== undefined,
+      name: raw.leaderElection.name ?? `relsync-${raw.agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}`,
+    },
+    resources,
+  };
+  // Only a config whose parts compiled is checked for what it would let a tenant do.
+  if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), hasManyClusters(config.platformClusters)));
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return config;
+}
+
+/** A service-origin rule's provenance; safe by default: an ownerReference to the copy. */
+function provenance(
+  raw: RawRelatedRule['provenance'],
+  where: string,
+  template: (s: string, w: string, v: readonly string[]) => Template,
+  problems: ConfigProblem[],
+): Provenance {
+  if (raw?.anyInNamespace) return { kind: 'anyInNamespace' };
+  if (raw?.label) {
+    const p = labelKeyProblem(raw.label.key);
+    if (p) problems.push({ path: `${where}.label.key`, message: p });
+    return { kind: 'label', key: raw.label.key, value: template(raw.label.value, `${where}.label.value`, primaryVariables) };
+  }
+  return { kind: 'ownerReference' };
+}
+
+function finder(
+  rule: RawRelatedRule,
+  where: string,
+  template: (s: string, w: string, v: readonly string[]) => Template,
+  path: (s: string, w: string) => ReturnType<typeof parseJsonPath>,
+  problems: ConfigProblem[],
+): RelatedFinder {
+  const regex = (source: string, at: string): RegExp | undefined => {
+    try {
+      return new RegExp(source);
+    } catch (err) {
+      problems.push({ path: at, message: `invalid regular expression: ${(err as Error).message}` });
+      return undefined;
+    }
+  };
+  const rewriteOf = (raw: RawRewrite | undefined, at: string, variables: readonly string[]): NameRewrite | undefined => {
+    if (raw?.regex) {
+      const pattern = regex(raw.regex.pattern, `${at}.regex.pattern`);
+      return pattern ? { kind: 'regex', pattern, replacement: raw.regex.replacement } : undefined;
+    }
+    if (raw?.template) return { kind: 'template', template: template(raw.template, `${at}.template`, variables) };
+    return undefined;
+  };
+
+  if (rule.reference) {
+    const ref = rule.reference;
+    return {
+      kind: 'reference',
+      path: path(ref.path, `${where}.reference.path`),
+      destinationPath: ref.destinationPath === undefined ? undefined : path(ref.destinationPath, `${where}.reference.destinationPath`),
+      rewrite: rewriteOf(ref.rewrite, `${where}.reference.rewrite`, rewriteVariables),
+    };
+  }
+  if (rule.selector) {
+    const sel = rule.selector;
+    const at = `${where}.selector`;
+    const requirements: SelectorTemplate[] = [
+      ...Object.entries(sel.matchLabels ?? {}).map(([key, value]) => ({
+        key: template(key, `${at}.matchLabels.${key}`, primaryVariables),
+        operator: 'In' as const,
+        values: [template(value, `${at}.matchLabels.${key}`, primaryVariables)],
+        where: `${at}.matchLabels.${key}`,
+      })),
+      ...(sel.matchExpressions ?? []).map((e, i) => {
+        const w = `${at}.matchExpressions[${i}]`;
+        const values = e.values ?? [];
+        const operatorProblem = operatorValuesProblem(e.operator, values.length);
+        if (operatorProblem) problems.push({ path: `${w}.values`, message: operatorProblem });
+        return { key: template(e.key, `${w}.key`, primaryVariables), operator: e.operator, values: values.map((v, j) => template(v, `${w}.values[${j}]`, primaryVariables)), where: w };
+      }),
+    ];
+    // A key or value without templates is checked now; templated ones when rendered.
+    for (const r of requirements) {
+      const keyProblem = r.key.isConstant ? labelKeyProblem(r.key.render({})) : undefined;
+      if (keyProblem) problems.push({ path: r.where, message: keyProblem });
+      for (const v of r.values) {
+        const valueProblem = v.isConstant ? labelValueProblem(v.render({})) : undefined;
+        if (valueProblem) problems.push({ path: r.where, message: valueProblem });
+      }
+    }
+    return { kind: 'selector', requirements, allowEmpty: sel.allowEmpty, rewrite: rewriteOf(sel.rewrite, `${at}.rewrite`, relatedRewriteVariables) };
+  }
+  if (rule.inverse) {
+    const inv = rule.inverse;
+    const at = `${where}.inverse`;
+    let owner: OwnerPointer;
+    if (inv.label !== undefined) {
+      const p = labelKeyProblem(inv.label);
+      if (p) problems.push({ path: `${at}.label`, message: p });
+      owner = { kind: 'label', key: inv.label };
+    } else if (inv.annotation !== undefined) owner = { kind: 'annotation', key: inv.annotation };
+    else if (inv.ownerReference) owner = { kind: 'ownerReference' };
+    else {
+      const pattern = regex(inv.namePattern!, `${at}.namePattern`);
+      if (pattern && !/\(\?<name>/.test(inv.namePattern!)) problems.push({ path: `${at}.namePattern`, message: 'needs a named group (?<name>...) that captures the owner\'s name' });
+      owner = { kind: 'namePattern', pattern: pattern ?? /(?<name>$^)/ };
+    }
+    const nsFrom = inv.namespaceFrom;
+    return {
+      kind: 'inverse',
+      owner,
+      namespaceFrom: nsFrom ? (nsFrom.label !== undefined ? { kind: 'label', key: nsFrom.label } : { kind: 'annotation', key: nsFrom.annotation! }) : undefined,
+      rewrite: rewriteOf(inv.rewrite, `${at}.rewrite`, relatedRewriteVariables),
+    };
+  }
+  const t = rule.template!;
+  return {
+    kind: 'template',
+    name: template(t.name, `${where}.template.name`, primaryVariables),
+    destinationName: t.destinationName === undefined ? undefined : template(t.destinationName, `${where}.template.destinationName`, primaryVariables),
+  };
+}

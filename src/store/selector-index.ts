@@ -1,0 +1,125 @@
+/**
+ * The selector index: the selectors each primary's selector rules rendered,
+ * stored so that an event on any object finds the primaries whose selectors
+ * match it through an index instead of evaluating every primary's rules.
+ * A selector is indexed by the values of one `In` requirement (its anchor);
+ * the few without one are read for every object of their scope.
+ */
+import type { Kysely } from 'kysely';
+import { columns, fromColumns, identityKey, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
+import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
+import { compositeKey } from '../core/composite-key.js';
+import type { Database } from './schema.js';
+
+/** A primary's rendered selector for one rule, and where it applies. */
+export interface SelectorRecord {
+  readonly ruleId: string;
+  /** Cluster, group, resource and namespace of the objects it selects (name unused). */
+  readonly scope: Omit<ObjectIdentity, 'name'>;
+  readonly selector: LabelSelector;
+}
+
+/**
+ * Replaces a primary's selectors and their index terms. `db` is the
+ * reconcile's transaction, so the index never disagrees with the relations.
+ */
+export async function replaceSelectors(db: Kysely<Database>, primary: ObjectIdentity, selectors: readonly SelectorRecord[]): Promise<void> {
+  await db.deleteFrom('selectors').where((eb) => eb.and(columns('primary_', primary))).execute();
+  for (const sel of selectors) {
+    const scope = { source_cluster: sel.scope.cluster, source_group: sel.scope.group, source_resource: sel.scope.resource, source_namespace: sel.scope.namespace };
+    const anchor = anchorOf(sel.selector);
+    await db
+      .insertInto('selectors')
+      .values({
+        ...columns('primary_', primary),
+        rule_id: sel.ruleId,
+        ...scope,
+        requirements: JSON.stringify(sel.selector.requirements),
+        selector_text: selectorQuery(sel.selector),
+        anchored: anchor ? 1 : 0,
+      })
+      .execute();
+    for (const value of anchor?.values ?? []) {
+      await db.insertInto('selector_terms').values({ ...scope, label_key: anchor!.key, label_value: value, ...columns('primary_', primary), rule_id: sel.ruleId }).execute();
+    }
+  }
+}
+
+/**
+ * The stored selectors of a primary as comparison keys; selectorKeys() gives
+ * the same keys for selectors about to be saved, so a reconcile that renders
+ * what is stored can skip the write.
+ */
+export async function storedSelectorKeys(db: Kysely<Database>, primary: ObjectIdentity): Promise<string[]> {
+  const rows = await db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
+  return rows.map((r) => JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements]));
+}
+
+export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
+  return selectors.map((x) => JSON.stringify([x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements)]));
+}
+
+/**
+ * The primaries whose selector (for some rule) matches these labels, for
+ * an object in `scope`: candidates by indexed label terms, plus the few
+ * selectors without one, then the whole selector evaluated.
+ */
+export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
+  const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource };
+  const namespaces = scope.namespace ? [scope.namespace] : [''];
+  const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
+  const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
+    for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
+  };
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    consider(
+      await db
+        .selectFrom('selector_terms as t')
+        .innerJoin('selectors as s', (join) =>
+          join
+            .onRef('s.primary_cluster', '=', 't.primary_cluster')
+            .onRef('s.primary_group', '=', 't.primary_group')
+            .onRef('s.primary_resource', '=', 't.primary_resource')
+            .onRef('s.primary_namespace', '=', 't.primary_namespace')
+            .onRef('s.primary_name', '=', 't.primary_name')
+            .onRef('s.rule_id', '=', 't.rule_id'),
+        )
+        .select(['s.primary_cluster', 's.primary_group', 's.primary_resource', 's.primary_namespace', 's.primary_name', 's.rule_id', 's.requirements'])
+        .where('t.source_cluster', '=', where.source_cluster)
+        .where('t.source_group', '=', where.source_group)
+        .where('t.source_resource', '=', where.source_resource)
+        .where('t.source_namespace', 'in', namespaces)
+        .where('t.label_key', '=', key)
+        .where('t.label_value', '=', value)
+        .execute(),
+    );
+  }
+  consider(
+    await db
+      .selectFrom('selectors')
+      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'requirements'])
+      .where('source_cluster', '=', where.source_cluster)
+      .where('source_group', '=', where.source_group)
+      .where('source_resource', '=', where.source_resource)
+      .where('source_namespace', 'in', namespaces)
+      .where('anchored', '=', 0)
+      .execute(),
+  );
+  const owners = new Map<string, ObjectIdentity>();
+  for (const { primary, requirements } of candidates.values()) {
+    const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
+    if (matchesSelector(selector, labels)) owners.set(identityKey(primary), primary);
+  }
+  return [...owners.values()];
+}
+
+/** A primary's stored selectors in their query form (`app=one`), by rule. */
+export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
+  const rows = await db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
+  return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}` }));
+}
+
+/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
+function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
+  return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
+}

@@ -1,0 +1,64 @@
+/**
+ * The store reads and deletes that only a sweep makes: whole-store questions
+ * (every relation, every accounted-for copy) answered in a few reads instead
+ * of a query per listed object, and the cleanup of types no longer
+ * configured. Apart from the per-event routing reads so that neither hides
+ * the cost of the other.
+ */
+import type { Kysely } from 'kysely';
+import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { compositeKey } from '../core/composite-key.js';
+import { copyOfRow } from './records.js';
+import type { Database } from './schema.js';
+
+/** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
+export async function allRelationKeys(db: Kysely<Database>): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
+  const rows = await db.selectFrom('relations').selectAll().execute();
+  return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
+}
+
+/**
+ * Whether the store accounts for `copy` as the copy of `source`: a primary
+ * whose copy it is, or a relation from that source to it. What the copy's
+ * marks name decides, never the copy's type (a type may be a primary type
+ * and a related type at once).
+ */
+export async function accounts(db: Kysely<Database>, source: ObjectIdentity, copy: ObjectIdentity): Promise<boolean> {
+  const primary = await db.selectFrom('primaries').selectAll().where((eb) => eb.and(columns('', source))).executeTakeFirst();
+  if (primary && sameIdentity(copyOfRow(primary), copy)) return true;
+  const relation = await db
+    .selectFrom('relations')
+    .select('rule_id')
+    .where((eb) => eb.and(columns('dest_', copy)))
+    .where((eb) => eb.and(columns('source_', source)))
+    .limit(1)
+    .executeTakeFirst();
+  return relation !== undefined;
+}
+
+/**
+ * Every (source, copy) pair the store accounts for (see accounts()), in two
+ * reads, as keys of copyPairKey(): for a sweep's orphan check, instead of a
+ * query per listed copy.
+ */
+export async function accountedFor(db: Kysely<Database>): Promise<Set<string>> {
+  const pairs = new Set<string>();
+  for (const r of await db.selectFrom('primaries').selectAll().execute()) pairs.add(copyPairKey(fromColumns('', r), copyOfRow(r)));
+  for (const r of await db.selectFrom('relations').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'source_name', 'dest_cluster', 'dest_group', 'dest_resource', 'dest_namespace', 'dest_name']).execute()) {
+    pairs.add(copyPairKey(fromColumns('source_', r), fromColumns('dest_', r)));
+  }
+  return pairs;
+}
+
+/** The in-memory key of a (source, copy) pair, as accountedFor() returns them. */
+export function copyPairKey(source: ObjectIdentity, copy: ObjectIdentity): string {
+  return compositeKey(identityKey(source), identityKey(copy));
+}
+
+/** Drops primaries (and, by cascade, their relations) of types no longer configured. */
+export async function forgetPrimariesOtherThan(db: Kysely<Database>, types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
+  let query = db.deleteFrom('primaries');
+  for (const t of types) query = query.where((eb) => eb.not(eb.and([eb('group', '=', t.group), eb('resource', '=', t.resource)])));
+  const result = await query.executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,65 @@
+// The selector index against a real SQLite file: an object's labels route to
+// exactly the primaries whose stored selectors match it, in its own scope,
+// whether the selector is found through an indexed label or read as one
+// without one; and what a reconcile replaces or a delete removes no longer routes.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
+import type { SelectorRequirement } from '../../../src/core/label-selector.js';
+import { openStore } from '../../../src/store/database.js';
+import { RelationStore } from '../../../src/store/relation-store.js';
+import type { SelectorRecord } from '../../../src/store/selector-index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relsync-selector-index-'));
+const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
+const configmaps = { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' };
+const selector = (ruleId: string, ...requirements: SelectorRequirement[]): SelectorRecord => ({ ruleId, scope: configmaps, selector: { requirements } });
+
+async function storeWith(file: string, selectors: Record<string, SelectorRecord[]>) {
+  const opened = await openStore(join(dir, file));
+  const store = new RelationStore(opened.db);
+  const save = (name: string, sel: SelectorRecord[]) => store.saveReconcile({ id: primary(name), uid: name, copy: { ...primary(name), cluster: 'service' }, state: 'synced', message: null }, [], sel);
+  for (const [name, sel] of Object.entries(selectors)) await save(name, sel);
+  const owners = async (labels: Record<string, string>, scope: Omit<ObjectIdentity, 'name'> = configmaps) => (await store.selectorOwners(scope, labels)).map((p) => p.name).sort();
+  return { opened, store, save, owners };
+}
+
+describe('selector index', () => {
+  it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
+    const { opened, owners } = await storeWith('routing.db', {
+      web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
+      'not-legacy': [selector('cfg', { key: 'legacy', operator: 'DoesNotExist', values: [] })],
+      tiered: [selector('cfg', { key: 'tier', operator: 'In', values: ['gold', 'silver'] }, { key: 'env', operator: 'NotIn', values: ['prod'] })],
+      both: [selector('a', { key: 'app', operator: 'In', values: ['web'] }), selector('b', { key: 'tier', operator: 'Exists', values: [] })],
+    });
+    assert.deepEqual(await owners({ app: 'web' }), ['both', 'not-legacy', 'web'], 'by an indexed label, and the selector without one');
+    assert.deepEqual(await owners({ app: 'web', legacy: 'yes' }), ['both', 'web'], 'the whole selector decides, not only its index term');
+    assert.deepEqual(await owners({ tier: 'silver', env: 'dev', legacy: 'yes' }), ['both', 'tiered'], 'any value of an In requirement finds it');
+    assert.deepEqual(await owners({ tier: 'silver', env: 'prod', legacy: 'yes' }), ['both'], 'a matching index term with a failing NotIn is no match');
+    assert.deepEqual(await owners({ app: 'api', legacy: 'yes' }), [], 'no selector matches');
+    assert.deepEqual(await owners({ app: 'web' }, { ...configmaps, cluster: 'tenant-b' }), [], 'another tenant\'s object never routes here');
+    assert.deepEqual(await owners({ app: 'web' }, { ...configmaps, namespace: 'other' }), [], 'nor one in another namespace');
+    assert.deepEqual(await owners({ app: 'web' }, { ...configmaps, resource: 'secrets' }), [], 'nor one of another type');
+    await opened.close();
+  });
+
+  it('forgets what a reconcile replaced and what a deleted primary had', async () => {
+    const { opened, store, save, owners } = await storeWith('replaced.db', {
+      one: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
+      two: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
+    });
+    await save('one', [selector('cfg', { key: 'app', operator: 'In', values: ['api'] })]);
+    assert.deepEqual(await owners({ app: 'web' }), ['two'], 'the old index term is gone');
+    assert.deepEqual(await owners({ app: 'api' }), ['one']);
+    assert.deepEqual((await store.selectorsOf(primary('one'))).map((s) => s.selector), ['app=api']);
+    await save('two', []);
+    assert.deepEqual(await owners({ app: 'web' }), [], 'a reconcile that renders no selector leaves none');
+    await store.deletePrimary(primary('one'));
+    assert.deepEqual(await owners({ app: 'api' }), [], 'selectors go with their primary');
+    assert.deepEqual(await store.selectorsOf(primary('one')), []);
+    await opened.close();
+  });
+});
