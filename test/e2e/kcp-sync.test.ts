@@ -9,7 +9,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
@@ -145,7 +144,14 @@ describe('kcp as the platform', () => {
     await b.putSecret('default', 'stray-note', { x: '1' }, { 'notes-for': 'only-in-a' });
     await a.createDatabase('default', 'only-in-a', {});
     await eventually('A’s second primary copied', () => svc.database(ns('consumer-a'), 'only-in-a'), 30_000);
-    await delay(2_000);
+    // Markers: A's own objects for "only-in-a", written after B's strays on the same watches (one
+    // per type across workspaces), so the strays were routed first; changed twice, one after the
+    // other, so every reconcile of "only-in-a" queued before has finished.
+    for (const n of ['1', '2']) {
+      await a.putConfigMap('default', 'marker', { n }, { app: 'only-in-a' });
+      await a.putSecret('default', 'marker-note', { n }, { 'notes-for': 'only-in-a' });
+      await eventually(`A's markers ${n} copied`, async () => (await svc.configMap(ns('consumer-a'), 'marker'))?.data?.n === n && decode(await svc.secret(ns('consumer-a'), 'marker-note'), 'n') === n, 30_000);
+    }
     assert.equal(await svc.configMap(ns('consumer-a'), 'stray'), undefined, 'a selector never crosses workspaces');
     assert.equal(await svc.secret(ns('consumer-a'), 'stray-note'), undefined, 'an inverse rule never crosses workspaces');
 
@@ -243,8 +249,11 @@ describe('kcp as the platform', () => {
     relsync = undefined;
     const res = await kcp.request('DELETE', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    await delay(3_000);
-    assert.ok(await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders'), 'with relsync stopped, the copy stays (and kcp waits for relsync’s finalizer)');
+    await eventually('kcp holds the binding for relsync’s finalizer', async () => {
+      const binding = await kcp.request('GET', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
+      return binding.status === 200 && (binding.body as { metadata?: { deletionTimestamp?: string } }).metadata?.deletionTimestamp !== undefined;
+    }, 30_000);
+    assert.ok(await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders'), 'with relsync stopped, the copy stays');
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await eventually('D’s copy removed after the restart', async () => (await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders')) === undefined, 60_000);
     await eventually('D’s related copy removed', async () => (await svc.configMap(defaultCopyNamespace(lcD, 'default'), 'settings')) === undefined, 30_000);
@@ -279,7 +288,10 @@ describe('kcp as the platform', () => {
     assert.doesNotMatch(relsyncPr.log(), new RegExp(lc['consumer-a']));
 
     // the first relsync knows exactly the workspaces still bound: no late event brought back one that left
-    await delay(2_000);
+    // Marker: a change in workspace A on the same Database watch reached its copy, so whatever that
+    // watch delivered before (a late event of a workspace that left) was handled.
+    await a.updateDatabase('default', 'orders', (db) => (db.spec = { ...db.spec, marker: 'late-events' }));
+    await eventually('the marker change copied', async () => (await svc.database(ns('consumer-a'), 'orders'))?.spec?.marker === 'late-events', 30_000);
     const inspected = await runCli(['inspect', 'workspaces', '--store', storePath, '-o', 'json']);
     const workspaces = (JSON.parse(inspected.stdout) as Array<{ name: string; state: string }>).map((w) => `${w.name} ${w.state}`).sort();
     assert.deepEqual(workspaces, [`${lc['consumer-a']} bound`, `${lcE} bound`].sort());
