@@ -1,4 +1,5 @@
-// The steps of the Dockerfile, outside Docker (no engine runs here): `npm ci`,
+// The steps of the Dockerfile, outside Docker (no engine runs here): `npm ci`
+// (its native addon's compile reused, see below),
 // `tsc -p tsconfig.build.json`, `npm prune --omit=dev`, then only what the
 // image copies (package.json, node_modules, dist/src, migrations) starts,
 // serves its health endpoints against a real API server, and stops on SIGTERM.
@@ -28,7 +29,18 @@ describe('production install', () => {
       const run = spawnSync(command, args, { cwd: build, encoding: 'utf8', timeout: 600_000 });
       assert.equal(run.status, 0, `${command} ${args.join(' ')} failed:\n${run.stdout}\n${run.stderr}`);
     };
-    step('npm', ['ci', '--no-audit', '--no-fund']);
+    // Install scripts skipped: the only one the image needs compiles better-sqlite3 from source (no
+    // prebuilt binary downloads here), about a minute on two cores, and this repo's own `npm ci`
+    // has just compiled the same version for the same Node. Its binary is taken over; any other
+    // version is compiled as the image would.
+    step('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund']);
+    const addon = (root: string) => join(root, 'node_modules', 'better-sqlite3');
+    const version = (root: string) => (JSON.parse(readFileSync(join(addon(root), 'package.json'), 'utf8')) as { version: string }).version;
+    if (existsSync(join(addon(repo), 'build', 'Release', 'better_sqlite3.node')) && version(repo) === version(build)) {
+      cpSync(join(addon(repo), 'build'), join(addon(build), 'build'), { recursive: true });
+    } else {
+      step('npm', ['rebuild', 'better-sqlite3']);
+    }
     step('npx', ['tsc', '-p', 'tsconfig.build.json']);
     step('npm', ['prune', '--omit=dev', '--no-audit', '--no-fund']);
     // The image: what the final stage copies, nothing else.
