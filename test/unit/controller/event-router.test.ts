@@ -117,6 +117,25 @@ describe('event router (real SQLite store)', () => {
     assert.deepEqual(await route('service', configMaps, { ...written, data: { v: 'changed by someone' } }), ['tenant-a/shop/orders'], 'drift is routed to the owner');
   });
 
+  it('among 1,000 primaries with a selector each, sends an object to exactly the primaries whose selectors match it', async () => {
+    // The index, not a scan, decides: one owner per app label, two for an object both tiers select.
+    for (let i = 0; i < 1000; i++) {
+      const name = `p${i}`;
+      const tiers = i === 7 || i === 8 ? [{ ruleId: 'tier', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'many' }, selector: { requirements: [{ key: 'tier', operator: 'In' as const, values: ['shared'] }] } }] : [];
+      await store.saveReconcile(
+        { id: id('tenant-a', databases, 'many', name), uid: `u-${name}`, copy: id('service', databases, 'tenant-a-many', name), state: 'synced', message: null },
+        [],
+        [{ ruleId: 'extra', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'many' }, selector: { requirements: [{ key: 'app', operator: 'In', values: [name] }] } }, ...tiers],
+      );
+    }
+    assert.deepEqual(await route('tenant-a', configMaps, object('many', 'cm', { app: 'p5' })), ['tenant-a/many/p5']);
+    assert.deepEqual(await route('tenant-a', configMaps, object('many', 'cm', { app: 'p999', tier: 'other' })), ['tenant-a/many/p999']);
+    assert.deepEqual(await route('tenant-a', configMaps, object('many', 'shared', { tier: 'shared' })), ['tenant-a/many/p7', 'tenant-a/many/p8']);
+    assert.deepEqual(await route('tenant-a', configMaps, object('many', 'both', { app: 'p7', tier: 'shared' })), ['tenant-a/many/p7', 'tenant-a/many/p8'], 'one primary matched twice is queued once');
+    assert.deepEqual(await route('tenant-a', configMaps, object('many', 'none', { app: 'p1000' })), []);
+    assert.deepEqual(await route('tenant-b', configMaps, object('many', 'cm', { app: 'p5' })), [], "another tenant's object with the same label reaches nobody");
+  });
+
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {
     queued = [];
     const sink = router.beginList('tenant-a', configMaps, undefined);
