@@ -13,12 +13,15 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { sleep } from '../util/sleep.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
 
+/** What the elector asks of the Lease API (a ResourceClient in production, a fake in unit tests). */
+export type LeaseClient = Pick<ResourceClient, 'get' | 'create' | 'replace'>;
+
 export interface LeaderElectionOptions {
-  readonly client: ResourceClient;
+  readonly client: LeaseClient;
   readonly namespace: string;
   readonly name: string;
   readonly identity: string;
@@ -30,6 +33,8 @@ export interface LeaderElectionOptions {
   readonly onStarted: () => void;
   /** Called once, when a leader could not renew within the renew deadline. */
   readonly onLost: () => void;
+  /** Time for the lease's expiry, the renew deadline and the retry period; default the system's. */
+  readonly clock?: Clock;
 }
 
 interface LeaseSpec {
@@ -46,8 +51,11 @@ export class LeaderElector {
   private observed: { resourceVersion: string; at: number } | undefined;
   private lastRenew = 0;
   private loop: Promise<void> = Promise.resolve();
+  private readonly clock: Clock;
 
-  constructor(private readonly options: LeaderElectionOptions) {}
+  constructor(private readonly options: LeaderElectionOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   get isLeader(): boolean {
     return this.leader;
@@ -71,9 +79,9 @@ export class LeaderElector {
         // One attempt may not outlast the renew deadline: against an API
         // server that hangs (SIGSTOP, a black-holed network) a request would
         // otherwise wait its whole request timeout and the deadline pass unseen.
-        const ok = await withTimeout(this.tryAcquireOrRenew(), renewDeadlineMs, 'lease request');
+        const ok = await withTimeout(this.clock, this.tryAcquireOrRenew(), renewDeadlineMs, 'lease request');
         if (ok) {
-          this.lastRenew = Date.now();
+          this.lastRenew = this.clock.now();
           if (!this.leader) {
             this.leader = true;
             logger.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became the leader');
@@ -83,19 +91,19 @@ export class LeaderElector {
       } catch (err) {
         logger.warn({ err: (err as Error).message }, 'leader election: could not read or write the lease');
       }
-      if (this.leader && Date.now() - this.lastRenew > renewDeadlineMs) {
+      if (this.leader && this.clock.now() - this.lastRenew > renewDeadlineMs) {
         this.leader = false;
         logger.error({ renewDeadlineMs }, 'lost leadership: the lease could not be renewed in time');
         this.options.onLost();
         return;
       }
-      await sleep(retryPeriodMs, signal);
+      await this.clock.sleep(retryPeriodMs, signal);
     }
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs } = this.options;
-    const now = new Date();
+    const now = new Date(this.clock.now());
     const spec = (): LeaseSpec => ({ holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: micro(now) });
     const lease = await client.get(namespace, name);
     if (!lease) {
@@ -110,11 +118,11 @@ export class LeaderElector {
     }
     const current = (lease.spec ?? {}) as LeaseSpec;
     const rv = lease.metadata.resourceVersion ?? '';
-    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: Date.now() };
+    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: this.clock.now() };
     this.holder = current.holderIdentity || undefined;
     const mine = current.holderIdentity === identity;
     const durationMs = (current.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
-    const expired = !current.holderIdentity || Date.now() - this.observed.at > durationMs;
+    const expired = !current.holderIdentity || this.clock.now() - this.observed.at > durationMs;
     if (!mine && !expired) return false;
     const next: KubeObject = {
       ...lease,
@@ -127,7 +135,7 @@ export class LeaderElector {
     };
     try {
       const written = await client.replace(next);
-      this.observed = { resourceVersion: written.metadata.resourceVersion ?? '', at: Date.now() };
+      this.observed = { resourceVersion: written.metadata.resourceVersion ?? '', at: this.clock.now() };
       this.holder = identity;
       return true;
     } catch (err) {
@@ -153,7 +161,7 @@ export class LeaderElector {
         const lease = await client.get(namespace, name);
         if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
         try {
-          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date()) } });
+          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.clock.now())) } });
           logger.info('released the leader lease');
           return;
         } catch (err) {
@@ -168,10 +176,11 @@ export class LeaderElector {
   }
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+/** The request it waits for keeps the process alive, so the clock's timer need not. */
+function withTimeout<T>(clock: Clock, work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = clock.after(ms, () => reject(new Error(`${what}: no answer within ${ms} ms`)))));
+  return Promise.race([work, timeout]).finally(() => timer?.cancel());
 }
 
 /** Lease times are MicroTime: RFC 3339 with microseconds. */
@@ -184,10 +193,10 @@ function micro(d: Date): string {
  * by this machine's clock), else undefined. For one-shot commands that must
  * not work beside a running leader.
  */
-export async function liveLeader(client: ResourceClient, namespace: string, name: string): Promise<string | undefined> {
+export async function liveLeader(client: Pick<LeaseClient, 'get'>, namespace: string, name: string, clock: Clock = systemClock): Promise<string | undefined> {
   const lease = await client.get(namespace, name);
   const spec = (lease?.spec ?? {}) as LeaseSpec;
   if (!spec.holderIdentity || !spec.renewTime) return undefined;
-  const age = Date.now() - Date.parse(spec.renewTime);
+  const age = clock.now() - Date.parse(spec.renewTime);
   return age < (spec.leaseDurationSeconds ?? 15) * 1000 ? spec.holderIdentity : undefined;
 }

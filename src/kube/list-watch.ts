@@ -19,15 +19,13 @@
  *
  * Emits events only; never writes to a cluster.
  */
-import type { IncomingMessage } from 'node:http';
-import { createInterface, type Interface } from 'node:readline';
 import type { Logger } from 'pino';
 import { isGone, ApiError } from './api-error.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
-import type { ResourceClient } from './resource-client.js';
-import { typeName } from '../core/resource-type.js';
+import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
+import { typeName, type ResourceType } from '../core/resource-type.js';
 import { Backoff } from '../util/backoff.js';
-import { sleep } from '../util/sleep.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -56,8 +54,20 @@ export function wholeList(onList: (items: KubeObject[]) => Promise<void>): ListS
   };
 }
 
+/**
+ * What the loop asks of one resource type's API (a ResourceClient in
+ * production, a fake in unit tests): its LIST pages and its WATCH lines.
+ */
+export interface ListWatchSource {
+  readonly connection: { readonly name: string };
+  readonly type: ResourceType;
+  path(): string;
+  pages(options: { readonly labelSelector?: string | undefined }): AsyncIterable<ListPage>;
+  watch(request: WatchRequest): Promise<WatchStream>;
+}
+
 export interface ListWatchOptions {
-  readonly client: ResourceClient;
+  readonly client: ListWatchSource;
   readonly handler: WatchHandler;
   readonly logger: Logger;
   readonly labelSelector?: string | undefined;
@@ -73,6 +83,8 @@ export interface ListWatchOptions {
   readonly failureGraceMs?: number;
   /** How long the loop may make no progress at all before it counts as stuck (liveness); default watchdog + 60 s. */
   readonly stuckAfterMs?: number;
+  /** Time for the watchdog, retry delays, `synced` and problem(); default the system's. */
+  readonly clock?: Clock;
 }
 
 export class ListWatch {
@@ -82,12 +94,16 @@ export class ListWatch {
   private failingSince: number | undefined;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   /** When the loop last did anything: a page, a line (a bookmark too), a failed request, a retry. */
-  private lastProgressAt = Date.now();
+  private lastProgressAt: number;
   /** 'idle' before start(), 'running', 'stopped' (its signal aborted) or 'ended' (it returned without being stopped). */
   private state: 'idle' | 'running' | 'stopped' | 'ended' = 'idle';
 
+  private readonly clock: Clock;
+
   constructor(private readonly options: ListWatchOptions) {
     this.resourceVersion = options.resumeFrom;
+    this.clock = options.clock ?? systemClock;
+    this.lastProgressAt = this.clock.now();
   }
 
   /** True when this loop started from a checkpoint instead of a LIST. */
@@ -107,7 +123,7 @@ export class ListWatch {
    * last resourceVersion, losing nothing) does not make the loop unsynced.
    */
   get synced(): boolean {
-    return this.syncedOnce && (this.failingSince === undefined || Date.now() - this.failingSince < (this.options.failureGraceMs ?? 10_000));
+    return this.syncedOnce && (this.failingSince === undefined || this.clock.now() - this.failingSince < (this.options.failureGraceMs ?? 10_000));
   }
 
   /**
@@ -120,7 +136,7 @@ export class ListWatch {
   problem(): string | undefined {
     if (this.state === 'ended') return `watch ${this.name} has stopped`;
     if (this.state !== 'running') return undefined;
-    const silentMs = Date.now() - this.lastProgressAt;
+    const silentMs = this.clock.now() - this.lastProgressAt;
     const limitMs = this.options.stuckAfterMs ?? this.watchdogMs() + 60_000;
     return silentMs > limitMs ? `watch ${this.name} made no progress for ${Math.round(silentMs / 1000)} s` : undefined;
   }
@@ -128,7 +144,7 @@ export class ListWatch {
   /** Runs until `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
     this.state = 'running';
-    this.lastProgressAt = Date.now();
+    this.lastProgressAt = this.clock.now();
     try {
       await this.loop(signal);
     } finally {
@@ -137,7 +153,7 @@ export class ListWatch {
   }
 
   private progress(): void {
-    this.lastProgressAt = Date.now();
+    this.lastProgressAt = this.clock.now();
   }
 
   private watchdogMs(): number {
@@ -160,12 +176,12 @@ export class ListWatch {
           this.options.onRelist?.();
           continue;
         }
-        this.failingSince ??= Date.now();
+        this.failingSince ??= this.clock.now();
         this.progress();
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');
-        await sleep(delay, signal);
+        await this.clock.sleep(delay, signal);
       }
     }
   }
@@ -196,41 +212,27 @@ export class ListWatch {
     signal.addEventListener('abort', abort, { once: true });
     // Jitter the server timeout so that many loops do not reconnect in step.
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
-    let watchdog: NodeJS.Timeout | undefined;
-    let stream: { res: IncomingMessage; lines: Interface } | undefined;
+    let watchdog: Timer | undefined;
+    let stream: WatchStream | undefined;
     const pet = () => {
-      clearTimeout(watchdog);
-      watchdog = setTimeout(() => {
+      watchdog?.cancel();
+      // The stream (or the request opening it) that this timer watches keeps the process alive.
+      watchdog = this.clock.after(watchdogMs, () => {
         logger.warn({ watch: this.name, silentMs: watchdogMs }, 'watch silent for too long; reconnecting');
         // A server that hangs instead of failing: the loop counts as failing until a stream opens again.
-        this.failingSince ??= Date.now();
+        this.failingSince ??= this.clock.now();
         this.options.onReconnect?.('watchdog');
         local.abort();
-      }, watchdogMs);
+      });
     };
     try {
       pet();
-      const res = await client.connection.stream(client.path(), {
-        query: {
-          watch: true,
-          allowWatchBookmarks: true,
-          resourceVersion: this.resourceVersion,
-          timeoutSeconds: serverTimeout,
-          labelSelector,
-        },
-        signal: local.signal,
-      });
+      stream = await client.watch({ resourceVersion: this.resourceVersion, timeoutSeconds: serverTimeout, labelSelector, signal: local.signal });
       // The stream is open from a known resourceVersion: this loop is in sync.
       this.syncedOnce = true;
       this.progress();
       this.failingSince = undefined;
-      const lines = createInterface({ input: res, crlfDelay: Infinity });
-      // Errors of an aborted stream surface through the iterator (or not at all
-      // once we stopped reading); without listeners they would crash the process.
-      res.on('error', () => undefined);
-      lines.on('error', () => undefined);
-      stream = { res, lines };
-      for await (const line of lines) {
+      for await (const line of stream) {
         pet();
         this.progress();
         if (!line.trim()) continue;
@@ -267,10 +269,9 @@ export class ListWatch {
       if (signal.aborted) return;
       throw err;
     } finally {
-      clearTimeout(watchdog);
+      watchdog?.cancel();
       signal.removeEventListener('abort', abort);
-      stream?.lines.close();
-      stream?.res.destroy();
+      stream?.close();
       local.abort();
     }
   }

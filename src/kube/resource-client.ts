@@ -2,6 +2,7 @@
  * A dynamic client for one resource type on one cluster: paths by
  * group/version/resource, JSON in and out, 404 on GET as `undefined`.
  */
+import { createInterface } from 'node:readline';
 import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
@@ -15,6 +16,21 @@ export interface ListOptions {
   readonly limit?: number;
   readonly continueToken?: string | undefined;
   readonly resourceVersion?: string | undefined;
+}
+
+export interface WatchRequest {
+  readonly labelSelector?: string | undefined;
+  /** Watch from here (events after it); undefined: from the current state. */
+  readonly resourceVersion?: string | undefined;
+  /** The server ends the watch after this long. */
+  readonly timeoutSeconds: number;
+  /** Aborting it ends the request and the stream. */
+  readonly signal: AbortSignal;
+}
+
+/** An open watch: its answer's lines, one JSON event each, until the server ends it; close() drops it. */
+export interface WatchStream extends AsyncIterable<string> {
+  close(): void;
 }
 
 export interface ListPage {
@@ -133,6 +149,37 @@ export class ResourceClient {
       limit = nextPageLimit(limit, page.items.length, parsed);
       continueToken = page.continueToken;
     } while (continueToken);
+  }
+
+  /**
+   * A WATCH with bookmarks: resolves once the server answered 2xx (an error
+   * answer rejects with its ApiError), then hands over the answer line by line.
+   */
+  async watch(request: WatchRequest): Promise<WatchStream> {
+    const res = await this.connection.stream(this.path(), {
+      query: {
+        watch: true,
+        allowWatchBookmarks: true,
+        resourceVersion: request.resourceVersion,
+        timeoutSeconds: request.timeoutSeconds,
+        labelSelector: request.labelSelector,
+      },
+      signal: request.signal,
+    });
+    const lines = createInterface({ input: res, crlfDelay: Infinity });
+    // Errors of an aborted stream surface through the iterator (or not at all
+    // once the reader stopped); without listeners they would crash the process.
+    res.on('error', () => undefined);
+    lines.on('error', () => undefined);
+    // Taken now, so that no line that arrives before the reader starts is lost.
+    const iterator = lines[Symbol.asyncIterator]();
+    return {
+      [Symbol.asyncIterator]: () => iterator,
+      close() {
+        lines.close();
+        res.destroy();
+      },
+    };
   }
 
   /** Every object (for lists known to be small: a whole list is held at once). */

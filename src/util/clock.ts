@@ -1,8 +1,12 @@
 /**
- * Time, where it decides behaviour (the work queue's delays, for now): the
- * system's in production, a fake one in tests that moves only when told, so
- * that a test of "not before 500 ms" needs no sleep and cannot be flaky.
+ * Time, where it decides behaviour (the work queue's delays, the list/watch
+ * loop's watchdog and liveness, leader election's lease expiry and renew
+ * deadline): the system's in production, a fake one in tests that moves only
+ * when told, so that a test of "not before 500 ms" needs no sleep and cannot
+ * be flaky.
  */
+import { sleep } from './sleep.js';
+
 export interface Timer {
   cancel(): void;
 }
@@ -11,6 +15,12 @@ export interface Clock {
   now(): number;
   /** Calls `fn` after `ms`; the timer does not keep the process alive. */
   after(ms: number, fn: () => void): Timer;
+  /**
+   * Resolves after `ms`, or at once when `signal` aborts (never rejects). Unlike
+   * after(), a wait keeps the process alive, as a retry loop's wait must: it
+   * may be the only thing pending (a standby without an HTTP server).
+   */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
 }
 
 export const systemClock: Clock = {
@@ -20,4 +30,5 @@ export const systemClock: Clock = {
     t.unref();
     return { cancel: () => clearTimeout(t) };
   },
+  sleep,
 };

@@ -1,5 +1,7 @@
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+/** Resolves after `ms`, or at once when `signal` aborts or already has (never rejects). */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  // An abort listener added to a signal that already aborted never fires.
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {

@@ -22,14 +22,33 @@ export class FakeClock implements Clock {
     return { cancel: () => void this.timers.delete(id) };
   }
 
-  /** Timers not yet fired. */
+  /** As the system clock's: resolves when advance() reaches `ms` from now, or at once on abort. */
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        timer.cancel();
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.after(ms, done);
+      if (signal.aborted) done();
+      else signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Timers (and sleeps) not yet fired. */
   get pending(): number {
     return this.timers.size;
   }
 
-  /** Moves time forward by `ms`, firing what falls due, in order. */
+  /**
+   * Moves time forward by `ms`, firing what falls due, in order. What can
+   * settle now settles first, as it would before any real time passed (a line
+   * a test just pushed is read before a timer due later fires).
+   */
   async advance(ms: number): Promise<void> {
     const until = this.time + ms;
+    await settle();
     for (;;) {
       const next = [...this.timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
       if (!next) break;

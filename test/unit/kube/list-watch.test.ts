@@ -1,0 +1,247 @@
+// The list/watch loop's decisions in time, on a fake clock and a fake API
+// (the loop's ListWatchSource port), without sleeps: when the idle watchdog
+// reconnects, when retries come, when the loop stops counting as in sync
+// (readiness), and when it counts as stuck (liveness). On a real API server:
+// test/e2e/list-watch.test.ts and test/e2e/watch-liveness.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pino from 'pino';
+import type { KubeObject } from '../../../src/core/object.js';
+import { ApiError } from '../../../src/kube/api-error.js';
+import { ListWatch, wholeList, type ListWatchOptions, type ListWatchSource, type WatchHandler } from '../../../src/kube/list-watch.js';
+import type { ListPage, WatchRequest, WatchStream } from '../../../src/kube/resource-client.js';
+import { FakeClock, settle } from '../../harness/fake-clock.js';
+
+const logger = pino({ level: 'silent' });
+const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+
+/** A watch answer: lines pushed by the test; the request's signal ends it as an aborted HTTP response does. */
+class FakeStream implements WatchStream {
+  private readonly lines: string[] = [];
+  private wake: (() => void) | undefined;
+  private closed = false;
+  private ended = false;
+
+  constructor(private readonly signal: AbortSignal) {
+    signal.addEventListener('abort', () => this.wake?.());
+  }
+
+  push(type: string, name: string, resourceVersion: string): void {
+    this.lines.push(JSON.stringify({ type, object: { metadata: { name, namespace: 'team', resourceVersion } } }));
+    this.wake?.();
+  }
+
+  /** The server ends the watch (its timeout): the answer ends without an error. */
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<string> {
+    for (;;) {
+      if (this.signal.aborted || this.closed) throw new Error('aborted');
+      const line = this.lines.shift();
+      if (line !== undefined) {
+        yield line;
+        continue;
+      }
+      if (this.ended) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+}
+
+/** One type's API: a one-page LIST at resourceVersion 10, and watches that open, hang or fail as `mode` says. */
+class FakeApi implements ListWatchSource {
+  readonly connection = { name: 'fake' };
+  readonly type = configMaps;
+  lists = 0;
+  readonly watches: WatchRequest[] = [];
+  readonly streams: FakeStream[] = [];
+  /** What a watch request gets: an open stream, no answer at all, or an error. */
+  mode: 'open' | 'hang' | 'down' = 'open';
+
+  path(): string {
+    return '/api/v1/configmaps';
+  }
+
+  async *pages(): AsyncGenerator<ListPage> {
+    this.lists++;
+    if (this.mode === 'down') throw new ApiError('GET', this.path(), 503, 'unavailable');
+    yield { items: [], resourceVersion: '10', continueToken: undefined };
+  }
+
+  watch(request: WatchRequest): Promise<WatchStream> {
+    this.watches.push(request);
+    if (this.mode === 'down') return Promise.reject(new ApiError('GET', this.path(), 503, 'unavailable'));
+    if (this.mode === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted'))));
+    const stream = new FakeStream(request.signal);
+    this.streams.push(stream);
+    return Promise.resolve(stream);
+  }
+
+  get stream(): FakeStream {
+    return this.streams.at(-1)!;
+  }
+}
+
+function setup(options: Partial<Omit<ListWatchOptions, 'handler'>> & { handler?: Partial<WatchHandler> } = {}) {
+  const clock = new FakeClock();
+  const api = new FakeApi();
+  const reconnects: Array<{ reason: string; at: number }> = [];
+  const handled: string[] = [];
+  const { handler, ...rest } = options;
+  const loop = new ListWatch({
+    client: api,
+    logger,
+    clock,
+    watchdogMs: 10_000,
+    handler: {
+      onEvent: async (_type, object: KubeObject) => void handled.push(object.metadata.name ?? ''),
+      beginList: () => wholeList(async () => undefined),
+      ...handler,
+    },
+    onReconnect: (reason) => reconnects.push({ reason, at: clock.now() }),
+    ...rest,
+  });
+  const stop = new AbortController();
+  const running = loop.start(stop.signal);
+  const end = async () => {
+    stop.abort();
+    await running;
+  };
+  return { clock, api, loop, reconnects, handled, end };
+}
+
+describe('list/watch idle timer', () => {
+  it('reconnects a silent watch after the idle period, not before, and resumes without a LIST', async () => {
+    const { clock, api, reconnects, end } = setup();
+    await settle();
+    assert.equal(api.lists, 1);
+    assert.equal(api.watches.length, 1);
+    assert.equal(api.watches[0]!.resourceVersion, '10', 'watches from the list');
+    await clock.advance(9_999);
+    assert.deepEqual(reconnects, [], 'not a millisecond before the idle period');
+    await clock.advance(1);
+    assert.deepEqual(reconnects, [{ reason: 'watchdog', at: 10_000 }]);
+    assert.equal(api.watches.length, 2, 'reconnected at once');
+    assert.equal(api.watches[0]!.signal.aborted, true, 'the silent request was dropped');
+    assert.equal(api.watches[1]!.resourceVersion, '10', 'from where it was');
+    assert.equal(api.lists, 1, 'no LIST');
+    await end();
+  });
+
+  it('counts any line, a bookmark too, as life: each one restarts the idle period', async () => {
+    const { clock, api, reconnects, handled, end } = setup();
+    await settle();
+    await clock.advance(8_000);
+    api.stream.push('BOOKMARK', '', '11');
+    await clock.advance(8_000);
+    api.stream.push('ADDED', 'a', '12');
+    await clock.advance(9_999);
+    assert.deepEqual(reconnects, [], 'silent 9.999 s at most');
+    assert.deepEqual(handled, ['a'], 'the bookmark is no event');
+    await clock.advance(1);
+    assert.deepEqual(reconnects, [{ reason: 'watchdog', at: 26_000 }], '10 s after the last line');
+    assert.equal(api.watches[1]!.resourceVersion, '12', 'resumes after the last line seen');
+    await end();
+  });
+
+  it('against a server that never answers: reconnects every idle period, and is not in sync after the grace period', async () => {
+    const { clock, api, loop, reconnects, end } = setup({ failureGraceMs: 15_000 });
+    await settle();
+    assert.equal(loop.synced, true);
+    api.mode = 'hang';
+    api.stream.end(); // the server ends the watch; the next request is never answered
+    await settle();
+    assert.equal(api.watches.length, 2);
+    await clock.advance(10_000);
+    assert.deepEqual(reconnects.map((r) => r.at), [10_000]);
+    assert.equal(loop.synced, true, 'one silent request is within the grace period');
+    await clock.advance(14_999);
+    assert.equal(loop.synced, true);
+    await clock.advance(1);
+    assert.equal(loop.synced, false, 'failing since the first watchdog, 15 s ago');
+    assert.deepEqual(reconnects.map((r) => r.at), [10_000, 20_000]);
+    assert.equal(loop.problem(), undefined, 'a hanging server is not a reason to restart: each reconnect is progress');
+    api.mode = 'open';
+    await clock.advance(10_000);
+    assert.equal(loop.synced, true, 'in sync as soon as a stream opens');
+    await end();
+  });
+});
+
+describe('list/watch retries', () => {
+  it('retries a failed request after its backoff, and stays in sync within the grace period', async () => {
+    const { clock, api, loop, reconnects, end } = setup({ failureGraceMs: 2_000 });
+    await settle();
+    api.mode = 'down';
+    api.stream.end();
+    await settle();
+    assert.deepEqual(reconnects, [{ reason: 'error', at: 0 }]);
+    assert.equal(api.watches.length, 2);
+    await clock.advance(249);
+    assert.equal(api.watches.length, 2, 'the first backoff is at least 250 ms');
+    await clock.advance(251);
+    assert.equal(api.watches.length, 3, 'and at most 500 ms');
+    assert.equal(loop.synced, true, 'a failed reconnect alone is not out of sync');
+    await clock.advance(1_500);
+    assert.equal(loop.synced, false, 'failing for the whole grace period');
+    // Down for ten minutes: retries, never more than 30 s apart, keep it alive.
+    const before = api.watches.length;
+    await clock.advance(600_000);
+    assert.ok(api.watches.length - before >= 600 / 30, `${api.watches.length - before} retries in 10 minutes`);
+    assert.equal(loop.problem(), undefined, 'an outage is not a reason to restart');
+    assert.equal(api.lists, 1, 'a failed watch resumes; it does not list');
+    api.mode = 'open';
+    await clock.advance(30_000);
+    assert.equal(loop.synced, true, 'in sync again once the server answers');
+    await end();
+  });
+});
+
+describe('list/watch liveness', () => {
+  it('is stuck once a handler made no progress for stuckAfterMs (default: idle period + 60 s), and only then', async () => {
+    const { clock, api, loop, handled, end } = setup({
+      handler: {
+        onEvent: (_type, object) => {
+          handled.push(object.metadata.name ?? '');
+          return object.metadata.name === 'hang' ? new Promise<void>(() => undefined) : Promise.resolve();
+        },
+      },
+    });
+    await settle();
+    // Quiet for ten minutes: only watchdog reconnects, which are progress.
+    await clock.advance(600_000);
+    assert.equal(loop.problem(), undefined, 'a quiet watch is not stuck');
+    api.stream.push('ADDED', 'hang', '11');
+    await clock.advance(70_000);
+    assert.deepEqual(handled.slice(-1), ['hang']);
+    assert.equal(loop.problem(), undefined, 'exactly the limit is not past it');
+    await clock.advance(1);
+    assert.match(loop.problem() ?? '', /^watch fake\/configmaps made no progress for 70 s$/);
+    // Handled before `end` resolves: the hanging handler never returns, so the loop is not awaited.
+    void end();
+  });
+
+  it('honours an explicit stuckAfterMs, and a stopped loop is no problem', async () => {
+    const { clock, api, loop, end } = setup({ stuckAfterMs: 5_000, handler: { onEvent: () => new Promise<void>(() => undefined) } });
+    await settle();
+    api.stream.push('ADDED', 'hang', '11');
+    await clock.advance(5_000);
+    assert.equal(loop.problem(), undefined);
+    await clock.advance(1);
+    assert.match(loop.problem() ?? '', /made no progress for 5 s/);
+    void end();
+    await settle();
+    const { loop: stopped, end: stopIt } = setup();
+    await settle();
+    await stopIt();
+    assert.equal(stopped.problem(), undefined, 'stopped on purpose');
+  });
+});
