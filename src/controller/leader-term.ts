@@ -12,7 +12,7 @@ import type { Metrics } from '../server/metrics.js';
 import type { TermStatus } from './health.js';
 import { LeaderElector, leaseType } from './leader-election.js';
 import { prepareReconciles } from './reconcile-prerequisites.js';
-import { scheduleSweeps } from './sweeps.js';
+import { scheduleSweeps } from './sweep-triggers.js';
 import { bindingWatchFor, watchFor } from './watches.js';
 import type { Wiring } from './wiring.js';
 import { sleep } from '../util/sleep.js';

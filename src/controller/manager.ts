@@ -18,10 +18,10 @@ import { Metrics } from '../server/metrics.js';
 import { serveHealth, TermStatus } from './health.js';
 import { campaignAndLead, lead, type TermOptions } from './leader-term.js';
 import type { SweepResult } from './sweeper.js';
-import { sweepOnce } from './sweeps.js';
+import { sweepOnce } from './sweep-triggers.js';
 import { rewire, wire, type Wiring, type WiringOptions } from './wiring.js';
 
-export { LeaderRunningError } from './sweeps.js';
+export { LeaderRunningError } from './sweep-triggers.js';
 
 export interface ManagerOptions {
   readonly config: Config;

@@ -48,7 +48,11 @@ export interface Upsert {
    * source lacks (set by the operator or an API default) are kept.
    */
   readonly replacedFields?: readonly string[];
-  /** Create a missing platform namespace for the copy (a service-origin copy); otherwise its absence is an error. */
+  /**
+   * Create the copy's namespace when a create says it is missing (related copies: a service-origin
+   * copy's platform namespace, or a rule's own destination namespace); otherwise its absence is an
+   * error. A copy namespace of a primary is made before, by copy-namespaces.ts.
+   */
   readonly createsNamespace?: boolean;
 }
 
@@ -63,7 +67,8 @@ export class CopyWriter {
   /**
    * Creates the copy, or brings it up to date when its marks name the source; 'conflict' when an
    * object without them is in the way (left untouched). An object created between the read and the
-   * create (another primary that owns the same source) is read again and treated the same way.
+   * create is read again and treated the same way: for a related copy, usually another primary
+   * that copies the same source; for a primary's copy, another replica or a sweep's older read.
    */
   async upsert(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
     if (write.existing) return this.update(client, write, write.existing);
@@ -93,7 +98,7 @@ export class CopyWriter {
   }
 
   /** Remembers the version a write of relsync's produced, so its own watch event is not routed back. */
-  recorded(id: ObjectIdentity, written: KubeObject): KubeObject {
+  private recorded(id: ObjectIdentity, written: KubeObject): KubeObject {
     this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
     return written;
   }
@@ -110,8 +115,8 @@ export class CopyWriter {
       },
     };
     const created = await client.create(copy.namespace, body).catch(async (err: unknown) => {
-      // A service-origin copy into a platform namespace that does not exist (yet): create it, as
-      // relsync does in the service cluster, and where it may not, say so.
+      // A related copy into a namespace that does not exist (yet), e.g. a service-origin copy's
+      // platform namespace: create it, as relsync does for copy namespaces, and where it may not, say so.
       if (!write.createsNamespace || !copy.namespace || !isMissingNamespace(err)) throw err;
       await this.createNamespace(copy.cluster, copy.namespace).catch((e: unknown) => {
         throw isForbidden(e) ? new MissingNamespaceError(`namespace "${copy.namespace}" does not exist in cluster ${copy.cluster}, and relsync may not create it`) : e;
@@ -135,7 +140,7 @@ export class CopyWriter {
     return this.recorded(write.copy, updated);
   }
 
-  /** A platform namespace for a service-origin copy (service-side ones: copy-namespaces.ts). */
+  /** A related copy's missing namespace (primaries' copy namespaces: copy-namespaces.ts). */
   private async createNamespace(cluster: string, name: string): Promise<void> {
     try {
       await this.deps.clusters.client(cluster, namespaceType).create('', { metadata: { name, labels: { [AGENT_LABEL]: this.deps.agentName } } });

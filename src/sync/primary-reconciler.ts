@@ -376,7 +376,7 @@ export class PrimaryReconciler {
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return this.writer.recorded(id, await client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+    return this.ownWrite(id, await client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
   private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
@@ -389,7 +389,13 @@ export class PrimaryReconciler {
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
   private async syncStatus(primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return this.writer.recorded(id, await primaries.replaceStatus({ ...primary, status: copy.status }));
+    return this.ownWrite(id, await primaries.replaceStatus({ ...primary, status: copy.status }));
+  }
+
+  /** Remembers the version a write to the primary produced, so its own watch event is not routed back here. */
+  private ownWrite(id: ObjectIdentity, written: KubeObject): KubeObject {
+    this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
+    return written;
   }
 
   private async syncRelated(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {

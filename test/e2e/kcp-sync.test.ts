@@ -249,10 +249,11 @@ describe('kcp as the platform', () => {
     relsync = undefined;
     const res = await kcp.request('DELETE', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    await eventually('kcp holds the binding for relsync’s finalizer', async () => {
+    await eventually('kcp has begun deleting the binding', async () => {
       const binding = await kcp.request('GET', `/clusters/root:consumer-d/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
       return binding.status === 200 && (binding.body as { metadata?: { deletionTimestamp?: string } }).metadata?.deletionTimestamp !== undefined;
     }, 30_000);
+    // Only relsync removes copies: with it stopped, D's copy is still there to be cleaned up after the restart.
     assert.ok(await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders'), 'with relsync stopped, the copy stays');
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await eventually('D’s copy removed after the restart', async () => (await svc.database(defaultCopyNamespace(lcD, 'default'), 'orders')) === undefined, 60_000);
@@ -288,10 +289,25 @@ describe('kcp as the platform', () => {
     assert.doesNotMatch(relsyncPr.log(), new RegExp(lc['consumer-a']));
 
     // the first relsync knows exactly the workspaces still bound: no late event brought back one that left
-    // Marker: a change in workspace A on the same Database watch reached its copy, so whatever that
-    // watch delivered before (a late event of a workspace that left) was handled.
-    await a.updateDatabase('default', 'orders', (db) => (db.spec = { ...db.spec, marker: 'late-events' }));
-    await eventually('the marker change copied', async () => (await svc.database(ns('consumer-a'), 'orders'))?.spec?.marker === 'late-events', 30_000);
+    // Marker: workspaces become known through relsync's APIBinding watch alone (cluster-scope.ts),
+    // so the marker is a change on that watch: a label on consumer-a's binding, handled once the
+    // watch's checkpoint in the store reaches its resourceVersion (checkpoints are noted after the
+    // event was handled). Whatever that watch delivered before (a late event of a workspace that
+    // left) was handled by then.
+    const bindingPath = `/clusters/root:consumer-a/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`;
+    const binding = (await kcp.request<{ metadata: { labels?: Record<string, string> } }>('GET', bindingPath)).body;
+    const labelled = await kcp.request<{ metadata: { resourceVersion: string } }>('PUT', bindingPath, { ...binding, metadata: { ...binding.metadata, labels: { ...binding.metadata.labels, 'e2e.relsync.dev/marker': 'late-events' } } });
+    assert.equal(labelled.status, 200, JSON.stringify(labelled.body));
+    const markerVersion = BigInt(labelled.body.metadata.resourceVersion);
+    await eventually('the APIBinding watch handled the marker', async () => {
+      const db = new Database(storePath, { readonly: true });
+      try {
+        const rows = db.prepare("SELECT resource_version AS rv FROM watch_checkpoints WHERE resource = 'apibindings'").all() as Array<{ rv: string }>;
+        return rows.some((r) => /^[0-9]+$/.test(r.rv) && BigInt(r.rv) >= markerVersion);
+      } finally {
+        db.close();
+      }
+    }, 30_000);
     const inspected = await runCli(['inspect', 'workspaces', '--store', storePath, '-o', 'json']);
     const workspaces = (JSON.parse(inspected.stdout) as Array<{ name: string; state: string }>).map((w) => `${w.name} ${w.state}`).sort();
     assert.deepEqual(workspaces, [`${lc['consumer-a']} bound`, `${lcE} bound`].sort());

@@ -33,14 +33,19 @@ describe('production install', () => {
     // prebuilt binary downloads here), about a minute on two cores, and this repo's own `npm ci`
     // has just compiled the same version for the same Node. Its binary is taken over; any other
     // version is compiled as the image would.
+    // A dependency that gains an install script would be skipped here but run in the image: refuse.
+    const lock = JSON.parse(readFileSync(join(build, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean; dev?: boolean }> };
+    const scripted = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript && !p.dev).map(([path]) => path);
+    assert.deepEqual(scripted, ['node_modules/better-sqlite3'], 'production dependencies with install scripts: this test reuses only better-sqlite3\'s');
     step('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund']);
     const addon = (root: string) => join(root, 'node_modules', 'better-sqlite3');
     const version = (root: string) => (JSON.parse(readFileSync(join(addon(root), 'package.json'), 'utf8')) as { version: string }).version;
     if (existsSync(join(addon(repo), 'build', 'Release', 'better_sqlite3.node')) && version(repo) === version(build)) {
       cpSync(join(addon(repo), 'build'), join(addon(build), 'build'), { recursive: true });
-    } else {
-      step('npm', ['rebuild', 'better-sqlite3']);
     }
+    // Taken over or not, it must load under this Node (same ABI); otherwise it is compiled as the image would.
+    const loads = spawnSync(process.execPath, ['-e', "new (require('better-sqlite3'))(':memory:').close()"], { cwd: build, encoding: 'utf8' });
+    if (loads.status !== 0) step('npm', ['rebuild', 'better-sqlite3']);
     step('npx', ['tsc', '-p', 'tsconfig.build.json']);
     step('npm', ['prune', '--omit=dev', '--no-audit', '--no-fund']);
     // The image: what the final stage copies, nothing else.

@@ -118,7 +118,7 @@ describe('event router (real SQLite store)', () => {
   });
 
   it('among 1,000 primaries with a selector each, sends an object to exactly the primaries whose selectors match it', async () => {
-    // The index, not a scan, decides: one owner per app label, two for an object both tiers select.
+    // One owner per app label, two for an object both tiers select, none for a label no selector names.
     for (let i = 0; i < 1000; i++) {
       const name = `p${i}`;
       const tiers = i === 7 || i === 8 ? [{ ruleId: 'tier', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'many' }, selector: { requirements: [{ key: 'tier', operator: 'In' as const, values: ['shared'] }] } }] : [];

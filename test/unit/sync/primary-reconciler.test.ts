@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import pino from 'pino';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
+import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { done } from '../../../src/core/result.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
@@ -20,6 +21,7 @@ import { RelationStore } from '../../../src/store/relation-store.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
+import { OwnWrites } from '../../../src/sync/own-writes.js';
 import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
@@ -65,6 +67,21 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   const service = (type: ResourceType, name: string) => world.read('service', type, type.namespaced ? COPY_NS : '', name);
   const putPrimary = (spec: Record<string, unknown> = { size: 1 }) => world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec });
   const putConfig = (data: Record<string, string>) => world.put('tenant-a', configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'shop', name: 'orders-config' }, data });
+  /** Someone else creates an object of `type` in the service cluster right after relsync read its name as free. */
+  const raceOnCreate = (type: ResourceType, object: () => KubeObject) => {
+    const original = world.client.bind(world);
+    world.client = (cluster, t) => {
+      const c = original(cluster, t);
+      if (cluster === 'service' && t.resource === type.resource) {
+        const create = c.create.bind(c);
+        c.create = async (ns, body) => {
+          world.put('service', type, object());
+          return create(ns, body);
+        };
+      }
+      return c;
+    };
+  };
 
   beforeEach(async () => {
     opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
@@ -147,12 +164,71 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       });
     }
 
-    it("a copy namespace that relsync did not make (or that serves another source) takes nothing: a conflict", async () => {
-      world.put('service', namespaces, { metadata: { name: COPY_NS } });
+    for (const [what, labels, annotations] of [
+      ['that relsync did not make', {}, {}],
+      ['that serves another source', { 'relsync.dev/agent': AGENT }, { 'relsync.dev/serves-cluster': 'tenant-b', 'relsync.dev/serves-namespace': 'shop' }],
+    ] as const) {
+      it(`a copy namespace ${what} takes nothing: a conflict`, async () => {
+        world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { ...labels }, annotations: { ...annotations } } });
+        putPrimary();
+        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+        assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer');
+        assert.equal((await store.primary(primaryId))?.state, 'conflict');
+      });
+    }
+
+    it("an object without marks created where the copy goes, between relsync's read and its create: a conflict at once, untouched", async () => {
       putPrimary();
+      await reconcile();
+      world.remove('service', databases, COPY_NS, 'orders');
+      raceOnCreate(databases, () => ({ metadata: { namespace: COPY_NS, name: 'orders' }, spec: { theirs: true } }));
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
       assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-      assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer');
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`create service/databases/${COPY_NS}/orders`], 'the refused create only');
+      assert.deepEqual(service(databases, 'orders')?.spec, { theirs: true });
       assert.equal((await store.primary(primaryId))?.state, 'conflict');
+      assert.ok(world.eventReasons().includes('CopyConflict'));
+    });
+
+    it("this primary's own copy created meanwhile (another replica): brought up to date, synced", async () => {
+      putPrimary({ size: 2 });
+      const uid = world.read('tenant-a', databases, 'shop', 'orders')!.metadata.uid!;
+      await reconcile();
+      world.remove('service', databases, COPY_NS, 'orders');
+      raceOnCreate(databases, () => ({ metadata: { namespace: COPY_NS, name: 'orders', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(primaryId, uid) }, spec: { size: 1 } }));
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`create service/databases/${COPY_NS}/orders`, `replace service/databases/${COPY_NS}/orders`]);
+      assert.deepEqual(service(databases, 'orders')?.spec, { size: 2 });
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+    });
+
+    it("remembers each of its writes' versions (its own watch events), reports each deleted copy, counts writes", async () => {
+      const ownWrites = new OwnWrites();
+      const deleted: string[] = [];
+      const counts: string[] = [];
+      const counting = (name: string) => ({ inc: (labels: Record<string, string | undefined>) => void counts.push(`${name} ${Object.values(labels).join(' ')}`) });
+      const logger = pino({ level: 'silent' });
+      reconciler = new PrimaryReconciler({
+        agentName: AGENT, clusters: world, store, logger, ownWrites, onDeleted: (c) => deleted.push(`${c.resource}/${c.name}`),
+        metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), conflicts: counting('conflict'), unprovenSources: counting('unproven') },
+        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
+        hasher: new ContentHasher(Buffer.from('k')),
+        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
+      });
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      const own = (cluster: string, type: ResourceType, ns: string, name: string) =>
+        ownWrites.consume({ cluster, group: type.group, resource: type.resource, namespace: ns, name }, world.read(cluster, type, ns, name)!.metadata.resourceVersion);
+      assert.ok(own('service', databases, COPY_NS, 'orders'), "the copy's create");
+      assert.ok(own('service', configMaps, COPY_NS, 'orders-config'), "the related copy's create");
+      assert.ok(own('tenant-a', databases, 'shop', 'orders'), 'the finalizer on the primary');
+      assert.deepEqual(counts.sort(), ['written primary create', 'written related create']);
+      world.remove('tenant-a', configMaps, 'shop', 'orders-config');
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      await reconcile();
+      assert.deepEqual(deleted.sort(), ['configmaps/orders-config', 'databases/orders']);
+      assert.deepEqual(counts.filter((c) => c.startsWith('removed')).sort(), ['removed primary', 'removed related']);
     });
 
     it('a primary deleted: its copy goes, then the store forgets it', async () => {
@@ -309,27 +385,26 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal((await relation('config'))?.state, 'error');
     });
 
-    it('a copy created by someone else between the read and the create is a conflict, not overwritten', async () => {
+    it('a destination created by someone else between the read and the create is a conflict, not overwritten', async () => {
       putPrimary();
       await reconcile();
       putConfig({ a: '1' });
-      // Whoever creates the destination first wins: here a user, right after relsync read it as absent.
-      const client = world.client('service', configMaps);
-      const create = client.create.bind(client);
-      const original = world.client.bind(world);
-      world.client = (cluster, type) => {
-        const c = original(cluster, type);
-        if (cluster === 'service' && type.resource === 'configmaps') {
-          c.create = async (ns, body) => {
-            world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { user: 'yes' } });
-            return create(ns, body);
-          };
-        }
-        return c;
-      };
+      raceOnCreate(configMaps, () => ({ metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { user: 'yes' } }));
       assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { user: 'yes' });
       assert.equal((await relation('config'))?.state, 'conflict');
+    });
+
+    it("a copy of the same source created meanwhile (another primary's reconcile) is this relation's copy: updated, synced", async () => {
+      putPrimary();
+      await reconcile();
+      putConfig({ a: '2' });
+      const source = world.read('tenant-a', configMaps, 'shop', 'orders-config')!;
+      raceOnCreate(configMaps, () => ({ metadata: { namespace: COPY_NS, name: 'orders-config', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(configId, source.metadata.uid!) }, data: { a: '1' } }));
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`create service/configmaps/${COPY_NS}/orders-config`, `replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+      assert.equal((await relation('config'))?.state, 'synced');
     });
 
     it('a copy shared by two primaries stays until the last one that copies it goes', async () => {
