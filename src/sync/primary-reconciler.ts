@@ -12,33 +12,34 @@
  * 3. the store gets the outcome in one transaction.
  */
 import type { Logger } from 'pino';
-import { ExpiringMap } from '../util/expiring-map.js';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
-import type { KubeObject } from '../core/object.js';
-import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { describeIdentity, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector, selectorQuery } from '../core/label-selector.js';
-import { namespaceProblem, objectNameProblem, sidesOf, type RelatedPair, type ResolveInput } from '../rules/resolve-related.js';
+import type { KubeObject } from '../core/object.js';
+import { done, type Result } from '../core/result.js';
+import { ApiError, isForbidden, isNotFound } from '../kube/api-error.js';
+import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
-import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { PrimaryRecord, RelationRecord } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
+import type { PrimaryState } from '../store/schema.js';
 import type { SelectorRecord } from '../store/selector-index.js';
-import type { PrimaryState, RelationState } from '../store/schema.js';
-import { done, type Result } from '../core/result.js';
-import { contentOf, stableJson, deepEqual, withCopiedKeys } from './content.js';
+import { ExpiringMap } from '../util/expiring-map.js';
+import type { ClusterAccess, ObjectClient } from './cluster-access.js';
+import { contentOf, deepEqual, stableJson, withCopiedKeys } from './content.js';
+import type { ContentHasher } from './content-hasher.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
-import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import type { ContentHasher } from './content-hasher.js';
+import { CopyRefusals } from './copy-refusals.js';
+import { CopyWriter } from './copy-writer.js';
 import type { EventRecorder } from './event-recorder.js';
+import { finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import { LiveReads, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
-import { CONTENT_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
+import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
+import { RelationSync } from './relation-sync.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
-import { compositeKey } from '../core/composite-key.js';
-import { CopyWriter, MissingNamespaceError } from './copy-writer.js';
-import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -77,6 +78,10 @@ export class PrimaryReconciler {
   private readonly finder: RelatedFinder;
   /** Creates, updates and deletes copies, never one without relsync's marks (copy-writer.ts). */
   private readonly writer: CopyWriter;
+  /** Why a copy is not written (copy-refusals.ts). */
+  private readonly refusals: CopyRefusals;
+  /** What happens to each relation (relation-sync.ts). */
+  private readonly relations: RelationSync;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -85,6 +90,8 @@ export class PrimaryReconciler {
     this.finalizer = finalizerName(deps.agentName);
     this.live = new LiveReads(deps.clusters);
     this.writer = new CopyWriter(deps);
+    this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
+    this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
   }
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
@@ -133,7 +140,7 @@ export class PrimaryReconciler {
     if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
 
     const content = contentOf(primary, this.policy);
-    const tooBig = this.sizeRefusal(stableJson(content));
+    const tooBig = this.refusals.size(stableJson(content));
     if (tooBig) {
       // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
       // would make the operator deprovision), no longer updated, until the primary is small again.
@@ -142,7 +149,7 @@ export class PrimaryReconciler {
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
       return done;
     }
-    const refused = this.secretRefusal(resource.primaryType, content);
+    const refused = this.refusals.secret(resource.primaryType, content);
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
@@ -198,7 +205,7 @@ export class PrimaryReconciler {
         if (!isForbidden(err)) throw err;
         const { rule } = plan.input;
         const sourceCluster = sidesOf(plan.input).sourceCluster;
-        return { pairs: [], problems: [`rule ${rule.id}: ${this.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true };
+        return { pairs: [], problems: [`rule ${rule.id}: ${this.refusals.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true };
       });
       found.push({ plan, ...result });
     }
@@ -213,7 +220,7 @@ export class PrimaryReconciler {
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one.
-    await this.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    await this.relations.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
@@ -224,7 +231,7 @@ export class PrimaryReconciler {
         outcomes.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of result.pairs) outcomes.push(await this.syncRelated(reads, plan.input, pair, id));
+      for (const pair of result.pairs) outcomes.push(await this.relations.sync(reads, plan.input, pair, id));
     }
 
     // The recorder logs each warning as it records it (see event-recorder.ts).
@@ -281,30 +288,9 @@ export class PrimaryReconciler {
     return next;
   }
 
-  /** Why relsync may not touch a type in a cluster, worded for the user (for a kcp workspace: the claim to accept). */
-  private forbidden(cluster: string, type: ObjectClient['type'], verb: 'read' | 'list'): string {
-    const what = type.group ? `${type.resource}.${type.group}` : type.resource;
-    if (this.deps.clusters.get(cluster).kind === 'logical') {
-      return `relsync may not ${verb} ${what} in this workspace: accept the APIExport's permission claim for ${what} in the APIBinding`;
-    }
-    return `relsync may not ${verb} ${what} in cluster ${cluster} (check its RBAC)`;
-  }
-
   /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
   private reachable(cluster: string): boolean {
     return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
-  }
-
-  /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
-  private sizeRefusal(serialized: string): string | undefined {
-    const limit = this.deps.limits?.copyBytes ?? 1024 * 1024;
-    const size = Buffer.byteLength(serialized);
-    return size > limit ? `its content is ${size} bytes; relsync copies at most ${limit} (limits.copyBytes)` : undefined;
-  }
-
-  /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
-  private secretRefusal(type: { group: string; resource: string }, content: { fields: Record<string, unknown> }): string | undefined {
-    return isSecret(type) && typeof content.fields.type === 'string' ? this.policy.secretTypeRefusal(content.fields.type) : undefined;
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
@@ -320,7 +306,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.deleteCopy(resource, relation);
       else shared.push(relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
@@ -338,7 +324,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.deleteRelatedCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.deleteCopy(resource, relation);
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);
@@ -398,147 +384,10 @@ export class PrimaryReconciler {
     return written;
   }
 
-  private async syncRelated(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {
-    const { clusters, metrics } = this.deps;
-    const { rule, primary } = input;
-    const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
-    const sources = clusters.client(pair.source.cluster, rule.sourceType);
-    const dests = clusters.client(pair.destination.cluster, rule.destinationType);
-    // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
-    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
-      try {
-        return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
-      } catch (err) {
-        if (!isForbidden(err)) throw err;
-        return { forbidden: `rule ${rule.id}: ${this.forbidden(id.cluster, client.type, 'read')}` };
-      }
-    };
-    const sourceRead = await read(sources, pair.source);
-    const destRead = sourceRead.forbidden === undefined ? await read(dests, pair.destination) : {};
-    const forbidden = sourceRead.forbidden ?? destRead.forbidden;
-    if (forbidden !== undefined) {
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
-      return { ...base, state: 'error', contentHash: null, message: forbidden };
-    }
-    // A source that is not provably the copy's reads as absent, with the same message: the tenant
-    // learns nothing about the provider's objects, not even that one of that name exists.
-    const source = sourceRead.object && !this.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
-    const existing = destRead.object;
-
-    if (!source) {
-      await this.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
-      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
-    }
-    const desired = contentOf(source, this.policy);
-    // Serialized once: weighed here, hashed below.
-    const serialized = stableJson(desired);
-    const tooBig = this.sizeRefusal(serialized);
-    if (tooBig) {
-      // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
-      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
-    const refusal = this.secretRefusal(rule.destinationType, desired);
-    if (refusal) {
-      // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
-      // written before the policy said so goes.
-      await this.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
-      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
-    const hash = this.deps.hasher.hashSerialized(serialized);
-    const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
-    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
-    const conflict = (): RelationOutcome => {
-      metrics.conflicts.inc({ kind: 'related' });
-      return {
-        ...base,
-        state: 'conflict',
-        contentHash: hash,
-        message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
-      };
-    };
-    if (existing && !this.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
-    // A service-side destination namespace of the rule's own (namespace.destination) serves this
-    // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
-    const destNamespace = pair.destination.namespace;
-    if (!existing && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
-      const taken = await this.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
-      if (taken) {
-        metrics.conflicts.inc({ kind: 'related' });
-        return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
-      }
-    }
-    try {
-      const written = await this.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, replacedFields: ['data', 'binaryData', 'stringData'], createsNamespace: true });
-      if (written === 'conflict') return conflict();
-    } catch (err) {
-      if (err instanceof MissingNamespaceError) {
-        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
-        await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-        return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
-      }
-      // A concurrent change (409), throttling (429), a server error, expired credentials or an
-      // unreachable cluster: the whole reconcile is retried with the work queue's backoff (never
-      // sooner than Retry-After).
-      if (isConflict(err)) throw err;
-      if (isTransient(err)) {
-        // Until a retry lands, the primary does not read as synced.
-        await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
-        throw err;
-      }
-      // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
-      const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error' as RelationState, contentHash: hash, message };
-    }
-    return { ...base, state: 'synced', contentHash: hash, message: null };
-  }
-
-  /**
-   * Relations this primary had before and no longer resolves to: their copies go unless some
-   * relation of this primary or another still copies the same source there.
-   */
-  private async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
-    const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
-    const keep = new Set(current.map(pairKey));
-    for (const old of stored) {
-      if (keep.has(pairKey(old))) continue;
-      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
-      await this.deleteRelatedCopy(resource, old);
-    }
-  }
-
-  /** Deletes a related copy if it still carries the marks of its source; a rule since removed from the config is skipped. */
-  private async deleteRelatedCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>): Promise<void> {
-    const { destination: dest, source } = relation;
-    const rule = resource.rules.find((r) => r.id === relation.ruleId && r.destinationType.group === dest.group && r.destinationType.resource === dest.resource);
-    if (!rule) {
-      this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
-      return;
-    }
-    const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
-    if (await this.writer.deleteIfMarked(dests, 'related', dest, source, await dests.get(dest.namespace, dest.name))) {
-      this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
-    }
-  }
-
   /** The relations kept as they are when the primary cannot be processed (a conflict). */
   private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
     return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
   }
-}
-
-/**
- * Worth retrying with backoff: throttling, server errors, credentials the API server refused even
- * after they were applied afresh (a rotation still settling), and failures without an answer
- * (resets, timeouts).
- */
-function isTransient(err: unknown): boolean {
-  if (!(err instanceof ApiError)) return true;
-  return err.statusCode === 401 || err.statusCode === 429 || err.statusCode >= 500;
 }
 
 /** The copy's marks name a source uid that is none of `uids` (copies without one, written by older relsync, name none). */
@@ -546,10 +395,6 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
   const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
   const known = uids.filter((u): u is string => u !== undefined && u !== '');
   return known.length > 0 && marked !== undefined && !known.includes(marked);
-}
-
-function isSecret(type: { group: string; resource: string }): boolean {
-  return type.group === '' && type.resource === 'secrets';
 }
 
 function prefixed(what: string, problem: string | undefined): string | undefined {

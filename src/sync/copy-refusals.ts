@@ -1,0 +1,43 @@
+/**
+ * Why relsync will not write a copy, worded for the user: a copy over
+ * limits.copyBytes, a Secret of a type the copy policy denies (it would make
+ * the other side act), or a type relsync may not touch in a cluster. One
+ * place, because primaries and related objects are refused alike and the
+ * words reach Events that tenants read.
+ */
+import type { CopyPolicy } from '../config/copy-policy.js';
+import type { ResourceType } from '../core/resource-type.js';
+import type { ClusterAccess } from './cluster-access.js';
+
+export class CopyRefusals {
+  constructor(
+    private readonly policy: CopyPolicy,
+    private readonly clusters: Pick<ClusterAccess, 'get'>,
+    /** limits.copyBytes; default 1 MiB. */
+    private readonly copyBytes = 1024 * 1024,
+  ) {}
+
+  /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
+  size(serialized: string): string | undefined {
+    const size = Buffer.byteLength(serialized);
+    return size > this.copyBytes ? `its content is ${size} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;
+  }
+
+  /** Why a copy of this content, written as `type`, must not exist: a Secret of a denied type (what is written, whatever the source's kind). */
+  secret(type: Pick<ResourceType, 'group' | 'resource'>, content: { fields: Record<string, unknown> }): string | undefined {
+    return isSecret(type) && typeof content.fields.type === 'string' ? this.policy.secretTypeRefusal(content.fields.type) : undefined;
+  }
+
+  /** Why relsync may not touch a type in a cluster (for a kcp workspace: the claim to accept). */
+  forbidden(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, verb: 'read' | 'list'): string {
+    const what = type.group ? `${type.resource}.${type.group}` : type.resource;
+    if (this.clusters.get(cluster).kind === 'logical') {
+      return `relsync may not ${verb} ${what} in this workspace: accept the APIExport's permission claim for ${what} in the APIBinding`;
+    }
+    return `relsync may not ${verb} ${what} in cluster ${cluster} (check its RBAC)`;
+  }
+}
+
+function isSecret(type: Pick<ResourceType, 'group' | 'resource'>): boolean {
+  return type.group === '' && type.resource === 'secrets';
+}

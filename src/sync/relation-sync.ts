@@ -1,0 +1,188 @@
+/**
+ * Syncs one relation of a primary: reads its source and destination, decides
+ * (copy, update, wait for the source, refuse, conflict) and writes through
+ * copy-writer.ts; and releases the copies of relations a primary no longer
+ * resolves to. The reconciler finds the relations (related-finder.ts) and
+ * stores the outcomes; this holds what happens to each one, so that a change
+ * that concerns one relation can one day be synced as that relation alone.
+ */
+import type { Logger } from 'pino';
+import type { CopyPolicy } from '../config/copy-policy.js';
+import { compositeKey } from '../core/composite-key.js';
+import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
+import type { KubeObject } from '../core/object.js';
+import { ApiError, isConflict, isForbidden } from '../kube/api-error.js';
+import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
+import type { RelationRecord } from '../store/records.js';
+import type { RelationStore } from '../store/relation-store.js';
+import type { RelationState } from '../store/schema.js';
+import type { ClusterAccess, ObjectClient } from './cluster-access.js';
+import { contentOf, stableJson, withCopiedKeys } from './content.js';
+import type { ContentHasher } from './content-hasher.js';
+import type { CopyNamespaces } from './copy-namespaces.js';
+import type { CopyRefusals } from './copy-refusals.js';
+import { MissingNamespaceError, type CopyWriter } from './copy-writer.js';
+import type { EventRecorder } from './event-recorder.js';
+import { CONTENT_HASH_ANNOTATION, marksFor } from './marks.js';
+import type { ObjectReads } from './object-reads.js';
+import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
+import type { ResolvedResource } from './resolved-config.js';
+import type { SyncMetrics } from './sync-metrics.js';
+
+export interface RelationSyncDeps {
+  readonly agentName: string;
+  readonly clusters: ClusterAccess;
+  readonly store: RelationStore;
+  readonly recorder: EventRecorder;
+  readonly logger: Logger;
+  readonly metrics: SyncMetrics;
+  readonly hasher: ContentHasher;
+  readonly copyNamespaces: CopyNamespaces;
+  readonly policy: CopyPolicy;
+  readonly refusals: CopyRefusals;
+  readonly writer: CopyWriter;
+  readonly finder: RelatedFinder;
+  /** How soon to look again at a relation that waits for something outside relsync; default 30 s. */
+  readonly conflictRetryMs?: number | undefined;
+}
+
+export class RelationSync {
+  constructor(private readonly deps: RelationSyncDeps) {}
+
+  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {
+    const { clusters, metrics } = this.deps;
+    const { rule, primary } = input;
+    const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
+    const sources = clusters.client(pair.source.cluster, rule.sourceType);
+    const dests = clusters.client(pair.destination.cluster, rule.destinationType);
+    // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
+    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
+      try {
+        return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
+      } catch (err) {
+        if (!isForbidden(err)) throw err;
+        return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
+      }
+    };
+    const sourceRead = await read(sources, pair.source);
+    const destRead = sourceRead.forbidden === undefined ? await read(dests, pair.destination) : {};
+    const forbidden = sourceRead.forbidden ?? destRead.forbidden;
+    if (forbidden !== undefined) {
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
+      return { ...base, state: 'error', contentHash: null, message: forbidden };
+    }
+    // A source that is not provably the copy's reads as absent, with the same message: the tenant
+    // learns nothing about the provider's objects, not even that one of that name exists.
+    const source = sourceRead.object && !this.deps.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.deps.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
+    const existing = destRead.object;
+
+    if (!source) {
+      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
+      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
+    }
+    const desired = contentOf(source, this.deps.policy);
+    // Serialized once: weighed here, hashed below.
+    const serialized = stableJson(desired);
+    const tooBig = this.deps.refusals.size(serialized);
+    if (tooBig) {
+      // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
+    const refusal = this.deps.refusals.secret(rule.destinationType, desired);
+    if (refusal) {
+      // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
+      // written before the policy said so goes.
+      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
+    const hash = this.deps.hasher.hashSerialized(serialized);
+    const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
+    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
+    const conflict = (): RelationOutcome => {
+      metrics.conflicts.inc({ kind: 'related' });
+      return {
+        ...base,
+        state: 'conflict',
+        contentHash: hash,
+        message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
+      };
+    };
+    if (existing && !this.deps.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
+    // A service-side destination namespace of the rule's own (namespace.destination) serves this
+    // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
+    const destNamespace = pair.destination.namespace;
+    if (!existing && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
+      const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
+      if (taken) {
+        metrics.conflicts.inc({ kind: 'related' });
+        return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
+      }
+    }
+    try {
+      const written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, replacedFields: ['data', 'binaryData', 'stringData'], createsNamespace: true });
+      if (written === 'conflict') return conflict();
+    } catch (err) {
+      if (err instanceof MissingNamespaceError) {
+        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
+        await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+        return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
+      }
+      // A concurrent change (409), throttling (429), a server error, expired credentials or an
+      // unreachable cluster: the whole reconcile is retried with the work queue's backoff (never
+      // sooner than Retry-After).
+      if (isConflict(err)) throw err;
+      if (isTransient(err)) {
+        // Until a retry lands, the primary does not read as synced.
+        await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
+        throw err;
+      }
+      // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
+      const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error' as RelationState, contentHash: hash, message };
+    }
+    return { ...base, state: 'synced', contentHash: hash, message: null };
+  }
+
+  /**
+   * Relations this primary had before and no longer resolves to: their copies go unless some
+   * relation of this primary or another still copies the same source there.
+   */
+  async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
+    const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
+    const keep = new Set(current.map(pairKey));
+    for (const old of stored) {
+      if (keep.has(pairKey(old))) continue;
+      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
+      await this.deleteCopy(resource, old);
+    }
+  }
+
+  /** Deletes a related copy if it still carries the marks of its source; a rule since removed from the config is skipped. */
+  async deleteCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>): Promise<void> {
+    const { destination: dest, source } = relation;
+    const rule = resource.rules.find((r) => r.id === relation.ruleId && r.destinationType.group === dest.group && r.destinationType.resource === dest.resource);
+    if (!rule) {
+      this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
+      return;
+    }
+    const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
+    if (await this.deps.writer.deleteIfMarked(dests, 'related', dest, source, await dests.get(dest.namespace, dest.name))) {
+      this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
+    }
+  }
+}
+
+/**
+ * Worth retrying with backoff: throttling, server errors, credentials the API server refused even
+ * after they were applied afresh (a rotation still settling), and failures without an answer
+ * (resets, timeouts).
+ */
+function isTransient(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return true;
+  return err.statusCode === 401 || err.statusCode === 429 || err.statusCode >= 500;
+}
