@@ -4,6 +4,8 @@
 // real process that reaches both workspaces through the APIExport's virtual
 // workspace. A third workspace binds a second export of the same type, served
 // by a second relsync configured by an api-syncagent PublishedResource.
+// First, on workspaces of its own, the kcp harness itself: its virtual
+// workspace seen across workspaces (`/clusters/*`) and written per workspace.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { startClusters, type Clusters } from '../harness/clusters.js';
-import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, workspaceClient, type Kcp } from '../harness/kcp.js';
+import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, virtualWorkspaceUrl, workspaceClient, type Kcp } from '../harness/kcp.js';
 import { eventually } from '../harness/kube.js';
 import { checkPublishedDatabases, PUBLISHED_DATABASES } from '../harness/published-databases.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
@@ -20,9 +22,84 @@ import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/ten
 const PR_EXPORT = 'databases-pr';
 const SHARED_EXPORT = 'databases-shared';
 
+// One kcp (and one service cluster) for the whole file: booting kcp is most of its cost.
+let kcp: Kcp;
+let service: Clusters<'service'>;
+
+before(async () => {
+  const startedAt = Date.now();
+  const [started, plane] = await Promise.allSettled([startKcp(), startClusters('service')]);
+  if (started.status === 'fulfilled') kcp = started.value;
+  if (plane.status === 'fulfilled') service = plane.value;
+  for (const s of [started, plane]) if (s.status === 'rejected') throw s.reason;
+  console.log(`kcp and the service cluster ready in ${Date.now() - startedAt} ms`);
+});
+
+after(async () => {
+  await service?.stop();
+  await kcp?.stop();
+});
+
+interface Item {
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+}
+
+// The kcp harness itself, on workspaces of its own (harness-*), before relsync runs against the same kcp.
+describe('kcp harness', () => {
+  let clusters: Record<string, string>;
+  let vw: string;
+
+  before(async () => {
+    const startedAt = Date.now();
+    clusters = await createWorkspaces(kcp, 'harness-provider', 'harness-a', 'harness-b');
+    await createDatabaseExport(kcp, 'root:harness-provider');
+    for (const c of ['harness-a', 'harness-b']) await bindDatabaseExport(kcp, `root:${c}`, 'root:harness-provider');
+    vw = await virtualWorkspaceUrl(kcp, 'root:harness-provider');
+    console.log(`provider, two bound consumers and the virtual workspace ${vw} ready in ${Date.now() - startedAt} ms`);
+  });
+
+  const put = async (path: string, body: unknown) => {
+    const res = await kcp.request('POST', path, body);
+    assert.equal(res.status, 201, `POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+
+  it('shows both workspaces through the virtual workspace, each object marked with its logical cluster', async () => {
+    for (const c of ['harness-a', 'harness-b']) {
+      await put(`/clusters/root:${c}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'settings' }, data: { from: c } });
+      await put(`/clusters/root:${c}/apis/demo.relsync.dev/v1alpha1/namespaces/default/databases`, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'orders' }, spec: { configMapName: 'settings' } });
+    }
+    const databases = await eventually('both Databases listed', async () => {
+      const list = await kcp.request<{ items: Item[] }>('GET', `${vw}/clusters/*/apis/demo.relsync.dev/v1alpha1/databases`);
+      return list.status === 200 && list.body.items.length === 2 ? list.body.items : undefined;
+    }, 30_000);
+    assert.deepEqual(databases.map((d) => d.metadata.annotations?.['kcp.io/cluster']).sort(), [clusters['harness-a'], clusters['harness-b']].sort());
+    const configMaps = (await kcp.request<{ items: Item[] }>('GET', `${vw}/clusters/*/api/v1/configmaps`)).body.items.filter((c) => c.metadata.name === 'settings');
+    assert.deepEqual(configMaps.map((c) => `${c.metadata.annotations?.['kcp.io/cluster']}=${c.data?.from}`).sort(), [`${clusters['harness-a']}=harness-a`, `${clusters['harness-b']}=harness-b`].sort(), 'claimed ConfigMaps come through the permission claim');
+  });
+
+  it('writes into one workspace through /clusters/<logical cluster> of the virtual workspace', async () => {
+    const a = clusters['harness-a']!;
+    // The virtual workspace insists on apiVersion and kind (a workspace itself does not).
+    await put(`${vw}/clusters/${a}/api/v1/namespaces/default/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'credentials' }, data: { password: Buffer.from('p').toString('base64') } });
+    const inA = await kcp.request<Item>('GET', `/clusters/root:harness-a/api/v1/namespaces/default/secrets/credentials`);
+    assert.equal(inA.status, 200);
+    const inB = await kcp.request('GET', `/clusters/root:harness-b/api/v1/namespaces/default/secrets/credentials`);
+    assert.equal(inB.status, 404, 'the other workspace is untouched');
+  });
+
+  it('drops a workspace that unbinds the export from the wildcard list', async () => {
+    const res = await kcp.request('DELETE', '/clusters/root:harness-b/apis/apis.kcp.io/v1alpha2/apibindings/demo.relsync.dev');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await eventually('only harness-a is listed', async () => {
+      const list = await kcp.request<{ items: Item[] }>('GET', `${vw}/clusters/*/apis/demo.relsync.dev/v1alpha1/databases`);
+      const seen = list.body.items?.map((d) => d.metadata.annotations?.['kcp.io/cluster']);
+      return seen?.length === 1 && seen[0] === clusters['harness-a'];
+    }, 60_000);
+  });
+});
+
 describe('kcp as the platform', () => {
-  let kcp: Kcp;
-  let service: Clusters<'service'>;
   let svc: ClusterClient;
   let a: ClusterClient;
   let b: ClusterClient;
@@ -38,10 +115,6 @@ describe('kcp as the platform', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-kcp-'));
-    const [started, plane] = await Promise.allSettled([startKcp(), startClusters('service')]);
-    if (started.status === 'fulfilled') kcp = started.value;
-    if (plane.status === 'fulfilled') service = plane.value;
-    for (const s of [started, plane]) if (s.status === 'rejected') throw s.reason;
     svc = service.client.service;
     const created = await createWorkspaces(kcp, 'provider', 'consumer-a', 'consumer-b', 'consumer-c');
     lc = { 'consumer-a': created['consumer-a']!, 'consumer-b': created['consumer-b']!, 'consumer-c': created['consumer-c']! };
@@ -84,8 +157,6 @@ describe('kcp as the platform', () => {
   after(async () => {
     await relsync?.stop();
     await relsyncPr?.stop();
-    await service?.stop();
-    await kcp?.stop();
   });
 
   it('copies each workspace’s primaries, related objects and status, keeping same-named objects apart', async () => {
