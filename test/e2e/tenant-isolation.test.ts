@@ -185,6 +185,8 @@ describe('tenant isolation against a tenant that tries', () => {
     await svc.putSecret(nsB, 'operator-token', { token: 'provider-secret' });
     await svc.ensureNamespace('operator-system');
     await svc.putConfigMap('operator-system', 'operator-settings', { token: 'provider-secret' }, { app: 'thief' });
+    // And one in kube-system, where a third primary points its selector's namespace.
+    await svc.putConfigMap('kube-system', 'system-settings', { token: 'provider-secret' }, { app: 'thief' });
     // Another tenant's copy owns its Secret: an ownerReference to a copy that is not the tenant's own.
     const copyA = await svc.copyOf(nsA, 'orders');
     await svc.putSecret(nsB, 'a-owned', { token: 'provider-secret' }, undefined, copyA);
@@ -201,9 +203,10 @@ describe('tenant isolation against a tenant that tries', () => {
     await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'thief-owned' }));
     await eventually("the copy's own Secret comes back (marker)", async () => decode(await b.secret('iso', 'thief-owned'), 'token') === 'fine', 30_000);
     await b.updateDatabase('iso', 'thief', (db) => (db.spec = { ...db.spec, secretName: 'operator-token' }));
-    await tenantBPrimaryDone('thief');
+    for (const name of ['thief', 'thief2', 'thief3']) await tenantBPrimaryDone(name);
     for (const name of ['operator-token', 'a-owned', 'kube-root-ca.crt']) assert.equal(await b.secret('iso', name).then((s) => s && s.metadata?.labels?.['relsync.dev/agent']), undefined, `${name} never reaches the tenant`);
     assert.equal(await b.configMap('iso', 'operator-settings'), undefined, "the operator's ConfigMap never reaches the tenant");
+    assert.equal(await b.configMap('iso', 'system-settings'), undefined, 'nor one in kube-system');
     assert.equal(await b.secret('iso', 'thief-owned'), undefined, 'the reference moved away: the copy of the owned Secret went');
     const everywhere = [...(await b.core.listSecretForAllNamespaces()).items, ...(await b.core.listConfigMapForAllNamespaces()).items];
     assert.deepEqual(everywhere.filter((o) => JSON.stringify(o.data ?? {}).includes(Buffer.from('provider-secret').toString('base64')) || JSON.stringify(o.data ?? {}).includes('provider-secret')).map((o) => o.metadata?.name), []);
