@@ -97,7 +97,13 @@ describe('selector and inverse rules', () => {
       await a.core.replaceNamespacedSecret({ namespace: 's2', name, body: { ...s!, metadata: { ...s!.metadata, labels } } });
     }
     assert.equal(decode(await eventually('In match copied under its rewritten name', () => svc.secret(ns, 'orders-gold-key')), 'k'), 'g');
-    await new Promise((r) => setTimeout(r, 1000));
+    // Markers: the match changed twice, each change copied. On the same watch after the relabels
+    // (so they were routed), and each a reconcile of the same primary after the one before (so every
+    // reconcile that could have copied a non-match has finished).
+    for (const k of ['g2', 'g3']) {
+      await a.putSecret('s2', 'gold-key', { k });
+      await eventually(`marker ${k} copied`, async () => decode(await svc.secret(ns, 'orders-gold-key'), 'k') === k);
+    }
     assert.equal(await svc.secret(ns, 'orders-silver-key'), undefined, 'a value outside In is not copied');
     assert.equal(await svc.secret(ns, 'orders-old-gold-key'), undefined, 'DoesNotExist excludes the legacy object');
 
@@ -181,7 +187,8 @@ describe('selector and inverse rules', () => {
   it('syncs an inverse object naming a primary that does not exist yet once the primary is created', async () => {
     await a.ensureNamespace('i2');
     await a.putConfigMap('i2', 'early', { v: 'e' }, { [OWNER]: 'future' });
-    await new Promise((r) => setTimeout(r, 500));
+    // The early object's event is handled (routed to nobody: its primary does not exist) before the primary is created.
+    await eventually('the early object routed', async () => relsync.log().includes('"object":"i2/early","change":"ADDED","enqueued":0'));
     await a.createDatabase('i2', 'future', {});
     const ns = defaultCopyNamespace('tenant-a', 'i2');
     await eventually('the early object is copied when its primary appears', () => svc.configMap(ns, 'early'));
@@ -200,7 +207,15 @@ describe('selector and inverse rules', () => {
     // a marker in tenant a proves relsync processed events after tenant b's
     await a.putConfigMap('iso', 'a-selected', { t: 'a' }, { app: 'orders' });
     await eventually('tenant a match copied', () => svc.configMap(nsA, 'a-selected'));
-    await new Promise((r) => setTimeout(r, 1000));
+    // tenant b's events were routed, to nobody
+    for (const [type, object] of [['configmaps', 'iso/b-selected'], ['configmaps', 'iso/b-inverse'], ['secrets', 'iso/orders.creds']] as const) {
+      await eventually(`tenant b's ${object} routed`, async () => relsync.log().includes(`"cluster":"tenant-b","type":"${type}","object":"${object}","change":"ADDED","enqueued":0`));
+    }
+    // and every reconcile of tenant a's primary started before now has finished: two changes, each copied after the one before
+    for (const t of ['a2', 'a3']) {
+      await a.putConfigMap('iso', 'a-selected', { t });
+      await eventually(`marker ${t} copied`, async () => (await svc.configMap(nsA, 'a-selected'))?.data?.t === t);
+    }
     assert.equal(await svc.configMap(nsA, 'b-selected'), undefined);
     assert.equal(await svc.configMap(nsA, 'b-inverse'), undefined);
     assert.equal(await svc.secret(nsA, 'orders.creds'), undefined);
