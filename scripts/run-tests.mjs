@@ -113,10 +113,9 @@ function stillRunning(started) {
 
 // Two test files at a time unless RELSYNC_TEST_CONCURRENCY says otherwise: each boots its own
 // control planes, which mostly wait on each other, so two share two cores well (the whole suite:
-// 11–14 minutes one at a time, under 7 two at a time); more starve the API servers of CPU and
-// tests that measure time get slow.
-const concurrency = Number(process.env.RELSYNC_TEST_CONCURRENCY ?? 2) || 1;
-const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], { stdio: 'inherit', env });
+// 11–14 minutes one at a time, about 6 two at a time); more starve the API servers of CPU and
+// tests that measure time get slow. test-files.mjs keeps the order given (`node --test` sorts).
+const child = spawn(process.execPath, ['scripts/test-files.mjs', ...files], { stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', async (code, signal) => {
   const started = reap();
