@@ -84,6 +84,9 @@ describe('ownership and garbage collection', () => {
       workers: 4,
       // Sweeps run when a test says so (relsync sweep, or a restart), never by schedule.
       resync: { schedule: '0 0 1 1 *', onStartup: true },
+      // Reads go to the API server, where the race test holds them to force its interleavings
+      // (reads from the cache are tested with the same type overlaps below, and in watch-reads).
+      cache: { bytes: 0 },
       leaderElection: { leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
       resources: [
         // ConfigMaps are a primary type here, and a related type of databases below.
