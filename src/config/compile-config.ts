@@ -101,6 +101,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     workers: raw.workers,
     limits: raw.limits,
     resync: raw.resync,
+    cache: raw.cache,
     watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },
     leaderElection: {
       ...raw.leaderElection,

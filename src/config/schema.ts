@@ -237,6 +237,12 @@ export const configSchema = z
         snapshotBytes: z.number().int().min(0).default(64 * 1024 * 1024),
       })
       .prefault({}),
+    /**
+     * The objects relsync's watches delivered, kept for reconciles to read instead of asking the API
+     * server again (sync/object-cache.ts), in bytes of their estimated size in the heap; what does not
+     * fit is read live. 0 reads everything live.
+     */
+    cache: z.strictObject({ bytes: z.number().int().min(0).default(32 * 1024 * 1024) }).prefault({}),
     /** Leader election through a Lease in the service cluster: with several replicas only one reconciles. */
     leaderElection: z
       .strictObject({

@@ -25,6 +25,7 @@ import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
+import type { ObjectCacheFeed } from '../sync/object-cache.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
@@ -60,6 +61,12 @@ export interface EventRouterOptions {
    * without a relationship store, so that a benchmark can compare the two.
    */
   readonly fanout?: boolean;
+  /**
+   * Told every object routed: its version when it concerns relsync (a primary, a copy, an object
+   * routed to a primary), or undefined (it concerns nobody, or was deleted), so that reconciles
+   * read what the watches delivered (sync/object-cache.ts).
+   */
+  readonly cache?: ObjectCacheFeed;
 }
 
 export class EventRouter {
@@ -87,6 +94,7 @@ export class EventRouter {
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
     if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
+      this.options.cache?.observe(id, object);
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeFanout(metricsCluster, 0, true);
       return 0;
@@ -111,6 +119,7 @@ export class EventRouter {
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
       for (const p of all) add(this.keyFor(p.id));
+      this.options.cache?.observe(id, change === 'DELETED' ? undefined : object);
       for (const key of keys.values()) this.options.enqueue(key);
       this.options.metrics?.observeFanout(metricsCluster, keys.size);
       return keys.size;
@@ -139,6 +148,8 @@ export class EventRouter {
       }
     }
 
+    // Kept for reconciles when it concerns relsync; otherwise (or deleted) no version of it may be read back.
+    this.options.cache?.observe(id, change !== 'DELETED' && (keys.size > 0 || marked !== undefined) ? object : undefined);
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {

@@ -72,13 +72,14 @@ export interface HealthServerOptions {
   /** The SQLite file, whose size (with its WAL) /metrics reports. */
   readonly storePath: string;
   /** The current term's wiring, undefined before the first. */
-  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical'> | undefined;
+  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache'> | undefined;
   readonly onListening?: ((port: number) => void) | undefined;
 }
 
 /** Serves /healthz, /readyz and /metrics until `signal` aborts. */
 export function serveHealth(options: HealthServerOptions, signal: AbortSignal): Promise<void> {
   const { metrics } = options;
+  const cacheReadsCounted = new WeakMap<object, { hits: number; misses: number }>();
   const server = new HttpServer({
     port: options.port,
     registry: metrics.registry,
@@ -93,6 +94,16 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
       metrics.queueRetrying.set(w.queue.retrying);
+      const cache = w.cache?.stats();
+      if (cache) {
+        metrics.cacheObjects.set(cache.entries);
+        metrics.cacheBytes.set(cache.bytes);
+        // The cache counts from its term's start; the counter goes on across terms.
+        const counted = cacheReadsCounted.get(w.cache!) ?? { hits: 0, misses: 0 };
+        metrics.cacheReads.inc({ result: 'hit' }, cache.hits - counted.hits);
+        metrics.cacheReads.inc({ result: 'miss' }, cache.misses - counted.misses);
+        cacheReadsCounted.set(w.cache!, { hits: cache.hits, misses: cache.misses });
+      }
       metrics.logicalClusters.reset();
       for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });
     },

@@ -23,7 +23,7 @@ export interface WatchOptions {
 }
 
 /** An object watch of the plan: its events and lists go to the router (for kcp, split by workspace). */
-export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
+export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
   return listWatch(w, options, { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' }, w.clusters.client(p.cluster, p.type), {
     onEvent: async (change, object) => {
       const cluster = w.scope.of(p.cluster, object);
@@ -32,6 +32,8 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
       await w.router.route(cluster, p.type, object, change);
     },
     beginList: () => {
+      // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
+      w.cache?.listed(p.cluster, p.type, p.labelSelector);
       // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
       // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
       // but its list is not complete, so nothing the store knows of it is taken for gone.

@@ -23,6 +23,7 @@ import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { ContentHasher } from '../sync/content-hasher.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
+import { CachedReads, ObjectCache } from '../sync/object-cache.js';
 import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
@@ -52,6 +53,8 @@ export interface Wiring {
   readonly sweepReads: SweepReads;
   readonly copyNamespaces: CopyNamespaces;
   readonly hasher: ContentHasher;
+  /** What the watches delivered, for reconciles to read; undefined with cache.bytes 0. */
+  readonly cache: ObjectCache | undefined;
   /** Queues a primary by identity; false when no configured resource has its type any more. */
   readonly enqueue: (id: ObjectIdentity) => boolean;
 }
@@ -83,8 +86,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const checkpointer = new Checkpointer(checkpoints, logger);
     const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
     const ownWrites = new OwnWrites();
-    // A sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
-    const sweepReads = new SweepReads(new LiveReads(clusters));
+    // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
+    // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
+    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes) : undefined;
+    const live = new LiveReads(clusters);
+    const sweepReads = new SweepReads(cache ? new CachedReads(cache, live) : live);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown
     // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
     const le = config.leaderElection;
@@ -137,11 +143,12 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       metrics,
       fanout: options.fanoutRouting,
       ownWrites,
+      cache,
     });
     const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger });
-    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue };
+    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
   } catch (err) {
     clusters.close();
     throw err;

@@ -29,6 +29,9 @@ export class Metrics {
   readonly sweepDuration = new Histogram({ name: 'relsync_sweep_duration_seconds', help: 'Duration of completed sweeps', buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers: [this.registry] });
   readonly storeBytes = new Gauge({ name: 'relsync_store_bytes', help: 'Size of the store file and its write-ahead log', registers: [this.registry] });
   readonly logicalClusters = new Gauge({ name: 'relsync_logical_clusters', help: 'kcp workspaces known through each kcp platform, by state (bound, unbound: waiting for cleanup)', labelNames: ['platform', 'state'], registers: [this.registry] });
+  readonly cacheObjects = new Gauge({ name: 'relsync_cache_objects', help: 'Objects the watches delivered that reconciles read from memory (cache.bytes)', registers: [this.registry] });
+  readonly cacheBytes = new Gauge({ name: 'relsync_cache_bytes', help: 'Estimated heap size of the cached objects', registers: [this.registry] });
+  readonly cacheReads = new Counter({ name: 'relsync_cache_reads_total', help: 'Reads of single objects by reconciles, by result (hit: from memory; miss: from the API server)', labelNames: ['result'], registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   constructor() {

@@ -13,11 +13,11 @@
  */
 import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
-import { describeIdentity, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector, selectorQuery } from '../core/label-selector.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
-import { ApiError, isForbidden, isNotFound } from '../kube/api-error.js';
+import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
 import type { PrimaryRecord, RelationRecord } from '../store/records.js';
@@ -95,8 +95,25 @@ export class PrimaryReconciler {
   }
 
   async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
+    // After a 409 (something relsync read was older than what it wrote over), the next reconcile
+    // of this primary reads everything from the API servers, not from what the watches delivered.
+    const key = identityKey(id);
+    const afterConflict = this.readLive.get(key) === true;
+    this.readLive.delete(key);
+    const reads = afterConflict ? this.live : (this.deps.readsFor?.(id) ?? this.live);
+    try {
+      return await this.reconcileWith(reads, resource, id);
+    } catch (err) {
+      if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
+      throw err;
+    }
+  }
+
+  /** Primaries whose last reconcile ended in a 409 (bounded: an entry is only a hint). */
+  private readonly readLive = new ExpiringMap<string, true>(10_000);
+
+  private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
-    const reads = this.deps.readsFor?.(id) ?? this.live;
     const record = await store.primary(id);
     if (!clusters.has(id.cluster)) {
       // A kcp workspace relsync has forgotten (nothing of it is stored), or a cluster no longer configured: never a reason to delete copies.
@@ -400,4 +417,3 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
 function prefixed(what: string, problem: string | undefined): string | undefined {
   return problem ? `${what} ${problem}` : undefined;
 }
-

@@ -80,6 +80,9 @@ describe('write faults, credentials and restarts', () => {
       store: { path: join(dir, 'relsync.db') },
       // Sweeps off: every retry below is the reconciler's own.
       resync: { schedule: '0 0 1 1 *', onStartup: false },
+      // Reads go to the API server, where the 404 test injects its faults (what relsync reads when
+      // the cache lacks an object; reads from the cache: watch-reads.test.ts).
+      cache: { bytes: 0 },
       resources: [
         {
           group: GROUP,

@@ -12,13 +12,18 @@ import type { ControlPlane } from './control-plane.js';
 const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'DELETECOLLECTION', 'APPLY']);
 
 /** Write requests by `VERB resource[.group][/subresource]`, counted since the API server started. */
-export async function writeCounts(plane: ControlPlane): Promise<Map<string, number>> {
+export function writeCounts(plane: ControlPlane): Promise<Map<string, number>> {
+  return requestCounts(plane, WRITE_VERBS);
+}
+
+/** Requests of these verbs (GET, LIST, WATCH, POST, …) by `VERB resource[.group][/subresource]`, counted since the API server started. */
+export async function requestCounts(plane: ControlPlane, verbs: ReadonlySet<string>): Promise<Map<string, number>> {
   const text = await get(plane, '/metrics');
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (!WRITE_VERBS.has(labels.verb ?? '')) continue;
+    if (!verbs.has(labels.verb ?? '')) continue;
     const type = `${labels.resource}${labels.group ? `.${labels.group}` : ''}${labels.subresource ? `/${labels.subresource}` : ''}`;
     const key = `${labels.verb} ${type}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
@@ -27,13 +32,13 @@ export async function writeCounts(plane: ControlPlane): Promise<Map<string, numb
 }
 
 /**
- * The writes between two counts to objects of these types (`resource` or
+ * The requests between two counts to objects of these types (`resource` or
  * `resource.group`; subresources count with their type), as sorted
  * `VERB type ×n` lines. The API server writes some objects itself (its
  * Leases, the kubernetes Service's endpoints), so a test names the types it
  * watches.
  */
-export function writesBetween(before: Map<string, number>, after: Map<string, number>, types: readonly string[]): string[] {
+export function requestsBetween(before: Map<string, number>, after: Map<string, number>, types: readonly string[]): string[] {
   const lines: string[] = [];
   for (const [key, n] of after) {
     const type = key.slice(key.indexOf(' ') + 1).split('/')[0]!;

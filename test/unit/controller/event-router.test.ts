@@ -22,6 +22,7 @@ import { openStore, type OpenedStore } from '../../../src/store/database.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 import { contentOf } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
+import { ObjectCache } from '../../../src/sync/object-cache.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
@@ -50,6 +51,7 @@ describe('event router (real SQLite store)', () => {
   let store: RelationStore;
   let queued: string[];
   let router: EventRouter;
+  const cache = new ObjectCache(16 * 1024 * 1024);
   const route = async (cluster: string, type: ResourceType, o: KubeObject, change = 'MODIFIED') => {
     queued = [];
     await router.route(cluster, type, o, change);
@@ -68,6 +70,7 @@ describe('event router (real SQLite store)', () => {
       store,
       enqueue: (key: PrimaryKey) => queued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`),
       logger: pino({ level: 'silent' }),
+      cache,
     });
     // Tenant a's primary "orders": its template ConfigMap, a selector app=orders, and its copy.
     const orders = id('tenant-a', databases, 'shop', 'orders');
@@ -134,6 +137,23 @@ describe('event router (real SQLite store)', () => {
     assert.deepEqual(await route('tenant-a', configMaps, object('many', 'both', { app: 'p7', tier: 'shared' })), ['tenant-a/many/p7', 'tenant-a/many/p8'], 'one primary matched twice is queued once');
     assert.deepEqual(await route('tenant-a', configMaps, object('many', 'none', { app: 'p1000' })), []);
     assert.deepEqual(await route('tenant-b', configMaps, object('many', 'cm', { app: 'p5' })), [], "another tenant's object with the same label reaches nobody");
+  });
+
+  it('keeps for reconciles what concerns relsync, at its latest version, and nothing else', async () => {
+    const cached = (cluster: string, type: ResourceType, namespace: string, name: string) => cache.get(cluster, type, namespace, name)?.metadata.resourceVersion;
+    const v = (o: KubeObject, rv: string): KubeObject => ({ ...o, metadata: { ...o.metadata, resourceVersion: rv } });
+    await route('tenant-a', databases, v(object('shop', 'orders'), '5'));
+    assert.equal(cached('tenant-a', databases, 'shop', 'orders'), '5', 'a primary');
+    await route('tenant-a', configMaps, v(object('shop', 'orders-config'), '6'));
+    assert.equal(cached('tenant-a', configMaps, 'shop', 'orders-config'), '6', 'a related source (by its stored reference)');
+    await route('tenant-a', configMaps, v(object('shop', 'unrelated'), '7'));
+    assert.equal(cached('tenant-a', configMaps, 'shop', 'unrelated'), undefined, 'an object routed to nobody');
+    await route('tenant-a', configMaps, v(object('shop', 'picked', { app: 'orders' }), '8'));
+    assert.equal(cached('tenant-a', configMaps, 'shop', 'picked'), '8', 'a selector match');
+    await route('tenant-a', configMaps, v(object('shop', 'picked', { app: 'none' }), '9'));
+    assert.equal(cached('tenant-a', configMaps, 'shop', 'picked'), undefined, 'no longer a match: its older version is not kept either');
+    await route('tenant-a', configMaps, v(object('shop', 'orders-config'), '10'), 'DELETED');
+    assert.equal(cached('tenant-a', configMaps, 'shop', 'orders-config'), undefined, 'deleted');
   });
 
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {

@@ -22,6 +22,9 @@ import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
 import { OwnWrites } from '../../../src/sync/own-writes.js';
+import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
+import { LiveReads } from '../../../src/sync/object-reads.js';
+import { isConflict } from '../../../src/kube/api-error.js';
 import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
@@ -405,6 +408,44 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`create service/configmaps/${COPY_NS}/orders-config`, `replace service/configmaps/${COPY_NS}/orders-config`]);
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
       assert.equal((await relation('config'))?.state, 'synced');
+    });
+
+    it('reads what the watches delivered; after a 409 (a copy older than the one it wrote over), the next reconcile reads the API servers', async () => {
+      const cache = new ObjectCache(16 * 1024 * 1024);
+      const cached = new CachedReads(cache, new LiveReads(world));
+      const logger = pino({ level: 'silent' });
+      reconciler = new PrimaryReconciler({
+        agentName: AGENT, clusters: world, store, logger, metrics, readsFor: () => cached,
+        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
+        hasher: new ContentHasher(Buffer.from('k')),
+        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
+      });
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      // The watches delivered everything so far.
+      const deliver = (cluster: string, type: ResourceType, namespace: string, name: string) =>
+        cache.observe({ cluster, group: type.group, resource: type.resource, namespace, name }, world.read(cluster, type, namespace, name));
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('service', databases, COPY_NS, 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      deliver('service', configMaps, COPY_NS, 'orders-config');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      // Only what does not exist is asked for, both ends of the relation whose source is missing (absence is always the API server's answer).
+      assert.deepEqual(world.calls.filter((c) => c.verb === 'get' && c.resource !== 'namespaces').map((c) => `${c.cluster}/${c.resource}/${c.name}`), ['tenant-a/secrets/orders-creds', 'service/secrets/orders-creds'], 'nothing read again that the watches delivered');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+
+      // Someone changes the copy; its event has not arrived when the source changes again.
+      deliver('service', configMaps, COPY_NS, 'orders-config');
+      world.edit('service', configMaps, COPY_NS, 'orders-config', (o) => void (o.data = { a: 'tampered' }));
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '3' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await assert.rejects(reconcile(), (err: unknown) => isConflict(err), 'the write over the newer copy is refused');
+      await reconcile();
+      assert.ok(world.calls.some((c) => c.verb === 'get' && c.cluster === 'service' && c.name === 'orders-config'), 'read again from the API server');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '3' });
     });
 
     it('a copy shared by two primaries stays until the last one that copies it goes', async () => {

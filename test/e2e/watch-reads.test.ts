@@ -1,0 +1,83 @@
+// Reads from what the watches delivered (sync/object-cache.ts), counted by
+// the API servers themselves: a related change is synced without a GET of
+// the primary, its copy or either end of a relation — only objects that do
+// not exist are asked for — and a copy changed behind relsync's back between
+// its read and its write (a 409) is read again from the API server and
+// repaired.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { requestCounts, requestsBetween } from '../harness/api-metrics.js';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+
+const GET = new Set(['GET']);
+const TYPES = ['configmaps', 'secrets', 'databases.demo.relsync.dev'];
+
+describe('reads from the watches', () => {
+  let clusters: Clusters<'tenant-a' | 'service'>;
+  let a: ClusterClient;
+  let svc: ClusterClient;
+  let relsync: RelsyncProcess;
+  const ns = defaultCopyNamespace('tenant-a', 'cache');
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-watch-reads-'));
+    clusters = await startClusters('tenant-a', 'service');
+    ({ 'tenant-a': a, service: svc } = clusters.client);
+    const { 'tenant-a': pa, service: ps } = clusters.plane;
+    const config = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      resync: { schedule: '0 0 1 1 *', onStartup: false },
+      resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [
+        { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+        { id: 'settings', origin: 'platform', resource: 'configmaps', template: { name: '{{ name }}-settings' } },
+        { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
+      ] }],
+    });
+    relsync = await startRelsync(config, join(dir, 'relsync.log'));
+    await a.ensureNamespace('cache');
+    await a.putConfigMap('cache', 'cfg', { v: '0' });
+    await a.putConfigMap('cache', 'orders-settings', { s: '0' });
+    await a.createDatabase('cache', 'orders', { configMapName: 'cfg' });
+    await svc.putSecret(ns, 'orders-credentials', { password: 'p' }, undefined, await svc.copyOf(ns, 'orders'));
+    await eventually('converged', async () => (await svc.configMap(ns, 'cfg')) !== undefined && (await svc.configMap(ns, 'orders-settings')) !== undefined && (await a.secret('cache', 'orders-credentials')) !== undefined, 30_000);
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await clusters?.stop();
+  });
+
+  // The harness polls with LISTs (one object, by field selector), so that every GET counted is relsync's.
+  const listed = async (client: ClusterClient, kind: 'configMap' | 'secret', namespace: string, name: string): Promise<Record<string, string> | undefined> => {
+    const fieldSelector = `metadata.name=${name}`;
+    const items = kind === 'configMap' ? (await client.core.listNamespacedConfigMap({ namespace, fieldSelector })).items : (await client.core.listNamespacedSecret({ namespace, fieldSelector })).items;
+    const item = items[0];
+    if (!item) return undefined;
+    return kind === 'configMap' ? (item as { data?: Record<string, string> }).data ?? {} : Object.fromEntries(Object.entries((item as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+  };
+  const gets = async () => ({ tenant: await requestCounts(clusters.plane['tenant-a'], GET), service: await requestCounts(clusters.plane.service, GET) });
+
+  it('syncs a related change without reading again what the watches delivered', async () => {
+    const before = await gets();
+    await a.core.replaceNamespacedConfigMap({ namespace: 'cache', name: 'cfg', body: { metadata: { name: 'cfg', namespace: 'cache' }, data: { v: '1' } } });
+    await eventually('the change copied', async () => (await listed(svc, 'configMap', ns, 'cfg'))?.v === '1', 30_000);
+    // Marker: a change of the last relation (in rule order) of the same primary, copied after the
+    // first, so the reconciles of both changes have done all their reads.
+    const secret = (await svc.core.listNamespacedSecret({ namespace: ns, fieldSelector: 'metadata.name=orders-credentials' })).items[0]!;
+    await svc.core.replaceNamespacedSecret({ namespace: ns, name: 'orders-credentials', body: { ...secret, data: { password: Buffer.from('p2').toString('base64') } } });
+    await eventually('the marker copied', async () => (await listed(a, 'secret', 'cache', 'orders-credentials'))?.password === 'p2', 30_000);
+    const after = await gets();
+    const reads = { tenant: requestsBetween(before.tenant, after.tenant, [...TYPES, 'namespaces']), service: requestsBetween(before.service, after.service, [...TYPES, 'namespaces']) };
+    console.log(`GETs by relsync while a related change and a marker were synced: ${JSON.stringify(reads)}`);
+    assert.deepEqual(reads, { tenant: [], service: ['GET namespaces ×2'] }, 'two reconciles: each reads only the copy namespace (namespaces are not watched)');
+  });
+});

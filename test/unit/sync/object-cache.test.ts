@@ -1,0 +1,129 @@
+// The object cache's contract: it answers with the latest version a watch
+// delivered or not at all (a miss reads the API server), never with a version
+// older than an event or a relist that came after it, and it stays within its
+// byte budget.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
+import type { KubeObject } from '../../../src/core/object.js';
+import type { ResourceType } from '../../../src/core/resource-type.js';
+import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
+import type { ObjectReads } from '../../../src/sync/object-reads.js';
+
+const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
+const id = (cluster: string, type: ResourceType, name: string): ObjectIdentity => ({ cluster, group: type.group, resource: type.resource, namespace: 'ns', name });
+const cm = (name: string, v: string, size = 0): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: v }, data: { v, pad: 'x'.repeat(size) } });
+
+describe('object cache', () => {
+  it('answers with the latest version delivered, as a copy the caller may change', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.observe(id('a', configMaps, 'x'), cm('x', '1'));
+    cache.observe(id('a', configMaps, 'x'), cm('x', '2'));
+    const read = cache.get('a', configMaps, 'ns', 'x')!;
+    assert.equal(read.metadata.resourceVersion, '2');
+    (read.data as Record<string, string>).v = 'changed by the caller';
+    assert.equal((cache.get('a', configMaps, 'ns', 'x')!.data as Record<string, string>).v, '2');
+    assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined, 'another cluster');
+    assert.equal(cache.get('a', secrets, 'ns', 'x'), undefined, 'another type');
+  });
+
+  it('forgets an object that was deleted or no longer concerns relsync', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.observe(id('a', configMaps, 'x'), cm('x', '1'));
+    cache.observe(id('a', configMaps, 'x'), undefined);
+    assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined);
+    assert.equal(cache.stats().bytes, 0);
+  });
+
+  it('drops every cluster\'s objects of a type when a watch begins to LIST it, and only that type', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.observe(id('a', configMaps, 'x'), cm('x', '1'));
+    cache.observe(id('b', configMaps, 'x'), cm('x', '1'));
+    cache.observe(id('a', secrets, 's'), cm('s', '1'));
+    cache.listed('a', configMaps, undefined);
+    assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined);
+    assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined);
+    assert.ok(cache.get('a', secrets, 'ns', 's'));
+  });
+
+  it('stays within its byte budget: the least recently read go first, and an object over the whole budget is not kept', () => {
+    const cache = new ObjectCache(100_000);
+    for (let i = 0; i < 10; i++) cache.observe(id('a', configMaps, `o${i}`), cm(`o${i}`, '1', 15_000));
+    assert.ok(cache.stats().bytes <= 100_000, `${cache.stats().bytes} bytes`);
+    assert.equal(cache.get('a', configMaps, 'ns', 'o0'), undefined, 'the oldest went');
+    assert.ok(cache.get('a', configMaps, 'ns', 'o9'));
+    // Reading o5 makes it recent: the next ones push out o6 before it.
+    assert.ok(cache.get('a', configMaps, 'ns', 'o5'));
+    for (let i = 10; i < 12; i++) cache.observe(id('a', configMaps, `o${i}`), cm(`o${i}`, '1', 15_000));
+    assert.ok(cache.get('a', configMaps, 'ns', 'o5'), 'recently read: kept');
+    cache.observe(id('a', configMaps, 'huge'), cm('huge', '1', 200_000));
+    assert.equal(cache.get('a', configMaps, 'ns', 'huge'), undefined);
+    assert.ok(cache.get('a', configMaps, 'ns', 'o11'), 'and it pushed nothing out');
+  });
+
+  it("keeps a GET's answer only if the watch said nothing of its object while it was asked", () => {
+    const cache = new ObjectCache(1024 * 1024, 3);
+    cache.listed('a', configMaps, undefined);
+    let since = cache.now();
+    cache.offer(id('a', configMaps, 'x'), cm('x', '1'), since);
+    assert.equal(cache.get('a', configMaps, 'ns', 'x')?.metadata.resourceVersion, '1', 'nothing came meanwhile: kept');
+
+    since = cache.now();
+    cache.observe(id('a', configMaps, 'y'), undefined); // deleted while the GET was on its way
+    cache.offer(id('a', configMaps, 'y'), cm('y', '1'), since);
+    assert.equal(cache.get('a', configMaps, 'ns', 'y'), undefined, 'a deletion came meanwhile: not read back');
+
+    since = cache.now();
+    cache.observe(id('a', configMaps, 'x'), cm('x', '2'));
+    cache.offer(id('a', configMaps, 'x'), cm('x', '1'), since);
+    assert.equal(cache.get('a', configMaps, 'ns', 'x')?.metadata.resourceVersion, '2', 'the watch is newer: it stays');
+
+    since = cache.now();
+    cache.listed('a', configMaps, undefined);
+    cache.offer(id('a', configMaps, 'z'), cm('z', '1'), since);
+    assert.equal(cache.get('a', configMaps, 'ns', 'z'), undefined, 'a relist began meanwhile');
+
+    since = cache.now();
+    for (const n of ['p', 'q', 'r', 's']) cache.observe(id('a', secrets, n), undefined); // more news than it remembers
+    cache.offer(id('a', configMaps, 'w'), cm('w', '1'), since);
+    assert.equal(cache.get('a', configMaps, 'ns', 'w'), undefined, 'news of it may have been forgotten: not kept');
+  });
+
+  it("keeps a GET's answer only for a type an unfiltered watch lists in that cluster", () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.listed('svc', secrets, 'relsync.dev/agent=e2e');
+    cache.listed('a', configMaps, undefined);
+    const since = cache.now();
+    cache.offer(id('svc', secrets, 'operator-made'), cm('operator-made', '1'), since);
+    assert.equal(cache.get('svc', secrets, 'ns', 'operator-made'), undefined, 'a filtered watch would never tell of its changes');
+    cache.offer(id('b', configMaps, 'x'), cm('x', '1'), since);
+    assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined, 'another cluster, not watched');
+    const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false };
+    cache.offer({ cluster: 'a', group: '', resource: 'namespaces', namespace: '', name: 'n' }, { metadata: { name: 'n' } }, since);
+    assert.equal(cache.get('a', namespaces, '', 'n'), undefined, 'a type nobody watches');
+    cache.offer(id('a', configMaps, 'x'), cm('x', '1'), since);
+    assert.ok(cache.get('a', configMaps, 'ns', 'x'));
+  });
+
+  it('reads what it lacks from the API server, and only that', async () => {
+    const cache = new ObjectCache(1024 * 1024);
+    const asked: string[] = [];
+    const live: ObjectReads = {
+      get: async (_c, _t, _ns, name) => {
+        asked.push(name);
+        return cm(name, 'live');
+      },
+      list: async () => [],
+    };
+    const reads = new CachedReads(cache, live);
+    cache.listed('a', configMaps, undefined);
+    cache.observe(id('a', configMaps, 'cached'), cm('cached', '7'));
+    assert.equal((await reads.get('a', configMaps, 'ns', 'cached'))?.metadata.resourceVersion, '7');
+    assert.equal((await reads.get('a', configMaps, 'ns', 'absent'))?.metadata.resourceVersion, 'live');
+    assert.deepEqual(asked, ['absent']);
+    assert.equal((await reads.get('a', configMaps, 'ns', 'absent'))?.metadata.resourceVersion, 'live', 'kept from the GET');
+    assert.deepEqual(asked, ['absent'], 'not asked again');
+    assert.deepEqual({ hits: cache.stats().hits, misses: cache.stats().misses }, { hits: 2, misses: 1 });
+  });
+});
