@@ -148,8 +148,9 @@ export class EventRouter {
       }
     }
 
-    // Kept for reconciles when it concerns relsync; otherwise (or deleted) no version of it may be read back.
-    this.options.cache?.observe(id, change !== 'DELETED' && (keys.size > 0 || marked !== undefined) ? object : undefined);
+    // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
+    // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
+    this.options.cache?.observe(id, change !== 'DELETED' && keys.size > 0 ? object : undefined);
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {

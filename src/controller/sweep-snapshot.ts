@@ -196,11 +196,21 @@ export class SweepReads {
    */
   private readonly changedObjects = new Set<string>();
 
-  constructor(readonly live: ObjectReads) {}
+  /**
+   * `live`: the API servers, what a snapshot reads when it lacks an object; `everyday`: what
+   * reconciles read outside a sweep (the watches' cache, see sync/object-cache.ts), which a
+   * sweep clears: it is the level-based safety net for the cache too.
+   */
+  constructor(
+    readonly live: ObjectReads,
+    private readonly everyday: ObjectReads = live,
+    private readonly cache?: { clear(): void },
+  ) {}
 
   /** Call before the sweep's first LIST. */
   begin(): void {
     this.end();
+    this.cache?.clear();
     this.tracking = true;
   }
 
@@ -232,9 +242,9 @@ export class SweepReads {
   }
 
   readsFor(primary: ObjectIdentity): ObjectReads {
-    if (!this.snapshot) return this.live;
+    if (!this.snapshot) return this.everyday;
     const key = identityKey(primary);
-    if (this.changed.has(key) || this.used.has(key)) return this.live;
+    if (this.changed.has(key) || this.used.has(key)) return this.everyday;
     this.used.add(key);
     return this.snapshot;
   }

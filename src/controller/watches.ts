@@ -13,6 +13,7 @@ import type { Metrics } from '../server/metrics.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
 import { identityOf } from './event-router.js';
 import { relistWorkspace, stillBinds } from './kcp-workspaces.js';
+import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { Wiring } from './wiring.js';
 
@@ -59,7 +60,7 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
 export function bindingWatchFor(
-  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer'>,
+  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer' | 'cache'>,
   options: WatchOptions,
   platform: string,
   signal: AbortSignal,
@@ -72,8 +73,18 @@ export function bindingWatchFor(
     logger: options.logger,
   });
   return listWatch(w, options, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), {
-    onEvent: (change, object) => bindings.onEvent(change, object),
-    beginList: () => wholeList((items) => bindings.onList(items)),
+    onEvent: (change, object) => {
+      // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
+      // without an event for each, so the cache forgets them (before its primaries are queued).
+      const cluster = object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+      if (cluster) w.cache?.dropCluster(cluster);
+      return bindings.onEvent(change, object);
+    },
+    beginList: () => {
+      // A relist of the bindings (a gap in their watch): any workspace may have come or gone.
+      w.cache?.clear();
+      return wholeList((items) => bindings.onList(items));
+    },
   });
 }
 

@@ -90,7 +90,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes) : undefined;
     const live = new LiveReads(clusters);
-    const sweepReads = new SweepReads(cache ? new CachedReads(cache, live) : live);
+    const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown
     // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
     const le = config.leaderElection;
@@ -103,6 +103,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       copyPolicy: config.copy,
       // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
       onDeleted: (id) => sweepReads.noteObject(id),
+      // What relsync writes is read again from the API server until the write's own event arrives.
+      onWrite: cache ? (id) => cache.observe(id, undefined) : undefined,
     });
     const queue = new WorkQueue<PrimaryKey>({
       key: primaryKeyString,

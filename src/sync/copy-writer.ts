@@ -6,7 +6,7 @@
  * object without them is never written or deleted), and that remembers
  * relsync's own writes (own-writes.ts) and counts them.
  */
-import { isAlreadyExists, isForbidden, isNotFound } from '../kube/api-error.js';
+import { isAlreadyExists, isForbidden, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
@@ -23,6 +23,8 @@ export interface CopyWriterDeps {
   readonly ownWrites?: OwnWrites | undefined;
   /** Told of every copy deleted (a sweep's snapshot then no longer answers for it). */
   readonly onDeleted?: ((copy: ObjectIdentity) => void) | undefined;
+  /** Told of every object written or deleted (the cache forgets it until the write's event arrives). */
+  readonly onWrite?: ((id: ObjectIdentity) => void) | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -85,6 +87,7 @@ export class CopyWriter {
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
   async deleteIfMarked(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
     if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
+    this.deps.onWrite?.(copy);
     await client.delete(copy.namespace, copy.name, existing.metadata.uid);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
@@ -114,6 +117,7 @@ export class CopyWriter {
         annotations: { ...desired.annotations, ...marks.annotations },
       },
     };
+    this.deps.onWrite?.(copy);
     const created = await client.create(copy.namespace, body).catch(async (err: unknown) => {
       // A related copy into a namespace that does not exist (yet), e.g. a service-origin copy's
       // platform namespace: create it, as relsync does for copy namespaces, and where it may not, say so.
@@ -135,7 +139,13 @@ export class CopyWriter {
     for (const key of write.replacedFields ?? []) delete next[key];
     Object.assign(next, desired.fields);
     Object.assign(next.metadata, mergedMetadata(current, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
-    const updated = await client.replace(next);
+    this.deps.onWrite?.(write.copy);
+    const updated = await client.replace(next).catch((err: unknown) => {
+      // Gone since it was read (a cached read, or a delete in between): what should exist is created.
+      if (isObjectNotFound(err, write.copy.name)) return this.create(client, write);
+      throw err;
+    });
+    if (updated.metadata.uid !== current.metadata.uid) return updated;
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     return this.recorded(write.copy, updated);
   }

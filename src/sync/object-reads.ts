@@ -42,9 +42,28 @@ export function answers(query: ListQuery, object: KubeObject): boolean {
 }
 
 export interface ObjectReads {
+  /**
+   * True when answers may come from what the watches delivered (sync/object-cache.ts) rather
+   * than from the API server or a sweep's fresh LIST: a decision to delete is then confirmed by
+   * reading again live (ReadAgainLive).
+   */
+  readonly cached?: boolean;
   /** The object, or undefined when it does not exist. */
   get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined>;
   list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]>;
+}
+
+/**
+ * Thrown by a reconcile that read from the cache and is about to delete something: the reconcile
+ * starts over, reading live, and deletes only if the API servers still say so.
+ */
+export class ReadAgainLive extends Error {
+  override name = 'ReadAgainLive';
+}
+
+/** Throws ReadAgainLive when `reads` may answer from the cache. */
+export function confirmLive(reads: ObjectReads): void {
+  if (reads.cached) throw new ReadAgainLive('a deletion decided on cached reads is confirmed live');
 }
 
 export class LiveReads implements ObjectReads {

@@ -34,7 +34,7 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
 import type { EventRecorder } from './event-recorder.js';
 import { finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
-import { LiveReads, type ObjectReads } from './object-reads.js';
+import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
@@ -62,6 +62,8 @@ export interface ReconcilerDeps {
   readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster?: number };
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
+  /** Told of every object relsync wrote or deleted: the cache forgets it until the write's event arrives. */
+  readonly onWrite?: (id: ObjectIdentity) => void;
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
 }
@@ -102,7 +104,11 @@ export class PrimaryReconciler {
     this.readLive.delete(key);
     const reads = afterConflict ? this.live : (this.deps.readsFor?.(id) ?? this.live);
     try {
-      return await this.reconcileWith(reads, resource, id);
+      return await this.reconcileWith(reads, resource, id).catch((err: unknown) => {
+        // About to delete on the cache's word: the API servers decide (object-reads.ts).
+        if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id);
+        throw err;
+      });
     } catch (err) {
       if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
       throw err;
@@ -125,6 +131,7 @@ export class PrimaryReconciler {
 
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
     if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
+      if (primary) confirmLive(reads);
       // The copy may be of the stored incarnation or of this one (deleted and created again since).
       return this.finalize(resource, id, primary, record?.copy, [record?.uid, primary?.metadata.uid]);
     }
@@ -132,6 +139,7 @@ export class PrimaryReconciler {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
       // already this one's). Related copies do not depend on the primary's uid: the ones this
       // incarnation no longer resolves to are released below, like any stale relation.
+      confirmLive(reads);
       const waiting = await this.removeCopy(resource, id, record.copy, [record.uid]);
       if (waiting) return waiting;
     }
@@ -154,7 +162,10 @@ export class PrimaryReconciler {
       return done;
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
-    if (record && !sameIdentity(record.copy, copyId)) await this.deleteOwnedCopy(resource, record.copy, id);
+    if (record && !sameIdentity(record.copy, copyId)) {
+      confirmLive(reads);
+      await this.deleteOwnedCopy(resource, record.copy, id);
+    }
 
     const content = contentOf(primary, this.policy);
     const tooBig = this.refusals.size(stableJson(content));
@@ -171,7 +182,10 @@ export class PrimaryReconciler {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
       await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
-      if (record) await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
+      if (record) {
+        confirmLive(reads);
+        await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
+      }
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
       return done;
     }
@@ -237,7 +251,7 @@ export class PrimaryReconciler {
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one.
-    await this.relations.releaseStale(resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    await this.relations.releaseStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
@@ -397,6 +411,7 @@ export class PrimaryReconciler {
 
   /** Remembers the version a write to the primary produced, so its own watch event is not routed back here. */
   private ownWrite(id: ObjectIdentity, written: KubeObject): KubeObject {
+    this.deps.onWrite?.(id);
     this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
     return written;
   }

@@ -5,6 +5,9 @@
  * resolves to. The reconciler finds the relations (related-finder.ts) and
  * stores the outcomes; this holds what happens to each one, so that a change
  * that concerns one relation can one day be synced as that relation alone.
+ * `sync()` expects what the reconciler did before it: the primary's copy
+ * written into a copy namespace it claimed, the relation's claim recorded in
+ * the store, and the per-primary cap applied.
  */
 import type { Logger } from 'pino';
 import type { CopyPolicy } from '../config/copy-policy.js';
@@ -24,7 +27,7 @@ import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter } from './copy-writer.js';
 import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor } from './marks.js';
-import type { ObjectReads } from './object-reads.js';
+import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -77,6 +80,7 @@ export class RelationSync {
     const existing = destRead.object;
 
     if (!source) {
+      if (existing && sourceRead.object) confirmLive(reads);
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
@@ -94,6 +98,7 @@ export class RelationSync {
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
+      if (existing) confirmLive(reads);
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
@@ -152,12 +157,14 @@ export class RelationSync {
    * Relations this primary had before and no longer resolves to: their copies go unless some
    * relation of this primary or another still copies the same source there.
    */
-  async releaseStale(resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
+  async releaseStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
     const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
     const keep = new Set(current.map(pairKey));
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
+      // What the primary no longer resolves to was decided on what this reconcile read.
+      confirmLive(reads);
       await this.deleteCopy(resource, old);
     }
   }

@@ -152,6 +152,11 @@ describe('objects at the limits and objects that break the rules', () => {
       assert.equal(await svc.database(`capped-${NS}`, 'capdb-3'), undefined, 'the third is not copied');
       await a.deleteDatabase(NS, 'capdb-2');
       await eventually('the second one\'s copy goes', async () => (await svc.database(`capped-${NS}`, 'capdb-2')) === undefined, 30_000);
+      // Its room is free once the store forgot it (the last step of its finalizing, after the copy went).
+      await eventually('the store forgot the second one', async () => {
+        const out = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', `${NS}/capdb-2`, '--store', join(dir, 'capped.db'), '-o', 'json']);
+        return out.code === 0 && (JSON.parse(out.stdout) as unknown[]).length === 0;
+      }, 30_000);
       await a.updateDatabase(NS, 'capdb-3', (db) => (db.spec = { touched: 'yes' }));
       await eventually('the third is copied once there is room, at its next change', () => svc.database(`capped-${NS}`, 'capdb-3'), 30_000);
     } finally {

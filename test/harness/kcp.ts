@@ -194,7 +194,13 @@ export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPat
   binding.spec.reference = { export: { path: providerPath, name: exportName } };
   // a consumer that accepts only some of the claims
   if (acceptOnly) binding.spec.permissionClaims = binding.spec.permissionClaims!.filter((c) => acceptOnly.includes(c.resource));
-  await create(kcp, consumer, '/apis/apis.kcp.io/v1alpha2/apibindings', binding);
+  // Right after the export is made, kcp may not yet know it may be bound ("no permission to bind"): asked again.
+  await eventually(`APIBinding in ${consumer} created`, async () => {
+    const res = await kcp.request('POST', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings`, binding);
+    if (res.status === 201) return true;
+    if (res.status === 403 && /no permission to bind/.test(JSON.stringify(res.body))) return undefined;
+    throw new Error(`POST /clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings: ${res.status} ${JSON.stringify(res.body)}`);
+  }, 30_000);
   await eventually(`APIBinding in ${consumer} Ready`, async () => {
     const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
     return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');

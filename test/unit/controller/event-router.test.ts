@@ -154,6 +154,19 @@ describe('event router (real SQLite store)', () => {
     assert.equal(cached('tenant-a', configMaps, 'shop', 'picked'), undefined, 'no longer a match: its older version is not kept either');
     await route('tenant-a', configMaps, v(object('shop', 'orders-config'), '10'), 'DELETED');
     assert.equal(cached('tenant-a', configMaps, 'shop', 'orders-config'), undefined, 'deleted');
+    const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'configmaps', 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'nothing-copies-this', 'relsync.dev/source-uid': 'u' };
+    await route('tenant-b', configMaps, v(object('shop', 'forged', { 'relsync.dev/agent': 'e2e' }, marks), '12'));
+    assert.equal(cached('tenant-b', configMaps, 'shop', 'forged'), undefined, "an object that merely carries relsync's marks (a tenant can fill the cache with those)");
+  });
+
+  it("keeps the version of relsync's own write, whose event is not routed", async () => {
+    const hasher = new ContentHasher(Buffer.from('k'));
+    const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'configmaps', 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'orders-config', 'relsync.dev/source-uid': 'u-cfg' };
+    const written: KubeObject = { ...object('tenant-a-shop', 'orders-config', { 'relsync.dev/agent': 'e2e' }, marks), data: { v: 'own' } };
+    written.metadata.resourceVersion = '42';
+    written.metadata.annotations!['relsync.dev/content-hash'] = hasher.hash(contentOf(written));
+    assert.deepEqual(await route('service', configMaps, written), [], 'not routed');
+    assert.equal(cache.get('service', configMaps, 'tenant-a-shop', 'orders-config')?.metadata.resourceVersion, '42');
   });
 
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {

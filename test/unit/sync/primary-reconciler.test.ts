@@ -448,6 +448,34 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '3' });
     });
 
+    it('deletes nothing on the cache\'s word: a primary or a source the cache shows gone or changed is read again live first', async () => {
+      const cache = new ObjectCache(16 * 1024 * 1024);
+      const cached = new CachedReads(cache, new LiveReads(world));
+      const logger = pino({ level: 'silent' });
+      reconciler = new PrimaryReconciler({
+        agentName: AGENT, clusters: world, store, logger, metrics, readsFor: () => cached,
+        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
+        hasher: new ContentHasher(Buffer.from('k')),
+        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
+      });
+      putPrimary();
+      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+      await reconcile();
+      const at = (cluster: string, type: ResourceType, namespace: string) => ({ cluster, group: type.group, resource: type.resource, namespace });
+      // Stale versions in the cache: the primary as if being deleted, the Secret as if of a denied type.
+      const primary = world.read('tenant-a', databases, 'shop', 'orders')!;
+      cache.observe({ ...at('tenant-a', databases, 'shop'), name: 'orders' }, { ...primary, metadata: { ...primary.metadata, deletionTimestamp: new Date(0).toISOString() } });
+      await reconcile();
+      assert.ok(!world.writes().some((w) => w.startsWith('delete')), world.writes().join('\n'));
+      assert.ok(service(databases, 'orders'));
+      cache.observe({ ...at('tenant-a', databases, 'shop'), name: 'orders' }, world.read('tenant-a', databases, 'shop', 'orders'));
+      const secret = world.read('tenant-a', secrets, 'shop', 'orders-creds')!;
+      cache.observe({ ...at('tenant-a', secrets, 'shop'), name: 'orders-creds' }, { ...secret, type: 'kubernetes.io/service-account-token' });
+      await reconcile();
+      assert.ok(!world.writes().some((w) => w.startsWith('delete')), world.writes().join('\n'));
+      assert.ok(service(secrets, 'orders-creds'), 'the copy of a Secret that is still Opaque stays');
+    });
+
     it('a copy shared by two primaries stays until the last one that copies it goes', async () => {
       // Both primaries' templates render the same source: "shared-config".
       const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
