@@ -88,13 +88,20 @@ export class EventRouter {
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT'): Promise<number> {
+  /**
+   * `keep`: whether the cache may keep this version — not for a LIST that runs beside the watch of
+   * the same objects (a workspace's relist), whose pages may be older than events already handled.
+   */
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', keep = true): Promise<number> {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
-    if (change !== 'LIST' && change !== 'DELETED' && (isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher) || this.options.ownWrites?.consume(id, object.metadata.resourceVersion))) {
-      this.options.cache?.observe(id, object);
+    const ownWrite = change !== 'LIST' && change !== 'DELETED' && this.options.ownWrites?.consume(id, object.metadata.resourceVersion) === true;
+    if (ownWrite || (change !== 'LIST' && change !== 'DELETED' && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher))) {
+      // Kept when it is a version relsync wrote (its answer may come after its event) of an object
+      // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
+      if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined);
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeFanout(metricsCluster, 0, true);
       return 0;
@@ -150,7 +157,7 @@ export class EventRouter {
 
     // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
     // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
-    this.options.cache?.observe(id, change !== 'DELETED' && keys.size > 0 ? object : undefined);
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && keys.size > 0 ? object : undefined);
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -169,7 +176,7 @@ export class EventRouter {
    * objects may have been listed before): its owners are queued at the end,
    * as they would be for an event.
    */
-  beginList(cluster: string, type: ResourceType, labelSelector: string | undefined): ListSink {
+  beginList(cluster: string, type: ResourceType, labelSelector: string | undefined, keep = true): ListSink {
     let stored: Promise<Map<string, ObjectIdentity[]>> | undefined;
     let before: Set<string> | undefined;
     const expected = () =>
@@ -182,7 +189,7 @@ export class EventRouter {
         const known = await expected();
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
-          await this.route(cluster, type, item, 'LIST');
+          await this.route(cluster, type, item, 'LIST', keep);
         }
       },
       end: async () => {

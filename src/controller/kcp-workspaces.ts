@@ -67,7 +67,8 @@ export function relistWorkspace(w: WorkspaceRelist, platform: string, cluster: s
     const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
     for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
       try {
-        const sink = w.router.beginList(cluster, p.type, p.labelSelector);
+        // Beside the platform's watch of the same objects: routed, not kept in the cache (its pages may be older than events).
+        const sink = w.router.beginList(cluster, p.type, p.labelSelector, false);
         for await (const page of w.clusters.client(cluster, p.type).pages({ labelSelector: p.labelSelector })) await sink.page(page.items);
         await sink.end();
         return;

@@ -77,7 +77,7 @@ export function bindingWatchFor(
       // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
       // without an event for each, so the cache forgets them (before its primaries are queued).
       const cluster = object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
-      if (cluster) w.cache?.dropCluster(cluster);
+      if (cluster && (change !== 'MODIFIED' || object.metadata.deletionTimestamp)) w.cache?.dropCluster(cluster);
       return bindings.onEvent(change, object);
     },
     beginList: () => {

@@ -23,7 +23,7 @@ import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { ContentHasher } from '../sync/content-hasher.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
-import { CachedReads, ObjectCache } from '../sync/object-cache.js';
+import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
 import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
@@ -89,7 +89,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes) : undefined;
-    const live = new LiveReads(clusters);
+    const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
     const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown
     // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
@@ -103,8 +103,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       copyPolicy: config.copy,
       // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
       onDeleted: (id) => sweepReads.noteObject(id),
-      // What relsync writes is read again from the API server until the write's own event arrives.
-      onWrite: cache ? (id) => cache.observe(id, undefined) : undefined,
+      // A version relsync wrote or read live: the cache never reads back an older one still on its way.
+      onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined,
+      liveReads: live,
     });
     const queue = new WorkQueue<PrimaryKey>({
       key: primaryKeyString,

@@ -23,8 +23,8 @@ export interface CopyWriterDeps {
   readonly ownWrites?: OwnWrites | undefined;
   /** Told of every copy deleted (a sweep's snapshot then no longer answers for it). */
   readonly onDeleted?: ((copy: ObjectIdentity) => void) | undefined;
-  /** Told of every object written or deleted (the cache forgets it until the write's event arrives). */
-  readonly onWrite?: ((id: ObjectIdentity) => void) | undefined;
+  /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
+  readonly onWritten?: ((id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void) | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -87,8 +87,8 @@ export class CopyWriter {
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
   async deleteIfMarked(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
     if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
-    this.deps.onWrite?.(copy);
     await client.delete(copy.namespace, copy.name, existing.metadata.uid);
+    this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
     return true;
@@ -102,6 +102,7 @@ export class CopyWriter {
 
   /** Remembers the version a write of relsync's produced, so its own watch event is not routed back. */
   private recorded(id: ObjectIdentity, written: KubeObject): KubeObject {
+    this.deps.onWritten?.(id, written.metadata.resourceVersion);
     this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
     return written;
   }
@@ -117,7 +118,6 @@ export class CopyWriter {
         annotations: { ...desired.annotations, ...marks.annotations },
       },
     };
-    this.deps.onWrite?.(copy);
     const created = await client.create(copy.namespace, body).catch(async (err: unknown) => {
       // A related copy into a namespace that does not exist (yet), e.g. a service-origin copy's
       // platform namespace: create it, as relsync does for copy namespaces, and where it may not, say so.
@@ -139,7 +139,6 @@ export class CopyWriter {
     for (const key of write.replacedFields ?? []) delete next[key];
     Object.assign(next, desired.fields);
     Object.assign(next.metadata, mergedMetadata(current, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
-    this.deps.onWrite?.(write.copy);
     const updated = await client.replace(next).catch((err: unknown) => {
       // Gone since it was read (a cached read, or a delete in between): what should exist is created.
       if (isObjectNotFound(err, write.copy.name)) return this.create(client, write);

@@ -9,10 +9,11 @@
  * older than the last event of its object: an event of an object that
  * concerns nobody removes it, a deletion removes it, a relist drops its type
  * first (what was deleted while nobody watched must not be read back), a kcp
- * workspace that unbinds or is listed again drops its objects, a sweep clears
- * it, and relsync's own write removes the object until the write's event
- * arrives. A GET's answer is never kept: it could be older than an event
- * still on its way.
+ * workspace that binds or unbinds drops its objects, a sweep clears it. A
+ * version relsync wrote, deleted or read live sets a floor: older versions
+ * still on their way are not read back, so a cached read never goes behind
+ * what relsync already saw. A GET's answer is never kept: it could be older
+ * than an event still on its way.
  *
  * What it does not hold: anything over its byte budget (the least recently
  * used entries go first), and objects no event has shown to concern relsync
@@ -25,12 +26,13 @@
 import { compositeKey } from '../core/composite-key.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
-import type { ResourceType } from '../core/resource-type.js';
+import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import type { ListQuery, ObjectReads } from './object-reads.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
+  /** The watch's latest version of an object, or undefined: deleted, or it concerns nobody now. */
   observe(id: ObjectIdentity, object: KubeObject | undefined): void;
   dropCluster(cluster: string): void;
   clear(): void;
@@ -55,13 +57,50 @@ export class ObjectCache implements ObjectCacheFeed {
   private size = 0;
   private hitCount = 0;
   private missCount = 0;
+  /**
+   * Versions relsync wrote or read live that the watch has not delivered yet: an older version
+   * still on its way is not read back (a cached read never goes behind what relsync already saw).
+   */
+  private readonly floors = new Map<string, Floor>();
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly maxFloors = 10_000,
+  ) {}
 
   observe(id: ObjectIdentity, object: KubeObject | undefined): void {
     const key = keyOf(id.cluster, id, id.namespace, id.name);
     this.remove(key);
-    if (object) this.keep(key, typeOf(id), object);
+    const floor = this.floors.get(key);
+    // Gone, or of no concern any more: the latest word on it, whatever relsync saw before.
+    if (!object) {
+      this.floors.delete(key);
+      return;
+    }
+    if (floor) {
+      if (!meets(object, floor)) return;
+      this.floors.delete(key);
+    }
+    this.keep(key, typeOf(id), object);
+  }
+
+  /**
+   * relsync saw this version of an object outside the watch: wrote it, or read it live (`after`:
+   * deleted it, so only a later version may be read back). Until the watch delivers it, older
+   * versions are not read from the cache.
+   */
+  saw(id: ObjectIdentity, resourceVersion: string | undefined, after = false): void {
+    if (!resourceVersion) return;
+    const key = keyOf(id.cluster, id, id.namespace, id.name);
+    const floor: Floor = { resourceVersion, after };
+    this.floors.delete(key);
+    this.floors.set(key, floor);
+    for (const [oldest] of this.floors) {
+      if (this.floors.size <= this.maxFloors) break;
+      this.floors.delete(oldest);
+    }
+    const entry = this.entries.get(key);
+    if (entry && !meets(entry.object, floor)) this.remove(key);
   }
 
   /** Of every cluster: a kcp watch lists all its workspaces at once, and a miss only costs a GET. */
@@ -80,6 +119,7 @@ export class ObjectCache implements ObjectCacheFeed {
   /** Everything: a sweep is the level-based safety net, for the cache too. */
   clear(): void {
     this.entries.clear();
+    this.floors.clear();
     this.size = 0;
   }
 
@@ -121,7 +161,25 @@ export class ObjectCache implements ObjectCacheFeed {
   }
 }
 
-/** Reads from the cache, and from `live` what it does not hold; lists are always live. */
+/** Live reads that tell the cache what they saw, so that a later cached read never goes behind them. */
+export class LiveReadsSeen implements ObjectReads {
+  constructor(
+    private readonly cache: ObjectCache,
+    private readonly live: ObjectReads,
+  ) {}
+
+  async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
+    const object = await this.live.get(cluster, type, namespace, name);
+    if (object) this.cache.saw({ cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? namespace : '', name }, object.metadata.resourceVersion);
+    return object;
+  }
+
+  list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+    return this.live.list(cluster, type, query);
+  }
+}
+
+/** Reads from the cache, and from `live` (a LiveReadsSeen) what it does not hold; lists are always live. */
 export class CachedReads implements ObjectReads {
   constructor(
     private readonly cache: ObjectCache,
@@ -131,12 +189,35 @@ export class CachedReads implements ObjectReads {
   readonly cached = true;
 
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
-    return this.cache.get(cluster, type, type.namespaced ? namespace : '', name) ?? this.live.get(cluster, type, namespace, name);
+    const hit = this.cache.get(cluster, type, type.namespaced ? namespace : '', name);
+    // The same group and resource configured at another version: read it as asked.
+    if (hit && (hit.apiVersion === undefined || hit.apiVersion === apiVersionOf(type))) return hit;
+    return this.live.get(cluster, type, namespace, name);
   }
 
   list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
     return this.live.list(cluster, type, query);
   }
+}
+
+interface Floor {
+  readonly resourceVersion: string;
+  /** Only versions after it (relsync deleted this one). */
+  readonly after: boolean;
+}
+
+/**
+ * Whether an object's version is at least the floor. resourceVersions are compared as numbers when
+ * both are (etcd's revisions, also kcp's); otherwise only the very version meets it.
+ */
+function meets(object: KubeObject, floor: Floor): boolean {
+  const rv = object.metadata.resourceVersion;
+  if (rv === undefined) return false;
+  if (/^[0-9]+$/.test(rv) && /^[0-9]+$/.test(floor.resourceVersion)) {
+    const [a, b] = [BigInt(rv), BigInt(floor.resourceVersion)];
+    return floor.after ? a > b : a >= b;
+  }
+  return !floor.after && rv === floor.resourceVersion;
 }
 
 function keyOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): string {

@@ -62,8 +62,10 @@ export interface ReconcilerDeps {
   readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster?: number };
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
-  /** Told of every object relsync wrote or deleted: the cache forgets it until the write's event arrives. */
-  readonly onWrite?: (id: ObjectIdentity) => void;
+  /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
+  readonly onWritten?: (id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void;
+  /** Live reads (after a 409, or to confirm a deletion); default: the API servers through `clusters`. */
+  readonly liveReads?: ObjectReads;
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
 }
@@ -90,7 +92,7 @@ export class PrimaryReconciler {
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
-    this.live = new LiveReads(deps.clusters);
+    this.live = deps.liveReads ?? new LiveReads(deps.clusters);
     this.writer = new CopyWriter(deps);
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
@@ -181,9 +183,9 @@ export class PrimaryReconciler {
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
+      if (record) confirmLive(reads);
       await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       if (record) {
-        confirmLive(reads);
         await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
       }
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
@@ -343,7 +345,7 @@ export class PrimaryReconciler {
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {
-        await primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers: primary.metadata.finalizers.filter((f) => f !== this.finalizer) } });
+        this.ownWrite(id, await primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers: primary.metadata.finalizers.filter((f) => f !== this.finalizer) } }));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -411,7 +413,7 @@ export class PrimaryReconciler {
 
   /** Remembers the version a write to the primary produced, so its own watch event is not routed back here. */
   private ownWrite(id: ObjectIdentity, written: KubeObject): KubeObject {
-    this.deps.onWrite?.(id);
+    this.deps.onWritten?.(id, written.metadata.resourceVersion);
     this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
     return written;
   }

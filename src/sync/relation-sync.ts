@@ -80,7 +80,8 @@ export class RelationSync {
     const existing = destRead.object;
 
     if (!source) {
-      if (existing && sourceRead.object) confirmLive(reads);
+      // The source's absence is the API server's word; the destination's marks may be the cache's.
+      if (existing) confirmLive(reads);
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
@@ -162,9 +163,10 @@ export class RelationSync {
     const keep = new Set(current.map(pairKey));
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
-      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
-      // What the primary no longer resolves to was decided on what this reconcile read.
+      // What the primary no longer resolves to was decided on what this reconcile read; the claim
+      // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
+      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
       await this.deleteCopy(resource, old);
     }
   }

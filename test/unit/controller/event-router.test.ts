@@ -23,6 +23,7 @@ import { RelationStore } from '../../../src/store/relation-store.js';
 import { contentOf } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { ObjectCache } from '../../../src/sync/object-cache.js';
+import { OwnWrites } from '../../../src/sync/own-writes.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
@@ -52,6 +53,7 @@ describe('event router (real SQLite store)', () => {
   let queued: string[];
   let router: EventRouter;
   const cache = new ObjectCache(16 * 1024 * 1024);
+  const ownWrites = new OwnWrites();
   const route = async (cluster: string, type: ResourceType, o: KubeObject, change = 'MODIFIED') => {
     queued = [];
     await router.route(cluster, type, o, change);
@@ -71,6 +73,7 @@ describe('event router (real SQLite store)', () => {
       enqueue: (key: PrimaryKey) => queued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`),
       logger: pino({ level: 'silent' }),
       cache,
+      ownWrites,
     });
     // Tenant a's primary "orders": its template ConfigMap, a selector app=orders, and its copy.
     const orders = id('tenant-a', databases, 'shop', 'orders');
@@ -165,8 +168,13 @@ describe('event router (real SQLite store)', () => {
     const written: KubeObject = { ...object('tenant-a-shop', 'orders-config', { 'relsync.dev/agent': 'e2e' }, marks), data: { v: 'own' } };
     written.metadata.resourceVersion = '42';
     written.metadata.annotations!['relsync.dev/content-hash'] = hasher.hash(contentOf(written));
+    ownWrites.record(id('service', configMaps, 'tenant-a-shop', 'orders-config'), '42');
     assert.deepEqual(await route('service', configMaps, written), [], 'not routed');
     assert.equal(cache.get('service', configMaps, 'tenant-a-shop', 'orders-config')?.metadata.resourceVersion, '42');
+    // The same unchanged content under another name (a tenant can clone a copy it sees): not kept.
+    const clone: KubeObject = { ...written, metadata: { ...written.metadata, name: 'clone', resourceVersion: '43' } };
+    assert.deepEqual(await route('service', configMaps, clone), []);
+    assert.equal(cache.get('service', configMaps, 'tenant-a-shop', 'clone'), undefined);
   });
 
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {

@@ -74,6 +74,22 @@ describe('object cache', () => {
     assert.equal(cache.stats().bytes, 0);
   });
 
+  it('never reads back a version older than one relsync wrote or read live, until the watch catches up', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.observe(id('a', configMaps, 'x'), cm('x', '5'));
+    cache.saw(id('a', configMaps, 'x'), '7');
+    assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined, 'relsync wrote version 7: 5 is not read back');
+    cache.observe(id('a', configMaps, 'x'), cm('x', '6'));
+    assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined, 'an older event still on its way is not kept');
+    cache.observe(id('a', configMaps, 'x'), cm('x', '7'));
+    assert.equal(cache.get('a', configMaps, 'ns', 'x')?.metadata.resourceVersion, '7', 'caught up');
+    cache.observe(id('a', configMaps, 'x'), cm('x', '8'));
+    assert.equal(cache.get('a', configMaps, 'ns', 'x')?.metadata.resourceVersion, '8');
+    cache.saw(id('a', configMaps, 'x'), '8', true); // relsync deleted version 8
+    cache.observe(id('a', configMaps, 'x'), cm('x', '8'));
+    assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined, 'the deleted version is not read back');
+  });
+
   it('reads what it lacks from the API server, and only that', async () => {
     const cache = new ObjectCache(1024 * 1024);
     const asked: string[] = [];
