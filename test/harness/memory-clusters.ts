@@ -102,7 +102,19 @@ export class MemoryClusters implements ClusterAccess {
 
   /** @internal */ log(call: Call): void {
     this.calls.push(call);
+    const i = this.faults.findIndex((f) => f.verb === call.verb && f.cluster === call.cluster && f.resource === call.resource && (f.name === undefined || f.name === call.name));
+    if (i < 0) return;
+    const fault = this.faults[i]!;
+    if (--fault.times <= 0) this.faults.splice(i, 1);
+    throw status(call.verb.toUpperCase(), fault.status, fault.reason, fault.message, call.name);
   }
+
+  /** The next `times` calls of `verb` on these objects answer with this Status instead. */
+  fail(fault: { verb: Call['verb']; cluster: string; resource: string; name?: string; status: number; reason: string; message: string; times?: number }): void {
+    this.faults.push({ ...fault, times: fault.times ?? 1 });
+  }
+
+  private readonly faults: Array<{ verb: Call['verb']; cluster: string; resource: string; name?: string | undefined; status: number; reason: string; message: string; times: number }> = [];
 
   /** @internal */ store(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, object: KubeObject | undefined, namespace: string, name: string): void {
     const key = keyOf(cluster, type, namespace, name);

@@ -476,6 +476,76 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.ok(service(secrets, 'orders-creds'), 'the copy of a Secret that is still Opaque stays');
     });
 
+    it('a source relsync may not read: that relation fails, said on the primary in words that name the fix; the others go on', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      world.fail({ verb: 'get', cluster: 'tenant-a', resource: 'secrets', name: 'orders-creds', status: 403, reason: 'Forbidden', message: 'secrets "orders-creds" is forbidden' });
+      assert.deepEqual(await reconcile(), done);
+      assert.match((await relation('creds'))?.message ?? '', /rule creds: relsync may not read secrets in cluster tenant-a \(check its RBAC\)/);
+      assert.equal((await relation('creds'))?.state, 'error');
+      assert.equal((await relation('config'))?.state, 'synced');
+      assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
+    });
+
+    it('a write the service cluster answers 503 fails the reconcile (the queue retries it), and the primary reads error until it lands', async () => {
+      putPrimary();
+      await reconcile();
+      putConfig({ a: '1' });
+      world.fail({ verb: 'create', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
+      await assert.rejects(reconcile(), /503/);
+      assert.equal((await store.primary(primaryId))?.state, 'error');
+      assert.deepEqual(await reconcile(), done);
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
+    });
+
+    it('a write refused for good (422) is parked and said on the primary, not retried', async () => {
+      putPrimary();
+      await reconcile();
+      putConfig({ a: '1' });
+      world.fail({ verb: 'create', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
+      assert.deepEqual(await reconcile(), done);
+      assert.equal((await relation('config'))?.state, 'error');
+      assert.match((await relation('config'))?.message ?? '', /cannot write .*denied by a webhook/);
+      assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
+    });
+
+    describe('service-origin objects', () => {
+      const credentials: ResolvedRule = {
+        ...template('credentials', secrets, '{{ name }}-credentials'), origin: 'service', provenance: { kind: 'ownerReference' },
+      };
+      const walled: ResolvedRule = { ...credentials, id: 'walled', destinationNamespace: Template.parse('walled-{{ name }}', ['name']), where: 'resources[0].related.walled' };
+      const serviceOrigin = (rule: ResolvedRule): ResolvedResource => ({ ...resource, rules: [rule] });
+
+      it("copies to the tenant only what shows it belongs to the tenant's copy (an ownerReference to it)", async () => {
+        putPrimary();
+        await reconciler.reconcile(serviceOrigin(credentials), primaryId);
+        world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-credentials' }, data: { p: 'cHJvdmlkZXI=' } });
+        world.clearCalls();
+        await reconciler.reconcile(serviceOrigin(credentials), primaryId);
+        assert.equal(world.read('tenant-a', secrets, 'shop', 'orders-credentials'), undefined, "the operator's own Secret of that name, not owned by the copy: not copied");
+        assert.match((await relation('credentials'))?.message ?? '', /waiting for .* to exist/, 'and said like an absent one (the tenant learns nothing of it)');
+        const copy = service(databases, 'orders')!;
+        world.edit('service', secrets, COPY_NS, 'orders-credentials', (o) => void (o.metadata.ownerReferences = [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: copy.metadata.uid! }]));
+        await reconciler.reconcile(serviceOrigin(credentials), primaryId);
+        assert.deepEqual(world.read('tenant-a', secrets, 'shop', 'orders-credentials')?.data, { p: 'cHJvdmlkZXI=' });
+      });
+
+      it('a platform namespace relsync may not create: the relation waits and looks again in 30 s', async () => {
+        putPrimary();
+        await reconciler.reconcile(serviceOrigin(walled), primaryId);
+        const copy = service(databases, 'orders')!;
+        world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-credentials', ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: copy.metadata.uid! }] }, data: { p: 'eA==' } });
+        world.fail({ verb: 'create', cluster: 'tenant-a', resource: 'namespaces', status: 403, reason: 'Forbidden', message: 'namespaces is forbidden' });
+        assert.deepEqual(await reconciler.reconcile(serviceOrigin(walled), primaryId), { requeueAfterMs: 30_000 });
+        assert.match((await relation('walled'))?.message ?? '', /namespace "walled-orders" does not exist in cluster tenant-a, and relsync may not create it/);
+        // Allowed now: the namespace is made and the copy lands.
+        assert.deepEqual(await reconciler.reconcile(serviceOrigin(walled), primaryId), done);
+        assert.ok(world.read('tenant-a', namespaces, '', 'walled-orders'));
+        assert.deepEqual(world.read('tenant-a', secrets, 'walled-orders', 'orders-credentials')?.data, { p: 'eA==' });
+      });
+    });
+
     it('a copy shared by two primaries stays until the last one that copies it goes', async () => {
       // Both primaries' templates render the same source: "shared-config".
       const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
