@@ -25,6 +25,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import type { SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, deepEqual, stableJson, withCopiedKeys } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
@@ -255,17 +256,18 @@ export class PrimaryReconciler {
     // them), so that a destination that changed its source is free for the new one.
     await this.relations.releaseStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
-    const outcomes: RelationOutcome[] = [];
     const problems: string[] = [];
+    const work: Array<RelationOutcome | RelationWork> = [];
     for (const { plan, ...result } of found) {
       problems.push(...result.problems);
       if (result.keepStored) {
         // The rule could not be evaluated (e.g. a selector rendered invalid): keep what it had, lose nothing.
-        outcomes.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
+        work.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of result.pairs) outcomes.push(await this.relations.sync(reads, plan.input, pair, id));
+      for (const pair of result.pairs) work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id) });
     }
+    const outcomes = await syncedTogether(work);
 
     // The recorder logs each warning as it records it (see event-recorder.ts).
     for (const p of problems) await this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
@@ -434,3 +436,35 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
 function prefixed(what: string, problem: string | undefined): string | undefined {
   return problem ? `${what} ${problem}` : undefined;
 }
+
+interface RelationWork {
+  /** Relations that write one destination run one after the other, in rule order, as before. */
+  readonly destination: string;
+  readonly run: () => Promise<RelationOutcome>;
+}
+
+/**
+ * A primary's relations synced a few at a time (a new primary's related copies do not wait for
+ * each other), outcomes in their order. Relations with one destination keep their order, so the
+ * first rule still wins a destination two rules name. Every one is tried; then the first failure,
+ * if any, is the reconcile's (the queue retries it; what landed meanwhile is up to date then).
+ */
+async function syncedTogether(work: ReadonlyArray<RelationOutcome | RelationWork>): Promise<RelationOutcome[]> {
+  const slots = new Semaphore(RELATIONS_AT_ONCE);
+  const last = new Map<string, Promise<unknown>>();
+  const settled = await Promise.allSettled(
+    work.map((w) => {
+      if (!('run' in w)) return Promise.resolve(w);
+      const after = last.get(w.destination) ?? Promise.resolve();
+      const mine = after.catch(() => undefined).then(() => slots.run(w.run));
+      last.set(w.destination, mine);
+      return mine;
+    }),
+  );
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<RelationOutcome>).value);
+}
+
+/** Relations of one primary written at once: enough to hide a round trip, few enough to stay fair to other primaries' workers. */
+const RELATIONS_AT_ONCE = 4;

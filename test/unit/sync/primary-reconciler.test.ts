@@ -546,6 +546,18 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       });
     });
 
+    it('two rules that name one destination: the first in rule order has it, the second is a conflict (relations are written several at a time)', async () => {
+      const named = (ruleId: string, source: string): ResolvedRule => ({ ...template(ruleId, configMaps, source), finder: { kind: 'template', name: Template.parse(source, []), destinationName: Template.parse('shared', []) } });
+      const two: ResolvedResource = { ...resource, rules: [named('first', 'one'), named('second', 'two'), template('a', configMaps, 'a'), template('b', configMaps, 'b'), template('c', configMaps, 'c')] };
+      putPrimary();
+      for (const n of ['one', 'two', 'a', 'b', 'c']) world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: n }, data: { from: n } });
+      await reconciler.reconcile(two, primaryId);
+      assert.deepEqual(service(configMaps, 'shared')?.data, { from: 'one' });
+      assert.equal((await relation('first'))?.state, 'synced');
+      assert.equal((await relation('second'))?.state, 'conflict');
+      for (const n of ['a', 'b', 'c']) assert.deepEqual(service(configMaps, n)?.data, { from: n });
+    });
+
     it('a copy shared by two primaries stays until the last one that copies it goes', async () => {
       // Both primaries' templates render the same source: "shared-config".
       const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
