@@ -66,7 +66,7 @@ export interface EventRouterOptions {
    * routed to a primary), or undefined (it concerns nobody, or was deleted), so that reconciles
    * read what the watches delivered (sync/object-cache.ts).
    */
-  readonly cache?: ObjectCacheFeed;
+  readonly cache?: Pick<ObjectCacheFeed, 'observe'>;
 }
 
 export class EventRouter {

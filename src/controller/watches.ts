@@ -34,7 +34,7 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
     },
     beginList: () => {
       // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
-      w.cache?.listed(p.cluster, p.type, p.labelSelector);
+      w.cache?.listed(p.type);
       // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
       // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
       // but its list is not complete, so nothing the store knows of it is taken for gone.

@@ -36,12 +36,8 @@ export interface ObjectCacheFeed {
   observe(id: ObjectIdentity, object: KubeObject | undefined): void;
   dropCluster(cluster: string): void;
   clear(): void;
-  /**
-   * A watch's LIST of this type begins: what the cache holds of the type may have been deleted
-   * while nobody watched. Unfiltered (no label selector), every later change of an object of the
-   * type in that cluster reaches the cache, so a GET's answer may be kept for it.
-   */
-  listed(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, labelSelector: string | undefined): void;
+  /** A watch's LIST of this type begins: what the cache holds of the type may have been deleted while nobody watched. */
+  listed(type: Pick<ResourceType, 'group' | 'resource'>): void;
 }
 
 export interface CacheStats {
@@ -104,7 +100,7 @@ export class ObjectCache implements ObjectCacheFeed {
   }
 
   /** Of every cluster: a kcp watch lists all its workspaces at once, and a miss only costs a GET. */
-  listed(_cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, _labelSelector: string | undefined): void {
+  listed(type: Pick<ResourceType, 'group' | 'resource'>): void {
     const t = typeOf(type);
     for (const [key, entry] of this.entries) if (entry.type === t) this.remove(key);
   }

@@ -41,7 +41,7 @@ describe('object cache', () => {
     cache.observe(id('a', configMaps, 'x'), cm('x', '1'));
     cache.observe(id('b', configMaps, 'x'), cm('x', '1'));
     cache.observe(id('a', secrets, 's'), cm('s', '1'));
-    cache.listed('a', configMaps, undefined);
+    cache.listed(configMaps);
     assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined);
     assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined);
     assert.ok(cache.get('a', secrets, 'ns', 's'));

@@ -25,7 +25,7 @@ import { OwnWrites } from '../../../src/sync/own-writes.js';
 import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
 import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
-import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
+import { PrimaryReconciler, type ReconcilerDeps } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
 import { MemoryClusters } from '../../harness/memory-clusters.js';
@@ -86,19 +86,25 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     };
   };
 
-  beforeEach(async () => {
-    opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
-    store = new RelationStore(opened.db);
-    world = new MemoryClusters('service', ['tenant-a']);
-    world.put('tenant-a', namespaces, { metadata: { name: 'shop' } });
+  /** A reconciler over the in-memory clusters and the store, with `extra` deps. */
+  const reconcilerWith = (extra: Partial<ReconcilerDeps> = {}) => {
     const logger = pino({ level: 'silent' });
-    reconciler = new PrimaryReconciler({
+    return new PrimaryReconciler({
       agentName: AGENT, clusters: world, store, logger, metrics,
       recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
       hasher: new ContentHasher(Buffer.from('k')),
       copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
       conflictRetryMs: 30_000,
+      ...extra,
     });
+  };
+
+  beforeEach(async () => {
+    opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
+    store = new RelationStore(opened.db);
+    world = new MemoryClusters('service', ['tenant-a']);
+    world.put('tenant-a', namespaces, { metadata: { name: 'shop' } });
+    reconciler = reconcilerWith();
   });
   afterEach(async () => {
     await opened.close();
@@ -210,13 +216,9 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       const deleted: string[] = [];
       const counts: string[] = [];
       const counting = (name: string) => ({ inc: (labels: Record<string, string | undefined>) => void counts.push(`${name} ${Object.values(labels).join(' ')}`) });
-      const logger = pino({ level: 'silent' });
-      reconciler = new PrimaryReconciler({
-        agentName: AGENT, clusters: world, store, logger, ownWrites, onDeleted: (c) => deleted.push(`${c.resource}/${c.name}`),
+      reconciler = reconcilerWith({
+        ownWrites, onDeleted: (c) => deleted.push(`${c.resource}/${c.name}`),
         metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), conflicts: counting('conflict'), unprovenSources: counting('unproven') },
-        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
-        hasher: new ContentHasher(Buffer.from('k')),
-        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
       });
       putPrimary();
       putConfig({ a: '1' });
@@ -413,13 +415,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     it('reads what the watches delivered; after a 409 (a copy older than the one it wrote over), the next reconcile reads the API servers', async () => {
       const cache = new ObjectCache(16 * 1024 * 1024);
       const cached = new CachedReads(cache, new LiveReads(world));
-      const logger = pino({ level: 'silent' });
-      reconciler = new PrimaryReconciler({
-        agentName: AGENT, clusters: world, store, logger, metrics, readsFor: () => cached,
-        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
-        hasher: new ContentHasher(Buffer.from('k')),
-        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
-      });
+      reconciler = reconcilerWith({ readsFor: () => cached });
       putPrimary();
       putConfig({ a: '1' });
       await reconcile();
@@ -451,13 +447,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     it('deletes nothing on the cache\'s word: a primary or a source the cache shows gone or changed is read again live first', async () => {
       const cache = new ObjectCache(16 * 1024 * 1024);
       const cached = new CachedReads(cache, new LiveReads(world));
-      const logger = pino({ level: 'silent' });
-      reconciler = new PrimaryReconciler({
-        agentName: AGENT, clusters: world, store, logger, metrics, readsFor: () => cached,
-        recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
-        hasher: new ContentHasher(Buffer.from('k')),
-        copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
-      });
+      reconciler = reconcilerWith({ readsFor: () => cached });
       putPrimary();
       world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
       await reconcile();
