@@ -30,7 +30,7 @@ import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/ma
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
-import type { PrimaryKey } from './primary-key.js';
+import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
 export interface RouterMetrics {
@@ -108,7 +108,10 @@ export class EventRouter {
     }
     const keys = new Map<string, PrimaryKey>();
     const add = (key: PrimaryKey | undefined) => {
-      if (key) keys.set(identityKey(key.id), key);
+      if (!key) return;
+      const k = identityKey(key.id);
+      const earlier = keys.get(k);
+      keys.set(k, earlier ? mergeKeys(earlier, key) : key);
     };
 
     // What an object is follows from its marks, not from its type alone: a type can be a primary
@@ -131,11 +134,20 @@ export class EventRouter {
       this.options.metrics?.observeFanout(metricsCluster, keys.size);
       return keys.size;
     }
-    // Reference, template and former matches: the store's relations by identity
-    // (this is also how an object that lost a label reaches its former owner).
-    for (const owner of await this.options.store.ownersOf(id)) add(this.keyFor(owner));
     // relsync's own copies are never sources of selector or inverse rules.
     const ownCopy = marked !== undefined;
+    // Reference, template and former matches: the store's relations by identity
+    // (this is also how an object that lost a label reaches its former owner).
+    // A changed source of a reference or template relation concerns that relation
+    // alone: its primary gets an edge (sync/edge-sync.ts); anything else, the whole primary.
+    const edgeChange = (change === 'ADDED' || change === 'MODIFIED') && !ownCopy;
+    for (const r of await this.options.store.relationsBySource(id)) {
+      const key = this.keyFor(r.primary);
+      const rule = key?.resource.rules.find((x) => x.id === r.ruleId);
+      const named = rule?.finder.kind === 'reference' || rule?.finder.kind === 'template';
+      add(key && edgeChange && named ? { ...key, edges: [{ ruleId: r.ruleId, source: r.source, destination: r.destination }] } : key);
+    }
+    for (const owner of await this.options.store.ownersByDestination(id)) add(this.keyFor(owner));
     // Selector rules: candidate selectors by the object's current labels.
     if (!ownCopy && this.selectorTypes.has(`${type.group}/${type.resource}`)) {
       const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };

@@ -75,7 +75,7 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
   const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
   // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
   await prepareReconciles(w, options, signal);
-  const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+  const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key.edges));
 
   // Work that was routed but not reconciled when the last process ended.
   const pending = await w.checkpoints.pending();

@@ -29,7 +29,7 @@ import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
 import { EventRouter } from './event-router.js';
 import { awaitKcpEndpoints } from './kcp-workspaces.js';
-import { primaryKeyString, type PrimaryKey } from './primary-key.js';
+import { mergeKeys, primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
 import { SweepReads } from './sweep-snapshot.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
@@ -109,6 +109,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     });
     const queue = new WorkQueue<PrimaryKey>({
       key: primaryKeyString,
+      merge: mergeKeys,
       concurrency: config.workers,
       // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
       lane: (key) => key.id.cluster,

@@ -19,6 +19,11 @@ export type Outcome = 'ok' | 'error' | 'requeue';
 
 export interface WorkQueueOptions<T> {
   readonly key: (item: T) => string;
+  /**
+   * Two items of one key as one, when an item is added while another of its key waits (or runs,
+   * for the run after); default: the later replaces the earlier.
+   */
+  readonly merge?: (earlier: T, later: T) => T;
   readonly concurrency: number;
   /** The lane of an item (its platform cluster); default: one lane for all. */
   readonly lane?: (item: T) => string;
@@ -63,7 +68,7 @@ export class WorkQueue<T> {
   add(item: T): void {
     if (this.stopped) return;
     const key = this.options.key(item);
-    this.items.set(key, item);
+    this.remember(key, item);
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
@@ -81,12 +86,18 @@ export class WorkQueue<T> {
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;
     existing?.timer.cancel();
-    this.items.set(key, item);
+    this.remember(key, item);
     const timer = this.clock.after(delayMs, () => {
       this.timers.delete(key);
       this.add(item);
     });
     this.timers.set(key, { at, timer });
+  }
+
+  /** The item to run next for `key`: merged with one that waits already. */
+  private remember(key: string, item: T): void {
+    const earlier = this.items.get(key);
+    this.items.set(key, earlier !== undefined && this.options.merge ? this.options.merge(earlier, item) : item);
   }
 
   /**
@@ -142,6 +153,8 @@ export class WorkQueue<T> {
       const waiting = this.waiters.get(key) ?? [];
       this.waiters.delete(key);
       const item = this.items.get(key)!;
+      // What is added while it runs is the next run's item alone, not merged with this one.
+      this.items.delete(key);
       const started = this.clock.now();
       let outcome: Outcome = 'ok';
       try {
@@ -166,7 +179,7 @@ export class WorkQueue<T> {
         this.lanes.done(key);
         this.options.onProcessed?.(item, this.clock.now() - started, outcome);
         for (const resolve of waiting) resolve(outcome);
-        if (this.dirty.delete(key)) this.add(item);
+        if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item);
         else if (!this.queued.has(key) && !this.timers.has(key)) this.items.delete(key);
         // A lane that was at its cap may take work again.
         this.wake?.();

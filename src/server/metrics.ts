@@ -20,6 +20,7 @@ export class Metrics {
   readonly copiesWritten = new Counter({ name: 'relsync_copies_written_total', help: 'Copies created or updated', labelNames: ['kind', 'action'], registers: [this.registry] });
   readonly copiesRemoved = new Counter({ name: 'relsync_copies_removed_total', help: 'Copies deleted', labelNames: ['kind'], registers: [this.registry] });
   readonly unprovenSources = new Counter({ name: 'relsync_unproven_sources_total', help: 'Service-side objects a service-origin rule found that are not provably the copy\'s (not copied)', labelNames: ['rule'], registers: [this.registry] });
+  readonly edgeSyncs = new Counter({ name: 'relsync_edge_syncs_total', help: 'Changes of a referenced object synced as that one relation, by result (written; unchanged: same content as stored, nothing sent; full: handed to the full reconcile)', labelNames: ['result'], registers: [this.registry] });
   readonly conflicts = new Counter({ name: 'relsync_conflicts_total', help: 'Destination objects left alone because relsync did not create them', labelNames: ['kind'], registers: [this.registry] });
   readonly watchReconnects = new Counter({ name: 'relsync_watch_reconnects_total', help: 'Watch reconnects, by watch and reason', labelNames: ['watch', 'reason'], registers: [this.registry] });
   readonly watchRelists = new Counter({ name: 'relsync_watch_relists_total', help: 'Relists after an expired resourceVersion', labelNames: ['watch'], registers: [this.registry] });

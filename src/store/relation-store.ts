@@ -96,22 +96,26 @@ export class RelationStore {
    * through the by-source and by-destination indexes.
    */
   async ownersOf(id: ObjectIdentity): Promise<ObjectIdentity[]> {
-    const bySource = await this.db
-      .selectFrom('relations')
-      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'])
-      .where((eb) => eb.and(columns('source_', id)))
-      .execute();
-    const byDest = await this.db
+    const seen = new Map<string, ObjectIdentity>();
+    for (const r of await this.relationsBySource(id)) seen.set(identityKey(r.primary), r.primary);
+    for (const p of await this.ownersByDestination(id)) seen.set(identityKey(p), p);
+    return [...seen.values()];
+  }
+
+  /** The relations that copy `id` (by-source index): the event router tells which of them one change concerns. */
+  async relationsBySource(id: ObjectIdentity): Promise<RelationRecord[]> {
+    const rows = await this.db.selectFrom('relations').selectAll().where((eb) => eb.and(columns('source_', id))).execute();
+    return rows.map(toRelation);
+  }
+
+  /** The primaries with a relation whose copy is `id` (by-destination index). */
+  async ownersByDestination(id: ObjectIdentity): Promise<ObjectIdentity[]> {
+    const rows = await this.db
       .selectFrom('relations')
       .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'])
       .where((eb) => eb.and(columns('dest_', id)))
       .execute();
-    const seen = new Map<string, ObjectIdentity>();
-    for (const row of [...bySource, ...byDest]) {
-      const p = fromColumns('primary_', row);
-      seen.set(identityKey(p), p);
-    }
-    return [...seen.values()];
+    return rows.map((row) => fromColumns('primary_', row));
   }
 
   /**
@@ -237,6 +241,21 @@ export class RelationStore {
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
   forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
     return sweepQueries.forgetPrimariesOtherThan(this.db, types);
+  }
+
+  /**
+   * Records that one relation of a primary was synced on its own (a change that concerned only
+   * it: sync/edge-sync.ts); false when the store has no such relation (the primary's rows changed
+   * meanwhile: the caller falls back to the full reconcile).
+   */
+  async saveRelationSynced(relation: Pick<RelationRecord, 'primary' | 'ruleId' | 'source' | 'destination'>, contentHash: string): Promise<boolean> {
+    const at = this.now().toISOString();
+    const result = await this.db
+      .updateTable('relations')
+      .set({ state: 'synced', content_hash: contentHash, message: null, last_synced_at: at })
+      .where((eb) => eb.and({ ...columns('primary_', relation.primary), ...columns('source_', relation.source), ...columns('dest_', relation.destination), rule_id: relation.ruleId }))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {

@@ -33,6 +33,7 @@ import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
+import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
 import { finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
@@ -87,6 +88,8 @@ export class PrimaryReconciler {
   private readonly refusals: CopyRefusals;
   /** What happens to each relation (relation-sync.ts). */
   private readonly relations: RelationSync;
+  /** A change that concerns one relation, synced alone (edge-sync.ts). */
+  private readonly edges: EdgeSync;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -97,15 +100,34 @@ export class PrimaryReconciler {
     this.writer = new CopyWriter(deps);
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
+    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer });
   }
 
-  async reconcile(resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
+  /**
+   * `edges`: the change concerned only these relations (a referenced object changed); they are
+   * synced alone when the store and the objects show that a full reconcile would do the same
+   * (edge-sync.ts), otherwise, and after any failure, the primary is reconciled in full.
+   */
+  async reconcile(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
     // After a 409 (something relsync read was older than what it wrote over), the next reconcile
     // of this primary reads everything from the API servers, not from what the watches delivered.
     const key = identityKey(id);
     const afterConflict = this.readLive.get(key) === true;
     this.readLive.delete(key);
     const reads = afterConflict ? this.live : (this.deps.readsFor?.(id) ?? this.live);
+    if (edges && !afterConflict && this.fullNext.get(key) !== true) {
+      try {
+        if ((await this.edges.sync(reads, resource, id, edges)) === 'done') return done;
+      } catch (err) {
+        if (!(err instanceof ReadAgainLive)) {
+          // The retry reconciles the whole primary (and, after a 409, reads live).
+          this.fullNext.set(key, true, 10 * 60_000);
+          if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
+          throw err;
+        }
+      }
+    }
+    this.fullNext.delete(key);
     try {
       return await this.reconcileWith(reads, resource, id).catch((err: unknown) => {
         // About to delete on the cache's word: the API servers decide (object-reads.ts).
@@ -120,6 +142,8 @@ export class PrimaryReconciler {
 
   /** Primaries whose last reconcile ended in a 409 (bounded: an entry is only a hint). */
   private readonly readLive = new ExpiringMap<string, true>(10_000);
+  /** Primaries whose last edge sync failed: their next reconcile is a full one. */
+  private readonly fullNext = new ExpiringMap<string, true>(10_000);
 
   private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;

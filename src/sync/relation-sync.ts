@@ -20,7 +20,7 @@ import type { RelationRecord } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { contentOf, stableJson, withCopiedKeys } from './content.js';
+import { contentOf, stableJson, withCopiedKeys, type CopyContent } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
@@ -85,9 +85,7 @@ export class RelationSync {
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
-    const desired = contentOf(source, this.deps.policy);
-    // Serialized once: weighed here, hashed below.
-    const serialized = stableJson(desired);
+    const { desired, serialized, hash } = this.desiredOf(source);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
@@ -105,7 +103,6 @@ export class RelationSync {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const hash = this.deps.hasher.hashSerialized(serialized);
     const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     const conflict = (): RelationOutcome => {
@@ -152,6 +149,16 @@ export class RelationSync {
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
     return { ...base, state: 'synced', contentHash: hash, message: null };
+  }
+
+  /**
+   * What a copy of `source` holds, serialized once (weighed against the size limit) and its keyed
+   * hash: the store keeps it, and a change whose hash equals the stored one needs no write.
+   */
+  desiredOf(source: KubeObject): { desired: CopyContent; serialized: string; hash: string } {
+    const desired = contentOf(source, this.deps.policy);
+    const serialized = stableJson(desired);
+    return { desired, serialized, hash: this.deps.hasher.hashSerialized(serialized) };
   }
 
   /**

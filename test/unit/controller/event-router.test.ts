@@ -51,11 +51,13 @@ describe('event router (real SQLite store)', () => {
   let opened: OpenedStore;
   let store: RelationStore;
   let queued: string[];
+  let keys: PrimaryKey[] = [];
   let router: EventRouter;
   const cache = new ObjectCache(16 * 1024 * 1024);
   const ownWrites = new OwnWrites();
   const route = async (cluster: string, type: ResourceType, o: KubeObject, change = 'MODIFIED') => {
     queued = [];
+    keys = [];
     await router.route(cluster, type, o, change);
     return [...queued].sort();
   };
@@ -70,7 +72,10 @@ describe('event router (real SQLite store)', () => {
       isPlatform: (c) => c === 'tenant-a' || c === 'tenant-b',
       resources: [resource],
       store,
-      enqueue: (key: PrimaryKey) => queued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`),
+      enqueue: (key: PrimaryKey) => {
+        keys.push(key);
+        queued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`);
+      },
       logger: pino({ level: 'silent' }),
       cache,
       ownWrites,
@@ -106,6 +111,23 @@ describe('event router (real SQLite store)', () => {
     assert.deepEqual(await route('tenant-a', secrets, object('shop', 'creds', { 'db-owner': 'orders' })), ['tenant-a/shop/orders']);
     assert.deepEqual(await route('tenant-a', secrets, object('shop', 'creds', { 'db-owner': 'nobody' })), []);
     assert.deepEqual(await route('tenant-b', secrets, object('shop', 'creds', { 'db-owner': 'orders' })), [], "tenant b naming tenant a's primary reaches nothing");
+  });
+
+  it('names the one relation a changed referenced object concerns (an edge); a deletion, a LIST item, or a selector match of the same primary asks for the full reconcile', async () => {
+    const edgesOf = () => keys.map((k) => k.edges?.map((e) => `${e.ruleId} ${e.source.name} -> ${e.destination.namespace}/${e.destination.name}`) ?? 'full');
+    await route('tenant-a', configMaps, object('shop', 'orders-config'), 'MODIFIED');
+    assert.deepEqual(edgesOf(), [['config orders-config -> tenant-a-shop/orders-config']]);
+    await route('tenant-a', configMaps, object('shop', 'orders-config'), 'ADDED');
+    assert.deepEqual(edgesOf(), [['config orders-config -> tenant-a-shop/orders-config']]);
+    await route('tenant-a', configMaps, object('shop', 'orders-config'), 'DELETED');
+    assert.deepEqual(edgesOf(), ['full']);
+    keys = [];
+    await router.route('tenant-a', configMaps, object('shop', 'orders-config'), 'LIST');
+    assert.deepEqual(edgesOf(), ['full']);
+    await route('tenant-a', configMaps, object('shop', 'orders-config', { app: 'orders' }), 'MODIFIED');
+    assert.deepEqual(edgesOf(), ['full'], 'the same object now matches the primary\'s selector too: one full reconcile');
+    await route('service', configMaps, object('tenant-a-shop', 'orders-config'), 'MODIFIED');
+    assert.deepEqual(edgesOf(), ['full'], 'a change of the copy (drift) is reconciled in full');
   });
 
   it("never takes relsync's own copies for selector or inverse sources", async () => {

@@ -34,6 +34,36 @@ describe('work queue', () => {
     assert.deepEqual(runs.filter((r) => r === 'b').length, 1);
   });
 
+  it('merges what waits for one key (a full run absorbs partial ones); what arrives during a run is the next run alone, never lost', async () => {
+    type Item = { key: string; parts?: string[] };
+    // As the primary keys merge: no parts means the whole.
+    const merge = (a: Item, b: Item): Item => (!a.parts || !b.parts ? { key: b.key } : { key: b.key, parts: [...new Set([...a.parts, ...b.parts])] });
+    const runs: Array<string[] | 'whole'> = [];
+    let release: (() => void) | undefined;
+    const queue = new WorkQueue<Item>({ key: (i) => i.key, concurrency: 1, merge });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (item) => {
+      runs.push(item.parts ? [...item.parts].sort() : 'whole');
+      if (runs.length === 1) await new Promise<void>((r) => (release = r));
+      return {};
+    });
+    queue.add({ key: 'p', parts: ['x'] });
+    queue.add({ key: 'p', parts: ['y'] });
+    await tick(5);
+    // The first run (x, y) is in progress: z arrives, then w.
+    queue.add({ key: 'p', parts: ['z'] });
+    queue.add({ key: 'p', parts: ['w'] });
+    release!();
+    await tick(10);
+    queue.add({ key: 'p', parts: ['v'] });
+    queue.add({ key: 'p' });
+    queue.add({ key: 'p', parts: ['u'] });
+    await tick(10);
+    ac.abort();
+    await done;
+    assert.deepEqual(runs, [['x', 'y'], ['w', 'z'], 'whole']);
+  });
+
   it("serves lanes in turn: one tenant's burst does not queue another tenant's item behind it", async () => {
     const order: string[] = [];
     const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, lane: (s) => s.split('/')[0]! });

@@ -56,7 +56,7 @@ const marksOf = (source: ObjectIdentity, uid: string): Record<string, string> =>
 const configId: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'shop', name: 'orders-config' };
 
 const counter = () => ({ inc: () => undefined });
-const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), conflicts: counter(), unprovenSources: counter() };
+const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), conflicts: counter(), unprovenSources: counter(), edgeSyncs: counter() };
 
 describe('primary reconciler decisions (in-memory clusters, real SQLite store)', () => {
   let opened: OpenedStore;
@@ -218,7 +218,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       const counting = (name: string) => ({ inc: (labels: Record<string, string | undefined>) => void counts.push(`${name} ${Object.values(labels).join(' ')}`) });
       reconciler = reconcilerWith({
         ownWrites, onDeleted: (c) => deleted.push(`${c.resource}/${c.name}`),
-        metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), conflicts: counting('conflict'), unprovenSources: counting('unproven') },
+        metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), conflicts: counting('conflict'), unprovenSources: counting('unproven'), edgeSyncs: counting('edge') },
       });
       putPrimary();
       putConfig({ a: '1' });
@@ -584,6 +584,112 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconciler.reconcile(byRef, primaryId);
       assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`delete service/configmaps/${COPY_NS}/one`, `create service/configmaps/${COPY_NS}/two`]);
       assert.deepEqual((await store.relationsOf(primaryId)).map((r) => r.source.name), ['two']);
+    });
+  });
+
+  describe('a change that concerns one relation (edge sync)', () => {
+    const copyConfigId: ObjectIdentity = { cluster: 'service', group: '', resource: 'configmaps', namespace: COPY_NS, name: 'orders-config' };
+    const edge = [{ ruleId: 'config', source: configId, destination: copyConfigId }];
+    let cache: ObjectCache;
+    const deliver = (cluster: string, type: ResourceType, namespace: string, name: string) =>
+      cache.observe({ cluster, group: type.group, resource: type.resource, namespace, name }, world.read(cluster, type, namespace, name));
+    const deliverAll = () => {
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('service', databases, COPY_NS, 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      deliver('service', configMaps, COPY_NS, 'orders-config');
+    };
+    const reconcileEdge = async () => {
+      world.clearCalls();
+      return reconciler.reconcile(resource, primaryId, edge);
+    };
+    const reads = () => world.calls.filter((c) => c.verb === 'get' || c.verb === 'list').map((c) => `${c.verb} ${c.cluster}/${c.resource}/${c.name}`);
+    /** Everything synced, every object delivered by the watches. */
+    const synced = async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      deliverAll();
+    };
+
+    beforeEach(() => {
+      cache = new ObjectCache(16 * 1024 * 1024);
+      const cached = new CachedReads(cache, new LiveReads(world));
+      reconciler = reconcilerWith({ readsFor: () => cached });
+    });
+
+    it('a changed source costs one write and no read: its copy alone is updated, and the store records the new hash', async () => {
+      await synced();
+      const before = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')!.contentHash;
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(world.writes(), [`replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(reads(), [], 'the primary, its copy, the source and the copy came from the watches; the other rule was not looked at');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+      const after = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')!;
+      assert.equal(after.state, 'synced');
+      assert.notEqual(after.contentHash, before);
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+    });
+
+    it('a source event whose content hashes as stored sends nothing at all', async () => {
+      await synced();
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.metadata.ownerReferences = []));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(world.calls.filter((c) => c.resource !== 'events'), []);
+    });
+
+    it('a copy someone else replaced (no marks) is a conflict of the full reconcile, never written by the edge', async () => {
+      await synced();
+      world.remove('service', configMaps, COPY_NS, 'orders-config');
+      world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { theirs: 'yes' } });
+      deliver('service', configMaps, COPY_NS, 'orders-config');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcileEdge();
+      assert.deepEqual(world.writes(), [], 'the foreign object is left untouched');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
+      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict', 'recorded by the full reconcile');
+      assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'the full reconcile ran');
+    });
+
+    it('falls back to the full reconcile when the primary is not synced, or no longer names the pair', async () => {
+      await synced();
+      await store.setPrimaryState(primaryId, 'error', 'something earlier');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcileEdge();
+      assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'not synced: the full reconcile ran');
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+
+      const byRef: ResolvedResource = { ...resource, rules: [{ ...template('config', configMaps, '{{ name }}-config'), finder: { kind: 'template', name: Template.parse('{{ object.spec.config }}', ['object']), destinationName: undefined } }] };
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { config: 'orders-config' }));
+      await reconciler.reconcile(byRef, primaryId);
+      deliverAll();
+      // The primary now names another ConfigMap; its event has not been handled, the old source changes.
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'other' }, data: { o: '1' } });
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { config: 'other' }));
+      deliver('tenant-a', databases, 'shop', 'orders');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '3' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      world.clearCalls();
+      await reconciler.reconcile(byRef, primaryId, edge);
+      assert.ok(world.writes().includes(`create service/configmaps/${COPY_NS}/other`), world.writes().join('\n'));
+      assert.ok(!world.writes().includes(`replace service/configmaps/${COPY_NS}/orders-config`), 'the pair the primary no longer names is not written');
+    });
+
+    it('a failed edge write fails the run; the retry reconciles the whole primary', async () => {
+      await synced();
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      world.fail({ verb: 'replace', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
+      await assert.rejects(reconcileEdge(), /503/);
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'the retry was a full reconcile');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
     });
   });
 });

@@ -1,0 +1,104 @@
+/**
+ * A change that concerns one relation, synced as that relation alone: a
+ * referenced (or template-named) source changed, so its one copy is written,
+ * or nothing is when the source's content hash equals the one stored. A full
+ * reconcile of the primary re-reads the primary, its copy, every related
+ * object and lists the selector rules' candidates; this reads the primary,
+ * its copy, the source and the destination (all of them usually from the
+ * watch-fed cache) and writes once.
+ *
+ * It only acts where the full reconcile would do exactly the same: the store
+ * says the primary and the relation are synced, the primary is the stored
+ * incarnation with relsync's finalizer and its copy carries relsync's marks,
+ * and the primary still resolves to this very pair. Anything else — and any
+ * outcome of the relation other than synced — answers 'full': the reconciler
+ * then runs the full reconcile, which decides and records it (warnings,
+ * conflicts, releases, deletions). It runs under the primary's queue key, so
+ * never beside that primary's full reconcile.
+ */
+import { identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { matchesSelector } from '../core/label-selector.js';
+import type { RelationStore } from '../store/relation-store.js';
+import type { ClusterAccess } from './cluster-access.js';
+import { isServiceOriginCopy } from './copy-of.js';
+import type { CopyWriter } from './copy-writer.js';
+import { SOURCE_UID_ANNOTATION } from './marks.js';
+import type { ObjectReads } from './object-reads.js';
+import type { RelatedFinder } from './related-finder.js';
+import type { RelationSync } from './relation-sync.js';
+import type { ResolvedResource } from './resolved-config.js';
+import type { SyncMetrics } from './sync-metrics.js';
+
+/** One relation of a primary whose source changed (the event router names it). */
+export interface EdgeHint {
+  readonly ruleId: string;
+  readonly source: ObjectIdentity;
+  readonly destination: ObjectIdentity;
+}
+
+export interface EdgeSyncDeps {
+  readonly agentName: string;
+  readonly finalizer: string;
+  readonly clusters: ClusterAccess;
+  readonly store: RelationStore;
+  readonly finder: RelatedFinder;
+  readonly relations: RelationSync;
+  readonly writer: Pick<CopyWriter, 'isMarkedCopyOf'>;
+  readonly metrics: SyncMetrics;
+}
+
+export class EdgeSync {
+  constructor(private readonly deps: EdgeSyncDeps) {}
+
+  /** 'done' when every edge was synced (or needed nothing); 'full' when the primary needs its full reconcile. */
+  async sync(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, edges: readonly EdgeHint[]): Promise<'done' | 'full'> {
+    const result = await this.tryEdges(reads, resource, id, edges);
+    if (result === 'full') this.deps.metrics.edgeSyncs.inc({ result: 'full' });
+    return result;
+  }
+
+  private async tryEdges(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, edges: readonly EdgeHint[]): Promise<'done' | 'full'> {
+    const { clusters, store } = this.deps;
+    if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return 'full';
+    const record = await store.primary(id);
+    if (!record || record.state !== 'synced') return 'full';
+    const primary = await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
+    if (
+      !primary ||
+      primary.metadata.deletionTimestamp ||
+      primary.metadata.uid !== record.uid ||
+      !primary.metadata.finalizers?.includes(this.deps.finalizer) ||
+      isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ||
+      (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))
+    ) {
+      return 'full';
+    }
+    const copy = await reads.get(record.copy.cluster, resource.primaryType, record.copy.namespace, record.copy.name);
+    const copyUid = copy?.metadata.annotations?.[SOURCE_UID_ANNOTATION];
+    if (!copy || copy.metadata.deletionTimestamp || !this.deps.writer.isMarkedCopyOf(copy, id) || (copyUid !== undefined && copyUid !== record.uid)) return 'full';
+
+    const stored = await store.relationsOf(id);
+    const context = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
+    for (const edge of edges) {
+      const relation = stored.find((r) => r.ruleId === edge.ruleId && sameIdentity(r.source, edge.source) && sameIdentity(r.destination, edge.destination));
+      const rule = resource.rules.find((r) => r.id === edge.ruleId);
+      if (!relation || relation.state !== 'synced' || !rule || (rule.finder.kind !== 'reference' && rule.finder.kind !== 'template')) return 'full';
+      // The primary must still name this very pair (its change, on its way, would make the next run full anyway).
+      const plan = this.deps.finder.plan({ rule, primary, platformCluster: id.cluster, copy, serviceCluster: clusters.service.name, context });
+      const pair = plan.named?.pairs.find((p) => identityKey(p.source) === identityKey(edge.source) && identityKey(p.destination) === identityKey(edge.destination));
+      if (!pair || (plan.named?.problems.length ?? 0) > 0) return 'full';
+      const source = await reads.get(pair.source.cluster, rule.sourceType, pair.source.namespace, pair.source.name);
+      if (!source) return 'full';
+      // The same content as stored: the copy already holds it (drift of the copy is its own event, reconciled in full).
+      if (this.deps.relations.desiredOf(source).hash === relation.contentHash) {
+        this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });
+        continue;
+      }
+      const outcome = await this.deps.relations.sync(reads, plan.input, pair, id);
+      if (outcome.state !== 'synced' || outcome.contentHash === null) return 'full';
+      if (!(await store.saveRelationSynced({ primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination }, outcome.contentHash))) return 'full';
+      this.deps.metrics.edgeSyncs.inc({ result: 'written' });
+    }
+    return 'done';
+  }
+}
