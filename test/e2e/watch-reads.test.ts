@@ -1,7 +1,8 @@
 // Reads from what the watches delivered (sync/object-cache.ts), counted by
 // the API servers themselves: once the watches have shown relsync a
 // primary's objects, a related change is synced without a GET of the
-// primary, its copy or either end of a relation. (What happens after a 409,
+// primary, its copy or either end of a relation, and costs relsync one
+// request: the write of that relation's copy (sync/edge-sync.ts). (What happens after a 409,
 // and that nothing is deleted on the cache's word, is in
 // test/unit/sync/primary-reconciler.test.ts.)
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsy
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const GET = new Set(['GET']);
+const SINGLE = new Set(['GET', 'POST', 'PUT', 'PATCH', 'APPLY', 'DELETE']);
 const TYPES = ['configmaps', 'secrets', 'databases.demo.relsync.dev'];
 
 describe('reads from the watches', () => {
@@ -67,9 +69,11 @@ describe('reads from the watches', () => {
     return kind === 'configMap' ? (item as { data?: Record<string, string> }).data ?? {} : Object.fromEntries(Object.entries((item as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
   };
   const gets = async () => ({ tenant: await requestCounts(clusters.plane['tenant-a'], GET), service: await requestCounts(clusters.plane.service, GET) });
+  const singles = async () => ({ tenant: await requestCounts(clusters.plane['tenant-a'], SINGLE), service: await requestCounts(clusters.plane.service, SINGLE) });
 
   it('syncs a related change without reading again what the watches delivered', async () => {
     const before = await gets();
+    const beforeAll = await singles();
     await a.core.replaceNamespacedConfigMap({ namespace: 'cache', name: 'cfg', body: { metadata: { name: 'cfg', namespace: 'cache' }, data: { v: '1' } } });
     await eventually('the change copied', async () => (await listed(svc, 'configMap', ns, 'cfg'))?.v === '1', 30_000);
     // Marker: a change of the last relation (in rule order) of the same primary, copied after the
@@ -82,5 +86,15 @@ describe('reads from the watches', () => {
     const namespaces = requestsBetween(before.service, after.service, ['namespaces']);
     console.log(`GETs by relsync while a related change and a marker were synced: ${JSON.stringify(reads)}; copy namespace reads (no watch covers namespaces): ${JSON.stringify(namespaces)}`);
     assert.deepEqual(reads, { tenant: [], service: [] }, 'no GET of a primary, a copy or a related object');
+    // Each change concerned one relation (sync/edge-sync.ts): one write of its copy, and no other
+    // request of relsync's (the test's own two writes are the other lines).
+    const afterAll = await singles();
+    const all = { tenant: requestsBetween(beforeAll.tenant, afterAll.tenant, [...TYPES, 'namespaces']), service: requestsBetween(beforeAll.service, afterAll.service, [...TYPES, 'namespaces']) };
+    console.log(`every request but LIST and WATCH meanwhile: ${JSON.stringify(all)}`);
+    const write = (type: string) => (line: string) => new RegExp(`^(PUT|PATCH|APPLY) ${type} ×1$`).test(line);
+    assert.equal(all.tenant.length, 2, all.tenant.join(', '));
+    assert.ok(all.tenant.some(write('configmaps')) && all.tenant.some(write('secrets')), `the test's ConfigMap change and relsync's one write of the Secret's copy: ${all.tenant.join(', ')}`);
+    assert.equal(all.service.length, 2, all.service.join(', '));
+    assert.ok(all.service.some(write('configmaps')) && all.service.some(write('secrets')), `relsync's one write of the ConfigMap's copy and the test's Secret change: ${all.service.join(', ')}`);
   });
 });
