@@ -9,6 +9,9 @@
  * - a floor client: the smallest program that watches the source ConfigMaps
  *   and writes each change straight to a destination — relsync's propagation
  *   latency is reported as a ratio to it;
+ * - a floor bulk copier, right after relsync's initial sync: lists the same
+ *   sources and creates their copies elsewhere, nothing else — relsync's
+ *   initial sync is reported as a ratio to it;
  * - fan-out routing: the same relsync with RELSYNC_BENCH_ROUTING=fanout, which
  *   enqueues every primary of the cluster on every related event.
  *
@@ -31,6 +34,10 @@ import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../
 import { Connection } from '../src/kube/connection.js';
 import { ResourceClient } from '../src/kube/resource-client.js';
 import type { ResourceType } from '../src/core/resource-type.js';
+import type { KubeObject } from '../src/core/object.js';
+import { contentOf } from '../src/sync/content.js';
+import { AGENT_LABEL } from '../src/sync/marks.js';
+import { RELATIONS_AT_ONCE } from '../src/sync/primary-reconciler.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -48,6 +55,10 @@ const RATES = args.rates!.split(',').map(Number);
 const K = Number(args.drift);
 const NS = 'bench';
 const OWNER = 'bench.relsync.dev/owner';
+/** relsync's `workers` in the bench's config. */
+const WORKERS = 8;
+/** Where the floor bulk copier writes, on both sides: nothing measured later reads it, and it is emptied after. */
+const FLOOR_BULK_NS = 'floor-bulk';
 const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
 
 const log = (s: string) => console.log(s);
@@ -101,6 +112,55 @@ async function floorClient(from: KubeConfig, to: ClusterClient, namespace: strin
   return () => req.abort();
 }
 
+const databaseType: ResourceType = { group: GROUP, version: VERSION, resource: PLURAL, kind: 'Database', namespaced: true };
+const configMapType: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+const secretType: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
+
+/**
+ * The floor bulk copier: lists the sources relsync copies at initial sync (on
+ * the platform the primaries and their related ConfigMaps and Secrets, on the
+ * service side the service-origin Secrets; relsync's own copies left out by
+ * their label) and creates a copy of each on the other side in FLOOR_BULK_NS,
+ * with the content relsync copies (contentOf: the same sizes, without
+ * relsync's marks), nothing else. Through relsync's own REST client
+ * (ResourceClient, one Connection per cluster, each with maxSockets 32).
+ *
+ * Concurrency: WORKERS × RELATIONS_AT_ONCE = 32 creates in flight. That is the
+ * most relsync writes at once: each of its 8 workers writes a primary's copy,
+ * then that primary's relations RELATIONS_AT_ONCE at a time. relsync is often
+ * below it (the primary's copy alone, reads between writes); the floor never is.
+ */
+async function floorBulkCopy(pp: ControlPlane, ps: ControlPlane, copyNs: string): Promise<{ copies: number; cleanUp: () => Promise<void> }> {
+  const platform = new Connection({ name: 'platform', kubeconfig: pp.kubeconfigPath });
+  const service = new Connection({ name: 'service', kubeconfig: ps.kubeconfigPath });
+  const sources: Array<readonly [from: Connection, to: Connection, type: ResourceType, namespace: string]> = [
+    [platform, service, databaseType, NS],
+    [platform, service, configMapType, NS],
+    ...(M >= 4 ? [[platform, service, secretType, NS] as const] : []),
+    ...(M >= 5 ? [[service, platform, secretType, copyNs] as const] : []),
+  ];
+  const lists = await Promise.all(sources.map(async ([from, to, type, namespace]) => {
+    const { items } = await new ResourceClient(from, type).listAll({ namespace, labelSelector: `!${AGENT_LABEL}` });
+    return items.map((item) => ({ to: new ResourceClient(to, type), item }));
+  }));
+  const work = lists.flat();
+  await pool(work, WORKERS * RELATIONS_AT_ONCE, async ({ to, item }) => {
+    const { fields, labels, annotations } = contentOf(item);
+    await to.create(FLOOR_BULK_NS, { ...fields, metadata: { name: item.metadata.name, labels, annotations } } as KubeObject);
+  });
+  const cleanUp = async () => {
+    for (const [, to, type] of sources) {
+      const client = new ResourceClient(to, type);
+      await to.request('DELETE', client.path(FLOOR_BULK_NS)); // DELETE on the collection
+      const left = (await client.listAll({ namespace: FLOOR_BULK_NS })).items.length;
+      if (left > 0) throw new Error(`floor bulk copier: ${left} ${type.resource} left in ${FLOOR_BULK_NS} after clean-up`);
+    }
+    platform.close();
+    service.close();
+  };
+  return { copies: work.length, cleanUp };
+}
+
 async function writer(a: ClusterClient, ratePerSecond: number, seconds: number, sent: Map<string, number>): Promise<void> {
   const total = ratePerSecond * seconds;
   const started = Date.now();
@@ -142,6 +202,7 @@ async function main(): Promise<void> {
     await a.ensureNamespace(NS);
     await s.ensureNamespace(copyNs, { cluster: 'platform', namespace: NS });
     await s.ensureNamespace('floor');
+    await Promise.all([a.ensureNamespace(FLOOR_BULK_NS), s.ensureNamespace(FLOOR_BULK_NS)]);
 
     const related = [
       { id: 'ref', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
@@ -157,7 +218,7 @@ async function main(): Promise<void> {
       platformClusters: [{ name: 'platform', kubeconfig: pp.kubeconfigPath }],
       serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
       store: { path: storePath },
-      workers: 8,
+      workers: WORKERS,
       resync: { schedule: '0 0 1 1 *', onStartup: false },
       leaderElection: { enabled: false },
       resources: [{ group: GROUP, resource: PLURAL, related }],
@@ -196,6 +257,18 @@ async function main(): Promise<void> {
     }, 60 * 60 * 1000);
     const initialSyncMs = Date.now() - initialStarted;
     log(`initial sync: ${totalCopies} copies in ${initialSyncMs} ms (${round((totalCopies * 1000) / initialSyncMs)} objects/s, including process start)`);
+
+    // --- the floor bulk copier, right after (relsync keeps running with nothing to do; its watches
+    // see the copier's Secrets, which no rule routes): from the same starting point (every source
+    // exists, no copy yet) until its last create is answered. relsync's figure ends at the first
+    // 2-second poll that counts every copy, so it may read up to ~2 s longer than the copying took.
+    const floorStarted = Date.now();
+    const floorBulk = await floorBulkCopy(pp, ps, copyNs);
+    const floorMs = Date.now() - floorStarted;
+    if (floorBulk.copies !== totalCopies) throw new Error(`floor bulk copier: ${floorBulk.copies} copies, relsync ${totalCopies}`);
+    await floorBulk.cleanUp();
+    const ratioToFloor = round((initialSyncMs / Math.max(1, floorMs)) * 100) / 100;
+    log(`  floor bulk copier: ${floorBulk.copies} copies in ${floorMs} ms (${round((floorBulk.copies * 1000) / floorMs)} objects/s, ${WORKERS * RELATIONS_AT_ONCE} creates at once); relsync/floor ratio ${ratioToFloor}`);
 
     // --- propagation latency, relsync beside the floor client
     const propagation: Array<Record<string, number>> = [];
@@ -258,11 +331,7 @@ async function main(): Promise<void> {
     // The floor: one paginated LIST of every type the sweep lists, nothing
     // else — raw JSON over the same REST client and transport relsync uses
     // (client-node's typed deserialization would make the floor slower).
-    const floorTypes: ResourceType[] = [
-      { group: GROUP, version: VERSION, resource: PLURAL, kind: 'Database', namespaced: true },
-      { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
-      { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true },
-    ];
+    const floorTypes: ResourceType[] = [databaseType, configMapType, secretType];
     const connections = [new Connection({ name: 'platform', kubeconfig: pp.kubeconfigPath }), new Connection({ name: 'service', kubeconfig: ps.kubeconfigPath })];
     const listStarted = Date.now();
     let listed = 0;
@@ -311,7 +380,7 @@ async function main(): Promise<void> {
       machine: { cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
       primaries: N,
       relatedPerPrimary: M,
-      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs) },
+      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor },
       propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
       floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
       fanout,

@@ -491,4 +491,4 @@ async function syncedTogether(work: ReadonlyArray<RelationOutcome | RelationWork
 }
 
 /** Relations of one primary written at once: enough to hide a round trip, few enough to stay fair to other primaries' workers. */
-const RELATIONS_AT_ONCE = 4;
+export const RELATIONS_AT_ONCE = 4;
