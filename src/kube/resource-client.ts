@@ -33,6 +33,17 @@ export interface WatchStream extends AsyncIterable<string> {
   close(): void;
 }
 
+/**
+ * A resourceVersion no object has (etcd's revisions stay far below it): an apply that names it
+ * creates the object when it is missing and is refused (409) when one exists — a create that
+ * never touches an object someone else made, and whose fields are owned as applied (a POST's
+ * would be owned by an Update, and never let go by later applies). Checked against
+ * kube-apiserver v1.36: 201 when missing, 409 when present.
+ */
+export const CREATE_ONLY = '9223372036854775807';
+
+export type JsonPatchOperation = { readonly op: 'test' | 'replace' | 'add'; readonly path: string; readonly value: unknown } | { readonly op: 'remove'; readonly path: string };
+
 export interface ListPage {
   readonly items: KubeObject[];
   readonly resourceVersion: string;
@@ -206,6 +217,27 @@ export class ResourceClient {
   async replaceStatus(object: KubeObject): Promise<KubeObject> {
     const { namespace, name } = object.metadata;
     return this.connection.request<KubeObject>('PUT', this.path(namespace, name, 'status'), { body: this.withType(object) });
+  }
+
+  /**
+   * Server-side apply under `fieldManager`, forced: the manager owns exactly the fields of
+   * `object` — fields others set stay, a field it applied before and leaves out now goes, and a
+   * field of its that someone changed is set back. A resourceVersion in `object` is a
+   * precondition (409 when the object changed since); with CREATE_ONLY, 409 when it exists at all.
+   * The server creates a missing object, also when `object` names a resourceVersion.
+   */
+  async apply(object: KubeObject, fieldManager: string): Promise<KubeObject> {
+    const { namespace, name } = object.metadata;
+    return this.connection.request<KubeObject>('PATCH', this.path(namespace, name), {
+      body: this.withType(object),
+      contentType: 'application/apply-patch+yaml',
+      query: { fieldManager, force: true },
+    });
+  }
+
+  /** An RFC 6902 JSON patch (e.g. a `test` of the resourceVersion before a `replace`). */
+  async jsonPatch(namespace: string, name: string, operations: readonly JsonPatchOperation[]): Promise<KubeObject> {
+    return this.connection.request<KubeObject>('PATCH', this.path(namespace, name), { body: operations, contentType: 'application/json-patch+json' });
   }
 
   async mergePatch(namespace: string, name: string, patch: unknown): Promise<KubeObject> {

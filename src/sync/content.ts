@@ -4,13 +4,15 @@
  * source's labels and annotations (less server-set, kcp's and relsync's own).
  *
  * Up to date means: the payload maps of ConfigMaps and Secrets (`data`,
- * `binaryData`, `type`) are equal, and every other field the source has is
- * present with the same value in the copy. Fields only the copy has (server
- * defaults, fields an operator added) are left alone, so that defaulting can
- * never cause a write loop.
+ * `binaryData`, `type`) are equal, every other field the source has is
+ * present with the same value in the copy, and the marks (with the hash of
+ * what was applied, which changes when the source drops a field) are equal.
+ * Fields only the copy has (server defaults, fields an operator added) are
+ * left alone — copy-writer.ts applies only relsync's fields — so that
+ * defaulting can never cause a write loop.
  */
 import type { KubeObject } from '../core/object.js';
-import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, isRelsyncKey } from './marks.js';
+import { isRelsyncKey } from './marks.js';
 
 const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);
 const exactFields = new Set(['data', 'binaryData', 'type', 'stringData']);
@@ -54,27 +56,6 @@ function isKcpKey(key: string): boolean {
   const slash = key.indexOf('/');
   const prefix = slash < 0 ? '' : key.slice(0, slash);
   return prefix === 'kcp.io' || prefix.endsWith('.kcp.io');
-}
-
-type Marks = { readonly labels: Record<string, string>; readonly annotations: Record<string, string> };
-
-/** The marks plus the record of which keys the copy takes from the source (see COPIED_LABELS_ANNOTATION). */
-export function withCopiedKeys(marks: Marks, desired: CopyContent): Marks {
-  const keys = (map: Record<string, string>) => Object.keys(map).sort().join(',');
-  return { labels: marks.labels, annotations: { ...marks.annotations, [COPIED_LABELS_ANNOTATION]: keys(desired.labels), [COPIED_ANNOTATIONS_ANNOTATION]: keys(desired.annotations) } };
-}
-
-/**
- * The labels (or annotations) of an updated copy: the destination's own
- * keys stay; relsync's and the source's are set to `want`; a key an earlier
- * write took from the source (`copiedBefore`, the copy's record) that the
- * source no longer has is dropped.
- */
-export function mergeCopiedMap(existing: Record<string, string> | undefined, want: Record<string, string>, copiedBefore: string | undefined): Record<string, string> {
-  const dropped = new Set((copiedBefore ?? '').split(',').filter(Boolean));
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(existing ?? {})) if (!isRelsyncKey(k) && !dropped.has(k)) out[k] = v;
-  return { ...out, ...want };
 }
 
 export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {

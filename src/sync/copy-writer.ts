@@ -1,18 +1,26 @@
 /**
- * Writes relsync's copies, primary and related alike: create-or-update of a
- * copy that carries relsync's marks, and delete-if-marked. The reconciler
- * decides what a copy should hold; this is the one place that decides whether
- * an existing object may be touched at all (its marks name the source: an
- * object without them is never written or deleted), and that remembers
- * relsync's own writes (own-writes.ts) and counts them.
+ * Writes relsync's copies, primary and related alike, by server-side apply
+ * under relsync's field manager (marks.ts's fieldManagerName): relsync owns
+ * exactly the fields it copies, so fields others set on a copy (the
+ * operator's, API defaults, nested or not) stay, a field of relsync's that
+ * someone changed is set back, and a field the source dropped goes because
+ * relsync stops applying it. A create is an apply that the API server refuses
+ * when the object exists (CREATE_ONLY); an update names the resourceVersion
+ * it read, so a change in between answers 409. The reconciler decides what a
+ * copy should hold; this is the one place that decides whether an existing
+ * object may be touched at all (its marks name the source: an object without
+ * them is never written or deleted), and that remembers relsync's own writes
+ * (own-writes.ts) and counts them.
  */
-import { isAlreadyExists, isForbidden, isNotFound, isObjectNotFound } from '../kube/api-error.js';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { isUpToDate, mergeCopiedMap, type CopyContent } from './content.js';
+import { isUpToDate, type CopyContent } from './content.js';
+import { upgradedManagedFields, writtenBeforeApply } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { AGENT_LABEL, COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, markedSource } from './marks.js';
+import { AGENT_LABEL, fieldManagerName, markedSource } from './marks.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -45,12 +53,6 @@ export interface Upsert {
   /** The copy as last read; undefined when it does not exist. */
   readonly existing: KubeObject | undefined;
   /**
-   * Top-level fields replaced whole rather than merged: a key the source dropped from a
-   * ConfigMap's `data` must go from the copy too. Other top-level fields the copy has and the
-   * source lacks (set by the operator or an API default) are kept.
-   */
-  readonly replacedFields?: readonly string[];
-  /**
    * Create the copy's namespace when a create says it is missing (related copies: a service-origin
    * copy's platform namespace, or a rule's own destination namespace); otherwise its absence is an
    * error. A copy namespace of a primary is made before, by copy-namespaces.ts.
@@ -64,7 +66,11 @@ export class MissingNamespaceError extends Error {
 }
 
 export class CopyWriter {
-  constructor(private readonly deps: CopyWriterDeps) {}
+  private readonly fieldManager: string;
+
+  constructor(private readonly deps: CopyWriterDeps) {
+    this.fieldManager = fieldManagerName(deps.agentName);
+  }
 
   /**
    * Creates the copy, or brings it up to date when its marks name the source; 'conflict' when an
@@ -74,14 +80,12 @@ export class CopyWriter {
    */
   async upsert(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
     if (write.existing) return this.update(client, write, write.existing);
-    try {
-      return await this.create(client, write);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-      const now = await client.get(write.copy.namespace, write.copy.name);
-      if (!now) throw err;
-      return this.update(client, write, now);
-    }
+    const created = await this.create(client, write);
+    if (created !== 'exists') return created;
+    const now = await client.get(write.copy.namespace, write.copy.name);
+    // Gone again already: the next reconcile (its deletion is an event) looks again.
+    if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
+    return this.update(client, write, now);
   }
 
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
@@ -107,46 +111,77 @@ export class CopyWriter {
     return written;
   }
 
-  private async create(client: ObjectClient, write: Upsert): Promise<KubeObject> {
+  /** What relsync applies: the copied fields, labels and annotations, its marks, and a resourceVersion as precondition. */
+  private applied(write: Upsert, resourceVersion: string | undefined): KubeObject {
     const { copy, desired, marks } = write;
-    const body: KubeObject = {
+    return {
       ...desired.fields,
       metadata: {
         name: copy.name,
         ...(copy.namespace ? { namespace: copy.namespace } : {}),
+        ...(resourceVersion ? { resourceVersion } : {}),
         labels: { ...desired.labels, ...marks.labels },
         annotations: { ...desired.annotations, ...marks.annotations },
       },
     };
-    const created = await client.create(copy.namespace, body).catch(async (err: unknown) => {
-      // A related copy into a namespace that does not exist (yet), e.g. a service-origin copy's
-      // platform namespace: create it, as relsync does for copy namespaces, and where it may not, say so.
-      if (!write.createsNamespace || !copy.namespace || !isMissingNamespace(err)) throw err;
-      await this.createNamespace(copy.cluster, copy.namespace).catch((e: unknown) => {
-        throw isForbidden(e) ? new MissingNamespaceError(`namespace "${copy.namespace}" does not exist in cluster ${copy.cluster}, and relsync may not create it`) : e;
+  }
+
+  /** 'exists' when something (anyone's) already has the copy's name: nothing was written. */
+  private async create(client: ObjectClient, write: Upsert): Promise<KubeObject | 'exists'> {
+    const { copy } = write;
+    const body = this.applied(write, CREATE_ONLY);
+    const apply = () => client.apply(structuredClone(body), this.fieldManager);
+    let created: KubeObject;
+    try {
+      created = await apply().catch(async (err: unknown) => {
+        // A related copy into a namespace that does not exist (yet), e.g. a service-origin copy's
+        // platform namespace: create it, as relsync does for copy namespaces, and where it may not, say so.
+        if (!write.createsNamespace || !copy.namespace || !isMissingNamespace(err)) throw err;
+        await this.createNamespace(copy.cluster, copy.namespace).catch((e: unknown) => {
+          throw isForbidden(e) ? new MissingNamespaceError(`namespace "${copy.namespace}" does not exist in cluster ${copy.cluster}, and relsync may not create it`) : e;
+        });
+        return apply();
       });
-      return client.create(copy.namespace, body);
-    });
+    } catch (err) {
+      if (isConflict(err) || isAlreadyExists(err)) return 'exists';
+      throw err;
+    }
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'create' });
     return this.recorded(copy, created);
   }
 
-  private async update(client: ObjectClient, write: Upsert, current: KubeObject): Promise<KubeObject | 'conflict'> {
-    const { desired, marks } = write;
-    if (!this.isMarkedCopyOf(current, write.source)) return 'conflict';
-    if (isUpToDate(desired, marks, current)) return current;
-    const next: KubeObject = { ...current, metadata: { ...current.metadata } };
-    for (const key of write.replacedFields ?? []) delete next[key];
-    Object.assign(next, desired.fields);
-    Object.assign(next.metadata, mergedMetadata(current, { ...desired.labels, ...marks.labels }, { ...desired.annotations, ...marks.annotations }));
-    const updated = await client.replace(next).catch((err: unknown) => {
-      // Gone since it was read (a cached read, or a delete in between): what should exist is created.
-      if (isObjectNotFound(err, write.copy.name)) return this.create(client, write);
-      throw err;
-    });
-    if (updated.metadata.uid !== current.metadata.uid) return updated;
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
-    return this.recorded(write.copy, updated);
+  private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
+    if (!this.isMarkedCopyOf(read, write.source)) return 'conflict';
+    if (isUpToDate(write.desired, write.marks, read)) return read;
+    let current = read;
+    if (writtenBeforeApply(current.metadata.annotations)) {
+      const upgraded = await this.upgradeOwnership(client, write);
+      if (upgraded === 'conflict') return 'conflict';
+      if (upgraded) current = upgraded;
+    }
+    // The version read is the precondition: a change since (a cached read behind the API server,
+    // another writer) answers 409, and the reconcile reads live and decides again.
+    const written = await client.apply(this.applied(write, current.metadata.resourceVersion), this.fieldManager);
+    // Deleted since it was read (and not made again by anyone): the apply created it.
+    const action = written.metadata.uid === current.metadata.uid ? 'update' : 'create';
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action });
+    return this.recorded(write.copy, written);
+  }
+
+  /**
+   * A copy written before relsync applied its copies: its fields become relsync's applied fields
+   * (field-ownership.ts), read and patched live; the copy as it is then, undefined when it is gone.
+   */
+  private async upgradeOwnership(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict' | undefined> {
+    const live = await client.get(write.copy.namespace, write.copy.name);
+    if (!live) return undefined;
+    if (!this.isMarkedCopyOf(live, write.source)) return 'conflict';
+    const managedFields = upgradedManagedFields(live.metadata.managedFields, this.fieldManager);
+    if (!managedFields) return live;
+    return client.jsonPatch(write.copy.namespace, write.copy.name, [
+      { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+      { op: 'replace', path: '/metadata/managedFields', value: managedFields },
+    ]);
   }
 
   /** A related copy's missing namespace (primaries' copy namespaces: copy-namespaces.ts). */
@@ -162,13 +197,4 @@ export class CopyWriter {
 /** A 404 to a create whose namespace does not exist (the API server names the namespace, not the object). */
 function isMissingNamespace(err: unknown): boolean {
   return isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message);
-}
-
-/** The labels and annotations of an updated copy (see mergeCopiedMap): what the source dropped since the last write goes. */
-function mergedMetadata(existing: KubeObject, labels: Record<string, string>, annotations: Record<string, string>): Pick<KubeObject['metadata'], 'labels' | 'annotations'> {
-  const record = existing.metadata.annotations ?? {};
-  return {
-    labels: mergeCopiedMap(existing.metadata.labels, labels, record[COPIED_LABELS_ANNOTATION]),
-    annotations: mergeCopiedMap(existing.metadata.annotations, annotations, record[COPIED_ANNOTATIONS_ANNOTATION]),
-  };
 }

@@ -19,11 +19,23 @@ export const SOURCE_ANNOTATIONS = {
 export const SOURCE_UID_ANNOTATION = 'relsync.dev/source-uid';
 /** On related copies: the hash of the content relsync wrote, to tell its own writes from drift. */
 export const CONTENT_HASH_ANNOTATION = 'relsync.dev/content-hash';
+/**
+ * On copies of primaries: the hash of what relsync applied, so that a field the source dropped
+ * (which a comparison of the copy with the source cannot see: the copy may hold others' fields)
+ * makes the copy out of date, and the next apply removes it.
+ */
+export const APPLIED_HASH_ANNOTATION = 'relsync.dev/applied-hash';
+
+/** The field manager relsync's applies use: the fields of a copy it owns are the ones it copies. */
+export function fieldManagerName(agentName: string): string {
+  return `relsync-${agentName}`.slice(0, 128);
+}
 
 /**
- * On copies: the label and annotation keys that came from the source
- * (comma-separated), so that a key the source drops is dropped from the copy,
- * while keys the destination's owner added stay.
+ * On copies written before relsync applied them: the label and annotation
+ * keys that came from the source (comma-separated). Server-side apply keeps
+ * that record now (the fields relsync's manager owns); a copy that still
+ * carries it has its field ownership upgraded first (field-ownership.ts).
  */
 export const COPIED_LABELS_ANNOTATION = 'relsync.dev/copied-labels';
 export const COPIED_ANNOTATIONS_ANNOTATION = 'relsync.dev/copied-annotations';

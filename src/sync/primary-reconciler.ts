@@ -27,7 +27,7 @@ import type { SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { contentOf, deepEqual, stableJson, withCopiedKeys } from './content.js';
+import { contentOf, deepEqual, stableJson } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
@@ -35,7 +35,7 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
+import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
@@ -426,7 +426,9 @@ export class PrimaryReconciler {
 
   private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
     const desired = contentOf(primary, this.policy);
-    const marks = withCopiedKeys(marksFor(this.deps.agentName, id, primary.metadata.uid), desired);
+    const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
+    // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
+    const marks = { labels: base.labels, annotations: { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)) } };
     const existing = await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
     return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing });
   }

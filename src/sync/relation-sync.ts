@@ -20,7 +20,7 @@ import type { RelationRecord } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { contentOf, stableJson, withCopiedKeys, type CopyContent } from './content.js';
+import { contentOf, stableJson, type CopyContent } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
@@ -103,7 +103,7 @@ export class RelationSync {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const baseMarks = withCopiedKeys(marksFor(this.deps.agentName, pair.source, source.metadata.uid), desired);
+    const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
     const conflict = (): RelationOutcome => {
       metrics.conflicts.inc({ kind: 'related' });
@@ -126,7 +126,7 @@ export class RelationSync {
       }
     }
     try {
-      const written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, replacedFields: ['data', 'binaryData', 'stringData'], createsNamespace: true });
+      const written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true });
       if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {

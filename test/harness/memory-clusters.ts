@@ -4,18 +4,20 @@
  * server's rules that the reconciler's decisions depend on — 409 on a name
  * taken or a stale resourceVersion or uid, 404 with the namespace named when a
  * namespace is missing, finalizers that hold a delete, status written only
- * through its subresource — and logs every call, so a test can say exactly
+ * through its subresource, server-side apply's ownership in its simplest form
+ * (a manager's next apply removes the fields of its previous one that it
+ * leaves out; other writers' fields stay) — and logs every call, so a test can say exactly
  * what was written and what was read. End-to-end tests never use it: they run
  * against real API servers.
  */
 import { ApiError } from '../../src/kube/api-error.js';
-import type { ListPage } from '../../src/kube/resource-client.js';
+import type { JsonPatchOperation, ListPage } from '../../src/kube/resource-client.js';
 import type { KubeObject } from '../../src/core/object.js';
 import type { ResourceType } from '../../src/core/resource-type.js';
 import type { ClusterAccess, ObjectClient } from '../../src/sync/cluster-access.js';
 
 export interface Call {
-  readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'mergePatch' | 'delete';
+  readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'apply' | 'jsonPatch' | 'mergePatch' | 'delete';
   readonly cluster: string;
   readonly resource: string;
   readonly namespace: string;
@@ -30,6 +32,8 @@ export class MemoryClusters implements ClusterAccess {
   readonly unbound = new Set<string>();
   private readonly names: Set<string>;
   private readonly objects = new Map<string, KubeObject>();
+  /** The fields (JSON-encoded paths) each manager last applied, by object uid and manager. */
+  /** @internal */ readonly applied = new Map<string, Set<string>>();
   private version = 0;
   private uids = 0;
 
@@ -181,6 +185,62 @@ class MemoryClient implements ObjectClient {
     return this.write('replaceStatus', object, (current, next) => ({ ...current, status: next.status }));
   }
 
+  async apply(object: KubeObject, fieldManager: string): Promise<KubeObject> {
+    const ns = this.ns(object.metadata.namespace ?? '');
+    const name = object.metadata.name ?? '';
+    this.log('apply', ns, name);
+    const { resourceVersion, uid, name: _n, namespace: _ns, ...meta } = object.metadata;
+    const body: KubeObject = { ...structuredClone(object), metadata: structuredClone(meta) };
+    delete body.status;
+    const paths = leafPaths(body);
+    const current = this.world.read(this.cluster, this.type, ns, name);
+    if (!current) {
+      if (ns && !this.world.read(this.cluster, namespacesType, '', ns)) throw status('PATCH', 404, 'NotFound', `namespaces "${ns}" not found`, ns);
+      if (uid !== undefined) throw status('PATCH', 409, 'Conflict', `uid mismatch: the provided object specified uid ${uid}, and no existing object was found`, name);
+      const stored = this.world.stamp({ ...body, metadata: { ...body.metadata, name, ...(ns ? { namespace: ns } : {}), uid: this.world.newUid() } });
+      this.world.store(this.cluster, this.type, stored, ns, name);
+      this.world.applied.set(`${stored.metadata.uid}/${fieldManager}`, paths);
+      return structuredClone(stored);
+    }
+    if (resourceVersion !== undefined && resourceVersion !== current.metadata.resourceVersion) throw status('PATCH', 409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again', name);
+    const next = structuredClone(current);
+    const owned = `${current.metadata.uid}/${fieldManager}`;
+    for (const path of this.world.applied.get(owned) ?? []) if (!paths.has(path)) removePath(next, JSON.parse(path) as string[]);
+    const merged = mergePatch(next, body) as KubeObject;
+    const stored = this.world.stamp(merged);
+    this.world.store(this.cluster, this.type, stored, ns, name);
+    this.world.applied.set(owned, paths);
+    return structuredClone(stored);
+  }
+
+  async jsonPatch(namespace: string, name: string, operations: readonly JsonPatchOperation[]): Promise<KubeObject> {
+    const ns = this.ns(namespace);
+    const current = this.world.read(this.cluster, this.type, ns, name);
+    this.log('jsonPatch', ns, name);
+    if (!current) throw status('PATCH', 404, 'NotFound', `${this.type.resource} "${name}" not found`, name);
+    const next = structuredClone(current) as unknown as Record<string, unknown>;
+    for (const op of operations) {
+      const path = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const parent = path.slice(0, -1).reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, next);
+      const last = path[path.length - 1]!;
+      if (op.op === 'test' && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw status('PATCH', 422, 'Invalid', `the test of ${op.path} failed`, name);
+      if (op.op === 'replace' || op.op === 'add') parent[last] = structuredClone(op.value);
+      if (op.op === 'remove') delete parent[last];
+    }
+    const stored = this.world.stamp(next as unknown as KubeObject);
+    this.world.store(this.cluster, this.type, stored, ns, name);
+    // Ownership handed to an apply entry (field-ownership.ts's upgrade): in this model, the fields
+    // of relsync's old writes were all the object's fields but its status and identity.
+    if (operations.some((op) => op.path === '/metadata/managedFields')) {
+      const { name: _n, namespace: _ns, uid: _u, resourceVersion: _rv, managedFields, ...meta } = stored.metadata;
+      const { status: _s, ...rest } = stored;
+      for (const entry of (managedFields as Array<{ manager: string; operation: string }> | undefined) ?? []) {
+        if (entry.operation === 'Apply') this.world.applied.set(`${stored.metadata.uid}/${entry.manager}`, leafPaths({ ...rest, metadata: meta }));
+      }
+    }
+    return structuredClone(stored);
+  }
+
   async mergePatch(namespace: string, name: string, patch: unknown): Promise<KubeObject> {
     const ns = this.ns(namespace);
     const current = this.world.read(this.cluster, this.type, ns, name);
@@ -240,6 +300,33 @@ function keyOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, 
 
 function status(method: string, code: number, reason: string, message: string, name: string): ApiError {
   return new ApiError(method, '/memory', code, JSON.stringify({ kind: 'Status', status: 'Failure', reason, message, details: { name } }));
+}
+
+/** Every leaf of an object (a scalar or a list: lists are owned whole), as JSON-encoded paths. */
+function leafPaths(value: unknown, prefix: string[] = [], out = new Set<string>()): Set<string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    out.add(JSON.stringify(prefix));
+    return out;
+  }
+  for (const [k, v] of Object.entries(value)) leafPaths(v, [...prefix, k], out);
+  return out;
+}
+
+/** Removes a leaf, and the maps it leaves empty (the apply owned them too). */
+function removePath(target: unknown, path: readonly string[]): void {
+  const chain: Array<Record<string, unknown>> = [];
+  let o = target as Record<string, unknown> | undefined;
+  for (const k of path.slice(0, -1)) {
+    if (!o || typeof o !== 'object') return;
+    chain.push(o);
+    o = o[k] as Record<string, unknown> | undefined;
+  }
+  if (!o || typeof o !== 'object') return;
+  delete o[path[path.length - 1]!];
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const child = chain[i]![path[i]!];
+    if (typeof child === 'object' && child !== null && Object.keys(child).length === 0 && path[i] !== 'metadata') delete chain[i]![path[i]!];
+  }
 }
 
 /** RFC 7386. */

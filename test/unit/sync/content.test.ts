@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
-import { contentOf, isUpToDate, mergeCopiedMap, stableJson, withCopiedKeys } from '../../../src/sync/content.js';
+import { contentOf, isUpToDate, stableJson } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { marksFor } from '../../../src/sync/marks.js';
 
@@ -26,19 +26,12 @@ describe('content', () => {
     assert.deepEqual(c.annotations, { note: 'kept', 'example.com/kcp.io': 'kept too' });
   });
 
-  it('drops from a copy the labels its source dropped, and keeps the destination’s own', () => {
-    const desired = contentOf({ ...source, metadata: { ...source.metadata, labels: { app: 'x' } } });
-    const marked = withCopiedKeys(marks, desired);
-    assert.equal(marked.annotations['relsync.dev/copied-labels'], 'app');
-    const copy = {
-      ...source,
-      metadata: { name: 's', labels: { app: 'x', tier: 'gold', 'operator/own': 'y', ...marks.labels }, annotations: { ...marks.annotations, 'relsync.dev/copied-labels': 'app,tier', 'relsync.dev/copied-annotations': '' } },
-    };
-    assert.equal(isUpToDate(desired, marked, copy), false, 'the source dropped "tier" since the last write');
-    const labels = mergeCopiedMap(copy.metadata.labels, { ...desired.labels, ...marked.labels }, copy.metadata.annotations['relsync.dev/copied-labels']);
-    assert.deepEqual(labels, { app: 'x', 'operator/own': 'y', 'relsync.dev/agent': 'agent' });
-    // a copy written before relsync kept this record: nothing is dropped that relsync cannot tell apart
-    assert.deepEqual(mergeCopiedMap({ tier: 'gold' }, { app: 'x' }, undefined), { tier: 'gold', app: 'x' });
+  it('a copy that still carries the record of copied keys (written before relsync applied its copies) is out of date, so it is applied and upgraded', () => {
+    const desired = contentOf(source);
+    const copy = { ...source, metadata: { name: 's', labels: { app: 'x', ...marks.labels }, annotations: { ...marks.annotations, 'relsync.dev/copied-labels': 'app', 'relsync.dev/copied-annotations': '' } } };
+    assert.equal(isUpToDate(desired, marks, copy), false);
+    const applied = { ...copy, metadata: { ...copy.metadata, annotations: { ...marks.annotations } } };
+    assert.equal(isUpToDate(desired, marks, applied), true);
   });
 
   it('hashes without the value order mattering, never containing the value, and under a key (no offline guessing)', () => {

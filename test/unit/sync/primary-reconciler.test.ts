@@ -25,6 +25,7 @@ import { OwnWrites } from '../../../src/sync/own-writes.js';
 import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
 import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
+import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
 import { PrimaryReconciler, type ReconcilerDeps } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
@@ -76,10 +77,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     world.client = (cluster, t) => {
       const c = original(cluster, t);
       if (cluster === 'service' && t.resource === type.resource) {
-        const create = c.create.bind(c);
-        c.create = async (ns, body) => {
-          world.put('service', type, object());
-          return create(ns, body);
+        const apply = c.apply.bind(c);
+        c.apply = async (body, manager) => {
+          if (body.metadata.resourceVersion === CREATE_ONLY) world.put('service', type, object());
+          return apply(body, manager);
         };
       }
       return c;
@@ -117,7 +118,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(world.writes(), [
         'replace tenant-a/databases/shop/orders',
         `create service/namespaces//${COPY_NS}`,
-        `create service/databases/${COPY_NS}/orders`,
+        `apply service/databases/${COPY_NS}/orders`,
       ]);
       assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers, [`relsync.dev/${AGENT}`]);
       const copy = service(databases, 'orders');
@@ -136,10 +137,59 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.operatorNote = 'kept'));
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
       await reconcile();
-      assert.deepEqual(world.writes(), [`replace service/databases/${COPY_NS}/orders`]);
+      assert.deepEqual(world.writes(), [`apply service/databases/${COPY_NS}/orders`]);
       const copy = service(databases, 'orders');
       assert.deepEqual(copy?.spec, { size: 2 });
       assert.equal(copy?.operatorNote, 'kept');
+    });
+
+    it('copies are applied: a nested field the operator set stays, a field or label the primary drops goes, a field of relsync\'s someone changed is set back', async () => {
+      putPrimary({ size: 1, tuning: { cache: 'on', pool: 5 } });
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.metadata.labels = { team: 'a', tier: 'gold' }));
+      await reconcile();
+      world.edit('service', databases, COPY_NS, 'orders', (o) => {
+        (o.spec as { tuning: Record<string, unknown> }).tuning.operatorDefault = 'x';
+        o.metadata.labels = { ...o.metadata.labels, 'operator.example/seen': 'yes' };
+      });
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => {
+        o.spec = { size: 1, tuning: { cache: 'on' } };
+        o.metadata.labels = { team: 'a' };
+      });
+      await reconcile();
+      assert.deepEqual(world.writes(), [`apply service/databases/${COPY_NS}/orders`]);
+      let copy = service(databases, 'orders')!;
+      assert.deepEqual(copy.spec, { size: 1, tuning: { cache: 'on', operatorDefault: 'x' } }, 'pool (dropped by the primary) went; the operator\'s nested field stayed');
+      assert.equal(copy.metadata.labels?.tier, undefined, 'a label the primary dropped goes');
+      assert.equal(copy.metadata.labels?.['operator.example/seen'], 'yes', 'a label the operator added stays');
+
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void ((o.spec as { size: number }).size = 99));
+      await reconcile();
+      copy = service(databases, 'orders')!;
+      assert.deepEqual(copy.spec, { size: 1, tuning: { cache: 'on', operatorDefault: 'x' } }, 'drift of relsync\'s field repaired, the operator\'s kept');
+      await reconcile();
+      assert.deepEqual(world.writes(), [], 'and then nothing to do');
+    });
+
+    it('a copy written before relsync applied its copies (it carries the old record of copied keys) is upgraded and applied once', async () => {
+      putPrimary({ size: 1 });
+      world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { 'relsync.dev/agent': AGENT } } });
+      world.put('service', databases, {
+        metadata: {
+          namespace: COPY_NS, name: 'orders', labels: { 'relsync.dev/agent': AGENT }, annotations: { ...marksOf(primaryId, 'unused'), 'relsync.dev/copied-labels': '', 'relsync.dev/copied-annotations': '' },
+          // As the API server recorded relsync's writes without a field manager.
+          managedFields: [{ manager: 'unknown', operation: 'Update', apiVersion: 'demo.relsync.dev/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { '.': {}, 'f:size': {} } } }],
+        },
+        spec: { size: 1 },
+      });
+      world.edit('service', databases, COPY_NS, 'orders', (o) => void delete o.metadata.annotations!['relsync.dev/source-uid']);
+      await reconcile();
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.resource === 'databases').map((c) => c.verb), ['get', 'get', 'jsonPatch', 'apply'], 'read (as the copy), read live for its field ownership, the ownership handed to relsync\'s apply entry, applied');
+      assert.deepEqual((service(databases, 'orders')!.metadata.managedFields as Array<{ manager: string; operation: string }>).map((e) => `${e.manager} ${e.operation}`), [`relsync-${AGENT} Apply`]);
+      const copy = service(databases, 'orders')!;
+      assert.equal(copy.metadata.annotations?.['relsync.dev/copied-labels'], undefined);
+      assert.ok(copy.metadata.annotations?.['relsync.dev/applied-hash']);
+      await reconcile();
+      assert.deepEqual(world.writes(), []);
     });
 
     it('status flows back from the copy, through the status subresource only', async () => {
@@ -193,7 +243,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       raceOnCreate(databases, () => ({ metadata: { namespace: COPY_NS, name: 'orders' }, spec: { theirs: true } }));
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
       assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`create service/databases/${COPY_NS}/orders`], 'the refused create only');
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`apply service/databases/${COPY_NS}/orders`], 'the refused create only');
       assert.deepEqual(service(databases, 'orders')?.spec, { theirs: true });
       assert.equal((await store.primary(primaryId))?.state, 'conflict');
       assert.ok(world.eventReasons().includes('CopyConflict'));
@@ -206,7 +256,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.remove('service', databases, COPY_NS, 'orders');
       raceOnCreate(databases, () => ({ metadata: { namespace: COPY_NS, name: 'orders', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(primaryId, uid) }, spec: { size: 1 } }));
       assert.deepEqual(await reconcile(), done);
-      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`create service/databases/${COPY_NS}/orders`, `replace service/databases/${COPY_NS}/orders`]);
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`apply service/databases/${COPY_NS}/orders`, `apply service/databases/${COPY_NS}/orders`]);
       assert.deepEqual(service(databases, 'orders')?.spec, { size: 2 });
       assert.equal((await store.primary(primaryId))?.state, 'synced');
     });
@@ -281,7 +331,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.remove('tenant-a', databases, 'shop', 'orders');
       putPrimary({ size: 9 });
       await reconcile();
-      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`delete service/databases/${COPY_NS}/orders`, `create service/databases/${COPY_NS}/orders`]);
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`delete service/databases/${COPY_NS}/orders`, `apply service/databases/${COPY_NS}/orders`]);
       assert.deepEqual(service(databases, 'orders')?.spec, { size: 9 });
       assert.equal(service(databases, 'orders')?.metadata.annotations?.['relsync.dev/source-uid'], world.read('tenant-a', databases, 'shop', 'orders')?.metadata.uid);
     });
@@ -325,7 +375,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         delete o.binaryData;
       });
       await reconcile();
-      assert.deepEqual(world.writes(), [`replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`]);
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
       assert.equal(service(configMaps, 'orders-config')?.binaryData, undefined);
       assert.equal(service(configMaps, 'orders-config')?.immutable, false);
@@ -407,7 +457,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       const source = world.read('tenant-a', configMaps, 'shop', 'orders-config')!;
       raceOnCreate(configMaps, () => ({ metadata: { namespace: COPY_NS, name: 'orders-config', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(configId, source.metadata.uid!) }, data: { a: '1' } }));
       assert.deepEqual(await reconcile(), done);
-      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`create service/configmaps/${COPY_NS}/orders-config`, `replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`apply service/configmaps/${COPY_NS}/orders-config`, `apply service/configmaps/${COPY_NS}/orders-config`]);
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
       assert.equal((await relation('config'))?.state, 'synced');
     });
@@ -481,7 +531,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       putPrimary();
       await reconcile();
       putConfig({ a: '1' });
-      world.fail({ verb: 'create', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
       await assert.rejects(reconcile(), /503/);
       assert.equal((await store.primary(primaryId))?.state, 'error');
       assert.deepEqual(await reconcile(), done);
@@ -493,7 +543,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       putPrimary();
       await reconcile();
       putConfig({ a: '1' });
-      world.fail({ verb: 'create', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
       assert.deepEqual(await reconcile(), done);
       assert.equal((await relation('config'))?.state, 'error');
       assert.match((await relation('config'))?.message ?? '', /cannot write .*denied by a webhook/);
@@ -582,7 +632,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { config: 'two' }));
       world.clearCalls();
       await reconciler.reconcile(byRef, primaryId);
-      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`delete service/configmaps/${COPY_NS}/one`, `create service/configmaps/${COPY_NS}/two`]);
+      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`delete service/configmaps/${COPY_NS}/one`, `apply service/configmaps/${COPY_NS}/two`]);
       assert.deepEqual((await store.relationsOf(primaryId)).map((r) => r.source.name), ['two']);
     });
   });
@@ -624,7 +674,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       assert.deepEqual(await reconcileEdge(), done);
-      assert.deepEqual(world.writes(), [`replace service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`]);
       assert.deepEqual(reads(), [], 'the primary, its copy, the source and the copy came from the watches; the other rule was not looked at');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
       const after = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')!;
@@ -676,15 +726,15 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       world.clearCalls();
       await reconciler.reconcile(byRef, primaryId, edge);
-      assert.ok(world.writes().includes(`create service/configmaps/${COPY_NS}/other`), world.writes().join('\n'));
-      assert.ok(!world.writes().includes(`replace service/configmaps/${COPY_NS}/orders-config`), 'the pair the primary no longer names is not written');
+      assert.ok(world.writes().includes(`apply service/configmaps/${COPY_NS}/other`), world.writes().join('\n'));
+      assert.ok(!world.writes().includes(`apply service/configmaps/${COPY_NS}/orders-config`), 'the pair the primary no longer names is not written');
     });
 
     it('a failed edge write fails the run; the retry reconciles the whole primary', async () => {
       await synced();
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
-      world.fail({ verb: 'replace', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
       await assert.rejects(reconcileEdge(), /503/);
       assert.deepEqual(await reconcileEdge(), done);
       assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'the retry was a full reconcile');
