@@ -21,6 +21,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, stableJson, withCopiedKeys } from './content.js';
+import { convertContent } from './content-conversion.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
@@ -85,7 +86,9 @@ export class RelationSync {
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
-    const desired = contentOf(source, this.deps.policy);
+    // What the copy holds, converted when it is another type (a ConfigMap's data as a Secret's):
+    // the size limit, the Secret-type refusal, the hash and the up-to-date check all judge that.
+    const desired = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
     // Serialized once: weighed here, hashed below.
     const serialized = stableJson(desired);
     const tooBig = this.deps.refusals.size(serialized);
