@@ -1,9 +1,10 @@
 // Ownership and garbage collection when types overlap and owners change: a
 // type that is a primary type and a related type at once, two related rules
 // of one type, one type in both origins, a rule whose destination (another
-// kind: a Secret written as a ConfigMap) is another resource's primary type; a related object that moves between primaries
-// while their reconciles interleave; two tenants naming one destination; two
-// primaries racing to create one copy; a name too long for a label value.
+// kind: a Secret written as a ConfigMap) is another resource's primary type;
+// a related object that moves between primaries while their reconciles
+// interleave; two tenants naming one destination; two primaries racing to
+// create one copy; a name too long for a label value.
 // Real API servers, relsync as a process; the service cluster is reached
 // through a fault proxy, which holds chosen requests to force interleavings.
 import assert from 'node:assert/strict';
