@@ -14,6 +14,7 @@ import { Template } from '../rules/template.js';
 import { hasManyClusters, type Config, type PublishedResource } from './config.js';
 import { ConfigError, type ConfigProblem } from './config-problem.js';
 import { compileCopyPolicy } from './copy-policy.js';
+import { destinationTypeProblem } from './related-types.js';
 import { safetyProblems } from './safety-checks.js';
 import type { RawConfig, RawRelatedRule, RawRewrite } from './schema.js';
 
@@ -67,11 +68,14 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     }
     const related = res.related.map((rule, j): RelatedRule => {
       const rw = `${where}.related[${j}]`;
+      const source = { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind };
+      const wrongType = rule.destination && destinationTypeProblem(source, rule.destination);
+      if (wrongType) problems.push({ path: `${rw}.destination`, message: wrongType });
       return {
         id: rule.id,
         origin: rule.origin,
-        source: { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
-        destination: rule.destination ?? { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind },
+        source,
+        destination: rule.destination ?? source,
         finder: finder(rule, rw, template, path, problems),
         sourceNamespace: rule.namespace?.source === undefined ? undefined : template(rule.namespace.source, `${rw}.namespace.source`, primaryVariables),
         destinationNamespace:

@@ -6,7 +6,9 @@
  * never silently dropped. The README has the field-by-field table.
  */
 import { parseAllDocuments } from 'yaml';
+import type { TypeReference } from '../core/resource-type.js';
 import type { ConfigProblem } from './config-problem.js';
+import { destinationTypeProblem } from './related-types.js';
 
 type Raw = Record<string, unknown>;
 
@@ -76,6 +78,20 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
 
 function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void): Raw {
   const rule: Raw = { id: typeof r.identifier === 'string' ? r.identifier.toLowerCase() : r.identifier, kind: r.kind };
+  // The type: `kind` (ConfigMap or Secret, deprecated there) or group, version and resource.
+  for (const key of ['group', 'version', 'resource'] as const) if (r[key] !== undefined) rule[key] = r[key];
+  // `projection` overwrites the fields it sets on the destination side: relsync's `destination`,
+  // held to the same check (a ConfigMap as a Secret and back, or the same type).
+  if (r.projection !== undefined) {
+    const p = record(r.projection);
+    const source = typeReference(rule);
+    const given = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+    const resource = given(p.resource) ?? source.resource;
+    const destination = { group: given(p.group) ?? source.group, version: given(p.version) ?? source.version, ...(resource !== undefined ? { resource } : { kind: source.kind }) };
+    const wrong = destinationTypeProblem(source, destination);
+    if (wrong) problem(`${at}.projection`, wrong);
+    else rule.destination = Object.fromEntries(Object.entries(destination).filter(([, v]) => v !== undefined));
+  }
   if (r.origin === 'kcp') rule.origin = 'platform';
   else if (r.origin === 'service') rule.origin = 'service';
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
@@ -122,6 +138,12 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
     } else problem(`${at}.object.namespace`, 'only "reference" and "template" are supported for the related object\'s namespace');
   }
   return rule;
+}
+
+/** A translated rule's type, as far as its fields are strings (the schema reports the rest). */
+function typeReference(rule: Raw): TypeReference {
+  const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return { group: text(rule.group) ?? '', version: text(rule.version), resource: text(rule.resource), kind: text(rule.kind) };
 }
 
 /** api-syncagent paths are written without the leading dot ("spec.secretName"). */

@@ -133,7 +133,11 @@ export const relatedRuleSchema = z
     id: z.string().regex(dnsLabel, 'must be a lowercase DNS label'),
     origin: z.enum(['platform', 'service']),
     ...typeFields,
-    /** A different type on the destination side; default: the same type. */
+    /**
+     * The type written on the destination side; default: the source's. Only a ConfigMap for a
+     * Secret and back differs (content converted, sync/content-conversion.ts); any other type is
+     * refused at load (related-types.ts).
+     */
     destination: typeSchema.optional(),
     reference: referenceSchema.optional(),
     template: templateRuleSchema.optional(),

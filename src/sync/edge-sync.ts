@@ -90,7 +90,7 @@ export class EdgeSync {
       const source = await reads.get(pair.source.cluster, rule.sourceType, pair.source.namespace, pair.source.name);
       if (!source) return 'full';
       // The same content as stored: the copy already holds it (drift of the copy is its own event, reconciled in full).
-      if (this.deps.relations.desiredOf(source).hash === relation.contentHash) {
+      if (this.deps.relations.desiredOf(rule, source).hash === relation.contentHash) {
         this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });
         continue;
       }

@@ -16,11 +16,13 @@ import { describeIdentity, identityKey, type ObjectIdentity } from '../core/iden
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
+import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, stableJson, type CopyContent } from './content.js';
+import { convertContent } from './content-conversion.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
@@ -85,7 +87,7 @@ export class RelationSync {
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
-    const { desired, serialized, hash } = this.desiredOf(source);
+    const { desired, serialized, hash } = this.desiredOf(rule, source);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
@@ -155,8 +157,10 @@ export class RelationSync {
    * What a copy of `source` holds, serialized once (weighed against the size limit) and its keyed
    * hash: the store keeps it, and a change whose hash equals the stored one needs no write.
    */
-  desiredOf(source: KubeObject): { desired: CopyContent; serialized: string; hash: string } {
-    const desired = contentOf(source, this.deps.policy);
+  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string } {
+    // Converted when the copy is another type (a ConfigMap's data as a Secret's): the size limit,
+    // the Secret-type refusal, the hash and the up-to-date check all judge what is written.
+    const desired = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
     const serialized = stableJson(desired);
     return { desired, serialized, hash: this.deps.hasher.hashSerialized(serialized) };
   }

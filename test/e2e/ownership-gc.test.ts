@@ -1,46 +1,29 @@
 // Ownership and garbage collection when types overlap and owners change: a
 // type that is a primary type and a related type at once, two related rules
-// of one type, one type in both origins, a rule whose destination is another
-// resource's primary type; a related object that moves between primaries
-// while their reconciles interleave; two tenants naming one destination; two
-// primaries racing to create one copy; a name too long for a label value.
+// of one type, one type in both origins, a rule whose destination (another
+// kind: a Secret written as a ConfigMap) is another resource's primary type;
+// a related object that moves between primaries while their reconciles
+// interleave; two tenants naming one destination; two primaries racing to
+// create one copy; a name too long for a label value.
 // Real API servers, relsync as a process; the service cluster is reached
 // through a fault proxy, which holds chosen requests to force interleavings.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { writeCounts, requestsBetween } from '../harness/api-metrics.js';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
-import { eventually, installCrd } from '../harness/kube.js';
+import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { defaultCopyNamespace, GROUP, ownerReference, type ClusterClient } from '../harness/tenant.js';
+import { defaultCopyNamespace, GROUP, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'owner.relsync.dev/db';
 const AGENT = 'e2e';
-const WIDGET_CRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: { name: widgets.${GROUP} }
-spec:
-  group: ${GROUP}
-  scope: Namespaced
-  names: { plural: widgets, singular: widget, kind: Widget, listKind: WidgetList }
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: { type: object, x-kubernetes-preserve-unknown-fields: true }
-`;
 
 /** What relsync reads and writes here: a write to any of them during a sweep is a finding. */
-const SYNCED_TYPES = ['configmaps', 'secrets', 'namespaces', `databases.${GROUP}`, `widgets.${GROUP}`];
+const SYNCED_TYPES = ['configmaps', 'secrets', 'namespaces', `databases.${GROUP}`];
 
 type Names = 'tenant-a' | 'tenant-b' | 'service';
 
@@ -69,8 +52,6 @@ describe('ownership and garbage collection', () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-ownership-'));
     clusters = await startClusters('tenant-a', 'tenant-b', 'service');
     ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
-    writeFileSync(join(dir, 'widgets.yaml'), WIDGET_CRD);
-    for (const name of ['tenant-a', 'tenant-b'] as const) await installCrd(clusters.plane[name].kubeConfig, pathToFileURL(join(dir, 'widgets.yaml')));
     proxy = await startFaultProxy(clusters.plane.service);
     const { 'tenant-a': pa, 'tenant-b': pb } = clusters.plane;
     configPath = writeConfig(dir, {
@@ -104,8 +85,8 @@ describe('ownership and garbage collection', () => {
             { id: 'sec-s', origin: 'service', resource: 'secrets', inverse: { label: OWNER } },
             // A service-origin copy on the platform whose type is a primary type there.
             { id: 'cm-s', origin: 'service', resource: 'configmaps', inverse: { label: OWNER } },
-            // A destination that is another resource's primary type.
-            { id: 'widget', origin: 'platform', group: GROUP, resource: 'widgets', reference: { path: '.spec.widgetName' }, destination: { group: GROUP, resource: 'databases' } },
+            // A destination of another kind that is another resource's primary type (a Secret written as a ConfigMap).
+            { id: 'as-cm', origin: 'platform', resource: 'secrets', reference: { path: '.spec.asConfigMap' }, destination: { resource: 'configmaps' } },
             // One service-side namespace for every tenant: two tenants can name one destination.
             { id: 'shared', origin: 'platform', resource: 'secrets', template: { name: 'shared-creds' }, namespace: { destination: 'shared-secrets' } },
           ],
@@ -172,8 +153,8 @@ describe('ownership and garbage collection', () => {
     await a.putConfigMap('ov', 'inv-cm', { v: 'inv' }, { [OWNER]: 'db1' });
     await a.putConfigMap('ov', 'db1-extra', { v: 'tpl' });
     await a.putSecret('ov', 'ref-sec', { k: 'platform' });
-    await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: 'ov', body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
-    await a.createDatabase('ov', 'db1', { configMapName: 'ref-cm', secretName: 'ref-sec', widgetName: 'w1' });
+    await a.putSecret('ov', 'conv-sec', { v: 'as a ConfigMap' });
+    await a.createDatabase('ov', 'db1', { configMapName: 'ref-cm', secretName: 'ref-sec', asConfigMap: 'conv-sec' });
 
     await eventually('the primary ConfigMap is copied', () => svc.configMap(ns, 'pcm'), 30_000);
     const db1 = await svc.copyOf(ns, 'db1');
@@ -184,7 +165,7 @@ describe('ownership and garbage collection', () => {
 
     for (const name of ['ref-cm', 'sel-cm', 'inv-cm', 'db1-extra']) await eventually(`related ConfigMap ${name} copied`, () => svc.configMap(ns, name), 30_000);
     await eventually('related Secret copied', () => svc.secret(ns, 'ref-sec'), 30_000);
-    await eventually('the Widget is copied as a Database', () => svc.database(ns, 'w1'), 30_000);
+    await eventually('the Secret is copied as a ConfigMap', () => svc.configMap(ns, 'conv-sec'), 30_000);
     await eventually('the operator\'s Secret comes back', () => a.secret('ov', 'db1-creds'), 30_000);
     await eventually('the operator\'s ConfigMap comes back', () => a.configMap('ov', 'db1-endpoint'), 30_000);
     await eventually(
@@ -510,26 +491,27 @@ describe('ownership and garbage collection', () => {
       },
     },
     {
-      title: 'a destination that is another resource\'s primary type',
-      related: [{ id: 'widget', origin: 'platform', group: GROUP, resource: 'widgets', reference: { path: '.spec.widgetName' }, destination: { group: GROUP, resource: 'databases' } }],
+      title: 'a destination of another kind that is another resource\'s primary type',
+      primaryConfigMaps: true,
+      related: [{ id: 'as-cm', origin: 'platform', resource: 'secrets', reference: { path: '.spec.asConfigMap' }, destination: { resource: 'configmaps' } }],
       setup: async ({ ns, createDatabase }) => {
-        await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: ns, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
-        await createDatabase('db', { widgetName: 'w1' });
-        return ['databases db', 'databases w1'];
+        await a.putSecret(ns, 'conv-sec', { v: 'as a ConfigMap' });
+        await createDatabase('db', { asConfigMap: 'conv-sec' });
+        return ['databases db', 'configmaps conv-sec'];
       },
     },
     {
-      title: 'a destination that is another resource\'s primary type, and the source type of a service-origin rule',
+      title: 'a destination of another kind that is another resource\'s primary type, and the source type of a service-origin rule',
+      primaryConfigMaps: true,
       related: [
-        { id: 'widget', origin: 'platform', group: GROUP, resource: 'widgets', reference: { path: '.spec.widgetName' }, destination: { group: GROUP, resource: 'databases' } },
-        { id: 'db-s', origin: 'service', group: GROUP, resource: 'databases', inverse: { label: OWNER } },
+        { id: 'as-cm', origin: 'platform', resource: 'secrets', reference: { path: '.spec.asConfigMap' }, destination: { resource: 'configmaps' } },
+        { id: 'cm-s', origin: 'service', resource: 'configmaps', inverse: { label: OWNER } },
       ],
       setup: async ({ ns, copyNs, createDatabase }) => {
-        await a.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'widgets', namespace: ns, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } } });
-        await createDatabase('db', { widgetName: 'w1' });
-        const db = await svc.copyOf(copyNs, 'db');
-        await svc.objects.createNamespacedCustomObject({ group: GROUP, version: 'v1alpha1', plural: 'databases', namespace: copyNs, body: { apiVersion: `${GROUP}/v1alpha1`, kind: 'Database', metadata: { name: 'db-replica', labels: { [OWNER]: 'db' }, ownerReferences: [ownerReference(db)] }, spec: {} } });
-        return ['databases db', 'databases w1', 'back databases db-replica'];
+        await a.putSecret(ns, 'conv-sec', { v: 'as a ConfigMap' });
+        await createDatabase('db', { asConfigMap: 'conv-sec' });
+        await svc.putConfigMap(copyNs, 'db-endpoint', { host: 'db.example' }, { [OWNER]: 'db' }, await svc.copyOf(copyNs, 'db'));
+        return ['databases db', 'configmaps conv-sec', 'back configmaps db-endpoint'];
       },
     },
   ];

@@ -43,6 +43,14 @@ describe('config', () => {
     assert.equal(config.resources[0]!.naming.name.source, '{{ name }}');
   });
 
+  it('accepts a related rule that writes its source\'s own type, or a ConfigMap as a Secret and back, however the types are given', () => {
+    const config = parseConfig(base(`      - { id: a, origin: platform, resource: configmaps, template: { name: x }, destination: { kind: Secret } }
+      - { id: b, origin: service, kind: Secret, template: { name: x }, destination: { version: v1, resource: configmaps } }
+      - { id: c, origin: platform, group: demo.relsync.dev, resource: widgets, template: { name: x }, destination: { group: demo.relsync.dev, version: v1, resource: widgets } }
+      - { id: d, origin: platform, resource: secrets, template: { name: x } }`), join(dir, 'relsync.yaml'));
+    assert.deepEqual(config.resources[0]!.related.map((r) => [r.destination.resource ?? r.destination.kind]), [['Secret'], ['configmaps'], ['widgets'], ['secrets']]);
+  });
+
   it('names copy namespaces <cluster>-<namespace>-<hash>, cut to a valid namespace name when long', () => {
     const naming = parseConfig(base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }'), join(dir, 'relsync.yaml')).resources[0]!.naming.namespace;
     const hash = (c: string, n: string) => createHash('sha256').update(`${c}/${n}`).digest('hex').slice(0, 16);

@@ -122,6 +122,19 @@ describe('PublishedResource manifests', () => {
     assert.match(all, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
   });
 
+  it('read a related type by group, version and resource, and its projection as the destination: ConfigMap ↔ Secret or nothing', () => {
+    const related = (extra: string) => manifest.replace('    - identifier: config\n      origin: kcp\n      kind: ConfigMap\n', `    - identifier: config\n      origin: kcp\n${extra}`);
+    const config = parseConfig(configWith({ 'proj.yaml': related('      resource: configmaps\n      version: v1\n      projection: { resource: secrets }\n') }), join(dir, 'relsync.yaml'));
+    const cfg = config.resources[0]!.related[1]!;
+    assert.deepEqual([{ ...cfg.source }, { ...cfg.destination }], [{ group: '', version: 'v1', resource: 'configmaps', kind: undefined }, { group: '', version: 'v1', resource: 'secrets' }]);
+    const byKind = parseConfig(configWith({ 'proj.yaml': related('      kind: Secret\n      projection: { resource: configmaps }\n') }), join(dir, 'relsync.yaml'));
+    assert.deepEqual({ ...byKind.resources[0]!.related[1]!.destination }, { group: '', resource: 'configmaps' });
+
+    const found = problems(configWith({ 'proj.yaml': related('      kind: ConfigMap\n      projection: { group: demo.relsync.dev, resource: databases }\n') }));
+    assert.equal(found.length, 1, found.join('\n'));
+    assert.match(found[0]!, /^publishedResourceFiles\[0\] \(proj\.yaml\) document 1 spec\.related\[1\]\.projection: .*cannot copy kind ConfigMap as databases\.demo\.relsync\.dev/);
+  });
+
   it('point a problem found after translation back at the manifest', () => {
     const found = problems(configWith({ 'pr2.yaml': manifest.replace('path: spec.credentialsSecret', 'path: spec..credentialsSecret') }));
     assert.equal(found.length, 1, found.join('\n'));

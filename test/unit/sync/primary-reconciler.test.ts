@@ -3,7 +3,8 @@
 // call on in-memory clusters (test/harness/memory-clusters.ts) with a real
 // SQLite store. The rule under every row: an object without relsync's marks
 // naming the source is never written or deleted, and a reconcile with nothing
-// to do writes nothing.
+// to do writes nothing. A related rule of another type (ConfigMap ↔ Secret)
+// writes the converted content, and its copy's events are told from drift.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,7 @@ import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
 import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
 import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
+import { EventRouter } from '../../../src/controller/event-router.js';
 import { PrimaryReconciler, type ReconcilerDeps } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
@@ -741,5 +743,80 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
       assert.equal((await store.primary(primaryId))?.state, 'synced');
     });
+  });
+
+  describe('a related rule of another type: ConfigMap ↔ Secret (content converted)', () => {
+    const b64 = (bytes: string | number[]) => Buffer.from(bytes as never).toString('base64');
+    // The same content in each type's form: text, and bytes that are not UTF-8 (binaryData in a ConfigMap).
+    const asConfigMap = (text: string, bin?: number[]) => ({ data: { text }, ...(bin ? { binaryData: { bin: b64(bin) } } : {}) });
+    const asSecret = (text: string, bin?: number[]) => ({ type: 'Opaque', data: { text: b64(text), ...(bin ? { bin: b64(bin) } : {}) } });
+    const directions = [
+      { what: 'ConfigMap → Secret', from: configMaps, to: secrets, source: asConfigMap, copy: asSecret },
+      { what: 'Secret → ConfigMap', from: secrets, to: configMaps, source: asSecret, copy: asConfigMap },
+    ] as const;
+    const fields = (o: KubeObject | undefined) => o && Object.fromEntries(Object.entries(o).filter(([k]) => !['apiVersion', 'kind', 'metadata'].includes(k)));
+
+    for (const d of directions) {
+      const rule: ResolvedRule = { ...template('converted', d.from, '{{ name }}-config'), destination: d.to, destinationType: d.to };
+      const converting: ResolvedResource = { ...resource, rules: [rule] };
+      const run = async () => {
+        world.clearCalls();
+        return reconciler.reconcile(converting, primaryId);
+      };
+      const putSource = () => world.put('tenant-a', d.from, { metadata: { namespace: 'shop', name: 'orders-config', labels: { app: 'shop' } }, ...d.source('v1', [0xff, 0x00, 0xfe]) });
+      const copy = () => world.read('service', d.to, COPY_NS, 'orders-config');
+
+      it(`${d.what}: the copy is created in the destination's form (non-UTF-8 bytes as binaryData in a ConfigMap); the next reconcile writes nothing`, async () => {
+        putPrimary();
+        putSource();
+        assert.deepEqual(await run(), done);
+        assert.deepEqual(world.writes().filter((w) => !w.includes('databases') && !w.includes('namespaces')), [`apply service/${d.to.resource}/${COPY_NS}/orders-config`]);
+        assert.deepEqual(fields(copy()), d.copy('v1', [0xff, 0x00, 0xfe]));
+        assert.equal(copy()?.metadata.labels?.app, 'shop');
+        assert.equal(copy()?.metadata.annotations?.['relsync.dev/source-resource'], d.from.resource);
+        const relation = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'converted');
+        assert.equal(relation?.state, 'synced');
+        assert.equal(relation?.contentHash, copy()?.metadata.annotations?.['relsync.dev/content-hash']);
+
+        assert.deepEqual(await run(), done);
+        assert.deepEqual(world.writes(), [], 'the converted copy reads as up to date');
+      });
+
+      it(`${d.what}: a changed source updates the copy; a key the source drops goes from the copy`, async () => {
+        putPrimary();
+        putSource();
+        await run();
+        world.edit('tenant-a', d.from, 'shop', 'orders-config', (o) => {
+          delete o.data;
+          delete o.binaryData;
+          Object.assign(o, d.source('v2'));
+        });
+        await run();
+        assert.deepEqual(world.writes(), [`apply service/${d.to.resource}/${COPY_NS}/orders-config`]);
+        assert.deepEqual(fields(copy()), d.copy('v2'), 'the new value, and the dropped key gone');
+        await run();
+        assert.deepEqual(world.writes(), []);
+      });
+
+      it(`${d.what}: the event of relsync's own converted copy is not routed back; drift on it is routed and repaired`, async () => {
+        const queued: string[] = [];
+        const router = new EventRouter({
+          agentName: AGENT, serviceCluster: 'service', hasher: new ContentHasher(Buffer.from('k')), isPlatform: (c) => c === 'tenant-a',
+          resources: [converting], store, enqueue: (key) => queued.push(key.id.name), logger: pino({ level: 'silent' }),
+        });
+        putPrimary();
+        putSource();
+        await run();
+        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 0, 'its content hash matches: relsync\'s own write');
+
+        world.edit('service', d.to, COPY_NS, 'orders-config', (o) => void ((o.data as Record<string, string>).text = d.to === secrets ? b64('tampered') : 'tampered'));
+        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 1);
+        assert.deepEqual(queued, ['orders'], 'drift reaches the primary');
+        await run();
+        assert.deepEqual(world.writes(), [`apply service/${d.to.resource}/${COPY_NS}/orders-config`]);
+        assert.deepEqual(fields(copy()), d.copy('v1', [0xff, 0x00, 0xfe]), 'repaired');
+        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 0, 'and the repair is not routed back');
+      });
+    }
   });
 });
