@@ -14,6 +14,7 @@ import { LeaderElector, leaseType } from './leader-election.js';
 import { prepareReconciles } from './reconcile-prerequisites.js';
 import { scheduleSweeps } from './sweep-triggers.js';
 import { bindingWatchFor, watchFor } from './watches.js';
+import { ResourceClient } from '../kube/resource-client.js';
 import type { Wiring } from './wiring.js';
 import { sleep } from '../util/sleep.js';
 
@@ -39,7 +40,8 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   let becameLeader: () => void = () => undefined;
   const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
   const elector = new LeaderElector({
-    client: w.clusters.client(w.clusters.service.name, leaseType),
+    // Renewed past the service cluster's concurrency limit: a Retry-After on writes must not cost the lease.
+    client: new ResourceClient(w.clusters.service.connection.unlimited(), leaseType),
     namespace: le.namespace,
     name: le.name,
     identity: options.identity,

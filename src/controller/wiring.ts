@@ -76,6 +76,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   const logical = await LogicalClusters.load(new LogicalClusterStore(db));
   const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
     observer: (cluster, method, code) => metrics.apiRequests.inc({ cluster, method, code: String(code) }),
+    limitObserver: (cluster, limit, throttled) => {
+      metrics.clientConcurrencyLimit.set({ cluster }, limit);
+      if (throttled) metrics.clientThrottled.inc({ cluster });
+    },
     logicalClusters: logical,
   });
   try {

@@ -12,7 +12,7 @@
  * logical cluster's clients go with it.
  */
 
-import { Connection, type RequestObserver } from './connection.js';
+import { Connection, type LimitObserver, type RequestObserver } from './connection.js';
 import { Discovery } from './discovery.js';
 import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
@@ -41,6 +41,8 @@ export interface Cluster {
 
 export interface ClusterSetOptions {
   readonly observer?: RequestObserver;
+  /** Sees each configured cluster's concurrency limit (a kcp platform's workspaces share their platform's). */
+  readonly limitObserver?: LimitObserver;
   /** The logical clusters of kcp platforms; required when a platform is kcp. */
   readonly logicalClusters?: LogicalClusters;
 }
@@ -63,6 +65,7 @@ export class ClusterSet {
     const make = (c: ClusterConfig, role: Cluster['role']): Cluster => {
       const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context });
       connection.observer = options.observer;
+      connection.limitObserver = options.limitObserver;
       let cluster: Cluster;
       if (c.kcp) {
         if (!this.logicalClusters) throw new Error(`cluster ${c.name}: a kcp platform needs the store's logical clusters`);

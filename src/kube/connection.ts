@@ -5,11 +5,19 @@
  * requests. relsync talks REST itself instead of through client-node's typed
  * APIs, which coerce custom kinds named like core kinds and drop unknown
  * fields of core kinds (see shared/notes/client-node.md).
+ *
+ * Non-watch requests take a slot of the cluster's adaptive limit
+ * (adaptive-limit.ts), shared like the agent: a 429 slows every request of
+ * the cluster, not only the one answered. Watches are exempt (a watch would
+ * hold its slot for minutes; they are few, one per configured type and
+ * cluster), and so is a connection made by unlimited() (the leader's lease).
  */
 import http from 'node:http';
 import https from 'node:https';
+import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
+import type { Clock } from '../util/clock.js';
 
 export interface ConnectionOptions {
   /** Name used in logs, metrics and identities. */
@@ -20,6 +28,8 @@ export interface ConnectionOptions {
   readonly context?: string | undefined;
   /** Per-request timeout for non-watch requests; default 30 s. */
   readonly requestTimeoutMs?: number;
+  /** Time for Retry-After pauses; default the system's. */
+  readonly clock?: Clock;
 }
 
 export interface RequestOptions {
@@ -45,11 +55,19 @@ export class AnswerTooLargeError extends Error {
 /** Counts requests per verb, for metrics and benchmarks. */
 export type RequestObserver = (cluster: string, method: string, statusCode: number) => void;
 
-/** Credentials and the one keep-alive agent, shared by a connection and those derived from it. */
+/** Sees the cluster's concurrency limit when its whole part changes, and each throttled answer (`throttled`: this call is one). */
+export type LimitObserver = (cluster: string, limit: number, throttled: boolean) => void;
+
+/** Most non-watch requests of one cluster at once, and the agent's sockets. */
+const MAX_CONCURRENCY = 32;
+
+/** Credentials, the one keep-alive agent and the concurrency limit, shared by a connection and those derived from it. */
 interface Transport {
   readonly agent: https.Agent | http.Agent;
   readonly credentials: Credentials;
+  readonly limit: AdaptiveLimit;
   observer: RequestObserver | undefined;
+  limitObserver: LimitObserver | undefined;
 }
 
 export class Connection {
@@ -60,6 +78,8 @@ export class Connection {
   private readonly resolveServer: () => Promise<string>;
   private readonly transport: Transport;
   private readonly requestTimeoutMs: number;
+  /** False for a connection made by unlimited(). */
+  private readonly limited: boolean = true;
 
   constructor(options: ConnectionOptions) {
     this.name = options.name;
@@ -74,11 +94,19 @@ export class Connection {
     const server = credentials.server;
     this.server = server;
     this.resolveServer = () => Promise.resolve(server);
-    this.transport = {
-      agent: server.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true, maxSockets: 32 }),
+    const agentOptions = { keepAlive: true, maxSockets: MAX_CONCURRENCY };
+    const transport: Transport = {
+      agent: server.startsWith('https:') ? new https.Agent(agentOptions) : new http.Agent(agentOptions),
       credentials,
+      limit: new AdaptiveLimit({
+        max: MAX_CONCURRENCY,
+        clock: options.clock,
+        onChange: (limit, throttled) => transport.limitObserver?.(this.metricsName, limit, throttled),
+      }),
       observer: undefined,
+      limitObserver: undefined,
     };
+    this.transport = transport;
   }
 
   /** Sees every request of this connection and of those derived from it. */
@@ -88,6 +116,17 @@ export class Connection {
 
   set observer(observer: RequestObserver | undefined) {
     this.transport.observer = observer;
+  }
+
+  /** Sees the concurrency limit of this connection and of those derived from it; told the current one at once. */
+  set limitObserver(observer: LimitObserver | undefined) {
+    this.transport.limitObserver = observer;
+    observer?.(this.metricsName, this.transport.limit.limit, false);
+  }
+
+  /** The cluster's concurrency limit (shared with derived connections), for tests and probes. */
+  get concurrency(): Pick<AdaptiveLimit, 'limit' | 'inFlight' | 'queued'> {
+    return this.transport.limit;
   }
 
   /**
@@ -106,7 +145,21 @@ export class Connection {
       resolveServer,
       transport: this.transport,
       requestTimeoutMs: this.requestTimeoutMs,
+      limited: this.limited,
     });
+    return child;
+  }
+
+  /**
+   * This connection, but its requests skip the concurrency limit and its
+   * pauses: for the leader's Lease, which must be renewed within the renew
+   * deadline even while the cluster's other requests wait out a Retry-After
+   * (the API server's priority and fairness gives leases their own priority
+   * level for the same reason). Its answers do not move the limit.
+   */
+  unlimited(): Connection {
+    const child = Object.create(Connection.prototype) as Connection;
+    Object.assign(child, this, { limited: false });
     return child;
   }
 
@@ -118,21 +171,33 @@ export class Connection {
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const res = await this.open(method, path, options, this.requestTimeoutMs);
-      const status = res.statusCode ?? 0;
+      const slot = this.limited ? await this.transport.limit.acquire(options.signal) : undefined;
+      let status: number;
       let text: string;
+      let retryAfter: number | undefined;
       try {
-        text = await readBody(res, status >= 200 && status < 300 ? options.maxBytes : undefined, method, path);
+        const res = await this.open(method, path, options, this.requestTimeoutMs);
+        status = res.statusCode ?? 0;
+        retryAfter = retryAfterHeader(res);
+        try {
+          text = await readBody(res, status >= 200 && status < 300 ? options.maxBytes : undefined, method, path);
+        } finally {
+          // Counted also when the answer was dropped for its size: the API server did the work.
+          this.observer?.(this.metricsName, method, status);
+        }
+        if (slot) tellLimit(slot, status, retryAfter);
       } finally {
-        // Counted also when the answer was dropped for its size: the API server did the work.
-        this.observer?.(this.metricsName, method, status);
+        // No answer (a reset, a timeout, an abort): the slot is freed and the limit left as it was.
+        slot?.release();
       }
+      // A 429 is not retried here: the caller (the work queue) retries no sooner than Retry-After,
+      // and the limit above keeps the cluster's other requests back meanwhile.
       if (status === 401 && attempt === 0) {
         // Expired or rotated credentials: apply them afresh and try once more.
         this.transport.credentials.invalidate();
         continue;
       }
-      if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfterHeader(res));
+      if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
       try {
         return JSON.parse(text) as T;
@@ -159,8 +224,9 @@ export class Connection {
     }
   }
 
-  /** Closes the shared agent: this connection and every one derived from it. */
+  /** Closes the shared agent: this connection and every one derived from it. Requests waiting for a slot fail. */
   close(): void {
+    this.transport.limit.close();
     this.transport.agent.destroy();
   }
 
@@ -200,6 +266,12 @@ export class Connection {
       req.end(body);
     });
   }
+}
+
+/** What an answer says about the API server's load: 429, or 503 with Retry-After, is throttling; another 5xx, nothing. */
+function tellLimit(slot: Slot, status: number, retryAfter: number | undefined): void {
+  if (status === 429 || (status === 503 && retryAfter !== undefined)) slot.throttled(retryAfter);
+  else if (status < 500) slot.answered();
 }
 
 /** The Retry-After header in seconds (429, 503), when it is a number. */
