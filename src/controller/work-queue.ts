@@ -84,12 +84,14 @@ export class WorkQueue<T> {
     const key = this.options.key(item);
     const at = this.clock.now() + delayMs;
     const existing = this.timers.get(key);
+    // Merged with what already waits for this key, also when an earlier timer stays: that timer
+    // runs the merged item (a full retry is never narrowed to a partial one).
+    this.remember(key, item);
     if (existing && existing.at <= at) return;
     existing?.timer.cancel();
-    this.remember(key, item);
     const timer = this.clock.after(delayMs, () => {
       this.timers.delete(key);
-      this.add(item);
+      this.add(this.items.get(key) ?? item);
     });
     this.timers.set(key, { at, timer });
   }

@@ -157,10 +157,28 @@ export class AdaptiveLimit {
     const until = this.clock.now() + pauseMs;
     if (until > this.pausedUntil) {
       this.pausedUntil = until;
-      // A sleep, not an unref'd timer: a one-shot command whose only pending work waits here must not exit.
-      void this.clock.sleep(pauseMs, this.closing.signal).then(() => this.admit());
+      this.awaitPauseEnd();
     }
     this.options.onChange?.(this.limit, true);
+  }
+
+  /** One sleep at a time until the pause ends (a burst of 429s that extends it adds no listener per answer). */
+  private sleeping = false;
+
+  private awaitPauseEnd(): void {
+    if (this.sleeping) return;
+    this.sleeping = true;
+    const wake = () => {
+      const left = this.pausedUntil - this.clock.now();
+      if (this.closed || left <= 0) {
+        this.sleeping = false;
+        this.admit();
+        return;
+      }
+      // A sleep, not an unref'd timer: a one-shot command whose only pending work waits here must not exit.
+      void this.clock.sleep(left, this.closing.signal).then(wake);
+    };
+    wake();
   }
 
   /** Lets waiting requests in, oldest first, while the limit and the pause allow. */

@@ -204,8 +204,9 @@ export class ResourceClient {
     return { items, resourceVersion };
   }
 
-  async create(namespace: string, object: KubeObject): Promise<KubeObject> {
-    return this.connection.request<KubeObject>('POST', this.path(namespace), { body: this.withType(object) });
+  /** `fieldManager`: whom the API server records as the owner of the created fields (an Update's). */
+  async create(namespace: string, object: KubeObject, fieldManager?: string): Promise<KubeObject> {
+    return this.connection.request<KubeObject>('POST', this.path(namespace), { body: this.withType(object), query: { fieldManager } });
   }
 
   /** PUT with the object's resourceVersion: a concurrent change answers 409. */

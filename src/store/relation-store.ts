@@ -244,15 +244,18 @@ export class RelationStore {
   }
 
   /**
-   * Records that one relation of a primary was synced on its own (a change that concerned only
-   * it: sync/edge-sync.ts); false when the store has no such relation (the primary's rows changed
-   * meanwhile: the caller falls back to the full reconcile).
+   * Records the outcome of one relation of a primary synced on its own (a change that concerned
+   * only it: sync/edge-sync.ts); false when the store has no such relation (the primary's rows
+   * changed meanwhile: the caller falls back to the full reconcile).
    */
-  async saveRelationSynced(relation: Pick<RelationRecord, 'primary' | 'ruleId' | 'source' | 'destination'>, contentHash: string): Promise<boolean> {
+  async saveRelationOutcome(
+    relation: Pick<RelationRecord, 'primary' | 'ruleId' | 'source' | 'destination'>,
+    outcome: Pick<RelationRecord, 'state' | 'contentHash' | 'message'>,
+  ): Promise<boolean> {
     const at = this.now().toISOString();
     const result = await this.db
       .updateTable('relations')
-      .set({ state: 'synced', content_hash: contentHash, message: null, last_synced_at: at })
+      .set({ state: outcome.state, content_hash: outcome.contentHash, message: outcome.message, ...(outcome.state === 'synced' ? { last_synced_at: at } : {}) })
       .where((eb) => eb.and({ ...columns('primary_', relation.primary), ...columns('source_', relation.source), ...columns('dest_', relation.destination), rule_id: relation.ruleId }))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;

@@ -3,19 +3,17 @@
  * every top-level field except apiVersion/kind/metadata/status, plus the
  * source's labels and annotations (less server-set, kcp's and relsync's own).
  *
- * Up to date means: the payload maps of ConfigMaps and Secrets (`data`,
- * `binaryData`, `type`) are equal, every other field the source has is
- * present with the same value in the copy, and the marks (with the hash of
- * what was applied, which changes when the source drops a field) are equal.
- * Fields only the copy has (server defaults, fields an operator added) are
- * left alone — copy-writer.ts applies only relsync's fields — so that
- * defaulting can never cause a write loop.
+ * Up to date means: every field, key, label and annotation relsync applies
+ * holds the value it applies, and the marks are equal — among them a hash of
+ * what is applied, which changes when the source drops something (the next
+ * apply then removes it). Fields only the copy has (server defaults, fields
+ * and keys an operator added) are left alone — copy-writer.ts applies only
+ * relsync's fields — so that defaulting can never cause a write loop.
  */
 import type { KubeObject } from '../core/object.js';
 import { isRelsyncKey } from './marks.js';
 
 const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);
-const exactFields = new Set(['data', 'binaryData', 'type', 'stringData']);
 const droppedAnnotations = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
 
 export interface CopyContent {
@@ -59,23 +57,17 @@ function isKcpKey(key: string): boolean {
 }
 
 export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {
-  for (const [key, value] of Object.entries(desired.fields)) {
-    const actual = existing[key];
-    if (exactFields.has(key) ? !deepEqual(value, actual) : !isSubset(value, actual)) return false;
-  }
-  for (const key of exactFields) if (!(key in desired.fields) && existing[key] !== undefined && key !== 'type') return false;
+  // What relsync applies holds relsync's values; others' fields (keys of a payload map too) are
+  // theirs, and stay. What the source dropped shows in the marks: their hash of what is applied changes.
+  for (const [key, value] of Object.entries(desired.fields)) if (!isSubset(value, existing[key])) return false;
   const labels = existing.metadata.labels ?? {};
   const annotations = existing.metadata.annotations ?? {};
-  const wantLabels = { ...desired.labels, ...marks.labels };
-  const wantAnnotations = { ...desired.annotations, ...marks.annotations };
-  if (!sameUserMap(labels, wantLabels) || !sameUserMap(annotations, wantAnnotations, droppedAnnotations)) return false;
-  return true;
+  return sameValues(labels, { ...desired.labels, ...marks.labels }) && sameValues(annotations, { ...desired.annotations, ...marks.annotations });
 }
 
-/** Equal on the keys that came from the source and on relsync's own; other keys are the destination's business. */
-function sameUserMap(actual: Record<string, string>, want: Record<string, string>, ignore?: Set<string>): boolean {
+/** Every key relsync applies holds its value; other keys are the destination's business. */
+function sameValues(actual: Record<string, string>, want: Record<string, string>): boolean {
   for (const [k, v] of Object.entries(want)) if (actual[k] !== v) return false;
-  for (const k of Object.keys(actual)) if (isRelsyncKey(k) && !(k in want) && !ignore?.has(k)) return false;
   return true;
 }
 

@@ -12,13 +12,13 @@
  * them is never written or deleted), and that remembers relsync's own writes
  * (own-writes.ts) and counts them.
  */
-import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, type CopyContent } from './content.js';
-import { upgradedManagedFields, writtenBeforeApply } from './field-ownership.js';
+import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
 import { AGENT_LABEL, fieldManagerName, markedSource } from './marks.js';
 import type { OwnWrites } from './own-writes.js';
@@ -130,7 +130,11 @@ export class CopyWriter {
   private async create(client: ObjectClient, write: Upsert): Promise<KubeObject | 'exists'> {
     const { copy } = write;
     const body = this.applied(write, CREATE_ONLY);
-    const apply = () => client.apply(structuredClone(body), this.fieldManager);
+    const apply = () =>
+      client.apply(structuredClone(body), this.fieldManager).catch((err: unknown) => {
+        if (!refusesCreateOnly(err)) throw err;
+        return this.createByPost(client, write);
+      });
     let created: KubeObject;
     try {
       created = await apply().catch(async (err: unknown) => {
@@ -150,15 +154,40 @@ export class CopyWriter {
     return this.recorded(copy, created);
   }
 
+  /**
+   * kcp (v0.28.1) answers an apply that would create and names a resourceVersion with 500
+   * "resourceVersion should not be set on objects to be created": there a create is a POST
+   * (refused when the name is taken, as a create must be), and the Update entry it leaves is folded
+   * into relsync's apply entry at once, so that later applies still let go of what the source drops
+   * (should that patch fail, the next update folds it: see update()).
+   */
+  private async createByPost(client: ObjectClient, write: Upsert): Promise<KubeObject> {
+    const { copy } = write;
+    const created = await client.create(copy.namespace, this.applied(write, undefined), this.fieldManager);
+    const managedFields = upgradedManagedFields(created.metadata.managedFields, this.fieldManager);
+    if (!managedFields) return created;
+    return client
+      .jsonPatch(copy.namespace, copy.name, [
+        { op: 'test', path: '/metadata/resourceVersion', value: created.metadata.resourceVersion },
+        { op: 'replace', path: '/metadata/managedFields', value: managedFields },
+      ])
+      .catch(() => created);
+  }
+
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
     if (!this.isMarkedCopyOf(read, write.source)) return 'conflict';
     if (isUpToDate(write.desired, write.marks, read)) return read;
     let current = read;
-    if (writtenBeforeApply(current.metadata.annotations)) {
-      const upgraded = await this.upgradeOwnership(client, write);
+    // Fields still owned by an Update of relsync's — a copy written before it applied its copies
+    // (it carries the old record of copied keys), or created by POST on kcp (its own Update entry;
+    // objects from a LIST carry no managed fields, a watch's do) — become its applied fields first.
+    const old = oldRecordOf(current.metadata.annotations);
+    if (old || upgradedManagedFields(current.metadata.managedFields, this.fieldManager) !== undefined) {
+      const upgraded = await this.upgradeOwnership(client, write, old);
       if (upgraded === 'conflict') return 'conflict';
       if (upgraded) current = upgraded;
     }
+    if (!current.metadata.resourceVersion) throw new Error(`${write.copy.name}: read without a resourceVersion; an update without one would be unconditional`);
     // The version read is the precondition: a change since (a cached read behind the API server,
     // another writer) answers 409, and the reconcile reads live and decides again.
     const written = await client.apply(this.applied(write, current.metadata.resourceVersion), this.fieldManager);
@@ -172,16 +201,22 @@ export class CopyWriter {
    * A copy written before relsync applied its copies: its fields become relsync's applied fields
    * (field-ownership.ts), read and patched live; the copy as it is then, undefined when it is gone.
    */
-  private async upgradeOwnership(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict' | undefined> {
+  private async upgradeOwnership(client: ObjectClient, write: Upsert, old: OldRecord | undefined): Promise<KubeObject | 'conflict' | undefined> {
     const live = await client.get(write.copy.namespace, write.copy.name);
     if (!live) return undefined;
     if (!this.isMarkedCopyOf(live, write.source)) return 'conflict';
-    const managedFields = upgradedManagedFields(live.metadata.managedFields, this.fieldManager);
+    const managedFields = upgradedManagedFields(live.metadata.managedFields, this.fieldManager, old ?? oldRecordOf(live.metadata.annotations));
     if (!managedFields) return live;
-    return client.jsonPatch(write.copy.namespace, write.copy.name, [
-      { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
-      { op: 'replace', path: '/metadata/managedFields', value: managedFields },
-    ]);
+    return client
+      .jsonPatch(write.copy.namespace, write.copy.name, [
+        { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+        { op: 'replace', path: '/metadata/managedFields', value: managedFields },
+      ])
+      .catch((err: unknown) => {
+        // A failed `test` (changed since the GET) answers 422: a conflict like any other, retried live.
+        if (err instanceof ApiError && err.statusCode === 422) throw new ApiError('PATCH', `${write.copy.namespace}/${write.copy.name}`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: `changed while its field ownership was upgraded: ${err.message}` }));
+        throw err;
+      });
   }
 
   /** A related copy's missing namespace (primaries' copy namespaces: copy-namespaces.ts). */
@@ -192,6 +227,11 @@ export class CopyWriter {
       if (!isAlreadyExists(err)) throw err;
     }
   }
+}
+
+/** kcp's answer to an apply that would create with a resourceVersion (see CopyWriter.createByPost). */
+function refusesCreateOnly(err: unknown): boolean {
+  return err instanceof ApiError && err.statusCode === 500 && /resourceVersion should not be set on objects to be created/.test(err.message);
 }
 
 /** A 404 to a create whose namespace does not exist (the API server names the namespace, not the object). */

@@ -7,14 +7,17 @@
  * its copy, the source and the destination (all of them usually from the
  * watch-fed cache) and writes once.
  *
- * It only acts where the full reconcile would do exactly the same: the store
- * says the primary and the relation are synced, the primary is the stored
- * incarnation with relsync's finalizer and its copy carries relsync's marks,
- * and the primary still resolves to this very pair. Anything else — and any
- * outcome of the relation other than synced — answers 'full': the reconciler
- * then runs the full reconcile, which decides and records it (warnings,
- * conflicts, releases, deletions). It runs under the primary's queue key, so
- * never beside that primary's full reconcile.
+ * It acts only where the store and the objects show that this relation is
+ * all the change concerns: the store says the primary and the relation are
+ * synced, the primary is the stored incarnation with relsync's finalizer, its
+ * copy carries relsync's marks, the primary still resolves to this very pair,
+ * and the source still exists and (service side) is provably the copy's. The
+ * relation itself is decided as the full reconcile decides it
+ * (relation-sync.ts); a write refused for good is parked the same way.
+ * Anything else — a conflict, a source to wait for, a failed write — answers
+ * 'full' (or fails, and the retry is full): the full reconcile decides and
+ * records it (warnings, conflicts, releases, deletions). It runs under the
+ * primary's queue key, so never beside that primary's full reconcile.
  */
 import { identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector } from '../core/label-selector.js';
@@ -88,15 +91,24 @@ export class EdgeSync {
       const pair = plan.named?.pairs.find((p) => identityKey(p.source) === identityKey(edge.source) && identityKey(p.destination) === identityKey(edge.destination));
       if (!pair || (plan.named?.problems.length ?? 0) > 0) return 'full';
       const source = await reads.get(pair.source.cluster, rule.sourceType, pair.source.namespace, pair.source.name);
-      if (!source) return 'full';
-      // The same content as stored: the copy already holds it (drift of the copy is its own event, reconciled in full).
+      // Gone, or (service side) no longer provably the copy's source: the full reconcile decides, live.
+      if (!source || this.deps.finder.isOwnCopyAsServiceSource(rule, source) || !this.deps.finder.isProven(plan.input, source)) return 'full';
+      // The same content as stored: the copy holds it already (drift of the copy is an event of its own, reconciled in full).
       if (this.deps.relations.desiredOf(rule, source).hash === relation.contentHash) {
         this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });
         continue;
       }
       const outcome = await this.deps.relations.sync(reads, plan.input, pair, id);
-      if (outcome.state !== 'synced' || outcome.contentHash === null) return 'full';
-      if (!(await store.saveRelationSynced({ primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination }, outcome.contentHash))) return 'full';
+      const at = { primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination };
+      if (outcome.state === 'error' && !outcome.retrySoon) {
+        // Refused for good (invalid, denied, too big): parked as the full reconcile parks it — said
+        // on the primary (relation-sync.ts did), recorded, not written again until something changes.
+        if (!(await store.saveRelationOutcome(at, outcome))) return 'full';
+        await store.setPrimaryState(id, 'error', outcome.message);
+        this.deps.metrics.edgeSyncs.inc({ result: 'refused' });
+        continue;
+      }
+      if (outcome.state !== 'synced' || !(await store.saveRelationOutcome(at, outcome))) return 'full';
       this.deps.metrics.edgeSyncs.inc({ result: 'written' });
     }
     return 'done';

@@ -6,7 +6,9 @@
  * source drops would stay on such a copy for good. Before its first apply,
  * a copy that still carries the old bookkeeping annotation gets those
  * entries turned into relsync's apply entry (what client-go's csaupgrade
- * does for kubectl), in one JSON patch guarded by the resourceVersion.
+ * does for kubectl), in one JSON patch guarded by the resourceVersion — only
+ * what relsync wrote: the old record names the labels and annotations that
+ * came from the source.
  */
 import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION } from './marks.js';
 
@@ -23,25 +25,42 @@ interface ManagedFieldsEntry {
   readonly subresource?: string;
 }
 
-/** Whether a copy was written before relsync applied its copies (it carries the old record of copied keys). */
-export function writtenBeforeApply(annotations: Readonly<Record<string, string>> | undefined): boolean {
-  return annotations?.[COPIED_LABELS_ANNOTATION] !== undefined || annotations?.[COPIED_ANNOTATIONS_ANNOTATION] !== undefined;
+/** The label and annotation keys a copy written before relsync applied its copies took from its source (its old record), or undefined. */
+export function oldRecordOf(annotations: Readonly<Record<string, string>> | undefined): OldRecord | undefined {
+  const labels = annotations?.[COPIED_LABELS_ANNOTATION];
+  const annots = annotations?.[COPIED_ANNOTATIONS_ANNOTATION];
+  if (labels === undefined && annots === undefined) return undefined;
+  const keys = (list: string | undefined) => (list ?? '').split(',').filter(Boolean);
+  return { labels: keys(labels), annotations: keys(annots) };
+}
+
+export interface OldRecord {
+  readonly labels: readonly string[];
+  readonly annotations: readonly string[];
 }
 
 /**
- * The managed fields with the entries of relsync's old writes (Update, manager "unknown" or
- * `manager` itself, main resource) folded into one Apply entry of `manager`; undefined when there
- * is none to fold (already done, or never written that way).
+ * The managed fields with relsync's Update entries (main resource) folded into one Apply entry of
+ * `manager`: always its own Update entries (a POST of relsync's, see copy-writer.ts), and, given
+ * `old` (a copy written before relsync applied its copies), those of manager "unknown" — but of
+ * their labels and annotations only the keys the old record names and relsync's own `relsync.dev/`
+ * keys: whatever else "unknown" owns there (a webhook's label set at create) stays its own.
+ * Undefined when there is nothing to fold.
  */
-export function upgradedManagedFields(managedFields: unknown, manager: string): ManagedFieldsEntry[] | undefined {
+export function upgradedManagedFields(managedFields: unknown, manager: string, old?: OldRecord): ManagedFieldsEntry[] | undefined {
   if (!Array.isArray(managedFields)) return undefined;
   const entries = managedFields as ManagedFieldsEntry[];
-  const old = (e: ManagedFieldsEntry) => e.operation === 'Update' && (e.manager === OLD_MANAGER || e.manager === manager) && !e.subresource && e.fieldsType === 'FieldsV1';
-  const folded = entries.filter(old);
+  const foldable = (e: ManagedFieldsEntry) => e.operation === 'Update' && !e.subresource && e.fieldsType === 'FieldsV1' && (e.manager === manager || (old !== undefined && e.manager === OLD_MANAGER));
+  const folded = entries.filter(foldable);
   if (folded.length === 0) return undefined;
   const applied = entries.find((e) => e.operation === 'Apply' && e.manager === manager && !e.subresource);
   let fields: Record<string, unknown> = applied?.fieldsV1 ?? {};
-  for (const e of folded) fields = unionFields(fields, e.fieldsV1 ?? {});
+  const kept: ManagedFieldsEntry[] = [];
+  for (const e of folded) {
+    const { mine, theirs } = e.manager === manager || !old ? { mine: e.fieldsV1 ?? {}, theirs: undefined } : splitOldFields(e.fieldsV1 ?? {}, old);
+    fields = unionFields(fields, mine);
+    if (theirs) kept.push({ ...e, fieldsV1: theirs });
+  }
   const entry: ManagedFieldsEntry = {
     manager,
     operation: 'Apply',
@@ -50,7 +69,44 @@ export function upgradedManagedFields(managedFields: unknown, manager: string): 
     fieldsType: 'FieldsV1',
     fieldsV1: fields,
   };
-  return [...entries.filter((e) => !old(e) && e !== applied), entry];
+  return [...entries.filter((e) => !foldable(e) && e !== applied), ...kept, entry];
+}
+
+/**
+ * An old "unknown" entry's fields as relsync's (every field outside metadata — relsync wrote
+ * them all — and of the labels and annotations the keys the old record names or relsync's own)
+ * and the rest (undefined when nothing is left).
+ */
+function splitOldFields(fieldsV1: Record<string, unknown>, old: OldRecord): { mine: Record<string, unknown>; theirs: Record<string, unknown> | undefined } {
+  const mine: Record<string, unknown> = {};
+  const theirs: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fieldsV1)) {
+    if (k !== 'f:metadata' || !isObject(v)) {
+      mine[k] = v;
+      continue;
+    }
+    const metaMine: Record<string, unknown> = {};
+    const metaTheirs: Record<string, unknown> = {};
+    for (const [mk, mv] of Object.entries(v)) {
+      const record = mk === 'f:labels' ? old.labels : mk === 'f:annotations' ? old.annotations : undefined;
+      if (!record || !isObject(mv)) {
+        metaTheirs[mk] = mv;
+        continue;
+      }
+      const ours: Record<string, unknown> = {};
+      const others: Record<string, unknown> = {};
+      for (const [key, leaf] of Object.entries(mv)) {
+        const name = key.startsWith('f:') ? key.slice(2) : undefined;
+        if (name !== undefined && (record.includes(name) || name.startsWith('relsync.dev/'))) ours[key] = leaf;
+        else others[key] = leaf;
+      }
+      if (Object.keys(ours).length > 0) metaMine[mk] = ours;
+      if (Object.keys(others).length > 0) metaTheirs[mk] = others;
+    }
+    if (Object.keys(metaMine).length > 0) mine['f:metadata'] = metaMine;
+    if (Object.keys(metaTheirs).length > 0) theirs['f:metadata'] = metaTheirs;
+  }
+  return { mine, theirs: Object.keys(theirs).length > 0 ? theirs : undefined };
 }
 
 /** The union of two FieldsV1 sets (nested objects whose keys are `f:name`, `k:{…}`, `v:…`, `.`). */

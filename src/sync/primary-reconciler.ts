@@ -127,14 +127,17 @@ export class PrimaryReconciler {
         }
       }
     }
-    this.fullNext.delete(key);
     try {
-      return await this.reconcileWith(reads, resource, id).catch((err: unknown) => {
+      const result = await this.reconcileWith(reads, resource, id).catch((err: unknown) => {
         // About to delete on the cache's word: the API servers decide (object-reads.ts).
         if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id);
         throw err;
       });
+      this.fullNext.delete(key);
+      return result;
     } catch (err) {
+      // The retry is a full reconcile too, whatever edges its key gathers meanwhile.
+      this.fullNext.set(key, true, 10 * 60_000);
       if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
       throw err;
     }
@@ -142,7 +145,7 @@ export class PrimaryReconciler {
 
   /** Primaries whose last reconcile ended in a 409 (bounded: an entry is only a hint). */
   private readonly readLive = new ExpiringMap<string, true>(10_000);
-  /** Primaries whose last edge sync failed: their next reconcile is a full one. */
+  /** Primaries whose last reconcile (edge or full) failed: their next one is full. */
   private readonly fullNext = new ExpiringMap<string, true>(10_000);
 
   private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {

@@ -4,7 +4,7 @@
  * copy-writer.ts; and releases the copies of relations a primary no longer
  * resolves to. The reconciler finds the relations (related-finder.ts) and
  * stores the outcomes; this holds what happens to each one, so that a change
- * that concerns one relation can one day be synced as that relation alone.
+ * that concerns one relation is synced as that relation alone (edge-sync.ts).
  * `sync()` expects what the reconciler did before it: the primary's copy
  * written into a copy namespace it claimed, the relation's claim recorded in
  * the store, and the per-primary cap applied.
@@ -95,7 +95,9 @@ export class RelationSync {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    const refusal = this.deps.refusals.secret(rule.destinationType, desired);
+    // Judged on what is written, and on the source when it is a Secret written as another kind: a
+    // token-minting Secret's values are not the other side's to read in a ConfigMap either.
+    const refusal = this.deps.refusals.secret(rule.destinationType, desired) ?? this.deps.refusals.secret(rule.sourceType, { fields: { type: source.type } });
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.

@@ -9,6 +9,6 @@ export interface SyncMetrics {
   readonly conflicts: Counter<'kind'>;
   /** Service-side objects a service-origin rule found that are not provably the copy's (rules/provenance.ts). */
   readonly unprovenSources: Counter<'rule'>;
-  /** Changes synced as one relation (sync/edge-sync.ts): written, unchanged (same content hash), or handed to the full reconcile. */
+  /** Changes synced as one relation (sync/edge-sync.ts): written, unchanged (same content hash), refused for good (parked), or handed to the full reconcile. */
   readonly edgeSyncs: Counter<'result'>;
 }

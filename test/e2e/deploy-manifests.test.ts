@@ -38,7 +38,7 @@ describe('deploy manifests', () => {
     assert.equal(applied.status, 0, applied.stderr);
     const sa = 'system:serviceaccount:relsync-system:relsync';
     const can = (verb: string, resource: string, namespace = 'tenant-a-ns') => kubectl('auth', 'can-i', verb, resource, '--as', sa, '-n', namespace).stdout.trim();
-    for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete']) {
+    for (const verb of ['get', 'list', 'watch', 'create', 'patch', 'delete']) {
       assert.equal(can(verb, 'databases.demo.relsync.dev'), 'yes', `${verb} databases`);
       assert.equal(can(verb, 'configmaps'), 'yes', `${verb} configmaps`);
       // Secrets are service-origin sources in config.yaml: read, never written in a copy namespace.

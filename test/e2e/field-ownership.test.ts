@@ -16,7 +16,7 @@ import { startClusters, type Clusters } from '../harness/clusters.js';
 import type { ControlPlane } from '../harness/control-plane.js';
 import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { defaultCopyNamespace, type ClusterClient, type Database } from '../harness/tenant.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 type Tuning = { tuning?: Record<string, unknown>; size?: number };
 
@@ -97,7 +97,7 @@ describe('copies are applied (field ownership)', () => {
   });
 
   it('upgrades a related copy written before relsync applied its copies: a key its source drops afterwards goes', async () => {
-    const db: Database = await a.createDatabase('apply', 'legacy', { size: 1 });
+    await a.createDatabase('apply', 'legacy', { size: 1 });
     await svc.copyOf(ns, 'legacy');
     // relsync stopped; meanwhile the source appears and an older relsync wrote its copy (a POST without a field manager, with the old record of copied keys).
     await relsync.stop();
@@ -126,6 +126,5 @@ describe('copies are applied (field ownership)', () => {
       return c && c.data?.b === undefined ? c : undefined;
     }, 30_000);
     assert.deepEqual(copy.data, { a: '1' });
-    assert.equal(db.metadata.name, 'legacy');
   });
 });

@@ -130,7 +130,7 @@ describe('ownership and garbage collection', () => {
   /**
    * The writes since `before`, once a marker change to a primary has arrived at its copy (so
    * the work queued before it, such as the reconciles of a startup, has been done), without the
-   * marker's own two writes (the test's, and relsync's update of the copy).
+   * marker's own two writes (the test's PUT, and relsync's apply of the copy).
    */
   async function writesUpToMarker(before: Awaited<ReturnType<typeof writeCountsNow>>, ns: string, copyNs: string, name: string): Promise<string[]> {
     const marker = String(Date.now());
@@ -138,7 +138,7 @@ describe('ownership and garbage collection', () => {
     await eventually('the marker change arrived', async () => (await svc.database(copyNs, name))?.spec?.marker === marker, 30_000);
     const after = await writeCountsNow();
     const writes = [...requestsBetween(before.service, after.service, SYNCED_TYPES).map((w) => `service: ${w}`), ...requestsBetween(before.tenant, after.tenant, SYNCED_TYPES).map((w) => `tenant: ${w}`)];
-    const markers = [`service: PUT databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`];
+    const markers = [`service: APPLY databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`];
     assert.deepEqual(writes.filter((w) => markers.includes(w)).sort(), markers, `the marker's own writes are seen: ${writes.join(', ')}`);
     return writes.filter((w) => !markers.includes(w));
   }
@@ -278,7 +278,7 @@ describe('ownership and garbage collection', () => {
     ], copyPath);
     const deleted = proxy.requests.find((r) => r.method === 'DELETE' && copyPath.test(r.path) && r.fault === 'delay');
     assert.equal(deleted?.status, 200, 'the old owner\'s DELETE did land');
-    assert.ok(proxy.requests.some((r) => r.method === 'PUT' && copyPath.test(r.path) && r.status === 200 && r.at > deleted!.at && r.at < deleted!.at + 3000), 'the new owner wrote the copy while the DELETE was held');
+    assert.ok(proxy.requests.some((r) => r.method === 'PATCH' && copyPath.test(r.path) && (r.status === 200 || r.status === 201) && r.at > deleted!.at && r.at < deleted!.at + 3000), 'the new owner wrote the copy while the DELETE was held');
     console.log(`moved between primaries: the copy has the new data ${ms1} ms (new owner held before recording) and ${ms2} ms (old owner's DELETE held 3 s) after the relabel`);
     // Still there once everything settled (a marker: a later change arrives).
     await a.putConfigMap('race', 'moving', { v: '4' }, { app: 'one' });
@@ -313,16 +313,17 @@ describe('ownership and garbage collection', () => {
     await a.createDatabase('twin', 'left', { configMapName: 'common' });
     await a.createDatabase('twin', 'right', { configMapName: 'common' });
     await eventually('both primaries copied', async () => (await svc.database(tns, 'left')) && (await svc.database(tns, 'right')), 30_000);
-    // Hold both creates of the copy, so that both reconciles find it missing and create it.
-    const path = new RegExp(`^/api/v1/namespaces/${tns}/configmaps$`);
-    const remove = proxy.inject({ method: 'POST', path, times: 2, action: { kind: 'delay', ms: 2000 } });
+    // Hold both creates of the copy (applies that only create), so that both reconciles find it missing and create it.
+    const path = new RegExp(`^/api/v1/namespaces/${tns}/configmaps/common$`);
+    const from = proxy.requests.length;
+    const remove = proxy.inject({ method: 'PATCH', path, times: 2, action: { kind: 'delay', ms: 2000 } });
     try {
       await a.putConfigMap('twin', 'common', { v: '1' });
-      await eventually('both creates were answered', async () => proxy.requests.filter((r) => r.method === 'POST' && path.test(r.path) && r.status !== undefined).length === 2, 30_000);
+      await eventually('both creates were answered', async () => proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path) && r.fault === 'delay' && r.status !== undefined).length === 2, 30_000);
     } finally {
       remove();
     }
-    const statuses = proxy.requests.filter((r) => r.method === 'POST' && path.test(r.path)).map((r) => r.status).sort();
+    const statuses = proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path) && r.fault === 'delay').map((r) => r.status).sort();
     assert.deepEqual(statuses, [201, 409], 'the race happened: one create won, one found the copy in place');
     await eventually('both relations synced', async () => {
       const [left, right] = [await relationStates('tenant-a', 'twin', 'left'), await relationStates('tenant-a', 'twin', 'right')];

@@ -134,15 +134,15 @@ describe('write faults, credentials and restarts', () => {
     it(`retries a related write answered ${name} until it lands, with sweeps off`, async () => {
       const path = await syncedPair(name);
       const from = proxy.requests.length;
-      proxy.inject({ method: 'PUT', path, times: 1, action });
+      proxy.inject({ method: 'PATCH', path, times: 1, action });
       const changedAt = Date.now();
       await a.putConfigMap('faults', `${name}-cfg`, { v: '2' });
       await eventually('the change arrives after the fault', async () => (await svc.configMap(ns, `${name}-cfg`))?.data?.v === '2', 20_000);
-      const puts = proxy.requests.slice(from).filter((r) => r.method === 'PUT' && path.test(r.path));
-      assert.equal(puts[0]?.fault, action.kind, 'the first write met the fault');
-      assert.equal(puts.at(-1)?.status, 200, 'a later write landed');
-      if (action.kind === 'status' && action.retryAfterSeconds) assert.ok(puts[1]!.at - puts[0]!.at >= 1000, `Retry-After honoured (${puts[1]!.at - puts[0]!.at} ms)`);
-      console.log(`${name}: the change arrived ${Date.now() - changedAt} ms after it was made (${puts.length} writes)`);
+      const writes = proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path));
+      assert.equal(writes[0]?.fault, action.kind, 'the first write met the fault');
+      assert.equal(writes.at(-1)?.status, 200, 'a later write landed');
+      if (action.kind === 'status' && action.retryAfterSeconds) assert.ok(writes[1]!.at - writes[0]!.at >= 1000, `Retry-After honoured (${writes[1]!.at - writes[0]!.at} ms)`);
+      console.log(`${name}: the change arrived ${Date.now() - changedAt} ms after it was made (${writes.length} writes)`);
       await eventually('the primary and its relation read as synced', async () => {
         const p = await primaryState(name);
         return p.state === 'synced' && p.relations.find((r) => r.rule === 'config')?.state === 'synced';
@@ -167,7 +167,7 @@ describe('write faults, credentials and restarts', () => {
   it('parks a write the service cluster refuses, reports it, and does not read as synced until a change fixes it', async () => {
     const path = await syncedPair('refused');
     const from = proxy.requests.length;
-    proxy.inject({ method: 'PUT', path, times: 1, action: { kind: 'status', status: 422 } });
+    proxy.inject({ method: 'PATCH', path, times: 1, action: { kind: 'status', status: 422 } });
     await a.putConfigMap('faults', 'refused-cfg', { v: '2' });
     const parked = await eventually('the primary reads as error', async () => {
       const p = await primaryState('refused');
@@ -175,7 +175,7 @@ describe('write faults, credentials and restarts', () => {
     }, 20_000);
     assert.equal(parked.relations.find((r) => r.rule === 'config')?.state, 'error');
     assert.ok((await a.events('faults', 'refused')).some((e) => e.reason === 'RelatedSyncFailed' && /422/.test(e.message ?? '')), 'an Event says why');
-    assert.equal(proxy.requests.slice(from).filter((r) => r.method === 'PUT' && path.test(r.path)).length, 1, 'one write');
+    assert.equal(proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path)).length, 1, 'one write');
     // The reconcile that met the refusal ended as done (it saved the error state), so no retry was scheduled.
     assert.doesNotMatch(relsync.log(), /"primary":"tenant-a:databases\.demo\.relsync\.dev:faults\/refused"[^\n]*reconcile failed/, 'no retry loop');
     await a.putConfigMap('faults', 'refused-cfg', { v: '3' });

@@ -165,7 +165,7 @@ class MemoryClient implements ObjectClient {
     return { items, resourceVersion: '0' };
   }
 
-  async create(namespace: string, object: KubeObject): Promise<KubeObject> {
+  async create(namespace: string, object: KubeObject, _fieldManager?: string): Promise<KubeObject> {
     const ns = this.ns(namespace);
     const name = object.metadata.name ?? `${String(object.metadata.generateName ?? '')}${this.world.newUid()}`;
     this.log('create', ns, name);

@@ -109,6 +109,27 @@ describe('work queue', () => {
     await done;
   });
 
+  it('a retry scheduled later merges into an earlier one: the earlier timer runs both (a full retry is never narrowed to a partial one)', async () => {
+    type Item = { key: string; parts?: string[] };
+    const merge = (a: Item, b: Item): Item => (!a.parts || !b.parts ? { key: b.key } : { key: b.key, parts: [...new Set([...a.parts, ...b.parts])] });
+    const clock = new FakeClock();
+    const runs: Array<string[] | 'whole'> = [];
+    const queue = new WorkQueue<Item>({ key: (i) => i.key, concurrency: 1, merge, clock });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (item) => {
+      runs.push(item.parts ? [...item.parts] : 'whole');
+      return {};
+    });
+    queue.addAfter({ key: 'p', parts: ['x'] }, 50);
+    queue.addAfter({ key: 'p' }, 100);
+    await clock.advance(60);
+    assert.deepEqual(runs, ['whole'], 'the 50 ms timer ran the whole item');
+    await clock.advance(100);
+    assert.deepEqual(runs, ['whole'], 'and the later one was not scheduled on its own');
+    ac.abort();
+    await done;
+  });
+
   it('retries failures with backoff and honours requeueAfter', async () => {
     const clock = new FakeClock();
     let attempts = 0;

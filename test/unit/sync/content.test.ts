@@ -26,12 +26,13 @@ describe('content', () => {
     assert.deepEqual(c.annotations, { note: 'kept', 'example.com/kcp.io': 'kept too' });
   });
 
-  it('a copy that still carries the record of copied keys (written before relsync applied its copies) is out of date, so it is applied and upgraded', () => {
+  it('is up to date while every value relsync applies holds, whatever else the copy carries; what the source drops shows through the hash in the marks', () => {
     const desired = contentOf(source);
-    const copy = { ...source, metadata: { name: 's', labels: { app: 'x', ...marks.labels }, annotations: { ...marks.annotations, 'relsync.dev/copied-labels': 'app', 'relsync.dev/copied-annotations': '' } } };
-    assert.equal(isUpToDate(desired, marks, copy), false);
-    const applied = { ...copy, metadata: { ...copy.metadata, annotations: { ...marks.annotations } } };
-    assert.equal(isUpToDate(desired, marks, applied), true);
+    const hashed = (h: string) => ({ labels: marks.labels, annotations: { ...marks.annotations, 'relsync.dev/content-hash': h } });
+    const copy = { ...source, data: { k: 'dg==', theirs: 'eA==' }, metadata: { name: 's', labels: { app: 'x', tier: 'operator', ...marks.labels }, annotations: { ...hashed('h1').annotations, 'relsync.dev/copied-labels': 'app' } } };
+    assert.equal(isUpToDate(desired, hashed('h1'), copy), true, "others' keys, labels and leftover annotations are theirs");
+    assert.equal(isUpToDate(desired, hashed('h2'), copy), false, 'a new hash: the source changed (or dropped something)');
+    assert.equal(isUpToDate(desired, hashed('h1'), { ...copy, data: { theirs: 'eA==' } }), false, 'a key of relsync\'s gone from the copy');
   });
 
   it('hashes without the value order mattering, never containing the value, and under a key (no offline guessing)', () => {
@@ -45,10 +46,11 @@ describe('content', () => {
     assert.notEqual(h, new ContentHasher(Buffer.alloc(32, 8)).hash(contentOf(source)), 'another key, another hash');
   });
 
-  it('treats server defaults as up to date but a changed or extra data key as drift', () => {
+  it('treats server defaults and keys others added as up to date, but a changed value of relsync\'s as drift', () => {
     const copy = { ...source, metadata: { name: 's', labels: { app: 'x', ...marks.labels }, annotations: { ...marks.annotations } } };
     assert.ok(isUpToDate(contentOf(source), marks, copy));
-    assert.ok(!isUpToDate(contentOf(source), marks, { ...copy, data: { k: 'dg==', extra: 'eA==' } }));
+    assert.ok(isUpToDate(contentOf(source), marks, { ...copy, data: { k: 'dg==', extra: 'eA==' } }), 'a key someone else added stays theirs (an apply would not remove it)');
+    assert.ok(!isUpToDate(contentOf(source), marks, { ...copy, data: { k: 'changed' } }));
     const cr = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c' }, spec: { a: 1 } };
     assert.ok(isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 1, defaulted: true } }));
     assert.ok(!isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 2 } }));

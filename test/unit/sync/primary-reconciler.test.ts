@@ -541,6 +541,17 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
     });
 
+    it('where an apply may not create with a resourceVersion (kcp), the copy is created by POST and nothing else is touched', async () => {
+      putPrimary();
+      await reconcile();
+      putConfig({ a: '1' });
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 500, reason: 'InternalError', message: 'resourceVersion should not be set on objects to be created' });
+      assert.deepEqual(await reconcile(), done);
+      assert.deepEqual(world.writes().filter((w) => w.includes('configmaps')), [`apply service/configmaps/${COPY_NS}/orders-config`, `create service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
+      assert.equal((await relation('config'))?.state, 'synced');
+    });
+
     it('a write refused for good (422) is parked and said on the primary, not retried', async () => {
       putPrimary();
       await reconcile();
@@ -730,6 +741,33 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconciler.reconcile(byRef, primaryId, edge);
       assert.ok(world.writes().includes(`apply service/configmaps/${COPY_NS}/other`), world.writes().join('\n'));
       assert.ok(!world.writes().includes(`apply service/configmaps/${COPY_NS}/orders-config`), 'the pair the primary no longer names is not written');
+    });
+
+    it('after a full reconcile failed, a retry that only carries edges is a full reconcile (the primary\'s change is not lost)', async () => {
+      await synced();
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
+      deliver('tenant-a', databases, 'shop', 'orders');
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'databases', name: 'orders', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
+      await assert.rejects(reconcile(), /503/);
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcileEdge();
+      assert.deepEqual(service(databases, 'orders')?.spec, { size: 2 }, 'the primary\'s change reached its copy');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+    });
+
+    it('a write refused for good (422) on the edge is parked as the full reconcile parks it: said, recorded, written once', async () => {
+      await synced();
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`], 'one write, no second one by a full reconcile');
+      const relation = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config');
+      assert.equal(relation?.state, 'error');
+      assert.match(relation?.message ?? '', /denied by a webhook/);
+      assert.equal((await store.primary(primaryId))?.state, 'error');
+      assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
     });
 
     it('a failed edge write fails the run; the retry reconciles the whole primary', async () => {
