@@ -7,95 +7,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { KubeObject } from '../../../src/core/object.js';
-import { ApiError } from '../../../src/kube/api-error.js';
-import { ListWatch, wholeList, type ListWatchOptions, type ListWatchSource, type WatchHandler } from '../../../src/kube/list-watch.js';
-import type { ListPage, WatchRequest, WatchStream } from '../../../src/kube/resource-client.js';
+import { ListWatch, wholeList, type ListWatchOptions, type WatchHandler } from '../../../src/kube/list-watch.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
+import { FakeApi } from '../../harness/fake-list-watch-source.js';
 
 const logger = pino({ level: 'silent' });
-const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 
-/** A watch answer: lines pushed by the test; the request's signal ends it as an aborted HTTP response does. */
-class FakeStream implements WatchStream {
-  private readonly lines: string[] = [];
-  private wake: (() => void) | undefined;
-  private closed = false;
-  private ended = false;
-
-  constructor(private readonly signal: AbortSignal) {
-    signal.addEventListener('abort', () => this.wake?.());
-  }
-
-  push(type: string, name: string, resourceVersion: string): void {
-    this.lines.push(JSON.stringify({ type, object: { metadata: { name, namespace: 'team', resourceVersion } } }));
-    this.wake?.();
-  }
-
-  /** The server ends the watch (its timeout): the answer ends without an error. */
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<string> {
-    for (;;) {
-      if (this.signal.aborted || this.closed) throw new Error('aborted');
-      const line = this.lines.shift();
-      if (line !== undefined) {
-        yield line;
-        continue;
-      }
-      if (this.ended) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-}
-
-/** One type's API: a one-page LIST at resourceVersion 10, and watches that open, hang or fail as `mode` says. */
-class FakeApi implements ListWatchSource {
-  readonly connection = { name: 'fake' };
-  readonly type = configMaps;
-  lists = 0;
-  readonly watches: WatchRequest[] = [];
-  readonly streams: FakeStream[] = [];
-  /** What a watch request gets: an open stream, no answer at all, or an error. */
-  mode: 'open' | 'hang' | 'down' = 'open';
-
-  path(): string {
-    return '/api/v1/configmaps';
-  }
-
-  async *pages(): AsyncGenerator<ListPage> {
-    this.lists++;
-    if (this.mode === 'down') throw new ApiError('GET', this.path(), 503, 'unavailable');
-    yield { items: [], resourceVersion: '10', continueToken: undefined };
-  }
-
-  watch(request: WatchRequest): Promise<WatchStream> {
-    this.watches.push(request);
-    if (this.mode === 'down') return Promise.reject(new ApiError('GET', this.path(), 503, 'unavailable'));
-    if (this.mode === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted'))));
-    const stream = new FakeStream(request.signal);
-    this.streams.push(stream);
-    return Promise.resolve(stream);
-  }
-
-  get stream(): FakeStream {
-    return this.streams.at(-1)!;
-  }
-}
-
-function setup(options: Partial<Omit<ListWatchOptions, 'handler'>> & { handler?: Partial<WatchHandler> } = {}) {
+function setup(options: Partial<Omit<ListWatchOptions, 'handler'>> & { handler?: Partial<WatchHandler>; listHeld?: Promise<void> } = {}) {
   const clock = new FakeClock();
   const api = new FakeApi();
   const reconnects: Array<{ reason: string; at: number }> = [];
   const handled: string[] = [];
-  const { handler, ...rest } = options;
+  const { handler, listHeld, ...rest } = options;
+  api.listHeld = listHeld;
   const loop = new ListWatch({
     client: api,
     logger,
