@@ -166,6 +166,8 @@ export class ListWatch {
       this.progress();
       try {
         if (this.resourceVersion === undefined) await this.list(signal);
+        // Stopped during the LIST: no watch (its request would not see an abort that came before it).
+        if (signal.aborted) break;
         await this.watch(signal);
         this.backoff.reset();
       } catch (err) {

@@ -9,7 +9,7 @@ import pino from 'pino';
 import type { KubeObject } from '../../../src/core/object.js';
 import { ListWatch, wholeList, type ListWatchOptions, type WatchHandler } from '../../../src/kube/list-watch.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
-import { FakeApi } from '../../harness/fake-list-watch-source.js';
+import { deferred, FakeApi } from '../../harness/fake-list-watch-source.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -167,5 +167,18 @@ describe('list/watch liveness', () => {
     await settle();
     await stopIt();
     assert.equal(stopped.problem(), undefined, 'stopped on purpose');
+  });
+});
+
+describe('list/watch stop', () => {
+  it('stopped while its LIST is on its way: ends after the LIST without opening a watch', async () => {
+    const held = deferred();
+    const { api, end } = setup({ listHeld: held.promise });
+    await settle();
+    const ended = end();
+    held.resolve();
+    await ended;
+    assert.equal(api.lists, 1);
+    assert.equal(api.watches.length, 0, 'a watch opened after the stop would not see it, and hold the loop until its timeout');
   });
 });
