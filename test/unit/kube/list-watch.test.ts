@@ -1,7 +1,8 @@
 // The list/watch loop's decisions in time, on a fake clock and a fake API
 // (the loop's ListWatchSource port), without sleeps: when the idle watchdog
 // reconnects, when retries come, when the loop stops counting as in sync
-// (readiness), and when it counts as stuck (liveness). On a real API server:
+// (readiness), when it counts as stuck (liveness), and when it first holds the
+// current state (onFirstSync, what readers wait for). On a real API server:
 // test/e2e/list-watch.test.ts and test/e2e/watch-liveness.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -180,5 +181,39 @@ describe('list/watch stop', () => {
     await ended;
     assert.equal(api.lists, 1);
     assert.equal(api.watches.length, 0, 'a watch opened after the stop would not see it, and hold the loop until its timeout');
+  });
+});
+
+describe('list/watch first sync', () => {
+  it('says once that it holds the current state: when its first LIST was handed over, not again after a relist', async () => {
+    let listEnded = false;
+    const firstSyncs: boolean[] = [];
+    const held = deferred();
+    const { clock, api, end } = setup({
+      handler: { beginList: () => wholeList(async () => void (listEnded = true)) },
+      onFirstSync: () => firstSyncs.push(listEnded),
+      listHeld: held.promise,
+    });
+    await settle();
+    assert.deepEqual(firstSyncs, [], 'not while the first LIST is still on its way');
+    held.resolve();
+    await settle();
+    assert.deepEqual(firstSyncs, [true], 'once, after the list was handed over');
+    // The resourceVersion expires: the loop lists again, which is not a first sync.
+    api.mode = 'gone';
+    api.stream.end();
+    await clock.advance(1_000);
+    assert.equal(api.lists, 2, 'relisted');
+    assert.deepEqual(firstSyncs, [true], 'and said nothing again');
+    await end();
+  });
+
+  it('resumed from a checkpoint: says it when its first watch opens', async () => {
+    const firstSyncs: number[] = [];
+    const { api, end } = setup({ resumeFrom: '5', onFirstSync: () => firstSyncs.push(api.watches.length) });
+    await settle();
+    assert.equal(api.lists, 0, 'no LIST');
+    assert.deepEqual(firstSyncs, [1]);
+    await end();
   });
 });
