@@ -94,6 +94,7 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
       metrics.queueRetrying.set(w.queue.retrying);
+      metrics.queueHeld.set(w.queue.waiting);
       const cache = w.cache?.stats();
       if (cache) {
         metrics.cacheObjects.set(cache.entries);

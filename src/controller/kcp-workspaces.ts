@@ -58,11 +58,12 @@ export interface WorkspaceRelist {
 
 /**
  * A workspace that became known while the object watches run: every
- * watched type of it, listed and routed like a relist. In the background,
- * with retries: right after a binding, kcp's virtual workspace may still
- * refuse requests into that workspace for a moment (403).
+ * watched type of it, listed and routed like a relist, with retries: right
+ * after a binding, kcp's virtual workspace may still refuse requests into
+ * that workspace for a moment (403). Run in the background (watches.ts);
+ * resolves, never rejects, when every type was listed or given up on.
  */
-export function relistWorkspace(w: WorkspaceRelist, platform: string, cluster: string, signal: AbortSignal): void {
+export async function relistWorkspace(w: WorkspaceRelist, platform: string, cluster: string, signal: AbortSignal): Promise<void> {
   const relistType = async (p: PlannedWatch) => {
     const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
     for (let attempt = 1; !signal.aborted && w.clusters.has(cluster); attempt++) {
@@ -82,7 +83,5 @@ export function relistWorkspace(w: WorkspaceRelist, platform: string, cluster: s
       }
     }
   };
-  void (async () => {
-    for (const p of w.plan.filter((x) => x.cluster === platform)) await relistType(p);
-  })();
+  for (const p of w.plan.filter((x) => x.cluster === platform)) await relistType(p);
 }

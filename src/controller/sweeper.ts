@@ -198,10 +198,12 @@ export class Sweeper {
 
       phases.listMs = lap();
 
-      // 2. reconcile every primary once, from the snapshot of those lists
+      // 2. reconcile every primary once, from the snapshot of those lists. Also primaries whose
+      // watches have not listed yet (first-lists.ts): these reconciles read the sweep's own LISTs,
+      // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
       const keys = [...queued.values()];
-      const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key)));
+      const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
       counts.errors += outcomes.filter((o) => o === 'error').length;
       keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));
       await store.flushTouches();

@@ -9,6 +9,8 @@
  *   agent's copies (so that a copy edited or deleted by hand is repaired).
  *
  * An unfiltered watch of a (cluster, type) makes a filtered one redundant.
+ * The same list, per primary, names the watches its reconcile reads from
+ * (watchedTypes), which must have listed once before it runs (first-lists.ts).
  */
 import type { ResourceType } from '../core/resource-type.js';
 import { agentSelector } from '../sync/marks.js';
@@ -21,26 +23,48 @@ export interface PlannedWatch {
   readonly labelSelector: string | undefined;
 }
 
+/** A (cluster, type) that a reconcile reads; `filtered`: only this agent's copies of it are watched. */
+export interface WatchedType {
+  readonly cluster: string;
+  readonly type: ResourceType;
+  readonly filtered: boolean;
+}
+
 export function planWatches(resources: readonly ResolvedResource[], serviceCluster: string, platformClusters: readonly string[], agentName: string): PlannedWatch[] {
   const wanted = new Map<string, PlannedWatch>();
-  const add = (cluster: string, type: ResourceType, filtered: boolean) => {
-    const key = compositeKey(cluster, type.group, type.resource);
-    const existing = wanted.get(key);
-    if (existing && existing.labelSelector === undefined) return;
-    wanted.set(key, { cluster, type, labelSelector: filtered ? agentSelector(agentName) : undefined });
-  };
   for (const res of resources) {
-    for (const p of platformClusters) add(p, res.primaryType, false);
-    add(serviceCluster, res.primaryType, true);
-    for (const rule of res.rules) {
-      if (rule.origin === 'platform') {
-        for (const p of platformClusters) add(p, rule.sourceType, false);
-        add(serviceCluster, rule.destinationType, true);
-      } else {
-        add(serviceCluster, rule.sourceType, false);
-        for (const p of platformClusters) add(p, rule.destinationType, true);
+    for (const p of platformClusters) {
+      for (const { cluster, type, filtered } of watchedTypes(res, serviceCluster, p)) {
+        const key = watchKey(cluster, type);
+        const existing = wanted.get(key);
+        if (existing && existing.labelSelector === undefined) continue;
+        wanted.set(key, { cluster, type, labelSelector: filtered ? agentSelector(agentName) : undefined });
       }
     }
   }
   return [...wanted.values()];
+}
+
+/**
+ * What the reconciles of `resource`'s primaries on `platform` read, and so which watches must have
+ * listed before they run (first-lists.ts): the primary type and the related types on both sides.
+ */
+export function watchedTypes(resource: ResolvedResource, serviceCluster: string, platform: string): WatchedType[] {
+  const types: WatchedType[] = [
+    { cluster: platform, type: resource.primaryType, filtered: false },
+    { cluster: serviceCluster, type: resource.primaryType, filtered: true },
+  ];
+  for (const rule of resource.rules) {
+    const fromPlatform = rule.origin === 'platform';
+    types.push(
+      { cluster: fromPlatform ? platform : serviceCluster, type: rule.sourceType, filtered: false },
+      { cluster: fromPlatform ? serviceCluster : platform, type: rule.destinationType, filtered: true },
+    );
+  }
+  return types;
+}
+
+/** One watch per (cluster, group, resource), whatever its version or filter. */
+export function watchKey(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): string {
+  return compositeKey(cluster, type.group, type.resource);
 }

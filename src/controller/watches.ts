@@ -23,9 +23,13 @@ export interface WatchOptions {
   readonly watch: Config['watch'];
 }
 
-/** An object watch of the plan: its events and lists go to the router (for kcp, split by workspace). */
-export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
-  return listWatch(w, options, { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' }, w.clusters.client(p.cluster, p.type), {
+/**
+ * An object watch of the plan: its events and lists go to the router (for kcp, split by workspace),
+ * and its first list lets the primaries that read it run (first-lists.ts).
+ */
+export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
+  const key = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
+  return listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
     onEvent: async (change, object) => {
       const cluster = w.scope.of(p.cluster, object);
       if (cluster === undefined) return;
@@ -60,7 +64,7 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
 export function bindingWatchFor(
-  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer' | 'cache'>,
+  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer' | 'cache' | 'firstLists'>,
   options: WatchOptions,
   platform: string,
   signal: AbortSignal,
@@ -68,11 +72,16 @@ export function bindingWatchFor(
   const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void w.enqueue(id),
     forget: (c) => w.clusters.forgetLogical(c),
     stillBound: (c) => stillBinds(w.clusters, c),
-    relist: (c) => relistWorkspace({ clusters: w.clusters, router: w.router, plan: w.plan, logger: options.logger }, platform, c, signal),
+    relist: (c) => {
+      // The workspace's own first list: its primaries wait for it (first-lists.ts).
+      w.firstLists.listing(c);
+      void relistWorkspace({ clusters: w.clusters, router: w.router, plan: w.plan, logger: options.logger }, platform, c, signal).finally(() => w.firstLists.workspaceListed(c));
+    },
     reserved: (c) => w.clusters.isConfigured(c),
     logger: options.logger,
   });
-  return listWatch(w, options, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), {
+  // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
+  return listWatch(w, options, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {
     onEvent: (change, object) => {
       // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
       // without an event for each, so the cache forgets them (before its primaries are queued).
@@ -94,6 +103,7 @@ async function listWatch(
   options: WatchOptions,
   key: WatchKey,
   client: ResourceClient,
+  onFirstSync: (() => void) | undefined,
   handler: Pick<WatchHandler, 'onEvent' | 'beginList'>,
 ): Promise<ListWatch> {
   const { metrics } = options;
@@ -107,6 +117,7 @@ async function listWatch(
     handler: { ...handler, onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv) },
     onReconnect: (reason) => metrics.watchReconnects.inc({ watch: watch.name, reason }),
     onRelist: () => metrics.watchRelists.inc({ watch: watch.name }),
+    onFirstSync,
   });
   return watch;
 }

@@ -28,6 +28,7 @@ import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
 import { EventRouter } from './event-router.js';
+import { FirstLists } from './first-lists.js';
 import { awaitKcpEndpoints } from './kcp-workspaces.js';
 import { mergeKeys, primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
@@ -46,6 +47,8 @@ export interface Wiring {
   readonly checkpoints: CheckpointStore;
   readonly checkpointer: Checkpointer;
   readonly queue: WorkQueue<PrimaryKey>;
+  /** Which watches have listed once: the queue holds a primary until those it reads from have. */
+  readonly firstLists: FirstLists;
   readonly reconciler: PrimaryReconciler;
   readonly router: EventRouter;
   readonly plan: readonly PlannedWatch[];
@@ -111,10 +114,27 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined,
       liveReads: live,
     });
+    const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
+    // The informer contract, per cluster: a primary runs once the watches it reads from have listed.
+    const firstLists = new FirstLists({
+      plan,
+      resources,
+      serviceCluster: clusters.service.name,
+      platforms: clusters.platforms.map((p) => p.name),
+      watchedAs: (cluster) => logical.platformOf(cluster) ?? cluster,
+      onListed: (ready) => {
+        const released = queue.release();
+        for (const cluster of ready) {
+          const held = released.filter((k) => k.id.cluster === cluster || logical.platformOf(k.id.cluster) === cluster).length;
+          logger.info({ cluster, released: held }, 'every watch its primaries read has listed once; their reconciles run');
+        }
+      },
+    });
     const queue = new WorkQueue<PrimaryKey>({
       key: primaryKeyString,
       merge: mergeKeys,
       concurrency: config.workers,
+      gate: (key) => firstLists.ready(key.resource, key.id.cluster),
       // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
       lane: (key) => key.id.cluster,
       maxPerLane: hasManyClusters(config.platformClusters) ? Math.max(1, config.workers - 1) : config.workers,
@@ -153,10 +173,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       ownWrites,
       cache,
     });
-    const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger });
-    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
+    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
   } catch (err) {
     clusters.close();
     throw err;

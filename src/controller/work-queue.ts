@@ -10,6 +10,11 @@
  * 10,000 primaries delays another tenant's change by about one reconcile, not
  * by the burst. `maxPerLane` caps the workers one lane holds at once, so a
  * tenant whose reconciles are slow (a stalling API server) cannot hold them all.
+ *
+ * An item its `gate` does not let run yet (its cluster's watches have not
+ * listed once: first-lists.ts) is held: deduped like a queued one, not run,
+ * not failed, and queued when release() finds the gate open. Stopping the
+ * queue leaves held items where they are (their waiters get 'error').
  */
 import { Backoff } from '../util/backoff.js';
 import type { Result } from '../core/result.js';
@@ -37,12 +42,20 @@ export interface WorkQueueOptions<T> {
   readonly clock?: Clock;
   /** Random source for the backoff's jitter; default Math.random. */
   readonly random?: () => number;
+  /** Whether an item may run now; one that may not is held until release(). Default: every item may. */
+  readonly gate?: (item: T) => boolean;
+}
+
+export interface AddOptions {
+  /** Past the gate: the caller vouches for what the run reads (a sweep's reconciles read its own LISTs). */
+  readonly ignoreGate?: boolean;
 }
 
 export class WorkQueue<T> {
   private readonly lanes = new FairLanes();
   private readonly items = new Map<string, T>();
   private readonly queued = new Set<string>();
+  private readonly held = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: Timer }>();
@@ -65,7 +78,12 @@ export class WorkQueue<T> {
     return this.failures.size;
   }
 
-  add(item: T): void {
+  /** Items held by the gate (not in `depth`). */
+  get waiting(): number {
+    return this.held.size;
+  }
+
+  add(item: T, options: AddOptions = {}): void {
     if (this.stopped) return;
     const key = this.options.key(item);
     this.remember(key, item);
@@ -74,6 +92,28 @@ export class WorkQueue<T> {
       return;
     }
     if (this.queued.has(key)) return;
+    if (!options.ignoreGate && this.options.gate?.(item) === false) {
+      this.held.add(key);
+      return;
+    }
+    this.held.delete(key);
+    this.enqueue(key, item);
+  }
+
+  /** Queues the held items the gate now lets run, and returns them. */
+  release(): T[] {
+    const released: T[] = [];
+    for (const key of this.held) {
+      const item = this.items.get(key)!;
+      if (this.options.gate?.(item) === false) continue;
+      this.held.delete(key);
+      this.enqueue(key, item);
+      released.push(item);
+    }
+    return released;
+  }
+
+  private enqueue(key: string, item: T): void {
     this.queued.add(key);
     this.lanes.push(this.options.lane?.(item) ?? '', key);
     this.wake?.();
@@ -106,11 +146,11 @@ export class WorkQueue<T> {
    * Adds the item and resolves when a run of it that started after this call
    * has finished (with its outcome), or with 'error' if the queue stops first.
    */
-  addAndWait(item: T): Promise<Outcome> {
+  addAndWait(item: T, options: AddOptions = {}): Promise<Outcome> {
     const key = this.options.key(item);
     const done = new Promise<Outcome>((resolve) => this.waiters.set(key, [...(this.waiters.get(key) ?? []), resolve]));
     if (this.stopped) this.resolveWaiters(key, 'error');
-    else this.add(item);
+    else this.add(item, options);
     return done;
   }
 
@@ -182,7 +222,7 @@ export class WorkQueue<T> {
         this.options.onProcessed?.(item, this.clock.now() - started, outcome);
         for (const resolve of waiting) resolve(outcome);
         if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item);
-        else if (!this.queued.has(key) && !this.timers.has(key)) this.items.delete(key);
+        else if (!this.queued.has(key) && !this.held.has(key) && !this.timers.has(key)) this.items.delete(key);
         // A lane that was at its cap may take work again.
         this.wake?.();
       }

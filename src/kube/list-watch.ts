@@ -14,13 +14,19 @@
  *   event inside the stream;
  * - backs off with jitter on every error (a failed request, or a handler that
  *   threw: the list is taken again), and never lets an exception thrown by a
- *   handler end the loop. The callbacks onReconnect/onRelist must not throw:
- *   if one does, the loop ends, and problem() reports the watch dead.
+ *   handler end the loop. The callbacks onReconnect/onRelist/onFirstSync must
+ *   not throw: if one does, the loop ends, and problem() reports the watch dead;
+ * - says once when it first holds the current state (onFirstSync: an
+ *   informer's HasSynced), so that readers can wait for it; relists do not
+ *   say it again. A LIST the API server forbids says it too: that watch will
+ *   hold nothing until its permissions change, and readers that waited for
+ *   it would wait in silence, while a reconcile reading live says what it
+ *   may not read.
  *
  * Emits events only; never writes to a cluster.
  */
 import type { Logger } from 'pino';
-import { isGone, ApiError } from './api-error.js';
+import { isForbidden, isGone, ApiError } from './api-error.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
@@ -79,6 +85,13 @@ export interface ListWatchOptions {
   readonly watchdogMs?: number;
   readonly onReconnect?: (reason: string) => void;
   readonly onRelist?: () => void;
+  /**
+   * Called once, when the loop first holds the current state: its first LIST was handed over
+   * (sink.end() returned), or, resumed from a checkpoint, its first watch opened. Never again:
+   * not for a relist, also not when the server answers a checkpoint it no longer has with a 410
+   * inside the stream it just opened (then the relist routes what changed, as any relist does).
+   */
+  readonly onFirstSync?: () => void;
   /** How long requests may keep failing before the loop counts as not synced; default 10 s. */
   readonly failureGraceMs?: number;
   /** How long the loop may make no progress at all before it counts as stuck (liveness); default watchdog + 60 s. */
@@ -90,6 +103,7 @@ export interface ListWatchOptions {
 export class ListWatch {
   private resourceVersion: string | undefined;
   private syncedOnce = false;
+  private firstSyncSaid = false;
   /** When the loop's requests began to fail; undefined while a stream is open. */
   private failingSince: number | undefined;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
@@ -166,6 +180,8 @@ export class ListWatch {
       this.progress();
       try {
         if (this.resourceVersion === undefined) await this.list(signal);
+        // Stopped during the LIST: no watch (its request would not see an abort that came before it).
+        if (signal.aborted) break;
         await this.watch(signal);
         this.backoff.reset();
       } catch (err) {
@@ -178,6 +194,7 @@ export class ListWatch {
         }
         this.failingSince ??= this.clock.now();
         this.progress();
+        if (isForbidden(err)) this.firstSync();
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');
@@ -201,6 +218,13 @@ export class ListWatch {
     if (!(await guard(logger, this.name, 'list handler', () => sink.end()))) throw new Error('the list handler failed; listing again');
     this.resourceVersion = resourceVersion;
     handler.onResourceVersion?.(resourceVersion);
+    this.firstSync();
+  }
+
+  private firstSync(): void {
+    if (this.firstSyncSaid) return;
+    this.firstSyncSaid = true;
+    this.options.onFirstSync?.();
   }
 
   private async watch(signal: AbortSignal): Promise<void> {
@@ -230,6 +254,7 @@ export class ListWatch {
       stream = await client.watch({ resourceVersion: this.resourceVersion, timeoutSeconds: serverTimeout, labelSelector, signal: local.signal });
       // The stream is open from a known resourceVersion: this loop is in sync.
       this.syncedOnce = true;
+      this.firstSync();
       this.progress();
       this.failingSince = undefined;
       for await (const line of stream) {

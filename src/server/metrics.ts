@@ -16,6 +16,7 @@ export class Metrics {
   readonly reconciles = new Counter({ name: 'relsync_reconciles_total', help: 'Reconciles of primaries, by outcome', labelNames: ['outcome'], registers: [this.registry] });
   readonly reconcileDuration = new Histogram({ name: 'relsync_reconcile_duration_seconds', help: 'Duration of one reconcile', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: 'relsync_queue_depth', help: 'Primaries waiting in the work queue', registers: [this.registry] });
+  readonly queueHeld = new Gauge({ name: 'relsync_queue_held', help: 'Primaries held until the watches their reconcile reads from have listed once (their cluster is not listed yet)', registers: [this.registry] });
   readonly queueRetrying = new Gauge({ name: 'relsync_queue_retrying', help: 'Primaries whose last reconcile failed and that wait for a retry', registers: [this.registry] });
   readonly copiesWritten = new Counter({ name: 'relsync_copies_written_total', help: 'Copies created or updated', labelNames: ['kind', 'action'], registers: [this.registry] });
   readonly copiesRemoved = new Counter({ name: 'relsync_copies_removed_total', help: 'Copies deleted', labelNames: ['kind'], registers: [this.registry] });

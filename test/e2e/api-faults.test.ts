@@ -149,6 +149,19 @@ describe('API faults', () => {
     console.log(`service cluster down ${backAt - downAt} ms; converged ${Date.now() - backAt} ms after it was back`);
     assert.equal(relsync.log().match(/"msg":"became the leader"/g)?.length, 2, 'led again in a second term');
     assert.match(relsync.log(), /could not wire up for a new term; will retry/, 'it kept trying while the service cluster was down');
+    // The new term's reconciles waited for the watches they read to list (first-lists.ts): its
+    // copies of the outage's changes were written (their own-write events logged) only after
+    // tenant-a's primaries were released.
+    const released = (l: string) => l.includes('"msg":"every watch its primaries read has listed once; their reconciles run"') && l.includes('"cluster":"tenant-a"');
+    const copyWritten = (l: string) => l.includes('"cluster":"service"') && l.includes('"ownWrite":true') && l.includes('tenant-a-outage-');
+    const term = await eventually('the new term logged the events of its copies', async () => {
+      const log = relsync.log();
+      const lines = log.slice(log.lastIndexOf('"msg":"became the leader"')).split('\n');
+      return lines.some(copyWritten) ? lines : undefined;
+    });
+    const [releasedAt, writtenAt] = [term.findIndex(released), term.findIndex(copyWritten)];
+    assert.ok(releasedAt >= 0 && releasedAt < writtenAt, `released at line ${releasedAt} of the new term, first copy written at line ${writtenAt}`);
+    assert.equal(relsync.log().split('\n').filter(released).length, 2, 'said once per term');
     stillTheSameProcess();
   });
 });

@@ -1,101 +1,26 @@
 // The list/watch loop's decisions in time, on a fake clock and a fake API
 // (the loop's ListWatchSource port), without sleeps: when the idle watchdog
 // reconnects, when retries come, when the loop stops counting as in sync
-// (readiness), and when it counts as stuck (liveness). On a real API server:
+// (readiness), when it counts as stuck (liveness), and when it first holds the
+// current state (onFirstSync, what readers wait for). On a real API server:
 // test/e2e/list-watch.test.ts and test/e2e/watch-liveness.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { KubeObject } from '../../../src/core/object.js';
-import { ApiError } from '../../../src/kube/api-error.js';
-import { ListWatch, wholeList, type ListWatchOptions, type ListWatchSource, type WatchHandler } from '../../../src/kube/list-watch.js';
-import type { ListPage, WatchRequest, WatchStream } from '../../../src/kube/resource-client.js';
+import { ListWatch, wholeList, type ListWatchOptions, type WatchHandler } from '../../../src/kube/list-watch.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
+import { deferred, FakeApi } from '../../harness/fake-list-watch-source.js';
 
 const logger = pino({ level: 'silent' });
-const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 
-/** A watch answer: lines pushed by the test; the request's signal ends it as an aborted HTTP response does. */
-class FakeStream implements WatchStream {
-  private readonly lines: string[] = [];
-  private wake: (() => void) | undefined;
-  private closed = false;
-  private ended = false;
-
-  constructor(private readonly signal: AbortSignal) {
-    signal.addEventListener('abort', () => this.wake?.());
-  }
-
-  push(type: string, name: string, resourceVersion: string): void {
-    this.lines.push(JSON.stringify({ type, object: { metadata: { name, namespace: 'team', resourceVersion } } }));
-    this.wake?.();
-  }
-
-  /** The server ends the watch (its timeout): the answer ends without an error. */
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<string> {
-    for (;;) {
-      if (this.signal.aborted || this.closed) throw new Error('aborted');
-      const line = this.lines.shift();
-      if (line !== undefined) {
-        yield line;
-        continue;
-      }
-      if (this.ended) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-}
-
-/** One type's API: a one-page LIST at resourceVersion 10, and watches that open, hang or fail as `mode` says. */
-class FakeApi implements ListWatchSource {
-  readonly connection = { name: 'fake' };
-  readonly type = configMaps;
-  lists = 0;
-  readonly watches: WatchRequest[] = [];
-  readonly streams: FakeStream[] = [];
-  /** What a watch request gets: an open stream, no answer at all, or an error. */
-  mode: 'open' | 'hang' | 'down' = 'open';
-
-  path(): string {
-    return '/api/v1/configmaps';
-  }
-
-  async *pages(): AsyncGenerator<ListPage> {
-    this.lists++;
-    if (this.mode === 'down') throw new ApiError('GET', this.path(), 503, 'unavailable');
-    yield { items: [], resourceVersion: '10', continueToken: undefined };
-  }
-
-  watch(request: WatchRequest): Promise<WatchStream> {
-    this.watches.push(request);
-    if (this.mode === 'down') return Promise.reject(new ApiError('GET', this.path(), 503, 'unavailable'));
-    if (this.mode === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted'))));
-    const stream = new FakeStream(request.signal);
-    this.streams.push(stream);
-    return Promise.resolve(stream);
-  }
-
-  get stream(): FakeStream {
-    return this.streams.at(-1)!;
-  }
-}
-
-function setup(options: Partial<Omit<ListWatchOptions, 'handler'>> & { handler?: Partial<WatchHandler> } = {}) {
+function setup(options: Partial<Omit<ListWatchOptions, 'handler'>> & { handler?: Partial<WatchHandler>; listHeld?: Promise<void> } = {}) {
   const clock = new FakeClock();
   const api = new FakeApi();
   const reconnects: Array<{ reason: string; at: number }> = [];
   const handled: string[] = [];
-  const { handler, ...rest } = options;
+  const { handler, listHeld, ...rest } = options;
+  api.listHeld = listHeld;
   const loop = new ListWatch({
     client: api,
     logger,
@@ -243,5 +168,63 @@ describe('list/watch liveness', () => {
     await settle();
     await stopIt();
     assert.equal(stopped.problem(), undefined, 'stopped on purpose');
+  });
+});
+
+describe('list/watch stop', () => {
+  it('stopped while its LIST is on its way: ends after the LIST without opening a watch', async () => {
+    const held = deferred();
+    const { api, end } = setup({ listHeld: held.promise });
+    await settle();
+    const ended = end();
+    held.resolve();
+    await ended;
+    assert.equal(api.lists, 1);
+    assert.equal(api.watches.length, 0, 'a watch opened after the stop would not see it, and hold the loop until its timeout');
+  });
+});
+
+describe('list/watch first sync', () => {
+  it('says once that it holds the current state: when its first LIST was handed over, not again after a relist', async () => {
+    let listEnded = false;
+    const firstSyncs: boolean[] = [];
+    const held = deferred();
+    const { clock, api, end } = setup({
+      handler: { beginList: () => wholeList(async () => void (listEnded = true)) },
+      onFirstSync: () => firstSyncs.push(listEnded),
+      listHeld: held.promise,
+    });
+    await settle();
+    assert.deepEqual(firstSyncs, [], 'not while the first LIST is still on its way');
+    held.resolve();
+    await settle();
+    assert.deepEqual(firstSyncs, [true], 'once, after the list was handed over');
+    // The resourceVersion expires: the loop lists again, which is not a first sync.
+    api.mode = 'gone';
+    api.stream.end();
+    await clock.advance(1_000);
+    assert.equal(api.lists, 2, 'relisted');
+    assert.deepEqual(firstSyncs, [true], 'and said nothing again');
+    await end();
+  });
+
+  it('a LIST the API server forbids says it too (readers would otherwise wait in silence), once, and the loop keeps trying', async () => {
+    const firstSyncs: number[] = [];
+    const { clock, api, end } = setup({ onFirstSync: () => firstSyncs.push(api.lists) });
+    api.mode = 'forbidden';
+    await settle();
+    await clock.advance(60_000);
+    assert.ok(api.lists > 1, 'retried');
+    assert.deepEqual(firstSyncs, [1], 'said once, at the first refusal');
+    await end();
+  });
+
+  it('resumed from a checkpoint: says it when its first watch opens', async () => {
+    const firstSyncs: number[] = [];
+    const { api, end } = setup({ resumeFrom: '5', onFirstSync: () => firstSyncs.push(api.watches.length) });
+    await settle();
+    assert.equal(api.lists, 0, 'no LIST');
+    assert.deepEqual(firstSyncs, [1]);
+    await end();
   });
 });
