@@ -87,7 +87,9 @@ export interface ListWatchOptions {
   readonly onRelist?: () => void;
   /**
    * Called once, when the loop first holds the current state: its first LIST was handed over
-   * (sink.end() returned), or, resumed from a checkpoint, its first watch opened. Never again:
+   * (sink.end() returned), or, resumed from a checkpoint, at once: what a LIST would rebuild is
+   * in the store already, and what changed since arrives as events (a resumed watch's request
+   * can also stay unanswered until the watchdog, seen on a filtered watch after a restart). Never again:
    * not for a relist, also not when the server answers a checkpoint it no longer has with a 410
    * inside the stream it just opened (then the relist routes what changed, as any relist does).
    */
@@ -176,6 +178,7 @@ export class ListWatch {
 
   private async loop(signal: AbortSignal): Promise<void> {
     const { logger } = this.options;
+    if (this.resourceVersion !== undefined) this.firstSync();
     while (!signal.aborted) {
       this.progress();
       try {

@@ -185,10 +185,13 @@ export class CachedReads implements ObjectReads {
   readonly cached = true;
 
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
+    return this.peek(cluster, type, namespace, name)?.object ?? this.live.get(cluster, type, namespace, name);
+  }
+
+  peek(cluster: string, type: ResourceType, namespace: string, name: string): { readonly object: KubeObject } | undefined {
     const hit = this.cache.get(cluster, type, type.namespaced ? namespace : '', name);
     // The same group and resource configured at another version: read it as asked.
-    if (hit && (hit.apiVersion === undefined || hit.apiVersion === apiVersionOf(type))) return hit;
-    return this.live.get(cluster, type, namespace, name);
+    return hit && (hit.apiVersion === undefined || hit.apiVersion === apiVersionOf(type)) ? { object: hit } : undefined;
   }
 
   list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {

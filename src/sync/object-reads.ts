@@ -50,6 +50,11 @@ export interface ObjectReads {
   readonly cached?: boolean;
   /** The object, or undefined when it does not exist. */
   get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined>;
+  /**
+   * What is known of an object without asking the API server (what the watches delivered), or
+   * undefined when only the API server could say. Reads without such knowledge leave it out.
+   */
+  peek?(cluster: string, type: ResourceType, namespace: string, name: string): { readonly object: KubeObject } | undefined;
   list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]>;
 }
 

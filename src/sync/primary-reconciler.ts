@@ -230,7 +230,9 @@ export class PrimaryReconciler {
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    const copy = await this.syncCopy(reads, copies, current, id, copyId).catch(async (err: unknown) => {
+    const copy = await this.syncCopy(reads, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
+      // The copy namespace went since it was last seen: made again at the retry.
+      if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
       // throttling or an unreachable cluster is retried quietly.
       if (err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 409 && err.statusCode !== 429) {
@@ -292,7 +294,11 @@ export class PrimaryReconciler {
         work.push(...stored.filter((r) => r.ruleId === plan.input.rule.id));
         continue;
       }
-      for (const pair of result.pairs) work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id) });
+      for (const pair of result.pairs) {
+        const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
+        const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict');
+        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id, copied) });
+      }
     }
     const outcomes = await syncedTogether(work);
 
@@ -427,12 +433,15 @@ export class PrimaryReconciler {
     return this.ownWrite(id, await client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
-  private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity): Promise<KubeObject | 'conflict'> {
+  /** `known`: the store knows this primary (its copy was written, or found in the way). */
+  private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
     const desired = contentOf(primary, this.policy);
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const marks = { labels: base.labels, annotations: { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)) } };
-    const existing = await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
+    // A new primary's copy that the watches did not deliver is not read: the write is a create the
+    // API server refuses when anything has the name, and the copy is read after (copy-writer.ts).
+    const existing = !known && reads.peek ? reads.peek(copyId.cluster, copies.type, copyId.namespace, copyId.name)?.object : await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
     return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing });
   }
 

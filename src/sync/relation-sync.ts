@@ -54,7 +54,12 @@ export interface RelationSyncDeps {
 export class RelationSync {
   constructor(private readonly deps: RelationSyncDeps) {}
 
-  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity): Promise<RelationOutcome> {
+  /**
+   * `copied`: whether the store says this relation's copy was written (synced, or in conflict with an
+   * object in its place); when it does not (a new relation), a destination the watches did not
+   * deliver is not read before it is created (see below).
+   */
+  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true): Promise<RelationOutcome> {
     const { clusters, metrics } = this.deps;
     const { rule, primary } = input;
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
@@ -69,22 +74,22 @@ export class RelationSync {
         return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
       }
     };
-    const sourceRead = await read(sources, pair.source);
-    const destRead = sourceRead.forbidden === undefined ? await read(dests, pair.destination) : {};
-    const forbidden = sourceRead.forbidden ?? destRead.forbidden;
-    if (forbidden !== undefined) {
+    const refusedRead = async (forbidden: string): Promise<RelationOutcome> => {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
       return { ...base, state: 'error', contentHash: null, message: forbidden };
-    }
+    };
+    const sourceRead = await read(sources, pair.source);
+    if (sourceRead.forbidden !== undefined) return refusedRead(sourceRead.forbidden);
     // A source that is not provably the copy's reads as absent, with the same message: the tenant
     // learns nothing about the provider's objects, not even that one of that name exists.
     const source = sourceRead.object && !this.deps.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.deps.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
-    const existing = destRead.object;
 
     if (!source) {
+      const destRead = await read(dests, pair.destination);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
       // The source's absence is the API server's word; the destination's marks may be the cache's.
-      if (existing) confirmLive(reads);
-      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
+      if (destRead.object) confirmLive(reads);
+      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
     }
     const { desired, serialized, hash } = this.desiredOf(rule, source);
@@ -101,8 +106,10 @@ export class RelationSync {
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
-      if (existing) confirmLive(reads);
-      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, existing);
+      const destRead = await read(dests, pair.destination);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      if (destRead.object) confirmLive(reads);
+      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
@@ -118,6 +125,18 @@ export class RelationSync {
         message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
       };
     };
+    // A new relation's destination that the watches did not deliver is not read: the write is a
+    // create that the API server refuses when anything has the name, and then it is read
+    // (copy-writer.ts) — a first sync costs one write per copy, not a GET and a write. A relation
+    // whose copy was written reads it (from the watches, or the API server) as before.
+    let existing: KubeObject | undefined;
+    const known = copied ? undefined : reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name);
+    if (known) existing = known.object;
+    else if (copied || !reads.peek) {
+      const destRead = await read(dests, pair.destination);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      existing = destRead.object;
+    }
     if (existing && !this.deps.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
     // A service-side destination namespace of the rule's own (namespace.destination) serves this
     // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.

@@ -681,6 +681,25 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       reconciler = reconcilerWith({ readsFor: () => cached });
     });
 
+    it('a new primary\'s copies are created without reading them first (a create the API server refuses when anything has the name)', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      // (The Secret's source does not exist yet: where its copy would go is read, a copy of it made before being relsync's to remove.)
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource !== 'namespaces' && c.resource !== 'secrets'), [], 'no GET of a copy that was never written');
+      assert.ok(service(databases, 'orders') && service(configMaps, 'orders-config'));
+      deliverAll();
+      // Someone else's object where a new relation's copy goes: the create is refused, then it is read, and left alone.
+      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+      world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-creds' }, data: { theirs: 'eA==' } });
+      deliver('tenant-a', secrets, 'shop', 'orders-creds');
+      await reconcile();
+      assert.deepEqual(service(secrets, 'orders-creds')?.data, { theirs: 'eA==' });
+      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'creds')?.state, 'conflict');
+    });
+
     it('a changed source costs one write and no read: its copy alone is updated, and the store records the new hash', async () => {
       await synced();
       const before = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')!.contentHash;
