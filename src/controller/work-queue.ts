@@ -56,6 +56,8 @@ export class WorkQueue<T> {
   private readonly items = new Map<string, T>();
   private readonly queued = new Set<string>();
   private readonly held = new Set<string>();
+  /** Keys whose next run was asked for past the gate while they ran. */
+  private readonly bypass = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: Timer }>();
@@ -89,6 +91,8 @@ export class WorkQueue<T> {
     this.remember(key, item);
     if (this.processing.has(key)) {
       this.dirty.add(key);
+      // The run after this one passes the gate too (a sweep waits for it).
+      if (options.ignoreGate) this.bypass.add(key);
       return;
     }
     if (this.queued.has(key)) return;
@@ -221,7 +225,7 @@ export class WorkQueue<T> {
         this.lanes.done(key);
         this.options.onProcessed?.(item, this.clock.now() - started, outcome);
         for (const resolve of waiting) resolve(outcome);
-        if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item);
+        if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item, { ignoreGate: this.bypass.delete(key) });
         else if (!this.queued.has(key) && !this.held.has(key) && !this.timers.has(key)) this.items.delete(key);
         // A lane that was at its cap may take work again.
         this.wake?.();

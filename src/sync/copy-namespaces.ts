@@ -88,16 +88,16 @@ export class CopyNamespaces {
   async claim(reads: ObjectReads, naming: NamespaceNaming, source: ServedSource, name: string): Promise<string | undefined> {
     const service = this.deps.clusters.service.name;
     const namespaces = this.deps.clusters.client(service, namespaceType);
-    // Seen serving this source within the last minute: not read again (namespaces are not watched;
-    // a first sync of many primaries of one namespace reads their copy namespace once).
-    if (this.verified.get(name) === memoKey(naming, source)) return undefined;
     let current = await reads.get(service, namespaceType, '', name);
     if (current && current.metadata.uid === undefined) {
-      // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record is read live.
+      // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record
+      // is read live, at most once a minute per namespace while it keeps serving this source. (Other
+      // reads read it every time: a namespace deleted meanwhile must be made again with its record.)
+      if (this.verified.get(name) === memoKey(naming, source)) return undefined;
       current = await namespaces.get('', name);
     }
     const taken = await this.check(namespaces, naming, source, name, current);
-    if (taken === undefined) this.verified.set(name, memoKey(naming, source), 60_000);
+    if (taken === undefined && !naming.template.isConstant) this.verified.set(name, memoKey(naming, source), 60_000);
     return taken;
   }
 
@@ -106,7 +106,7 @@ export class CopyNamespaces {
     this.verified.delete(name);
   }
 
-  /** Namespace → the template and source it was recently seen serving (a minute at most). */
+  /** Namespace → the template and source it was recently seen serving, for the sweep's reads. */
   private readonly verified = new ExpiringMap<string, string>(10_000);
   /** Namespace → the source whose conflict was last logged: a tenant's conflicting primaries requeue every 30 s. */
   private readonly warned = new ExpiringMap<string, string>(10_000);

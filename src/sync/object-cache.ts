@@ -19,7 +19,8 @@
  * used entries go first), and objects no event has shown to concern relsync
  * (say a ConfigMap made before the primary that names it, until it changes).
  * Both are read from the API server: a miss costs a GET, never a wrong
- * answer. That an object is absent is always a live answer, and a reconcile
+ * answer (or, for a copy the store says was never written, no read at all: the
+ * write is a create the API server refuses when anything has the name). That an object is absent is always a live answer, and a reconcile
  * that read from the cache and is about to delete anything starts over
  * reading live (object-reads.ts's ReadAgainLive).
  */

@@ -64,6 +64,28 @@ describe('work queue', () => {
     assert.deepEqual(runs, [['x', 'y'], ['w', 'z'], 'whole']);
   });
 
+  it('a run asked for past the gate while the key runs is not held when the gate has closed meanwhile (a sweep waiting for it finishes)', async () => {
+    let open = true;
+    let release: (() => void) | undefined;
+    const runs: string[] = [];
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, gate: () => open });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      runs.push(key);
+      if (runs.length === 1) await new Promise<void>((r) => (release = r));
+      return {};
+    });
+    queue.add('p');
+    await tick(5);
+    open = false;
+    const swept = queue.addAndWait('p', { ignoreGate: true });
+    release!();
+    assert.equal(await swept, 'ok');
+    assert.deepEqual(runs, ['p', 'p']);
+    ac.abort();
+    await done;
+  });
+
   it("serves lanes in turn: one tenant's burst does not queue another tenant's item behind it", async () => {
     const order: string[] = [];
     const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, lane: (s) => s.split('/')[0]! });
