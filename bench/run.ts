@@ -87,6 +87,19 @@ async function metric(p: RelsyncProcess, name: string, filter = ''): Promise<num
     .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
 }
 
+/** relsync's API requests so far, by `cluster method code` (watches included). */
+async function requestsByVerb(p: RelsyncProcess): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text();
+  const counts: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^relsync_api_requests_total\{(.*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    counts[`${labels.cluster} ${labels.method} ${labels.code}`] = Number(m[2]);
+  }
+  return counts;
+}
+
 function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -249,7 +262,8 @@ async function main(): Promise<void> {
       return dbs + cms + secrets + back;
     };
     const initialStarted = Date.now();
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'info']);
+    // RELSYNC_RUN_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the relsync that does the initial sync and the propagation phases.
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'info'], { nodeArgs: process.env.RELSYNC_RUN_NODE_ARGS?.split(' ').filter(Boolean) });
     const totalCopies = expectedCopies + (M >= 5 ? N : 0);
     // Counting lists every copy: poll once every 2 s, not every 100 ms, so that the
     // measurement does not load the API servers it measures.
@@ -259,6 +273,9 @@ async function main(): Promise<void> {
     }, 60 * 60 * 1000);
     const initialSyncMs = Date.now() - initialStarted;
     log(`initial sync: ${totalCopies} copies in ${initialSyncMs} ms (${round((totalCopies * 1000) / initialSyncMs)} objects/s, including process start)`);
+    const initialRequests = await requestsByVerb(relsync);
+    const initialRequestsTotal = Object.values(initialRequests).reduce((n, v) => n + v, 0);
+    log(`  API requests: ${initialRequestsTotal} (${round((initialRequestsTotal / totalCopies) * 100) / 100} per copy): ${Object.entries(initialRequests).map(([k, v]) => `${k} ${v}`).join(', ')}`);
 
     // --- the floor bulk copier, right after (relsync keeps running with nothing to do; its watches
     // see the copier's Secrets, which no rule routes): from the same starting point (every source
@@ -382,7 +399,7 @@ async function main(): Promise<void> {
       machine: { cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
       primaries: N,
       relatedPerPrimary: M,
-      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor },
+      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor, requests: initialRequestsTotal, requestsByVerb: initialRequests },
       propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
       floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
       fanout,

@@ -6,29 +6,58 @@
  * whole-store queries (sweep-queries.ts) are reached through it.
  */
 import type { Kysely } from 'kysely';
-import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import type { Database, PrimaryState, RelationsTable } from './schema.js';
 import { toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
+import { preparedQuery, type PreparedQuery } from './prepared-query.js';
+import type { PrimariesTable } from './schema.js';
 
 export type Clock = () => Date;
+
+/**
+ * What a reconcile knows the store holds for its primary, because it read or
+ * wrote those rows itself: only the reconcile of a primary writes its rows
+ * (the work queue never runs one primary twice at once), so saveReconcile can
+ * compare against this instead of reading the rows again.
+ */
+export interface KnownRows {
+  readonly primary: Pick<PrimaryRecord, 'uid' | 'copy' | 'state' | 'message'> | undefined;
+  readonly relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>;
+  /** Of selectorsOf() or selectorKeys(). */
+  readonly selectorKeys: readonly string[];
+}
 
 export class RelationStore {
   /** "Last synced" times of reconciles that found nothing new, written in batches. */
   private readonly touches: TouchBatcher;
+
+  /** What every watch event and every reconcile asks, built once (prepared-query.ts). */
+  private readonly byId: PreparedQuery<IdentityColumns<''>, PrimariesTable>;
+  private readonly byCopy: PreparedQuery<Pick<PrimariesTable, 'copy_cluster' | 'copy_namespace' | 'copy_name' | 'group' | 'resource'>, PrimariesTable>;
+  private readonly byPrimary: PreparedQuery<IdentityColumns<'primary_'>, RelationsTable>;
+  private readonly bySource: PreparedQuery<IdentityColumns<'source_'>, RelationsTable>;
+  private readonly byDestination: PreparedQuery<IdentityColumns<'dest_'>, IdentityColumns<'primary_'>>;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: Clock = () => new Date(),
   ) {
     this.touches = new TouchBatcher(db);
+    this.byId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
+    this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_namespace', 'copy_name', 'group', 'resource'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
+    this.byPrimary = preparedQuery(db, identityParams('primary_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
+    this.bySource = preparedQuery(db, identityParams('source_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
+    this.byDestination = preparedQuery(db, identityParams('dest_'), (p) =>
+      db.selectFrom('relations').select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name']).where((eb) => eb.and(p)),
+    );
   }
 
   async primary(id: ObjectIdentity): Promise<PrimaryRecord | undefined> {
-    const row = await this.db.selectFrom('primaries').selectAll().where((eb) => eb.and(columns('', id))).executeTakeFirst();
+    const [row] = await this.byId(columns('', id));
     return row ? toPrimary(row) : undefined;
   }
 
@@ -74,21 +103,12 @@ export class RelationStore {
 
   /** The primary whose copy is this object, found by index on the copy's location. */
   async primaryByCopy(copy: ObjectIdentity): Promise<PrimaryRecord | undefined> {
-    const row = await this.db
-      .selectFrom('primaries')
-      .selectAll()
-      .where('copy_cluster', '=', copy.cluster)
-      .where('copy_namespace', '=', copy.namespace)
-      .where('copy_name', '=', copy.name)
-      .where('group', '=', copy.group)
-      .where('resource', '=', copy.resource)
-      .executeTakeFirst();
+    const [row] = await this.byCopy({ copy_cluster: copy.cluster, copy_namespace: copy.namespace, copy_name: copy.name, group: copy.group, resource: copy.resource });
     return row ? toPrimary(row) : undefined;
   }
 
   async relationsOf(primary: ObjectIdentity): Promise<RelationRecord[]> {
-    const rows = await this.db.selectFrom('relations').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
-    return rows.map(toRelation);
+    return (await this.byPrimary(columns('primary_', primary))).map(toRelation);
   }
 
   /**
@@ -104,18 +124,12 @@ export class RelationStore {
 
   /** The relations that copy `id` (by-source index): the event router tells which of them one change concerns. */
   async relationsBySource(id: ObjectIdentity): Promise<RelationRecord[]> {
-    const rows = await this.db.selectFrom('relations').selectAll().where((eb) => eb.and(columns('source_', id))).execute();
-    return rows.map(toRelation);
+    return (await this.bySource(columns('source_', id))).map(toRelation);
   }
 
   /** The primaries with a relation whose copy is `id` (by-destination index). */
   async ownersByDestination(id: ObjectIdentity): Promise<ObjectIdentity[]> {
-    const rows = await this.db
-      .selectFrom('relations')
-      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'])
-      .where((eb) => eb.and(columns('dest_', id)))
-      .execute();
-    return rows.map((row) => fromColumns('primary_', row));
+    return (await this.byDestination(columns('dest_', id))).map((row) => fromColumns('primary_', row));
   }
 
   /**
@@ -148,11 +162,12 @@ export class RelationStore {
     primary: Omit<PrimaryRecord, 'lastSyncedAt'>,
     relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>,
     selectors: readonly SelectorRecord[] = [],
+    known?: KnownRows,
   ): Promise<void> {
     const at = this.now().toISOString();
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
-    if (await this.holds(primary, relations, selectors)) {
+    if (await this.holds(primary, relations, selectors, known)) {
       if (primary.state === 'synced') this.touches.touch(primary.id, at);
       return;
     }
@@ -206,12 +221,13 @@ export class RelationStore {
     primary: Omit<PrimaryRecord, 'lastSyncedAt'>,
     relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>,
     selectors: readonly SelectorRecord[],
+    known: KnownRows | undefined,
   ): Promise<boolean> {
-    const stored = await this.primary(primary.id);
+    const stored = known ? known.primary : await this.primary(primary.id);
     if (!stored || stored.uid !== primary.uid || !sameIdentity(stored.copy, primary.copy) || stored.state !== primary.state || stored.message !== primary.message) return false;
     const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) => JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message]);
-    if (!sameKeys((await this.relationsOf(primary.id)).map(relationKey), relations.map(relationKey))) return false;
-    return sameKeys(await selectorIndex.storedSelectorKeys(this.db, primary.id), selectorIndex.selectorKeys(selectors));
+    if (!sameKeys((known?.relations ?? (await this.relationsOf(primary.id))).map(relationKey), relations.map(relationKey))) return false;
+    return sameKeys([...(known?.selectorKeys ?? (await selectorIndex.storedSelectorKeys(this.db, primary.id)))], selectorIndex.selectorKeys(selectors));
   }
 
   /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
@@ -224,7 +240,8 @@ export class RelationStore {
     return selectorIndex.selectorOwners(this.db, scope, labels);
   }
 
-  selectorsOf(primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
+  /** A primary's stored selectors: by rule, in their query form (`app=one`), and as keys for KnownRows. */
+  selectorsOf(primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string; key: string }>> {
     return selectorIndex.selectorsOf(this.db, primary);
   }
 
@@ -283,4 +300,9 @@ function sameKeys(a: string[], b: string[]): boolean {
   a.sort();
   b.sort();
   return a.every((k, i) => k === b[i]);
+}
+
+/** The column names of an identity with a prefix, as parameters of a prepared query. */
+function identityParams<P extends string>(prefix: P): Array<keyof IdentityColumns<P> & string> {
+  return Object.keys(columns(prefix, { cluster: '', group: '', resource: '', namespace: '', name: '' })) as Array<keyof IdentityColumns<P> & string>;
 }

@@ -9,7 +9,8 @@ import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import { compositeKey } from '../core/composite-key.js';
-import type { Database } from './schema.js';
+import type { Database, SelectorsTable } from './schema.js';
+import { preparedQuery, type PreparedQuery } from './prepared-query.js';
 
 /** A primary's rendered selector for one rule, and where it applies. */
 export interface SelectorRecord {
@@ -51,8 +52,12 @@ export async function replaceSelectors(db: Kysely<Database>, primary: ObjectIden
  * what is stored can skip the write.
  */
 export async function storedSelectorKeys(db: Kysely<Database>, primary: ObjectIdentity): Promise<string[]> {
-  const rows = await db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
-  return rows.map((r) => JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements]));
+  const rows = await queriesOf(db).ofPrimary(columns('primary_', primary));
+  return rows.map(storedKey);
+}
+
+function storedKey(r: SelectorsTable): string {
+  return JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements]);
 }
 
 export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
@@ -65,15 +70,52 @@ export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
  * selectors without one, then the whole selector evaluated.
  */
 export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
-  const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource };
-  const namespaces = scope.namespace ? [scope.namespace] : [''];
+  const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource, source_namespace: scope.namespace };
+  const queries = queriesOf(db);
   const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
   const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
     for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
   };
-  for (const [key, value] of Object.entries(labels ?? {})) {
-    consider(
-      await db
+  for (const [key, value] of Object.entries(labels ?? {})) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+  consider(await queries.unanchored(where));
+  const owners = new Map<string, ObjectIdentity>();
+  for (const { primary, requirements } of candidates.values()) {
+    const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
+    if (matchesSelector(selector, labels)) owners.set(identityKey(primary), primary);
+  }
+  return [...owners.values()];
+}
+
+/** A primary's stored selectors in their query form (`app=one`), by rule. */
+export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string; key: string }>> {
+  const rows = await queriesOf(db).ofPrimary(columns('primary_', primary));
+  return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}`, key: storedKey(r) }));
+}
+
+/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
+function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
+  return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
+}
+
+type Scope = Pick<SelectorsTable, 'source_cluster' | 'source_group' | 'source_resource' | 'source_namespace'>;
+type OwnerRow = IdentityColumns<'primary_'> & { rule_id: string; requirements: string };
+interface SelectorQueries {
+  readonly ofPrimary: PreparedQuery<IdentityColumns<'primary_'>, SelectorsTable>;
+  readonly byTerm: PreparedQuery<Scope & { label_key: string; label_value: string }, OwnerRow>;
+  readonly unanchored: PreparedQuery<Scope, OwnerRow>;
+}
+
+/** The selector queries every event and reconcile runs, built once per database (prepared-query.ts). */
+const prepared = new WeakMap<Kysely<Database>, SelectorQueries>();
+
+function queriesOf(db: Kysely<Database>): SelectorQueries {
+  let queries = prepared.get(db);
+  if (queries) return queries;
+  const scope = ['source_cluster', 'source_group', 'source_resource', 'source_namespace'] as const;
+  queries = {
+    ofPrimary: preparedQuery(db, ['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'], (p) => db.selectFrom('selectors').selectAll().where((eb) => eb.and(p))),
+    byTerm: preparedQuery(db, [...scope, 'label_key', 'label_value'], (p) =>
+      db
         .selectFrom('selector_terms as t')
         .innerJoin('selectors as s', (join) =>
           join
@@ -85,41 +127,21 @@ export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIde
             .onRef('s.rule_id', '=', 't.rule_id'),
         )
         .select(['s.primary_cluster', 's.primary_group', 's.primary_resource', 's.primary_namespace', 's.primary_name', 's.rule_id', 's.requirements'])
-        .where('t.source_cluster', '=', where.source_cluster)
-        .where('t.source_group', '=', where.source_group)
-        .where('t.source_resource', '=', where.source_resource)
-        .where('t.source_namespace', 'in', namespaces)
-        .where('t.label_key', '=', key)
-        .where('t.label_value', '=', value)
-        .execute(),
-    );
-  }
-  consider(
-    await db
-      .selectFrom('selectors')
-      .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'requirements'])
-      .where('source_cluster', '=', where.source_cluster)
-      .where('source_group', '=', where.source_group)
-      .where('source_resource', '=', where.source_resource)
-      .where('source_namespace', 'in', namespaces)
-      .where('anchored', '=', 0)
-      .execute(),
-  );
-  const owners = new Map<string, ObjectIdentity>();
-  for (const { primary, requirements } of candidates.values()) {
-    const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
-    if (matchesSelector(selector, labels)) owners.set(identityKey(primary), primary);
-  }
-  return [...owners.values()];
-}
-
-/** A primary's stored selectors in their query form (`app=one`), by rule. */
-export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string }>> {
-  const rows = await db.selectFrom('selectors').selectAll().where((eb) => eb.and(columns('primary_', primary))).execute();
-  return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}` }));
-}
-
-/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
-function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
-  return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
+        .where('t.source_cluster', '=', p.source_cluster)
+        .where('t.source_group', '=', p.source_group)
+        .where('t.source_resource', '=', p.source_resource)
+        .where('t.source_namespace', '=', p.source_namespace)
+        .where('t.label_key', '=', p.label_key)
+        .where('t.label_value', '=', p.label_value),
+    ),
+    unanchored: preparedQuery(db, [...scope], (p) =>
+      db
+        .selectFrom('selectors')
+        .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'requirements'])
+        .where((eb) => eb.and(p))
+        .where('anchored', '=', 0),
+    ),
+  };
+  prepared.set(db, queries);
+  return queries;
 }

@@ -21,9 +21,9 @@ import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
 import type { PrimaryRecord, RelationRecord } from '../store/records.js';
-import type { RelationStore } from '../store/relation-store.js';
+import type { KnownRows, RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
-import type { SelectorRecord } from '../store/selector-index.js';
+import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
@@ -258,9 +258,14 @@ export class PrimaryReconciler {
     const selectors = plans.flatMap((p) => (p.selector ? [p.selector] : []));
     // The stored relations are read once: only this reconcile writes this primary's rows meanwhile.
     const stored = await this.keptRelations(id);
-    const storedSelectors = new Map((await store.selectorsOf(id)).map((s) => [s.ruleId, s.selector]));
+    const storedSelectorRows = await store.selectorsOf(id);
+    const storedSelectors = new Map(storedSelectorRows.map((s) => [s.ruleId, s.selector]));
     const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
-    let relations = await this.recordIntent(id, synced, copyId, record, stored, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors, selectorsChanged);
+    // What the store holds for this primary from here on, as this reconcile read and wrote it: the
+    // last save compares against it instead of reading the rows again (KnownRows).
+    let known: KnownRows = { primary: record, relations: stored, selectorKeys: storedSelectorRows.map((s) => s.key) };
+    let relations: RelationOutcome[];
+    ({ relations, known } = await this.recordIntent(id, synced, copyId, record, stored, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors, selectorsChanged, known));
 
     const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
@@ -279,7 +284,7 @@ export class PrimaryReconciler {
     // primary writes the copy again. No interleaving of two reconciles ends without the copy, as long
     // as the copy's DELETED event (or, after a watch gap, the relist) is delivered, which the list/watch
     // loop guarantees.
-    relations = await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, relations, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors, false);
+    ({ relations, known } = await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, relations, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors, false, known));
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one.
@@ -311,7 +316,7 @@ export class PrimaryReconciler {
     // A primary reads as synced only when every relation is (or waits for its source to exist).
     const failed = outcomes.find((o) => o.state === 'error');
     const state: PrimaryState = problems.length > 0 || failed ? 'error' : conflicts.length > 0 ? 'conflict' : 'synced';
-    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null }, outcomes, selectors);
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null }, outcomes, selectors, known);
     return conflicts.length > 0 || outcomes.some((o) => o.retrySoon) ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
@@ -347,13 +352,16 @@ export class PrimaryReconciler {
     claims: readonly Claim[],
     selectors: readonly SelectorRecord[],
     selectorsChanged: boolean,
-  ): Promise<RelationOutcome[]> {
-    const known = new Set(relations.map(claimKey));
-    const fresh: RelationOutcome[] = claims.filter((c) => !known.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
-    if (record !== undefined && fresh.length === 0 && !selectorsChanged) return [...relations];
+    known: KnownRows,
+  ): Promise<{ relations: RelationOutcome[]; known: KnownRows }> {
+    const claimed = new Set(relations.map(claimKey));
+    const fresh: RelationOutcome[] = claims.filter((c) => !claimed.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
+    if (record !== undefined && fresh.length === 0 && !selectorsChanged) return { relations: [...relations], known };
     const next = [...relations, ...fresh];
-    await this.deps.store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: record?.state ?? 'synced', message: record?.message ?? null }, next, selectors);
-    return next;
+    const row = { id, uid: primary.metadata.uid ?? '', copy: copyId, state: record?.state ?? 'synced', message: record?.message ?? null };
+    await this.deps.store.saveReconcile(row, next, selectors, known);
+    // Written, or found held already: either way the store now holds exactly this.
+    return { relations: next, known: { primary: row, relations: next, selectorKeys: selectorKeys(selectors) } };
   }
 
   /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
