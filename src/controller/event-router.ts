@@ -75,6 +75,8 @@ export class EventRouter {
   private readonly selectorTypes = new Set<string>();
   /** Inverse rules by the `group/resource` of the objects they read. */
   private readonly inverseRules = new Map<string, Array<{ resource: ResolvedResource; rule: ResolvedRule }>>();
+  /** `origin/group/resource` of every type some rule reads related sources of, on that side. */
+  private readonly sourceTypes = new Set<string>();
 
   constructor(private readonly options: EventRouterOptions) {
     this.platforms = { has: options.isPlatform };
@@ -83,6 +85,7 @@ export class EventRouter {
         const key = `${rule.sourceType.group}/${rule.sourceType.resource}`;
         if (rule.finder.kind === 'selector') this.selectorTypes.add(key);
         if (rule.finder.kind === 'inverse') this.inverseRules.set(key, [...(this.inverseRules.get(key) ?? []), { resource, rule }]);
+        this.sourceTypes.add(`${rule.origin}/${key}`);
       }
     }
   }
@@ -169,7 +172,11 @@ export class EventRouter {
 
     // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
     // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && keys.size > 0 ? object : undefined);
+    // A LIST's objects of a type rules read related sources of are kept too: at the first LIST the
+    // store knows no relation yet, and every new primary's reconcile would GET its related objects
+    // one by one. The cache's byte budget bounds what that holds (its least recently used go first).
+    const candidate = change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || candidate) ? object : undefined);
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -244,6 +251,12 @@ export class EventRouter {
       expect(endpoint, r.primary);
     }
     return known;
+  }
+
+  /** Whether some rule reads related sources of this type in this cluster. */
+  private isSourceType(cluster: string, type: ResourceType): boolean {
+    const side = this.platforms.has(cluster) ? 'platform' : cluster === this.options.serviceCluster ? 'service' : undefined;
+    return side !== undefined && this.sourceTypes.has(`${side}/${type.group}/${type.resource}`);
   }
 
   private resourceFor(group: string, resource: string): ResolvedResource | undefined {

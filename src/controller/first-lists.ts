@@ -8,7 +8,10 @@
  * its own cluster's watches, so a platform that cannot be listed (unreachable)
  * holds its own primaries and nobody else's. A watch whose LIST is forbidden
  * counts as listed (list-watch.ts): waiting for it would be silent, while a
- * reconcile says what relsync may not read. What waits is kept by the work
+ * reconcile says what relsync may not read; so does one whose first LIST has
+ * kept failing for two minutes (a type the cluster does not serve: its
+ * primaries' reconciles then read live and report what fails, instead of
+ * waiting without a word). What waits is kept by the work
  * queue (work-queue.ts, `gate`): held, not failed, not dropped.
  *
  * Only the first list counts: a relist after 410 Gone holds nothing again (the

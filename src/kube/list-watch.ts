@@ -94,6 +94,8 @@ export interface ListWatchOptions {
    * inside the stream it just opened (then the relist routes what changed, as any relist does).
    */
   readonly onFirstSync?: () => void;
+  /** How long a first LIST may keep failing (not forbidden: that says it at once) before onFirstSync is said anyway, readers then reading live; default 2 minutes. */
+  readonly firstListGraceMs?: number;
   /** How long requests may keep failing before the loop counts as not synced; default 10 s. */
   readonly failureGraceMs?: number;
   /** How long the loop may make no progress at all before it counts as stuck (liveness); default watchdog + 60 s. */
@@ -198,6 +200,13 @@ export class ListWatch {
         this.failingSince ??= this.clock.now();
         this.progress();
         if (isForbidden(err)) this.firstSync();
+        else if (!this.firstSyncSaid && this.clock.now() - this.failingSince >= (this.options.firstListGraceMs ?? 120_000)) {
+          // Readers would wait for a LIST that keeps failing (a type the cluster does not serve, an
+          // outage) with nothing to show for it: after a grace period (controller-runtime's cache sync
+          // timeout is as long) they go on reading live, and say what fails.
+          logger.warn({ watch: this.name, failingForMs: this.clock.now() - this.failingSince }, 'the first LIST keeps failing; what waited for it goes on and reads from the API server');
+          this.firstSync();
+        }
         const delay = this.backoff.next();
         logger.warn({ watch: this.name, err: errorText(err), retryInMs: delay }, 'list/watch failed; retrying');
         this.options.onReconnect?.('error');

@@ -17,7 +17,11 @@
  *
  * What it does not hold: anything over its byte budget (the least recently
  * used entries go first), and objects no event has shown to concern relsync
- * (say a ConfigMap made before the primary that names it, until it changes).
+ * (say a ConfigMap made after the LIST, before the primary that names it,
+ * until it changes) — except that a LIST's objects of a type that rules read
+ * related sources of are held: at the first LIST the store knows no
+ * relation yet, and every new primary's reconcile reads its related objects
+ * next (event-router.ts).
  * Both are read from the API server: a miss costs a GET, never a wrong
  * answer (or, for a copy the store says was never written, no read at all: the
  * write is a create the API server refuses when anything has the name). That an object is absent is always a live answer, and a reconcile

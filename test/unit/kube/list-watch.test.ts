@@ -219,6 +219,24 @@ describe('list/watch first sync', () => {
     await end();
   });
 
+  it('a first LIST that keeps failing says it after the grace period, not before, once, and the loop keeps trying', async () => {
+    const firstSyncs: number[] = [];
+    const { clock, api, end } = setup({ firstListGraceMs: 60_000, onFirstSync: () => firstSyncs.push(clock.now()) });
+    api.mode = 'down';
+    await settle();
+    await clock.advance(59_000);
+    assert.deepEqual(firstSyncs, [], 'readers wait while a failing LIST may still succeed');
+    await clock.advance(60_000);
+    assert.equal(firstSyncs.length, 1, 'then they go on reading live');
+    assert.ok(firstSyncs[0]! >= 60_000, `said after the grace period (at ${firstSyncs[0]} ms)`);
+    const lists = api.lists;
+    api.mode = 'open';
+    await clock.advance(60_000);
+    assert.ok(api.lists > lists, 'kept trying, and listed once the server answered');
+    assert.equal(firstSyncs.length, 1, 'said once');
+    await end();
+  });
+
   it('resumed from a checkpoint: says it at once, also when its watch request is never answered', async () => {
     const firstSyncs: number[] = [];
     const api0 = { watches: [] as unknown[] };
