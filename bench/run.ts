@@ -310,6 +310,7 @@ async function main(): Promise<void> {
       const countBefore = await metric(relsync, 'relsync_routed_primaries_count', sourceEvents);
       const eventsBefore = await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"');
       const requestsBefore = await metric(relsync, 'relsync_api_requests_total');
+      const verbsBefore = await requestsByVerb(relsync);
       const sent = new Map<string, number>();
       await writer(a, rate, DURATION_S, sent);
       await new Promise((r) => setTimeout(r, 3000));
@@ -322,6 +323,7 @@ async function main(): Promise<void> {
       const routedCount = (await metric(relsync, 'relsync_routed_primaries_count', sourceEvents)) - countBefore;
       const events = (await metric(relsync, 'relsync_watch_events_total', 'change="MODIFIED"')) - eventsBefore;
       const requests = (await metric(relsync, 'relsync_api_requests_total')) - requestsBefore;
+      const verbs = Object.entries(await requestsByVerb(relsync)).map(([k, v]) => [k, v - (verbsBefore[k] ?? 0)] as const).filter(([, v]) => v > 0);
       enqueuedPerEvent = round((routed / Math.max(1, routedCount)) * 100) / 100;
       apiRequestsPerEvent = round(requests / Math.max(1, sent.size));
       const row = {
@@ -333,7 +335,7 @@ async function main(): Promise<void> {
       };
       propagation.push(row);
       log(`propagation at ${rate}/s: relsync p50 ${row.p50Ms} p95 ${row.p95Ms} p99 ${row.p99Ms} max ${row.maxMs} ms (lost ${row.lost}); floor p50 ${row.floorP50Ms} p99 ${row.floorP99Ms} ms; p99 ratio ${row.p99Ratio}`);
-      log(`  routing: ${enqueuedPerEvent} primaries enqueued per source event (${routedCount} source events routed; ${events} MODIFIED watch events in all, copies included); ${apiRequestsPerEvent} API requests per write`);
+      log(`  routing: ${enqueuedPerEvent} primaries enqueued per source event (${routedCount} source events routed; ${events} MODIFIED watch events in all, copies included); ${apiRequestsPerEvent} API requests per write (${verbs.map(([k, v]) => `${k} ${v}`).join(', ')})`);
     }
 
     // --- sweep: no-op, with K drifted copies, and the bare LIST floor
@@ -341,6 +343,8 @@ async function main(): Promise<void> {
       const out = await runCli(['sweep', '--config', configPath, '-o', 'json']);
       return JSON.parse(out.stdout) as { durationMs: number; copiesRepaired: number; objectsListed: number; phases: { listMs: number; reconcileMs: number; cleanupMs: number } };
     };
+    const cache = { objects: await metric(relsync, 'relsync_cache_objects'), mb: round((await metric(relsync, 'relsync_cache_bytes')) / 2 ** 20), hits: await metric(relsync, 'relsync_cache_reads_total', 'result="hit"'), misses: await metric(relsync, 'relsync_cache_reads_total', 'result="miss"') };
+    log(`object cache: ${cache.objects} objects, ${cache.mb} MiB (cache.bytes); reads so far: ${cache.hits} hits, ${cache.misses} misses`);
     const rssMb = peakRssMb(relsync.child.pid!);
     await relsync.stop();
     relsync = undefined;
@@ -407,6 +411,7 @@ async function main(): Promise<void> {
       apiRequestsPerEvent,
       sweep: { noopMs: noop.durationMs, driftedMs: drifted.durationMs, drifted: K, listFloorMs, noopPhases: noop.phases },
       peakRssMb: rssMb,
+      cache,
       storeRows,
       storeBytes,
       liveRelations,

@@ -172,11 +172,11 @@ export class EventRouter {
 
     // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
     // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
-    // A LIST's objects of a type rules read related sources of are kept too: at the first LIST the
-    // store knows no relation yet, and every new primary's reconcile would GET its related objects
-    // one by one. The cache's byte budget bounds what that holds (its least recently used go first).
-    const candidate = change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || candidate) ? object : undefined);
+    // A LIST's objects of a type rules read related sources of are kept too, tentatively: at the
+    // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
+    // related objects one by one. They only use room the cache's other entries leave.
+    const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative) ? object : undefined, tentative);
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {

@@ -57,6 +57,8 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
         end: async () => {
           for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
         },
+        // What the pages put in the cache is not kept current by any watch until the next list.
+        abort: () => w.cache?.listed(p.type),
       };
     },
   });

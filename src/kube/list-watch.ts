@@ -49,6 +49,11 @@ export interface ListSink {
   page(items: readonly KubeObject[]): Promise<void>;
   /** Every page was handed over: the list is complete. */
   end(): Promise<void>;
+  /**
+   * The list failed before its end: what its pages delivered is not the current state, and no
+   * watch keeps it current until the next list (whatever kept it must let it go).
+   */
+  abort?(): void;
 }
 
 /** For types whose whole list is small (APIBindings): collects the pages and hands over the list at its end. */
@@ -220,14 +225,22 @@ export class ListWatch {
     const sink = handler.beginList();
     let resourceVersion = '';
     // A failed request ends the list here (and start() retries or relists); a failed handler too, after its log.
-    for await (const page of client.pages({ labelSelector })) {
-      if (signal.aborted) return;
-      this.progress();
-      if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items)))) throw new Error('the list handler failed; listing again');
-      resourceVersion = page.resourceVersion || resourceVersion;
+    try {
+      for await (const page of client.pages({ labelSelector })) {
+        if (signal.aborted) return;
+        this.progress();
+        if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items)))) throw new Error('the list handler failed; listing again');
+        resourceVersion = page.resourceVersion || resourceVersion;
+      }
+    } catch (err) {
+      sink.abort?.();
+      throw err;
     }
     if (signal.aborted) return;
-    if (!(await guard(logger, this.name, 'list handler', () => sink.end()))) throw new Error('the list handler failed; listing again');
+    if (!(await guard(logger, this.name, 'list handler', () => sink.end()))) {
+      sink.abort?.();
+      throw new Error('the list handler failed; listing again');
+    }
     this.resourceVersion = resourceVersion;
     handler.onResourceVersion?.(resourceVersion);
     this.firstSync();

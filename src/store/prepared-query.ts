@@ -14,7 +14,11 @@
  */
 import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
 
-/** Marks a placeholder value: no identity or label value can start with a NUL character. */
+/**
+ * Starts a placeholder value. Only the parameters of the query as built are compared with the
+ * placeholders (a constant of a builder must not be one); the values of each call are bound as
+ * they are, whatever they hold.
+ */
 const MARK = '\u0000relsync-param:';
 
 export type PreparedQuery<P, R> = (params: P) => Promise<R[]>;
@@ -23,12 +27,15 @@ export function preparedQuery<DB, N extends string, R>(db: Kysely<DB>, names: re
   const placeholders = Object.fromEntries(names.map((n) => [n, `${MARK}${n}`])) as Record<N, string>;
   const compiled = build(placeholders).compile();
   /** For each parameter of the SQL: the name whose value it takes, or a constant of the query. */
-  const bindings = compiled.parameters.map((value) => (typeof value === 'string' && value.startsWith(MARK) ? { name: value.slice(MARK.length) } : { value }));
+  const bindings = compiled.parameters.map((value): { name: N } | { value: unknown } => {
+    const name = names.find((n) => value === placeholders[n]);
+    return name !== undefined ? { name } : { value };
+  });
   for (const name of names) {
     if (!bindings.some((b) => 'name' in b && b.name === name)) throw new Error(`prepared query: parameter "${name}" is not used by ${compiled.sql}`);
   }
   return async (params) => {
-    const values = bindings.map((b) => ('name' in b ? params[b.name as N] : b.value));
+    const values = bindings.map((b) => ('name' in b ? params[b.name] : b.value));
     return (await db.executeQuery<R>(CompiledQuery.raw(compiled.sql, values))).rows;
   };
 }

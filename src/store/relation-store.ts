@@ -7,14 +7,13 @@
  */
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
-import type { Database, PrimaryState, RelationsTable } from './schema.js';
+import type { Database, PrimariesTable, PrimaryState, RelationsTable } from './schema.js';
 import { toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
-import type { PrimariesTable } from './schema.js';
 
 export type Clock = () => Date;
 
@@ -22,7 +21,11 @@ export type Clock = () => Date;
  * What a reconcile knows the store holds for its primary, because it read or
  * wrote those rows itself: only the reconcile of a primary writes its rows
  * (the work queue never runs one primary twice at once), so saveReconcile can
- * compare against this instead of reading the rows again.
+ * compare against this instead of reading the rows again. The caller's rule:
+ * every write to the primary's rows after it read them (other than "last
+ * synced" times) is a saveReconcile whose arguments become the new KnownRows,
+ * or ends the reconcile without the final save (setPrimaryState before a
+ * throw or a return). A write that breaks it would leave stale rows in place.
  */
 export interface KnownRows {
   readonly primary: Pick<PrimaryRecord, 'uid' | 'copy' | 'state' | 'message'> | undefined;

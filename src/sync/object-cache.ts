@@ -5,7 +5,9 @@
  *
  * What it holds: the latest version each watch delivered of the objects that
  * concern relsync — primaries and objects routed to a primary (related sources,
- * copies). Only watch events fill it, in their order, so an entry is never
+ * copies) — and, tentatively, what a LIST delivered of the types rules read
+ * related sources of (below). Only the watches' events and LISTs fill it, in
+ * their order, so an entry is never
  * older than the last event of its object: an event of an object that
  * concerns nobody removes it, a deletion removes it, a relist drops its type
  * first (what was deleted while nobody watched must not be read back), a kcp
@@ -19,9 +21,11 @@
  * used entries go first), and objects no event has shown to concern relsync
  * (say a ConfigMap made after the LIST, before the primary that names it,
  * until it changes) — except that a LIST's objects of a type that rules read
- * related sources of are held: at the first LIST the store knows no
- * relation yet, and every new primary's reconcile reads its related objects
- * next (event-router.ts).
+ * related sources of are held tentatively: at the first LIST the store knows
+ * no relation yet, and every new primary's reconcile reads its related
+ * objects next (event-router.ts). Tentative entries use only the room that
+ * the others leave and go first; a LIST that fails midway lets its type go
+ * (no watch keeps its pages current until the next LIST).
  * Both are read from the API server: a miss costs a GET, never a wrong
  * answer (or, for a copy the store says was never written, no read at all: the
  * write is a create the API server refuses when anything has the name). That an object is absent is always a live answer, and a reconcile
@@ -37,8 +41,11 @@ import type { ListQuery, ObjectReads } from './object-reads.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
-  /** The watch's latest version of an object, or undefined: deleted, or it concerns nobody now. */
-  observe(id: ObjectIdentity, object: KubeObject | undefined): void;
+  /**
+   * The watch's latest version of an object, or undefined: deleted, or it concerns nobody now.
+   * `tentative`: a LIST's object that concerns nobody yet (see the top of this file).
+   */
+  observe(id: ObjectIdentity, object: KubeObject | undefined, tentative?: boolean): void;
   dropCluster(cluster: string): void;
   clear(): void;
   /** A watch's LIST of this type begins: what the cache holds of the type may have been deleted while nobody watched. */
@@ -54,7 +61,9 @@ export interface CacheStats {
 
 export class ObjectCache implements ObjectCacheFeed {
   /** In use order: the first entry is the least recently used. */
-  private readonly entries = new Map<string, { readonly object: KubeObject; readonly bytes: number; readonly type: string }>();
+  private readonly entries = new Map<string, Entry>();
+  /** A LIST's objects that concern nobody yet, in use order; kept only in room the others leave. */
+  private readonly tentative = new Map<string, Entry>();
   private size = 0;
   private hitCount = 0;
   private missCount = 0;
@@ -69,7 +78,7 @@ export class ObjectCache implements ObjectCacheFeed {
     private readonly maxFloors = 10_000,
   ) {}
 
-  observe(id: ObjectIdentity, object: KubeObject | undefined): void {
+  observe(id: ObjectIdentity, object: KubeObject | undefined, tentative = false): void {
     const key = keyOf(id.cluster, id, id.namespace, id.name);
     this.remove(key);
     const floor = this.floors.get(key);
@@ -82,7 +91,7 @@ export class ObjectCache implements ObjectCacheFeed {
       if (!meets(object, floor)) return;
       this.floors.delete(key);
     }
-    this.keep(key, typeOf(id), object);
+    this.keep(key, typeOf(id), object, tentative);
   }
 
   /**
@@ -107,57 +116,74 @@ export class ObjectCache implements ObjectCacheFeed {
   /** Of every cluster: a kcp watch lists all its workspaces at once, and a miss only costs a GET. */
   listed(type: Pick<ResourceType, 'group' | 'resource'>): void {
     const t = typeOf(type);
-    for (const [key, entry] of this.entries) if (entry.type === t) this.remove(key);
+    for (const map of [this.entries, this.tentative]) for (const [key, entry] of map) if (entry.type === t) this.remove(key);
   }
 
   /** Forgets a cluster's objects (a kcp workspace that unbound, or is listed again after it bound again). */
   dropCluster(cluster: string): void {
     // The cluster and the separator after it: "a" never drops "ab"'s objects.
     const prefix = compositeKey(cluster, '');
-    for (const key of [...this.entries.keys()]) if (key.startsWith(prefix)) this.remove(key);
+    for (const key of [...this.entries.keys(), ...this.tentative.keys()]) if (key.startsWith(prefix)) this.remove(key);
   }
 
   /** Everything: a sweep is the level-based safety net, for the cache too. */
   clear(): void {
     this.entries.clear();
+    this.tentative.clear();
     this.floors.clear();
     this.size = 0;
   }
 
-  private keep(key: string, type: string, object: KubeObject): void {
+  /**
+   * Tentative entries use only the room the others leave: they go first when the budget is full,
+   * and one never pushes out an object that concerns a primary (a tenant's many objects that
+   * nothing relates to cost others nothing but the room nobody used).
+   */
+  private keep(key: string, type: string, object: KubeObject, tentative: boolean): void {
     const bytes = approximateHeapBytes(object);
     // One object over the whole budget would only push everything else out.
     if (bytes > this.maxBytes) return;
-    this.entries.set(key, { object, bytes, type });
+    if (tentative) {
+      for (const [oldest] of this.tentative) {
+        if (this.size + bytes <= this.maxBytes) break;
+        this.remove(oldest);
+      }
+      if (this.size + bytes > this.maxBytes) return;
+    }
+    (tentative ? this.tentative : this.entries).set(key, { object, bytes, type });
     this.size += bytes;
-    for (const [oldest] of this.entries) {
-      if (this.size <= this.maxBytes) break;
-      this.remove(oldest);
+    for (const map of [this.tentative, this.entries]) {
+      for (const [oldest] of map) {
+        if (this.size <= this.maxBytes) return;
+        this.remove(oldest);
+      }
     }
   }
 
   /** A copy of the cached object (callers may change what they read), or undefined on a miss. */
   get(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): KubeObject | undefined {
     const key = keyOf(cluster, type, namespace, name);
-    const entry = this.entries.get(key);
+    const map = this.entries.has(key) ? this.entries : this.tentative;
+    const entry = map.get(key);
     if (!entry) {
       this.missCount++;
       return undefined;
     }
     this.hitCount++;
-    this.entries.delete(key);
-    this.entries.set(key, entry);
+    map.delete(key);
+    map.set(key, entry);
     return structuredClone(entry.object);
   }
 
   stats(): CacheStats {
-    return { entries: this.entries.size, bytes: this.size, hits: this.hitCount, misses: this.missCount };
+    return { entries: this.entries.size + this.tentative.size, bytes: this.size, hits: this.hitCount, misses: this.missCount };
   }
 
   private remove(key: string): void {
-    const entry = this.entries.get(key);
+    const map = this.entries.has(key) ? this.entries : this.tentative;
+    const entry = map.get(key);
     if (!entry) return;
-    this.entries.delete(key);
+    map.delete(key);
     this.size -= entry.bytes;
   }
 }
@@ -202,6 +228,12 @@ export class CachedReads implements ObjectReads {
   list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
     return this.live.list(cluster, type, query);
   }
+}
+
+interface Entry {
+  readonly object: KubeObject;
+  readonly bytes: number;
+  readonly type: string;
 }
 
 interface Floor {

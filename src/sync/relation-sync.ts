@@ -162,7 +162,8 @@ export class RelationSync {
       // sooner than Retry-After).
       if (isConflict(err)) throw err;
       if (isTransient(err)) {
-        // Until a retry lands, the primary does not read as synced.
+        // Until a retry lands, the primary does not read as synced. (Always followed by the throw:
+        // the reconcile's last save compares with the rows it knows, store/relation-store.ts KnownRows.)
         await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
         throw err;
       }

@@ -219,6 +219,28 @@ describe('list/watch first sync', () => {
     await end();
   });
 
+  it('a LIST that fails before its end tells its sink to let go of what its pages delivered, and never ends it', async () => {
+    const calls: string[] = [];
+    const { clock, api, end } = setup({
+      handler: {
+        beginList: () => ({
+          page: async () => {
+            calls.push('page');
+            throw new Error('a handler that fails');
+          },
+          end: async () => void calls.push('end'),
+          abort: () => void calls.push('abort'),
+        }),
+      },
+    });
+    await settle();
+    assert.deepEqual(calls, ['page', 'abort']);
+    api.mode = 'down';
+    await clock.advance(1_000);
+    assert.ok(calls.length > 2 && calls.slice(2).every((c) => c === 'abort'), `a LIST request that fails aborts too: ${calls.join(', ')}`);
+    await end();
+  });
+
   it('a first LIST that keeps failing says it after the grace period, not before, once, and the loop keeps trying', async () => {
     const firstSyncs: number[] = [];
     const { clock, api, end } = setup({ firstListGraceMs: 60_000, onFirstSync: () => firstSyncs.push(clock.now()) });

@@ -21,8 +21,10 @@ describe('prepared queries', () => {
     assert.deepEqual((await query({ kind: 'a', name: 'x' })).map((r) => r.size), [4]);
     assert.deepEqual((await query({ kind: 'b', name: 'x' })).map((r) => r.size), [3]);
     assert.deepEqual((await query({ kind: 'a', name: 'y' })).map((r) => r.size), [2]);
-    // A value that looks like SQL is a value.
+    // A value that looks like SQL is a value; so is one that looks like a placeholder.
     assert.deepEqual(await query({ kind: "a' or '1'='1", name: 'x' }), []);
+    assert.deepEqual(await query({ kind: '\u0000relsync-param:name', name: 'x' }), []);
+    assert.deepEqual(await query({ kind: '\u0000relsync-param:kind', name: '\u0000relsync-param:kind' }), []);
     await db.destroy();
   });
 

@@ -62,6 +62,29 @@ describe('object cache', () => {
     assert.ok(cache.get('a', configMaps, 'ns', 'o11'), 'and it pushed nothing out');
   });
 
+  it('keeps a LIST\'s objects that concern nobody yet only in room the others leave: they never push one out, and go first', () => {
+    const cache = new ObjectCache(100_000);
+    for (let i = 0; i < 4; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
+    // A tenant's many objects that nothing relates to, from a LIST.
+    for (let i = 0; i < 20; i++) cache.observe(id('a', configMaps, `junk${i}`), cm(`junk${i}`, '1', 15_000), true);
+    assert.ok(cache.stats().bytes <= 100_000, `${cache.stats().bytes} bytes`);
+    for (let i = 0; i < 4; i++) assert.ok(cache.get('a', configMaps, 'ns', `routed${i}`), `routed${i} kept`);
+    assert.ok(cache.get('a', configMaps, 'ns', 'junk19'), 'the latest tentative ones fill the room left');
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk0'), undefined, 'the oldest tentative went');
+    // An object that concerns a primary pushes tentative ones out before any other.
+    for (let i = 4; i < 6; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
+    for (let i = 0; i < 6; i++) assert.ok(cache.get('a', configMaps, 'ns', `routed${i}`), `routed${i} kept`);
+    // An event that routes a tentative object to a primary makes it an ordinary entry.
+    cache.observe(id('a', configMaps, 'junk19'), cm('junk19', '2', 15_000));
+    for (let i = 6; i < 12; i++) cache.observe(id('a', configMaps, `junk-later${i}`), cm(`junk-later${i}`, '1', 15_000), true);
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk19')?.metadata.resourceVersion, '2', 'no longer tentative: kept');
+    // When every room is taken by objects that concern primaries, a tentative one is not kept at all.
+    for (let i = 6; i < 12; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
+    cache.observe(id('a', configMaps, 'late'), cm('late', '1', 15_000), true);
+    assert.equal(cache.get('a', configMaps, 'ns', 'late'), undefined);
+    assert.ok(cache.get('a', configMaps, 'ns', 'routed11'));
+  });
+
   it("forgets one cluster's objects (a kcp workspace that binds again), and everything (a sweep)", () => {
     const cache = new ObjectCache(1024 * 1024);
     cache.observe(id('ws-1', configMaps, 'x'), cm('x', '1'));
