@@ -79,6 +79,11 @@ export class CopyWriter {
    * that copies the same source; for a primary's copy, another replica or a sweep's older read.
    */
   async upsert(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
+    // Announced while it runs: the copy's watch event may come before the write's answer (own-writes.ts).
+    return this.deps.ownWrites ? this.deps.ownWrites.during(write.copy, () => this.write(client, write)) : this.write(client, write);
+  }
+
+  private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
     if (write.existing) return this.update(client, write, write.existing);
     const created = await this.create(client, write);
     if (created !== 'exists') return created;

@@ -388,7 +388,8 @@ export class PrimaryReconciler {
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {
-        this.ownWrite(id, await primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers: primary.metadata.finalizers.filter((f) => f !== this.finalizer) } }));
+        const finalizers = primary.metadata.finalizers.filter((f) => f !== this.finalizer);
+        await this.writePrimary(id, () => primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers } }));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -438,7 +439,7 @@ export class PrimaryReconciler {
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return this.ownWrite(id, await client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+    return this.writePrimary(id, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
@@ -456,14 +457,18 @@ export class PrimaryReconciler {
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
   private async syncStatus(primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return this.ownWrite(id, await primaries.replaceStatus({ ...primary, status: copy.status }));
+    return this.writePrimary(id, () => primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
-  /** Remembers the version a write to the primary produced, so its own watch event is not routed back here. */
-  private ownWrite(id: ObjectIdentity, written: KubeObject): KubeObject {
-    this.deps.onWritten?.(id, written.metadata.resourceVersion);
-    this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
-    return written;
+  /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */
+  private async writePrimary(id: ObjectIdentity, write: () => Promise<KubeObject>): Promise<KubeObject> {
+    const run = async () => {
+      const written = await write();
+      this.deps.onWritten?.(id, written.metadata.resourceVersion);
+      this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
+      return written;
+    };
+    return this.deps.ownWrites ? this.deps.ownWrites.during(id, run) : run();
   }
 
   /** The relations kept as they are when the primary cannot be processed (a conflict). */

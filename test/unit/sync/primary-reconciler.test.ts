@@ -277,9 +277,9 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       const own = (cluster: string, type: ResourceType, ns: string, name: string) =>
         ownWrites.consume({ cluster, group: type.group, resource: type.resource, namespace: ns, name }, world.read(cluster, type, ns, name)!.metadata.resourceVersion);
-      assert.ok(own('service', databases, COPY_NS, 'orders'), "the copy's create");
-      assert.ok(own('service', configMaps, COPY_NS, 'orders-config'), "the related copy's create");
-      assert.ok(own('tenant-a', databases, 'shop', 'orders'), 'the finalizer on the primary');
+      assert.ok(await own('service', databases, COPY_NS, 'orders'), "the copy's create");
+      assert.ok(await own('service', configMaps, COPY_NS, 'orders-config'), "the related copy's create");
+      assert.ok(await own('tenant-a', databases, 'shop', 'orders'), 'the finalizer on the primary');
       assert.deepEqual(counts.sort(), ['written primary create', 'written related create']);
       world.remove('tenant-a', configMaps, 'shop', 'orders-config');
       world.remove('tenant-a', databases, 'shop', 'orders');
