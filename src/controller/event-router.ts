@@ -100,8 +100,9 @@ export class EventRouter {
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
-    const ownWrite = change !== 'LIST' && change !== 'DELETED' && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
-    if (ownWrite || (change !== 'LIST' && change !== 'DELETED' && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher))) {
+    const unchangedCopy = change !== 'LIST' && change !== 'DELETED' && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
+    const ownWrite = !unchangedCopy && change !== 'LIST' && change !== 'DELETED' && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
+    if (ownWrite || unchangedCopy) {
       // Kept when it is a version relsync wrote (its answer may come after its event) of an object
       // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
       if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined);

@@ -79,8 +79,10 @@ export class CopyWriter {
    * that copies the same source; for a primary's copy, another replica or a sweep's older read.
    */
   async upsert(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    // Announced while it runs: the copy's watch event may come before the write's answer (own-writes.ts).
-    return this.deps.ownWrites ? this.deps.ownWrites.during(write.copy, () => this.write(client, write)) : this.write(client, write);
+    // A primary's copy is announced while it is written: its watch event may come before the write's
+    // answer (own-writes.ts). A related copy's own events are known by their content hash instead.
+    const own = this.deps.ownWrites;
+    return own && write.kind === 'primary' ? own.during(write.copy, () => this.write(client, write)) : this.write(client, write);
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
@@ -110,9 +112,9 @@ export class CopyWriter {
   }
 
   /** Remembers the version a write of relsync's produced, so its own watch event is not routed back. */
-  private recorded(id: ObjectIdentity, written: KubeObject): KubeObject {
+  private recorded(id: ObjectIdentity, written: KubeObject, precondition?: string): KubeObject {
     this.deps.onWritten?.(id, written.metadata.resourceVersion);
-    this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
+    this.deps.ownWrites?.record(id, written.metadata.resourceVersion, precondition);
     return written;
   }
 
@@ -169,6 +171,8 @@ export class CopyWriter {
   private async createByPost(client: ObjectClient, write: Upsert): Promise<KubeObject> {
     const { copy } = write;
     const created = await client.create(copy.namespace, this.applied(write, undefined), this.fieldManager);
+    // Two versions (the POST's, then the patch's): both events are relsync's own.
+    this.deps.ownWrites?.record(copy, created.metadata.resourceVersion);
     const managedFields = upgradedManagedFields(created.metadata.managedFields, this.fieldManager);
     if (!managedFields) return created;
     return client
@@ -199,7 +203,7 @@ export class CopyWriter {
     // Deleted since it was read (and not made again by anyone): the apply created it.
     const action = written.metadata.uid === current.metadata.uid ? 'update' : 'create';
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action });
-    return this.recorded(write.copy, written);
+    return this.recorded(write.copy, written, current.metadata.resourceVersion);
   }
 
   /**

@@ -8,15 +8,23 @@
  * The event of a write often arrives before the write's answer (the API
  * server sends both at once; under load relsync reads the watch first): at
  * the initial sync of 10,000 primaries, half the events of their finalizers
- * and copies came early and each cost a whole reconcile more. So a write is
- * announced while it runs (during()), and an event of an object that relsync
- * is writing waits for that write's answer — at most a moment — before it is
- * judged.
+ * and copies came early and each cost a whole reconcile more. So a write of a
+ * primary or of a primary's copy is announced while it runs (during()), and an
+ * event of an object that relsync is writing waits for that write's answer —
+ * a quarter of a second at most — before it is judged. (Related copies need
+ * no wait: their own events are known by their content hash, event-router.ts.)
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 
-/** How long an event waits for the answer of a write of its object still on its way. */
-const WAIT_FOR_ANSWER_MS = 2_000;
+/**
+ * How long an event waits for the answer of a write of its object still on its way: the API server
+ * sends both at once, so the answer is a few event-loop turns away; each watch handles its events
+ * one by one, so a wait holds that watch's other events back (a tenant that edits an object while
+ * relsync writes it delays the type's events by this much at most per edit).
+ */
+const WAIT_FOR_ANSWER_MS = 250;
+/** Versions remembered per object: a write of two requests (kcp's POST, then a patch) makes two. */
+const VERSIONS_PER_OBJECT = 3;
 
 interface InFlight {
   count: number;
@@ -25,7 +33,7 @@ interface InFlight {
 }
 
 export class OwnWrites {
-  private readonly written = new Map<string, string>();
+  private readonly written = new Map<string, string[]>();
   /** Objects relsync is writing now, with how many writes of each run. */
   private readonly inFlight = new Map<string, InFlight>();
 
@@ -34,11 +42,17 @@ export class OwnWrites {
     private readonly waitMs = WAIT_FOR_ANSWER_MS,
   ) {}
 
-  record(id: ObjectIdentity, resourceVersion: string | undefined): void {
-    if (!resourceVersion) return;
+  /**
+   * A version relsync's write produced. `precondition`: the version the write was sent against; a
+   * write that changed nothing answers with it, and that version is someone else's (its event must
+   * reach every primary it concerns), so it is not recorded.
+   */
+  record(id: ObjectIdentity, resourceVersion: string | undefined, precondition?: string): void {
+    if (!resourceVersion || resourceVersion === precondition) return;
     const key = identityKey(id);
+    const versions = [...(this.written.get(key) ?? []), resourceVersion].slice(-VERSIONS_PER_OBJECT);
     this.written.delete(key);
-    this.written.set(key, resourceVersion);
+    this.written.set(key, versions);
     while (this.written.size > this.max) this.written.delete(this.written.keys().next().value!);
   }
 
@@ -81,8 +95,11 @@ export class OwnWrites {
   }
 
   private take(key: string, resourceVersion: string): boolean {
-    if (this.written.get(key) !== resourceVersion) return false;
-    this.written.delete(key);
+    const versions = this.written.get(key);
+    if (!versions?.includes(resourceVersion)) return false;
+    const rest = versions.filter((v) => v !== resourceVersion);
+    if (rest.length > 0) this.written.set(key, rest);
+    else this.written.delete(key);
     return true;
   }
 

@@ -389,7 +389,7 @@ export class PrimaryReconciler {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {
         const finalizers = primary.metadata.finalizers.filter((f) => f !== this.finalizer);
-        await this.writePrimary(id, () => primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers } }));
+        await this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers } }));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -439,7 +439,7 @@ export class PrimaryReconciler {
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return this.writePrimary(id, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+    return this.writePrimary(id, primary.metadata.resourceVersion, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
@@ -457,15 +457,15 @@ export class PrimaryReconciler {
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
   private async syncStatus(primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return this.writePrimary(id, () => primaries.replaceStatus({ ...primary, status: copy.status }));
+    return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status: copy.status }));
   }
 
   /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */
-  private async writePrimary(id: ObjectIdentity, write: () => Promise<KubeObject>): Promise<KubeObject> {
+  private async writePrimary(id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>): Promise<KubeObject> {
     const run = async () => {
       const written = await write();
       this.deps.onWritten?.(id, written.metadata.resourceVersion);
-      this.deps.ownWrites?.record(id, written.metadata.resourceVersion);
+      this.deps.ownWrites?.record(id, written.metadata.resourceVersion, precondition);
       return written;
     };
     return this.deps.ownWrites ? this.deps.ownWrites.during(id, run) : run();
