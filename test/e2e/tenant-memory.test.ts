@@ -31,13 +31,24 @@ describe('a tenant with more data than relsync has memory', () => {
     const a = clusters.client['tenant-a'];
     for (const ns of ['aaa-small', 'aab-keys', 'bulk', 'app']) await a.ensureNamespace(ns);
     const blob = 'x'.repeat(1024 * 1024 - 1024);
+    // Writes this big can time out in the API server (504) on a loaded 2-core machine; the
+    // setup is not what is tested: try again (putConfigMap replaces one a timed-out create made).
+    const put = async (ns: string, name: string, data: Record<string, string>) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await a.putConfigMap(ns, name, data);
+        } catch (err) {
+          if (attempt >= 4) throw err;
+        }
+      }
+    };
     for (let i = 0; i < 50; i++) await a.putConfigMap('aaa-small', `small-${i}`, { v: String(i) });
     await Promise.all([0, 1, 2, 3].map(async (w) => {
-      for (let i = w; i < BIG; i += 4) await a.putConfigMap('bulk', `big-${String(i).padStart(3, '0')}`, { blob });
+      for (let i = w; i < BIG; i += 4) await put('bulk', `big-${String(i).padStart(3, '0')}`, { blob });
     }));
     const tiny = Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`k${i}`, '']));
     await Promise.all([0, 1, 2, 3].map(async (w) => {
-      for (let i = w; i < KEYED; i += 4) await a.putConfigMap('aab-keys', `keys-${String(i).padStart(3, '0')}`, tiny);
+      for (let i = w; i < KEYED; i += 4) await put('aab-keys', `keys-${String(i).padStart(3, '0')}`, tiny);
     }));
     await a.putConfigMap('app', 'cfg', { v: 'start' });
     await a.createDatabase('app', 'orders', { configMapName: 'cfg' });

@@ -138,7 +138,10 @@ describe('write faults, credentials and restarts', () => {
       const changedAt = Date.now();
       await a.putConfigMap('faults', `${name}-cfg`, { v: '2' });
       await eventually('the change arrives after the fault', async () => (await svc.configMap(ns, `${name}-cfg`))?.data?.v === '2', 20_000);
-      const writes = proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path));
+      const patches = () => proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path));
+      // The change can be read from the API server before the proxy has finished passing its answer on.
+      await eventually('the proxy passed on the answer of the write that landed', () => patches().at(-1)?.status !== undefined, 5_000);
+      const writes = patches();
       assert.equal(writes[0]?.fault, action.kind, 'the first write met the fault');
       assert.equal(writes.at(-1)?.status, 200, 'a later write landed');
       if (action.kind === 'status' && action.retryAfterSeconds) assert.ok(writes[1]!.at - writes[0]!.at >= 1000, `Retry-After honoured (${writes[1]!.at - writes[0]!.at} ms)`);
@@ -243,11 +246,14 @@ describe('write faults, credentials and restarts', () => {
     await syncedPair('killed');
     await relsync.kill();
     await a.putConfigMap('faults', 'killed-cfg', { v: 'while-down' });
-    const startedAt = Date.now();
+    const spawnedAt = Date.now();
     relsync = await startRelsync(configPath, join(dir, 'relsync-2.log'));
+    // From the moment the process serves: Node.js itself takes seconds to start on a loaded 2-core
+    // machine (`relsync --help` took 5 s beside a CI run), which is not what this measures.
+    const startedAt = Date.now();
     await eventually('the change made while it was down arrives', async () => (await svc.configMap(ns, 'killed-cfg'))?.data?.v === 'while-down', 30_000);
     const ms = Date.now() - startedAt;
-    console.log(`restart after SIGKILL: the change made while down arrived ${ms} ms after the process started (lease duration 15 s)`);
+    console.log(`restart after SIGKILL: the change made while down arrived ${ms} ms after the process served (${Date.now() - spawnedAt} ms after it was spawned; lease duration 15 s)`);
     assert.ok(ms < 2_500, `within 2.5 s of start (${ms} ms; the issue's target is 2 s)`);
 
     const second = await runCli(['run', '--config', configPath, '--no-http']);
