@@ -140,7 +140,7 @@ describe('write faults, credentials and restarts', () => {
       await eventually('the change arrives after the fault', async () => (await svc.configMap(ns, `${name}-cfg`))?.data?.v === '2', 20_000);
       const patches = () => proxy.requests.slice(from).filter((r) => r.method === 'PATCH' && path.test(r.path));
       // The change can be read from the API server before the proxy has finished passing its answer on.
-      await eventually('the proxy passed on the answer of the write that landed', () => patches().at(-1)?.status !== undefined, 5_000);
+      await eventually('the proxy passed on the answer of the write that landed', async () => patches().at(-1)?.status !== undefined, 5_000);
       const writes = patches();
       assert.equal(writes[0]?.fault, action.kind, 'the first write met the fault');
       assert.equal(writes.at(-1)?.status, 200, 'a later write landed');
