@@ -166,9 +166,10 @@ async function floorBulkCopy(pp: ControlPlane, ps: ControlPlane, copyNs: string)
   const cleanUp = async () => {
     for (const [, to, type] of sources) {
       const client = new ResourceClient(to, type);
-      await to.request('DELETE', client.path(FLOOR_BULK_NS)); // DELETE on the collection
-      const left = (await client.listAll({ namespace: FLOOR_BULK_NS })).items.length;
-      if (left > 0) throw new Error(`floor bulk copier: ${left} ${type.resource} left in ${FLOOR_BULK_NS} after clean-up`);
+      // DELETE on the collection; of 10,000 objects it outlasts the request timeout (the API server
+      // goes on deleting): then wait until they are gone.
+      await to.request('DELETE', client.path(FLOOR_BULK_NS)).catch((err: unknown) => log(`  floor bulk copier clean-up: ${(err as Error).message}; waiting for the deletes`));
+      await eventually(`${type.resource} in ${FLOOR_BULK_NS} deleted`, async () => (await client.listAll({ namespace: FLOOR_BULK_NS })).items.length === 0, 10 * 60 * 1000);
     }
     platform.close();
     service.close();
@@ -294,9 +295,9 @@ async function main(): Promise<void> {
     const floorBulk = await floorBulkCopy(pp, ps, copyNs);
     const floorMs = Date.now() - floorStarted;
     if (floorBulk.copies !== totalCopies) throw new Error(`floor bulk copier: ${floorBulk.copies} copies, relsync ${totalCopies}`);
-    await floorBulk.cleanUp();
     const ratioToFloor = round((initialSyncMs / Math.max(1, floorMs)) * 100) / 100;
     log(`  floor bulk copier: ${floorBulk.copies} copies in ${floorMs} ms (${round((floorBulk.copies * 1000) / floorMs)} objects/s, ${WORKERS * RELATIONS_AT_ONCE} creates at once); relsync/floor ratio ${ratioToFloor}`);
+    await floorBulk.cleanUp();
 
     // --- propagation latency, relsync beside the floor client
     const propagation: Array<Record<string, number>> = [];
