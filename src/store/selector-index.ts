@@ -56,12 +56,14 @@ export async function storedSelectorKeys(db: Kysely<Database>, primary: ObjectId
   return rows.map(storedKey);
 }
 
-function storedKey(r: SelectorsTable): string {
+/** A stored selector's comparison key: the same as selectorKeys() gives for the selector it was saved from. */
+function storedKey(r: Pick<SelectorsTable, 'rule_id' | 'source_cluster' | 'source_group' | 'source_resource' | 'source_namespace' | 'requirements'>): string {
   return JSON.stringify([r.rule_id, r.source_cluster, r.source_group, r.source_resource, r.source_namespace, r.requirements]);
 }
 
 export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
-  return selectors.map((x) => JSON.stringify([x.ruleId, x.scope.cluster, x.scope.group, x.scope.resource, x.scope.namespace, JSON.stringify(x.selector.requirements)]));
+  // The row replaceSelectors() writes for the selector, keyed as a stored one.
+  return selectors.map((x) => storedKey({ rule_id: x.ruleId, source_cluster: x.scope.cluster, source_group: x.scope.group, source_resource: x.scope.resource, source_namespace: x.scope.namespace, requirements: JSON.stringify(x.selector.requirements) }));
 }
 
 /**
