@@ -24,6 +24,8 @@ import { ContentHasher } from '../sync/content-hasher.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
+import { fieldManagerName } from '../sync/marks.js';
+import { upgradedManagedFields } from '../sync/field-ownership.js';
 import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
@@ -95,7 +97,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const ownWrites = new OwnWrites();
     // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
-    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes) : undefined;
+    // Of managedFields it keeps only those a copy write would fold (copy-writer.ts): the rest is room.
+    const fieldManager = fieldManagerName(config.agentName);
+    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
     const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown

@@ -73,9 +73,16 @@ export class ObjectCache implements ObjectCacheFeed {
    */
   private readonly floors = new Map<string, Floor>();
 
+  /**
+   * `keepsManagedFields`: whether an object's managedFields are worth their room. A watch's objects
+   * carry them and they are most of a small object's size, but relsync reads them in one case only
+   * (copy-writer.ts folds its own Update entries into its apply entry), so the cache drops them
+   * unless that case applies — a LIST's objects come without them anyway (resource-client.ts).
+   */
   constructor(
     private readonly maxBytes: number,
     private readonly maxFloors = 10_000,
+    private readonly keepsManagedFields: (managedFields: unknown) => boolean = () => true,
   ) {}
 
   observe(id: ObjectIdentity, object: KubeObject | undefined, tentative = false): void {
@@ -139,7 +146,8 @@ export class ObjectCache implements ObjectCacheFeed {
    * and one never pushes out an object that concerns a primary (a tenant's many objects that
    * nothing relates to cost others nothing but the room nobody used).
    */
-  private keep(key: string, type: string, object: KubeObject, tentative: boolean): void {
+  private keep(key: string, type: string, delivered: KubeObject, tentative: boolean): void {
+    const object = this.slim(delivered);
     const bytes = approximateHeapBytes(object);
     // One object over the whole budget would only push everything else out.
     if (bytes > this.maxBytes) return;
@@ -158,6 +166,13 @@ export class ObjectCache implements ObjectCacheFeed {
         this.remove(oldest);
       }
     }
+  }
+
+  /** The object as kept: without managedFields nobody will read (a new object: the watch's is not changed). */
+  private slim(object: KubeObject): KubeObject {
+    const { managedFields, ...metadata } = object.metadata;
+    if (managedFields === undefined || this.keepsManagedFields(managedFields)) return object;
+    return { ...object, metadata };
   }
 
   /** A copy of the cached object (callers may change what they read), or undefined on a miss. */

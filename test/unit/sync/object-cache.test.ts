@@ -134,4 +134,23 @@ describe('object cache', () => {
     assert.deepEqual({ hits: cache.stats().hits, misses: cache.stats().misses }, { hits: 1, misses: 2 });
     assert.equal(reads.cached, true, 'a deletion decided on these reads is confirmed live');
   });
+
+  it("keeps an object's managedFields only where they will be read, and leaves the watch's object as it was", () => {
+    // What the predicate is given decides: here, entries of manager "relsync-x" that are Updates.
+    const cache = new ObjectCache(1024 * 1024, undefined, (mf) => (mf as { manager: string; operation: string }[]).some((e) => e.manager === 'relsync-x' && e.operation === 'Update'));
+    const others = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:data': { 'f:v': {} } } }];
+    const own = [{ manager: 'relsync-x', operation: 'Update', fieldsV1: { 'f:data': { 'f:v': {} } } }];
+    const delivered = { ...cm('a', '1'), metadata: { ...cm('a', '1').metadata, managedFields: others } };
+    cache.observe(id('a', configMaps, 'a'), delivered);
+    cache.observe(id('a', configMaps, 'b'), { ...cm('b', '1'), metadata: { ...cm('b', '1').metadata, managedFields: own } });
+    assert.equal(cache.get('a', configMaps, 'ns', 'a')!.metadata.managedFields, undefined, 'nobody reads them: dropped');
+    assert.deepEqual(cache.get('a', configMaps, 'ns', 'a')!.data, { v: '1', pad: '' }, 'the rest is kept');
+    assert.deepEqual(cache.get('a', configMaps, 'ns', 'b')!.metadata.managedFields, own, 'a copy write folds these: kept');
+    assert.deepEqual(delivered.metadata.managedFields, others, "the watch's object is not changed");
+    const slim = cache.stats().bytes;
+    const whole = new ObjectCache(1024 * 1024);
+    whole.observe(id('a', configMaps, 'a'), delivered);
+    whole.observe(id('a', configMaps, 'b'), { ...cm('b', '1'), metadata: { ...cm('b', '1').metadata, managedFields: own } });
+    assert.ok(slim < whole.stats().bytes, `${slim} bytes slimmed, ${whole.stats().bytes} whole`);
+  });
 });
