@@ -55,7 +55,9 @@ export function isNotFound(err: unknown): boolean {
  * that is not ready) is no proof that an object is gone, and deleting copies on it would lose them.
  */
 export function isObjectNotFound(err: unknown, name: string): boolean {
-  return err instanceof ApiError && err.statusCode === 404 && err.isStatus && err.reason === 'NotFound' && (err.detailsName === undefined || err.detailsName === name);
+  // The API server's NotFound of an object names it (apierrors.NewNotFound); one without a name is
+  // about the path: "the server could not find the requested resource" of a type not served now.
+  return err instanceof ApiError && err.statusCode === 404 && err.isStatus && err.reason === 'NotFound' && err.detailsName === name;
 }
 
 export function isConflict(err: unknown): boolean {

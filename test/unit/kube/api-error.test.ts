@@ -19,6 +19,12 @@ describe('API errors', () => {
     assert.equal(isObjectNotFound(err, 't'), false);
   });
 
+  it('takes a NotFound Status that names no object for what it is: the path is not served, which is no proof either', () => {
+    // What kube-apiserver answers for a type it does not serve (a CRD removed for a moment, a kcp binding not ready).
+    const body = JSON.stringify({ kind: 'Status', status: 'Failure', message: 'the server could not find the requested resource', reason: 'NotFound', details: {}, code: 404 });
+    assert.equal(isObjectNotFound(new ApiError('GET', '/apis/x/v1/namespaces/a/things/t', 404, body), 't'), false);
+  });
+
   it('leaves out the values a validation message quotes', () => {
     const body = JSON.stringify({ kind: 'Status', reason: 'Invalid', message: 'Thing.example.com "t" is invalid: spec.password: Invalid value: "hunter2": must be short, spec.n: Invalid value: 12345: too big' });
     const err = new ApiError('PUT', '/apis/example.com/v1/namespaces/a/things/t', 422, body);
