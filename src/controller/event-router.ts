@@ -152,24 +152,7 @@ export class EventRouter {
       add(key && edgeChange && named ? { ...key, edges: [{ ruleId: r.ruleId, source: r.source, destination: r.destination }] } : key);
     }
     for (const owner of await this.options.store.ownersByDestination(id)) add(this.keyFor(owner));
-    // Selector rules: candidate selectors by the object's current labels.
-    if (!ownCopy && this.selectorTypes.has(`${type.group}/${type.resource}`)) {
-      const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };
-      for (const owner of await this.options.store.selectorOwners(scope, object.metadata.labels)) add(this.keyFor(owner));
-    }
-    // Inverse rules: the owner is computed from the object itself, in its own cluster.
-    for (const { resource, rule } of ownCopy ? [] : (this.inverseRules.get(`${type.group}/${type.resource}`) ?? [])) {
-      const finder = rule.finder as Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
-      const ref = inverseOwner(finder, object, resource.primaryType.kind, resource.primaryType.group);
-      if (!ref) continue;
-      const named = { cluster, group: resource.primaryType.group, resource: resource.primaryType.resource, namespace: ref.namespace, name: ref.name };
-      if (rule.origin === 'platform' && this.platforms.has(cluster)) {
-        const record = await this.options.store.primary(named);
-        if (record && (ref.uid === undefined || ref.uid === record.uid)) add({ resource, id: record.id });
-      } else if (rule.origin === 'service' && cluster === this.options.serviceCluster) {
-        add(this.keyFor((await this.options.store.primaryByCopy(named))?.id));
-      }
-    }
+    if (!ownCopy) for (const key of await this.foundBySelectorOrInverse(cluster, type, object)) add(key);
 
     // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
     // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
@@ -184,6 +167,45 @@ export class EventRouter {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
     }
     return keys.size;
+  }
+
+  /** Whether selector or inverse rules read objects of this type: foundBySelectorOrInverse() may find owners for them. */
+  isFinderType(type: Pick<ResourceType, 'group' | 'resource'>): boolean {
+    const key = `${type.group}/${type.resource}`;
+    return this.selectorTypes.has(key) || this.inverseRules.has(key);
+  }
+
+  /**
+   * The primaries whose selector or inverse rules find this object as it is now (not relsync's own
+   * copies: the caller leaves those out), from the store's selectors and the object's own owner
+   * pointer. Also what a sweep asks of every listed object (sweep-skip.ts).
+   */
+  async foundBySelectorOrInverse(cluster: string, type: ResourceType, object: KubeObject): Promise<PrimaryKey[]> {
+    const found: PrimaryKey[] = [];
+    const id = identityOf(cluster, type, object);
+    // Selector rules: candidate selectors by the object's current labels.
+    if (this.selectorTypes.has(`${type.group}/${type.resource}`)) {
+      const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };
+      for (const owner of await this.options.store.selectorOwners(scope, object.metadata.labels)) {
+        const key = this.keyFor(owner);
+        if (key) found.push(key);
+      }
+    }
+    // Inverse rules: the owner is computed from the object itself, in its own cluster.
+    for (const { resource, rule } of this.inverseRules.get(`${type.group}/${type.resource}`) ?? []) {
+      const finder = rule.finder as Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
+      const ref = inverseOwner(finder, object, resource.primaryType.kind, resource.primaryType.group);
+      if (!ref) continue;
+      const named = { cluster, group: resource.primaryType.group, resource: resource.primaryType.resource, namespace: ref.namespace, name: ref.name };
+      if (rule.origin === 'platform' && this.platforms.has(cluster)) {
+        const record = await this.options.store.primary(named);
+        if (record && (ref.uid === undefined || ref.uid === record.uid)) found.push({ resource, id: record.id });
+      } else if (rule.origin === 'service' && cluster === this.options.serviceCluster) {
+        const key = this.keyFor((await this.options.store.primaryByCopy(named))?.id);
+        if (key) found.push(key);
+      }
+    }
+    return found;
   }
 
   /**

@@ -53,6 +53,10 @@ export interface ListedObjects {
 
 class ListedType {
   readonly byName = new Map<string, KubeObject>();
+  /** Every listed object's resourceVersion, held or not (a sweep compares them with the store's: sweep-skip.ts). */
+  readonly versions = new Map<string, string>();
+  /** False once part of this type was not listed (its LIST failed midway, a kcp workspace bound while it ran). */
+  whole = true;
   readonly byNamespace = new Map<string, KubeObject[]>();
   private readonly indexes = new Map<string, Map<string, KubeObject[]>>();
   filtered = true;
@@ -118,7 +122,10 @@ export class SweepSnapshot implements ObjectReads {
     listed.filtered &&= list.filtered;
     let namespaces = this.namespaces.get(list.cluster);
     if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
-    for (const item of list.items) if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
+    for (const item of list.items) {
+      if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
+      if (item.metadata.resourceVersion !== undefined) listed.versions.set(`${item.metadata.namespace ?? ''}/${item.metadata.name ?? ''}`, item.metadata.resourceVersion);
+    }
     if (!listed.complete) return;
     const size = this.budget === Infinity ? 0 : list.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
     if (this.held + size > this.budget) {
@@ -133,7 +140,20 @@ export class SweepSnapshot implements ObjectReads {
   /** Part of this type was not listed (its LIST failed midway): the snapshot cannot say what is not there. */
   incomplete(cluster: string, type: ResourceType): void {
     const listed = this.types.get(typeKey(cluster, type));
-    if (listed) listed.complete = false;
+    if (listed) listed.complete = listed.whole = false;
+  }
+
+  /**
+   * An object's listed resourceVersion; '' when its type was listed whole and without a filter and
+   * the object was not among it (it did not exist); undefined when the LISTs cannot tell, or a watch
+   * event arrived for it since.
+   */
+  versionOf(id: ObjectIdentity): string | undefined {
+    const key = typeKey(id.cluster, id);
+    const listed = this.types.get(key);
+    const name = `${id.namespace}/${id.name}`;
+    if (!listed || this.changedSinceList(compositeKey(key, name))) return undefined;
+    return listed.versions.get(name) ?? (listed.whole && !listed.filtered ? '' : undefined);
   }
 
   /** Estimated bytes of the objects held. */

@@ -43,6 +43,9 @@ import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 import { compositeKey } from '../core/composite-key.js';
+import { markedSource } from '../sync/marks.js';
+import type { EventRouter } from './event-router.js';
+import { FoundSources, isUpToDate } from './sweep-skip.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -61,6 +64,13 @@ export interface SweeperOptions {
   readonly queue: WorkQueue<PrimaryKey>;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /**
+   * Both given: primaries whose last complete sync acted on what the LISTs show are not reconciled
+   * (sweep-skip.ts). `finders` tells which primaries a listed object's selector and inverse rules
+   * find (the router's answer); `fingerprint`, the config a sync is stored with.
+   */
+  readonly finders?: Pick<EventRouter, 'isFinderType' | 'foundBySelectorOrInverse'>;
+  readonly fingerprint?: { of(resource: ResolvedResource): string };
 }
 
 /** Where a sweep's time went: LISTs, reconciles, orphan clean-up (ms). */
@@ -68,6 +78,8 @@ export interface SweepPhases {
   listMs: number;
   reconcileMs: number;
   cleanupMs: number;
+  /** Primaries not reconciled: their last complete sync acted on what the LISTs showed. */
+  skipped: number;
 }
 
 /** A copy a sweep listed: what the orphan check needs, without the object. */
@@ -110,7 +122,7 @@ export class Sweeper {
     const id = await sweeps.start(trigger);
     logger.info({ sweep: id, trigger }, 'sweep started');
     const counts = { ...zero };
-    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0 };
+    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0 };
     try {
       await this.run(counts, phases);
       const durationMs = Date.now() - started;
@@ -151,13 +163,18 @@ export class Sweeper {
     const copies: ListedCopy[] = [];
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
+    const { finders, fingerprint } = this.options;
+    /** What selector and inverse rules find among the listed objects, by primary (sweep-skip.ts). */
+    const found = new FoundSources();
     reads.begin();
     try {
       const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
       for (const watch of plan) {
         const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
         /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
-        const covered = new Set<string>();
+        const covered = new Set<string>([watch.cluster]);
+        // A LIST may have no items: its type still counts as listed (what is not in it does not exist).
+        snapshot.add({ cluster: watch.cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: [] });
         try {
           /** Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages. */
           let known: Set<string> | undefined;
@@ -172,6 +189,10 @@ export class Sweeper {
               for (const item of part) {
                 const copy = copyOf(this.copies, cluster, watch.type, item);
                 if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
+                // relsync's own copies are never sources of selector or inverse rules (as in the router).
+                if (finders && fingerprint && !found.overflowed && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
+                  for (const owner of await finders.foundBySelectorOrInverse(cluster, watch.type, item)) found.add(owner, identityOf(cluster, watch.type, item));
+                }
               }
               // relsync's copies on a platform (of service-origin objects) are never primaries.
               if (!resource || !clusters.isPlatform(cluster)) continue;
@@ -202,7 +223,16 @@ export class Sweeper {
       // watches have not listed yet (first-lists.ts): these reconciles read the sweep's own LISTs,
       // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
-      const keys = [...queued.values()];
+      const keys: PrimaryKey[] = [];
+      for (const key of queued.values()) {
+        if (finders && fingerprint && (await isUpToDate(store, fingerprint, snapshot, found, key))) {
+          phases.skipped++;
+          store.confirmSynced(key.id);
+        } else {
+          keys.push(key);
+        }
+      }
+      if (found.overflowed) this.options.logger.info({ budget: 'selector and inverse matches' }, 'the sweep found more selector and inverse matches than it holds; every primary is reconciled');
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
       counts.errors += outcomes.filter((o) => o === 'error').length;
       keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));

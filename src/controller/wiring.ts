@@ -21,6 +21,7 @@ import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { ContentHasher } from '../sync/content-hasher.js';
+import { ConfigFingerprint } from '../sync/config-fingerprint.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
@@ -107,9 +108,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const le = config.leaderElection;
     // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
     const hasher = new ContentHasher();
+    const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits });
     const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined });
     const reconciler = new PrimaryReconciler({
-      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits,
+      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint,
       readsFor: (id) => sweepReads.readsFor(id),
       copyPolicy: config.copy,
       // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
@@ -178,7 +180,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       cache,
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger, finders: router, fingerprint });
     return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
   } catch (err) {
     clusters.close();

@@ -13,6 +13,25 @@ export interface PrimaryRecord {
   readonly state: PrimaryState;
   readonly message: string | null;
   readonly lastSyncedAt: string | null;
+  /** What its last complete sync acted on; absent or null when the last reconcile was not one. */
+  readonly versions?: PrimaryVersions | null;
+}
+
+/**
+ * The resourceVersions a primary's last complete sync read or wrote last (its copy's after the
+ * write), and a fingerprint of the config it ran with: a sweep that lists the same versions
+ * (controller/sweep-skip.ts) knows the reconcile would do nothing.
+ */
+export interface PrimaryVersions {
+  readonly primary: string;
+  readonly copy: string;
+  readonly config: string;
+}
+
+/** A relation's source and copy as its state was decided: their resourceVersions, '' for absent. */
+export interface RelationVersions {
+  readonly source: string;
+  readonly destination: string;
 }
 
 export interface RelationRecord {
@@ -25,6 +44,8 @@ export interface RelationRecord {
   readonly contentHash: string | null;
   readonly message: string | null;
   readonly lastSyncedAt: string | null;
+  /** Absent or null: not known (a state not decided on both ends, or written before migration 0006). */
+  readonly versions?: RelationVersions | null;
 }
 
 /** A primary's copy: stored as its own cluster, namespace and name, of the primary's type. */
@@ -40,6 +61,7 @@ export function toPrimary(row: PrimariesTable): PrimaryRecord {
     state: row.state,
     message: row.message,
     lastSyncedAt: row.last_synced_at,
+    versions: row.synced_version !== null && row.copy_version !== null && row.synced_config !== null ? { primary: row.synced_version, copy: row.copy_version, config: row.synced_config } : null,
   };
 }
 
@@ -54,6 +76,7 @@ export function toRelation(row: RelationsTable): RelationRecord {
     contentHash: row.content_hash,
     message: row.message,
     lastSyncedAt: row.last_synced_at,
+    versions: row.source_version !== null && row.dest_version !== null ? { source: row.source_version, destination: row.dest_version } : null,
   };
 }
 

@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import type { Database, PrimariesTable, PrimaryState, RelationsTable } from './schema.js';
-import { toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
+import { toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
@@ -28,7 +28,7 @@ export type Clock = () => Date;
  * throw or a return). A write that breaks it would leave stale rows in place.
  */
 export interface KnownRows {
-  readonly primary: Pick<PrimaryRecord, 'uid' | 'copy' | 'state' | 'message'> | undefined;
+  readonly primary: Pick<PrimaryRecord, 'uid' | 'copy' | 'state' | 'message' | 'versions'> | undefined;
   readonly relations: ReadonlyArray<Omit<RelationRecord, 'lastSyncedAt' | 'primary'>>;
   /** Of selectorsOf() or selectorKeys(). */
   readonly selectorKeys: readonly string[];
@@ -187,6 +187,9 @@ export class RelationStore {
           message: primary.message,
           first_seen_at: at,
           last_synced_at: primary.state === 'synced' ? at : null,
+          synced_version: primary.versions?.primary ?? null,
+          copy_version: primary.versions?.copy ?? null,
+          synced_config: primary.versions?.config ?? null,
         })
         .onConflict((oc) =>
           oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet((eb) => ({
@@ -197,6 +200,9 @@ export class RelationStore {
             state: eb.ref('excluded.state'),
             message: eb.ref('excluded.message'),
             last_synced_at: primary.state === 'synced' ? at : eb.ref('primaries.last_synced_at'),
+            synced_version: eb.ref('excluded.synced_version'),
+            copy_version: eb.ref('excluded.copy_version'),
+            synced_config: eb.ref('excluded.synced_config'),
           })),
         )
         .execute();
@@ -213,6 +219,8 @@ export class RelationStore {
         content_hash: r.contentHash,
         message: r.message,
         last_synced_at: r.state === 'synced' ? at : null,
+        source_version: r.versions?.source ?? null,
+        dest_version: r.versions?.destination ?? null,
       }));
       // SQLite limits bound parameters per statement; insert in chunks.
       for (let i = 0; i < rows.length; i += 40) await trx.insertInto('relations').values(rows.slice(i, i + 40)).execute();
@@ -228,9 +236,16 @@ export class RelationStore {
   ): Promise<boolean> {
     const stored = known ? known.primary : await this.primary(primary.id);
     if (!stored || stored.uid !== primary.uid || !sameIdentity(stored.copy, primary.copy) || stored.state !== primary.state || stored.message !== primary.message) return false;
-    const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) => JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message]);
+    if (versionsKey(stored.versions) !== versionsKey(primary.versions)) return false;
+    const relationKey = (r: Omit<RelationRecord, 'lastSyncedAt' | 'primary'>) =>
+      JSON.stringify([r.ruleId, r.origin, identityKey(r.source), identityKey(r.destination), r.state, r.contentHash, r.message, r.versions?.source ?? null, r.versions?.destination ?? null]);
     if (!sameKeys((known?.relations ?? (await this.relationsOf(primary.id))).map(relationKey), relations.map(relationKey))) return false;
     return sameKeys([...(known?.selectorKeys ?? (await selectorIndex.storedSelectorKeys(this.db, primary.id)))], selectorIndex.selectorKeys(selectors));
+  }
+
+  /** A sweep found the primary as its last complete sync left it (controller/sweep-skip.ts): "last synced" moves, in a batch. */
+  confirmSynced(id: ObjectIdentity): void {
+    this.touches.touch(id, this.now().toISOString());
   }
 
   /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
@@ -270,19 +285,27 @@ export class RelationStore {
    */
   async saveRelationOutcome(
     relation: Pick<RelationRecord, 'primary' | 'ruleId' | 'source' | 'destination'>,
-    outcome: Pick<RelationRecord, 'state' | 'contentHash' | 'message'>,
+    outcome: Pick<RelationRecord, 'state' | 'contentHash' | 'message' | 'versions'>,
   ): Promise<boolean> {
     const at = this.now().toISOString();
     const result = await this.db
       .updateTable('relations')
-      .set({ state: outcome.state, content_hash: outcome.contentHash, message: outcome.message, ...(outcome.state === 'synced' ? { last_synced_at: at } : {}) })
+      .set({
+        state: outcome.state,
+        content_hash: outcome.contentHash,
+        message: outcome.message,
+        source_version: outcome.versions?.source ?? null,
+        dest_version: outcome.versions?.destination ?? null,
+        ...(outcome.state === 'synced' ? { last_synced_at: at } : {}),
+      })
       .where((eb) => eb.and({ ...columns('primary_', relation.primary), ...columns('source_', relation.source), ...columns('dest_', relation.destination), rule_id: relation.ruleId }))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** A state other than a complete sync's: the versions of the last one no longer vouch for anything. */
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
-    await this.db.updateTable('primaries').set({ state, message }).where((eb) => eb.and(columns('', id))).execute();
+    await this.db.updateTable('primaries').set({ state, message, synced_version: null, copy_version: null, synced_config: null }).where((eb) => eb.and(columns('', id))).execute();
   }
 
   /** Forgets a primary; its relations go with it (ON DELETE CASCADE). */
@@ -295,6 +318,10 @@ export class RelationStore {
     const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return { primaries: Number(p.n), relations: Number(r.n) };
   }
+}
+
+function versionsKey(v: PrimaryVersions | null | undefined): string {
+  return v ? JSON.stringify([v.primary, v.copy, v.config]) : '';
 }
 
 /** The same keys, in any order. */

@@ -15,6 +15,10 @@ export interface PrimariesTable extends IdentityColumns<''> {
   message: string | null;
   first_seen_at: string;
   last_synced_at: string | null;
+  /** Of the last complete sync (migration 0006): the primary's resourceVersion, its copy's, the config's fingerprint. */
+  synced_version: string | null;
+  copy_version: string | null;
+  synced_config: string | null;
 }
 
 export interface RelationsTable extends IdentityColumns<'primary_'>, IdentityColumns<'source_'>, IdentityColumns<'dest_'> {
@@ -24,6 +28,9 @@ export interface RelationsTable extends IdentityColumns<'primary_'>, IdentityCol
   content_hash: string | null;
   message: string | null;
   last_synced_at: string | null;
+  /** The versions of the source and of the copy this row's state was decided on ('' absent, NULL unknown). */
+  source_version: string | null;
+  dest_version: string | null;
 }
 
 export interface WatchCheckpointsTable {

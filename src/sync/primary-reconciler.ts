@@ -20,7 +20,7 @@ import { done, type Result } from '../core/result.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
-import type { PrimaryRecord, RelationRecord } from '../store/records.js';
+import type { PrimaryRecord, PrimaryVersions, RelationRecord } from '../store/records.js';
 import type { KnownRows, RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
@@ -29,6 +29,7 @@ import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, deepEqual, stableJson } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
+import type { ConfigFingerprint } from './config-fingerprint.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import { CopyRefusals } from './copy-refusals.js';
@@ -70,6 +71,8 @@ export interface ReconcilerDeps {
   readonly liveReads?: ObjectReads;
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
+  /** The config a complete sync is stored with (config-fingerprint.ts); without it, no versions are stored and sweeps skip nothing. */
+  readonly fingerprint?: ConfigFingerprint;
 }
 
 
@@ -316,8 +319,19 @@ export class PrimaryReconciler {
     // A primary reads as synced only when every relation is (or waits for its source to exist).
     const failed = outcomes.find((o) => o.state === 'error');
     const state: PrimaryState = problems.length > 0 || failed ? 'error' : conflicts.length > 0 ? 'conflict' : 'synced';
-    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null }, outcomes, selectors, known);
-    return conflicts.length > 0 || outcomes.some((o) => o.retrySoon) ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+    const retrySoon = conflicts.length > 0 || outcomes.some((o) => o.retrySoon);
+    // A complete sync: what it acted on, for a sweep to compare its LISTs with (controller/sweep-skip.ts).
+    const versions = state === 'synced' && !retrySoon ? this.versionsOf(resource, synced, copy, outcomes) : null;
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null, versions }, outcomes, selectors, known);
+    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+  }
+
+  /** The versions of a complete sync, or null when any object it acted on has none to compare. */
+  private versionsOf(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[]): PrimaryVersions | null {
+    const { resourceVersion: p } = primary.metadata;
+    const { resourceVersion: c } = copy.metadata;
+    if (!this.deps.fingerprint || p === undefined || c === undefined || outcomes.some((o) => !o.versions)) return null;
+    return { primary: p, copy: c, config: this.deps.fingerprint.of(resource) };
   }
 
   /**

@@ -17,7 +17,7 @@ import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
 import type { ResolvedRule } from '../rules/rule.js';
-import type { RelationRecord } from '../store/records.js';
+import type { RelationRecord, RelationVersions } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
@@ -89,8 +89,10 @@ export class RelationSync {
       if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
       // The source's absence is the API server's word; the destination's marks may be the cache's.
       if (destRead.object) confirmLive(reads);
-      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
-      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist` };
+      const removed = await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
+      // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
+      const versions = versionsOf(sourceRead.object, removed ? undefined : destRead.object);
+      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist`, versions };
     }
     const { desired, serialized, hash } = this.desiredOf(rule, source);
     const tooBig = this.deps.refusals.size(serialized);
@@ -148,8 +150,9 @@ export class RelationSync {
         return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
       }
     }
+    let written: KubeObject | 'conflict';
     try {
-      const written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true });
+      written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true });
       if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
@@ -172,7 +175,7 @@ export class RelationSync {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
-    return { ...base, state: 'synced', contentHash: hash, message: null };
+    return { ...base, state: 'synced', contentHash: hash, message: null, versions: versionsOf(source, written) };
   }
 
   /**
@@ -217,6 +220,13 @@ export class RelationSync {
       this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     }
   }
+}
+
+/** The versions a relation's state was decided on ('' for absent); null when an object lacks one. */
+function versionsOf(source: KubeObject | undefined, destination: KubeObject | undefined): RelationVersions | null {
+  const v = (o: KubeObject | undefined) => (o ? o.metadata.resourceVersion : '');
+  const [s, d] = [v(source), v(destination)];
+  return s !== undefined && d !== undefined ? { source: s, destination: d } : null;
 }
 
 /**
