@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SweepReads, SweepSnapshot } from '../../../src/controller/sweep-snapshot.js';
 import type { KubeObject } from '../../../src/core/object.js';
+import { compositeKey } from '../../../src/core/composite-key.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../../../src/core/label-selector.js';
@@ -54,6 +55,27 @@ describe('sweep snapshot', () => {
     snapshot.incomplete('tenant-a', secrets);
     await snapshot.list('tenant-a', secrets, { namespace: 'team' });
     assert.deepEqual(live.asked, ['get tenant-a configmaps team/big-2', 'list tenant-a configmaps', 'list tenant-a secrets']);
+  });
+
+  it('tells an object\'s listed version, "" only where a whole unfiltered LIST lacks it, and nothing it cannot vouch for', () => {
+    const v = (namespace: string, name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace, name, resourceVersion } });
+    const changed = new Set<string>();
+    // A budget of 1 byte: versions are known also of what the snapshot does not hold.
+    const snapshot = new SweepSnapshot(new CountingReads(), [], (k) => changed.has(k), 1);
+    snapshot.add({ cluster: 'a', type: configMaps, filtered: false, items: [v('ns', 'x', '5')] });
+    snapshot.add({ cluster: 'a', type: secrets, filtered: true, items: [v('ns', 's', '6')] });
+    snapshot.add({ cluster: 'b', type: configMaps, filtered: false, items: [v('ns', 'y', '7')] });
+    const at = (cluster: string, resource: string, name: string) => snapshot.versionOf({ cluster, group: '', resource, namespace: 'ns', name });
+    assert.equal(at('a', 'configmaps', 'x'), '5', 'listed, not held');
+    assert.equal(at('a', 'configmaps', 'gone'), '', 'a whole, unfiltered LIST without it: it does not exist');
+    assert.equal(at('a', 'secrets', 's'), '6');
+    assert.equal(at('a', 'secrets', 'other'), undefined, 'a filtered LIST says nothing of what it lacks');
+    assert.equal(at('c', 'configmaps', 'x'), undefined, 'a cluster not listed');
+    snapshot.incomplete('b', configMaps);
+    assert.equal(at('b', 'configmaps', 'y'), '7');
+    assert.equal(at('b', 'configmaps', 'gone'), undefined, 'a LIST that failed midway says nothing of what it lacks');
+    changed.add(compositeKey('a', '', 'configmaps', 'ns/x'));
+    assert.equal(at('a', 'configmaps', 'x'), undefined, 'a watch event arrived for it since its LIST');
   });
 
   it('answers a list with what the query accepts, up to its limit, as the API server would', async () => {

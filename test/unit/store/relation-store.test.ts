@@ -55,6 +55,33 @@ describe('relation store', () => {
     assert.deepEqual(plains.filter((h) => after.includes(h)).length, 0, 'no trace of a plain hash in the file or its WAL');
   });
 
+  it('keeps a schema-5 store\'s rows and knows none of their versions (migration 0006): each primary is reconciled once', async () => {
+    const old = mkdtempSync(join(tmpdir(), 'relsync-migrations-5-'));
+    for (const f of readdirSync(migrationsDir).filter((f) => f < '0006')) copyFileSync(join(migrationsDir, f), join(old, f));
+    const path = join(dir, 'schema5.db');
+    const sqlite = new BetterSqlite3(path);
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+    assert.equal((await migrateToLatest(db, old)).at(-1), '0005_keyed_content_hashes');
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','synced',null,'2026-01-01','2026-01-02')").run();
+    sqlite.prepare("insert into relations values ('tenant-a','demo.relsync.dev','databases','ns','db','config','platform','tenant-a','','configmaps','ns','c','service','','configmaps','copy-ns','c','synced','h1',null,'2026-01-02')").run();
+    await db.destroy();
+
+    const opened = await openStore(path);
+    const store = new RelationStore(opened.db);
+    const record = await store.primary(primary('db'));
+    assert.deepEqual({ uid: record?.uid, state: record?.state, lastSyncedAt: record?.lastSyncedAt, versions: record?.versions }, { uid: 'u1', state: 'synced', lastSyncedAt: '2026-01-02', versions: null });
+    const [relation] = await store.relationsOf(primary('db'));
+    assert.deepEqual({ contentHash: relation?.contentHash, versions: relation?.versions }, { contentHash: 'h1', versions: null });
+    // What a complete sync stores reads back; a state that is not one forgets it.
+    const versions = { primary: '10', copy: '11', config: 'f' };
+    await store.saveReconcile({ id: primary('db'), uid: 'u1', copy: record!.copy, state: 'synced', message: null, versions }, [{ ...relation!, versions: { source: '7', destination: '' } }]);
+    assert.deepEqual((await store.primary(primary('db')))?.versions, versions);
+    assert.deepEqual((await store.relationsOf(primary('db')))[0]?.versions, { source: '7', destination: '' });
+    await store.setPrimaryState(primary('db'), 'error', 'cannot write');
+    assert.equal((await store.primary(primary('db')))?.versions, null);
+    await opened.close();
+  });
+
   it('routes by source and by destination through the store, and cascades on delete', async () => {
     const opened = await openStore(join(dir, 'routing.db'));
     const store = new RelationStore(opened.db);
