@@ -10,7 +10,10 @@
  *    queue, so a sweep never runs a primary on two workers), each reading
  *    from those LISTs instead of the API servers (sweep-snapshot.ts); every
  *    relation a stored primary has is re-resolved on the way, so objects the
- *    store knows but the lists no longer have are handled too;
+ *    store knows but the lists no longer have are handled too — except the
+ *    primaries whose last complete sync acted on exactly the versions the
+ *    LISTs show, with no new selector or inverse match among them
+ *    (sweep-skip.ts): their reconcile would do nothing;
  * 3. deletes copies that no stored primary or relation accounts for any
  *    more, found in every list, filtered or not (what counts as a copy, and
  *    of what, follows from its marks and where it lives: sync/copy-of.ts;
@@ -18,8 +21,10 @@
  *    types no longer configured. A LIST or a delete that fails is counted
  *    and the rest of the sweep goes on.
  *
- * Its cost is one paginated LIST per watched (cluster, type) plus one
- * in-memory reconcile per primary, with API requests only for what differs:
+ * Its cost is one paginated LIST per watched (cluster, type), a store
+ * lookup per listed object of a type selector or inverse rules read, and one
+ * comparison (or, where something differs, an in-memory reconcile) per
+ * primary, with API requests only for what differs:
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
  * one due while another runs is skipped and counted.
  */
@@ -232,6 +237,8 @@ export class Sweeper {
           keys.push(key);
         }
       }
+      metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
+      metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
       if (found.overflowed) this.options.logger.info({ budget: 'selector and inverse matches' }, 'the sweep found more selector and inverse matches than it holds; every primary is reconciled');
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
       counts.errors += outcomes.filter((o) => o === 'error').length;
