@@ -41,6 +41,7 @@ import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import { answers, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
 import { compositeKey } from '../core/composite-key.js';
+import { objectVersion } from '../sync/object-version.js';
 
 /** One LIST of a sweep, split by identity cluster. */
 export interface ListedObjects {
@@ -53,9 +54,16 @@ export interface ListedObjects {
 
 class ListedType {
   readonly byName = new Map<string, KubeObject>();
-  /** Every listed object's resourceVersion, held or not (a sweep compares them with the store's: sweep-skip.ts). */
+  /**
+   * Every listed object's version (sync/object-version.ts), held or not: a sweep compares them with
+   * the store's (sweep-skip.ts). UNKNOWN for one without.
+   */
   readonly versions = new Map<string, string>();
-  /** False once part of this type was not listed (its LIST failed midway, a kcp workspace bound while it ran). */
+  /**
+   * False once part of this type was not listed (its LIST failed midway, a kcp workspace bound while
+   * it ran). Not the same as `complete` (every page held): a type over the memory budget is still
+   * listed whole, so its versions still tell what exists.
+   */
   whole = true;
   readonly byNamespace = new Map<string, KubeObject[]>();
   private readonly indexes = new Map<string, Map<string, KubeObject[]>>();
@@ -124,7 +132,7 @@ export class SweepSnapshot implements ObjectReads {
     if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
     for (const item of list.items) {
       if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
-      if (item.metadata.resourceVersion !== undefined) listed.versions.set(`${item.metadata.namespace ?? ''}/${item.metadata.name ?? ''}`, item.metadata.resourceVersion);
+      listed.versions.set(`${item.metadata.namespace ?? ''}/${item.metadata.name ?? ''}`, objectVersion(item) ?? UNKNOWN);
     }
     if (!listed.complete) return;
     const size = this.budget === Infinity ? 0 : list.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
@@ -144,16 +152,26 @@ export class SweepSnapshot implements ObjectReads {
   }
 
   /**
-   * An object's listed resourceVersion; '' when its type was listed whole and without a filter and
-   * the object was not among it (it did not exist); undefined when the LISTs cannot tell, or a watch
-   * event arrived for it since.
+   * An object's listed version (sync/object-version.ts); '' when its type was listed whole and the
+   * object was not among it (it did not exist); undefined when the LISTs cannot tell, or a watch
+   * event arrived for it since. `copy`: the object is one of relsync's copies, or nothing: a LIST
+   * through the agent's filter (watch-plan.ts) that lacks it says it is not there as a copy, and
+   * what is there instead is never written over or deleted.
    */
-  versionOf(id: ObjectIdentity): string | undefined {
+  versionOf(id: ObjectIdentity, copy = false): string | undefined {
     const key = typeKey(id.cluster, id);
     const listed = this.types.get(key);
     const name = `${id.namespace}/${id.name}`;
     if (!listed || this.changedSinceList(compositeKey(key, name))) return undefined;
-    return listed.versions.get(name) ?? (listed.whole && !listed.filtered ? '' : undefined);
+    const version = listed.versions.get(name);
+    if (version !== undefined) return version === UNKNOWN ? undefined : version;
+    return listed.whole && (copy || !listed.filtered) ? '' : undefined;
+  }
+
+  /** Whether every object of this type in this cluster was listed (none held back by a filter, no page missing). */
+  listedWhole(cluster: string, type: { group: string; resource: string }): boolean {
+    const listed = this.types.get(typeKey(cluster, type));
+    return listed !== undefined && listed.whole && !listed.filtered;
   }
 
   /** Estimated bytes of the objects held. */
@@ -269,6 +287,9 @@ export class SweepReads {
     return this.snapshot;
   }
 }
+
+/** The version of a listed object that has none to compare: never equal to a stored one. */
+const UNKNOWN = '\u0000unknown';
 
 function typeKey(cluster: string, type: { group: string; resource: string }): string {
   return compositeKey(cluster, type.group, type.resource);

@@ -50,7 +50,7 @@ import type { WorkQueue } from './work-queue.js';
 import { compositeKey } from '../core/composite-key.js';
 import { markedSource } from '../sync/marks.js';
 import type { EventRouter } from './event-router.js';
-import { FoundSources, isUpToDate } from './sweep-skip.js';
+import { DirtyPrimaries, isUpToDate } from './sweep-skip.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -169,8 +169,8 @@ export class Sweeper {
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
     const { finders, fingerprint } = this.options;
-    /** What selector and inverse rules find among the listed objects, by primary (sweep-skip.ts). */
-    const found = new FoundSources();
+    /** Primaries that selector and inverse rules find a listed object for that they do not relate to yet (sweep-skip.ts). */
+    const dirty = new DirtyPrimaries();
     reads.begin();
     try {
       const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
@@ -195,8 +195,9 @@ export class Sweeper {
                 const copy = copyOf(this.copies, cluster, watch.type, item);
                 if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
                 // relsync's own copies are never sources of selector or inverse rules (as in the router).
-                if (finders && fingerprint && !found.overflowed && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
-                  for (const owner of await finders.foundBySelectorOrInverse(cluster, watch.type, item)) found.add(owner, identityOf(cluster, watch.type, item));
+                if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
+                  const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item);
+                  if (owners.length > 0) dirty.found(owners, (await store.relationsBySource(identityOf(cluster, watch.type, item))).map((r) => r.primary));
                 }
               }
               // relsync's copies on a platform (of service-origin objects) are never primaries.
@@ -229,8 +230,9 @@ export class Sweeper {
       // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
       const keys: PrimaryKey[] = [];
+      const skip = fingerprint && { store, fingerprint, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
       for (const key of queued.values()) {
-        if (finders && fingerprint && (await isUpToDate(store, fingerprint, snapshot, found, key))) {
+        if (finders && skip && (await isUpToDate(skip, key))) {
           phases.skipped++;
           store.confirmSynced(key.id);
         } else {
@@ -239,7 +241,6 @@ export class Sweeper {
       }
       metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
-      if (found.overflowed) this.options.logger.info({ budget: 'selector and inverse matches' }, 'the sweep found more selector and inverse matches than it holds; every primary is reconciled');
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
       counts.errors += outcomes.filter((o) => o === 'error').length;
       keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));

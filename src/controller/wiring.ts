@@ -108,8 +108,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const le = config.leaderElection;
     // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
     const hasher = new ContentHasher();
-    const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits });
-    const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation: options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined });
+    const installation = options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined;
+    const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation });
+    const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits }, () => copyNamespaces.pinsDigest());
     const reconciler = new PrimaryReconciler({
       agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint,
       readsFor: (id) => sweepReads.readsFor(id),

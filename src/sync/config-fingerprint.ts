@@ -1,13 +1,18 @@
 /**
  * A fingerprint of everything besides the objects that decides what a
  * primary's reconcile writes: its resource's config (types, selector, naming,
- * related rules), the copy policy, the limits, the agent's name, relsync's
- * version, and the content-hash key. A primary's last complete sync is stored
- * with it (store/records.ts PrimaryVersions): a sweep skips a primary whose
- * objects did not change only while the fingerprint is the same, so a changed
- * rule, an upgrade or a new key reconciles every primary once.
+ * related rules), the copy policy, the limits, the agent's name, where
+ * copies of each source namespace are pinned
+ * (copy-namespaces.ts), relsync's own code, and the content-hash key. A
+ * primary's last complete sync is stored with it (store/records.ts
+ * PrimaryVersions): a sweep skips a primary whose objects did not change only
+ * while the fingerprint is the same, so a changed rule, another build of
+ * relsync or a new key reconciles every primary once.
  */
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { CopyPolicy } from '../config/copy-policy.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -16,19 +21,24 @@ export class ConfigFingerprint {
   /** Each resource's serialized config, built once (the resources live as long as the process's config). */
   private readonly serialized = new WeakMap<ResolvedResource, string>();
 
+  /**
+   * `pins`: a digest of where copy namespaces are pinned, which may change within a term (read at
+   * each call, so it must be cheap).
+   */
   constructor(
     private readonly hasher: ContentHasher,
     private readonly shared: { readonly agentName: string; readonly policy: CopyPolicy; readonly limits: unknown },
+    private readonly pins: () => string = () => '',
   ) {}
 
   /** Keyed like content hashes: a new key (made again after it was lost) changes every fingerprint. */
   of(resource: ResolvedResource): string {
     let text = this.serialized.get(resource);
     if (text === undefined) {
-      text = fingerprintJson({ version: relsyncVersion, ...this.shared, resource });
+      text = fingerprintJson({ code: codeDigest, ...this.shared, resource });
       this.serialized.set(resource, text);
     }
-    return this.hasher.hashSerialized(text);
+    return this.hasher.hashSerialized(`${text}\u0000${this.pins()}`);
   }
 }
 
@@ -46,11 +56,21 @@ export function fingerprintJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${fingerprintJson(v)}`).join(',')}}`;
 }
 
-/** package.json's version: two paths up from dist/src (also in the container image, see Dockerfile). */
-const relsyncVersion = ((): string => {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
+/**
+ * A digest of relsync's compiled code (every .js file under dist/src, also in the container image):
+ * a fix in how a copy is made reaches every copy at the next sweep, version bump or not. A few
+ * milliseconds, once per process.
+ */
+const codeDigest = ((): string => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const hash = createHash('sha256');
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.js')) hash.update(path.slice(root.length)).update('\u0000').update(readFileSync(path)).update('\u0000');
+    }
+  };
+  walk(root);
+  return hash.digest('hex');
 })();

@@ -23,6 +23,7 @@
  *   that source's copies stay there (a pin), instead of moving, which the
  *   operator would take for a delete and a create.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { DEFAULT_COPY_NAMESPACE, LEGACY_COPY_NAMESPACE } from '../config/schema.js';
 import { isAlreadyExists, isConflict, isForbidden } from '../kube/api-error.js';
@@ -72,6 +73,14 @@ export class CopyNamespaces {
    */
   constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterAccess; readonly logger: Logger; readonly installation: string | undefined }) {}
 
+  /** A digest of the pins, made again when they change (sync/config-fingerprint.ts reads it per sync). */
+  pinsDigest(): string {
+    if (this.digest === undefined) this.digest = createHash('sha256').update([...this.pins].sort().join('\u0000')).digest('hex');
+    return this.digest;
+  }
+
+  private digest: string | undefined;
+
   /** Where the copies of a primary (whose template variables are `context`) go. */
   nameFor(resource: ResolvedResource, source: ServedSource, context: TemplateContext): string {
     if (resource.naming.namespace.source === DEFAULT_COPY_NAMESPACE) {
@@ -79,6 +88,12 @@ export class CopyNamespaces {
       if (pinned !== undefined) return pinned;
     }
     return resource.naming.namespace.render(context);
+  }
+
+  private pin(key: string, namespace: string): void {
+    if (this.pins.get(key) === namespace) return;
+    this.pins.set(key, namespace);
+    this.digest = undefined;
   }
 
   /**
@@ -189,7 +204,7 @@ export class CopyNamespaces {
     }
     for (const ns of all) {
       const served = servedBy(ns);
-      if (served && ns.metadata.name === legacyName(served)) this.pins.set(pinKey(served), ns.metadata.name);
+      if (served && ns.metadata.name === legacyName(served)) this.pin(pinKey(served), ns.metadata.name);
       // Recorded before installations were (relsync 0.2 pre-releases): this installation's from now on.
       if (served && mine !== undefined && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
         await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: mine } } }).catch((err: unknown) => {
@@ -232,7 +247,7 @@ export class CopyNamespaces {
         const now = servedBy((await namespaces.get('', name)) ?? { metadata: {} });
         if (!now || pinKey(now) !== pinKey(source!)) continue;
       }
-      if (name === legacyName(source!)) this.pins.set(pinKey(source!), name);
+      if (name === legacyName(source!)) this.pin(pinKey(source!), name);
       logger.info({ namespace: name, serves: pinKey(source!) }, 'recorded whom a copy namespace made by an older relsync serves; its copies stay');
     }
   }

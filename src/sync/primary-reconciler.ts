@@ -39,6 +39,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
+import { objectVersion } from './object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -321,15 +322,17 @@ export class PrimaryReconciler {
     const state: PrimaryState = problems.length > 0 || failed ? 'error' : conflicts.length > 0 ? 'conflict' : 'synced';
     const retrySoon = conflicts.length > 0 || outcomes.some((o) => o.retrySoon);
     // A complete sync: what it acted on, for a sweep to compare its LISTs with (controller/sweep-skip.ts).
-    const versions = state === 'synced' && !retrySoon ? this.versionsOf(resource, synced, copy, outcomes) : null;
+    // Not after a warning on the primary (a rule that cannot apply to it): a sweep's reconcile says it again.
+    const warned = found.some((f) => f.warned);
+    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, synced, copy, outcomes) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
   /** The versions of a complete sync, or null when any object it acted on has none to compare. */
-  private versionsOf(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[]): PrimaryVersions | null {
-    const { resourceVersion: p } = primary.metadata;
-    const { resourceVersion: c } = copy.metadata;
+  private completeSync(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[]): PrimaryVersions | null {
+    const p = objectVersion(primary);
+    const c = objectVersion(copy);
     if (!this.deps.fingerprint || p === undefined || c === undefined || outcomes.some((o) => !o.versions)) return null;
     return { primary: p, copy: c, config: this.deps.fingerprint.of(resource) };
   }

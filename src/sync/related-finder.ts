@@ -36,6 +36,8 @@ export type Claim = Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'dest
 export interface Found {
   readonly pairs: readonly RelatedPair[];
   readonly problems: readonly string[];
+  /** A warning was recorded on the primary though nothing failed: a sweep must not skip it, so that it is said again. */
+  readonly warned?: boolean;
   /** The rule could not be evaluated: its stored relations are kept as they are. */
   readonly keepStored?: boolean;
 }
@@ -105,7 +107,7 @@ export class RelatedFinder {
       // (a LIST by it would be refused), and the primary's other rules go on.
       const message = `rule ${rule.id} finds nothing for this object: no object can name it in the label ${finder.owner.key} (${unusable})`;
       await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
-      return { pairs: [], problems: [] };
+      return { pairs: [], problems: [], warned: true };
     }
     const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
     if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };

@@ -27,6 +27,7 @@ import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter } from './copy-writer.js';
+import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor } from './marks.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
@@ -91,7 +92,7 @@ export class RelationSync {
       if (destRead.object) confirmLive(reads);
       const removed = await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
-      const versions = versionsOf(sourceRead.object, removed ? undefined : destRead.object);
+      const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist`, versions };
     }
     const { desired, serialized, hash } = this.desiredOf(rule, source);
@@ -175,7 +176,7 @@ export class RelationSync {
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
-    return { ...base, state: 'synced', contentHash: hash, message: null, versions: versionsOf(source, written) };
+    return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
   }
 
   /**
@@ -223,8 +224,8 @@ export class RelationSync {
 }
 
 /** The versions a relation's state was decided on ('' for absent); null when an object lacks one. */
-function versionsOf(source: KubeObject | undefined, destination: KubeObject | undefined): RelationVersions | null {
-  const v = (o: KubeObject | undefined) => (o ? o.metadata.resourceVersion : '');
+function relationVersions(source: KubeObject | undefined, destination: KubeObject | undefined): RelationVersions | null {
+  const v = (o: KubeObject | undefined) => (o ? objectVersion(o) : '');
   const [s, d] = [v(source), v(destination)];
   return s !== undefined && d !== undefined ? { source: s, destination: d } : null;
 }

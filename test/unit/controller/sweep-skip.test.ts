@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { identityKey, type ObjectIdentity } from '../../../src/core/identity.js';
-import { FoundSources, isUpToDate } from '../../../src/controller/sweep-skip.js';
+import { DirtyPrimaries, isUpToDate, type SkipContext } from '../../../src/controller/sweep-skip.js';
 import type { PrimaryKey } from '../../../src/controller/primary-key.js';
 import { openStore } from '../../../src/store/database.js';
 import type { RelationRecord } from '../../../src/store/records.js';
@@ -23,29 +23,43 @@ const source = id('tenant-a', 'configmaps', 'cfg');
 const dest = { ...source, cluster: 'service', namespace: 'copy-ns' };
 const waiting = id('tenant-a', 'configmaps', 'not-yet');
 const waitingDest = { ...waiting, cluster: 'service', namespace: 'copy-ns' };
-const resource = { where: 'resources[0]' } as unknown as ResolvedResource;
+const selectorRule = { id: 'extra', origin: 'platform', finder: { kind: 'selector' }, sourceType: { group: '', resource: 'configmaps' } };
+const resource = { where: 'resources[0]', rules: [selectorRule] } as unknown as ResolvedResource;
 const key: PrimaryKey = { resource, id: primary };
 const fingerprint = { of: () => 'config-1' };
 
 type Relation = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
-const synced: Relation = { ruleId: 'config', origin: 'platform', source, destination: dest, state: 'synced', contentHash: 'h', message: null, versions: { source: '5', destination: '6' } };
+const synced: Relation = { ruleId: 'config', origin: 'platform', source, destination: dest, state: 'synced', contentHash: 'h', message: null, versions: { source: '5/u5', destination: '6/u6' } };
 const pending: Relation = { ruleId: 'config2', origin: 'platform', source: waiting, destination: waitingDest, state: 'pending', contentHash: null, message: 'waiting', versions: { source: '', destination: '' } };
 
-/** The LISTs as a sweep saw them: a version, '' (listed whole, not there), or absent from the map (cannot tell). */
-const listing = (changes: Record<string, string | undefined> = {}) => {
+/**
+ * The LISTs as a sweep saw them: a version, '' (listed whole, not there), or absent from the map
+ * (cannot tell); `whole`: the (cluster, type)s listed whole and unfiltered.
+ */
+const listing = (changes: Record<string, string | undefined> = {}, whole = ['tenant-a/configmaps']) => {
   const versions = new Map<string, string | undefined>([
-    [identityKey(primary), '3'],
-    [identityKey(copy), '4'],
-    [identityKey(source), '5'],
-    [identityKey(dest), '6'],
+    [identityKey(primary), '3/u3'],
+    [identityKey(copy), '4/u4'],
+    [identityKey(source), '5/u5'],
+    [identityKey(dest), '6/u6'],
     [identityKey(waiting), ''],
     [identityKey(waitingDest), ''],
   ]);
   for (const [k, v] of Object.entries(changes)) versions.set(k, v);
-  return { versionOf: (x: ObjectIdentity) => versions.get(identityKey(x)) };
+  return { versionOf: (x: ObjectIdentity) => versions.get(identityKey(x)), listedWhole: (cluster: string, type: { resource: string }) => whole.includes(`${cluster}/${type.resource}`) };
 };
 
-async function storeWith(state: 'synced' | 'error', relations: Relation[], versions: { primary: string; copy: string; config: string } | null = { primary: '3', copy: '4', config: 'config-1' }) {
+const context = (store: RelationStore, over: Partial<SkipContext> = {}): SkipContext => ({
+  store,
+  fingerprint,
+  listed: listing(),
+  dirty: new DirtyPrimaries(),
+  serviceCluster: 'service',
+  reachable: () => true,
+  ...over,
+});
+
+async function storeWith(state: 'synced' | 'error', relations: Relation[], versions: { primary: string; copy: string; config: string } | null = { primary: '3/u3', copy: '4/u4', config: 'config-1' }) {
   const opened = await openStore(join(dir, `${Math.random().toString(36).slice(2)}.db`));
   const store = new RelationStore(opened.db);
   await store.saveReconcile({ id: primary, uid: 'u', copy, state, message: null, versions }, relations);
@@ -55,51 +69,56 @@ async function storeWith(state: 'synced' | 'error', relations: Relation[], versi
 describe('sweep skip', () => {
   it('skips a primary whose every object is as its last complete sync left it', async () => {
     const store = await storeWith('synced', [synced, pending]);
-    const found = new FoundSources();
-    found.add(key, source);
-    assert.equal(await isUpToDate(store, fingerprint, listing(), found, key), true);
+    const dirty = new DirtyPrimaries();
+    // Its selector finds its own source, which it relates to already.
+    dirty.found([key], [primary]);
+    assert.equal(await isUpToDate(context(store, { dirty }), key), true);
   });
 
   it('reconciles when any one version differs, or the LISTs cannot tell', async () => {
     const store = await storeWith('synced', [synced, pending]);
     const cases: Array<[string, Record<string, string | undefined>]> = [
-      ['the primary changed', { [identityKey(primary)]: '30' }],
+      ['the primary changed', { [identityKey(primary)]: '30/u3' }],
+      ['the primary was made again (same resourceVersion, another uid)', { [identityKey(primary)]: '3/other' }],
       ['the primary is gone', { [identityKey(primary)]: '' }],
-      ['its copy changed', { [identityKey(copy)]: '40' }],
+      ['its copy changed', { [identityKey(copy)]: '40/u4' }],
       ['its copy is gone', { [identityKey(copy)]: '' }],
-      ['a source changed', { [identityKey(source)]: '50' }],
+      ['a source changed', { [identityKey(source)]: '50/u5' }],
       ['a source is gone', { [identityKey(source)]: '' }],
-      ['a related copy changed', { [identityKey(dest)]: '60' }],
+      ['a related copy changed', { [identityKey(dest)]: '60/u6' }],
       ['a related copy is gone', { [identityKey(dest)]: '' }],
-      ['the source a relation waits for appeared', { [identityKey(waiting)]: '70' }],
-      ['something took the waiting copy\'s name', { [identityKey(waitingDest)]: '71' }],
+      ['the source a relation waits for appeared', { [identityKey(waiting)]: '70/u7' }],
+      ["a copy took the waiting relation's name", { [identityKey(waitingDest)]: '71/u7' }],
       ['a LIST that cannot tell', { [identityKey(source)]: undefined }],
     ];
-    for (const [what, change] of cases) assert.equal(await isUpToDate(store, fingerprint, listing(change), new FoundSources(), key), false, what);
+    for (const [what, change] of cases) assert.equal(await isUpToDate(context(store, { listed: listing(change) }), key), false, what);
   });
 
   it('reconciles when a selector or inverse rule finds a listed object the primary has no relation with', async () => {
     const store = await storeWith('synced', [synced]);
-    const found = new FoundSources();
-    found.add(key, id('tenant-a', 'configmaps', 'new-match'));
-    assert.equal(await isUpToDate(store, fingerprint, listing(), found, key), false);
+    const dirty = new DirtyPrimaries();
+    dirty.found([key], []);
+    assert.equal(await isUpToDate(context(store, { dirty }), key), false);
   });
 
-  it('reconciles everything once the matches overflow their budget', async () => {
-    const store = await storeWith('synced', [synced]);
-    const found = new FoundSources(2);
-    for (const name of ['a', 'b', 'c']) found.add({ resource, id: id('tenant-a', 'databases', name, 'demo.relsync.dev') }, source);
-    assert.equal(found.overflowed, true);
-    assert.equal(await isUpToDate(store, fingerprint, listing(), found, key), false);
+  it("reconciles when a type its selector reads was not listed whole: a match may be on the page that is missing", async () => {
+    const store = await storeWith('synced', [synced, pending]);
+    assert.equal(await isUpToDate(context(store, { listed: listing({}, []) }), key), false);
+  });
+
+  it('reconciles a primary of a cluster relsync cannot read now, or whose relation reaches one', async () => {
+    const store = await storeWith('synced', [synced, pending]);
+    assert.equal(await isUpToDate(context(store, { reachable: (c) => c !== 'tenant-a' }), key), false);
+    assert.equal(await isUpToDate(context(store, { reachable: (c) => c !== 'service' }), key), false);
   });
 
   it('reconciles a primary whose last reconcile was no complete sync, or was made under another config', async () => {
-    assert.equal(await isUpToDate(await storeWith('error', [synced]), fingerprint, listing(), new FoundSources(), key), false, 'state error');
-    assert.equal(await isUpToDate(await storeWith('synced', [synced], null), fingerprint, listing(), new FoundSources(), key), false, 'no versions stored');
-    assert.equal(await isUpToDate(await storeWith('synced', [synced]), { of: () => 'config-2' }, listing(), new FoundSources(), key), false, 'another config');
-    assert.equal(await isUpToDate(await storeWith('synced', [{ ...synced, state: 'conflict' }]), fingerprint, listing(), new FoundSources(), key), false, 'a relation in conflict');
-    assert.equal(await isUpToDate(await storeWith('synced', [{ ...synced, versions: null }]), fingerprint, listing(), new FoundSources(), key), false, 'a relation without versions');
+    assert.equal(await isUpToDate(context(await storeWith('error', [synced])), key), false, 'state error');
+    assert.equal(await isUpToDate(context(await storeWith('synced', [synced], null)), key), false, 'no versions stored');
+    assert.equal(await isUpToDate(context(await storeWith('synced', [synced]), { fingerprint: { of: () => 'config-2' } }), key), false, 'another config');
+    assert.equal(await isUpToDate(context(await storeWith('synced', [{ ...synced, state: 'conflict' }])), key), false, 'a relation in conflict');
+    assert.equal(await isUpToDate(context(await storeWith('synced', [{ ...synced, versions: null }])), key), false, 'a relation without versions');
     const unknown: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'never-synced', 'demo.relsync.dev') };
-    assert.equal(await isUpToDate(await storeWith('synced', [synced]), fingerprint, listing(), new FoundSources(), unknown), false, 'not in the store');
+    assert.equal(await isUpToDate(context(await storeWith('synced', [synced])), unknown), false, 'not in the store');
   });
 });

@@ -57,23 +57,28 @@ describe('sweep snapshot', () => {
     assert.deepEqual(live.asked, ['get tenant-a configmaps team/big-2', 'list tenant-a configmaps', 'list tenant-a secrets']);
   });
 
-  it('tells an object\'s listed version, "" only where a whole unfiltered LIST lacks it, and nothing it cannot vouch for', () => {
-    const v = (namespace: string, name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace, name, resourceVersion } });
+  it('tells an object\'s listed version, "" only where a whole LIST lacks it, and nothing it cannot vouch for', () => {
+    const v = (namespace: string, name: string, resourceVersion?: string): KubeObject => ({ metadata: { namespace, name, resourceVersion, uid: `uid-${name}` } });
     const changed = new Set<string>();
     // A budget of 1 byte: versions are known also of what the snapshot does not hold.
     const snapshot = new SweepSnapshot(new CountingReads(), [], (k) => changed.has(k), 1);
-    snapshot.add({ cluster: 'a', type: configMaps, filtered: false, items: [v('ns', 'x', '5')] });
+    snapshot.add({ cluster: 'a', type: configMaps, filtered: false, items: [v('ns', 'x', '5'), v('ns', 'no-version')] });
     snapshot.add({ cluster: 'a', type: secrets, filtered: true, items: [v('ns', 's', '6')] });
     snapshot.add({ cluster: 'b', type: configMaps, filtered: false, items: [v('ns', 'y', '7')] });
-    const at = (cluster: string, resource: string, name: string) => snapshot.versionOf({ cluster, group: '', resource, namespace: 'ns', name });
-    assert.equal(at('a', 'configmaps', 'x'), '5', 'listed, not held');
+    const at = (cluster: string, resource: string, name: string, copy = false) => snapshot.versionOf({ cluster, group: '', resource, namespace: 'ns', name }, copy);
+    assert.equal(at('a', 'configmaps', 'x'), '5/uid-x', 'listed, not held: its resourceVersion and uid');
+    assert.equal(at('a', 'configmaps', 'no-version'), undefined, 'listed without a resourceVersion: nothing to compare, not "absent"');
     assert.equal(at('a', 'configmaps', 'gone'), '', 'a whole, unfiltered LIST without it: it does not exist');
-    assert.equal(at('a', 'secrets', 's'), '6');
+    assert.equal(at('a', 'secrets', 's'), '6/uid-s');
     assert.equal(at('a', 'secrets', 'other'), undefined, 'a filtered LIST says nothing of what it lacks');
+    assert.equal(at('a', 'secrets', 'other', true), '', "but it does say that it is not relsync's copy");
     assert.equal(at('c', 'configmaps', 'x'), undefined, 'a cluster not listed');
+    assert.equal(snapshot.listedWhole('a', configMaps), true);
+    assert.equal(snapshot.listedWhole('a', secrets), false, 'filtered');
     snapshot.incomplete('b', configMaps);
-    assert.equal(at('b', 'configmaps', 'y'), '7');
-    assert.equal(at('b', 'configmaps', 'gone'), undefined, 'a LIST that failed midway says nothing of what it lacks');
+    assert.equal(snapshot.listedWhole('b', configMaps), false, 'a LIST that failed midway');
+    assert.equal(at('b', 'configmaps', 'y'), '7/uid-y');
+    assert.equal(at('b', 'configmaps', 'gone', true), undefined, 'a LIST that failed midway says nothing of what it lacks');
     changed.add(compositeKey('a', '', 'configmaps', 'ns/x'));
     assert.equal(at('a', 'configmaps', 'x'), undefined, 'a watch event arrived for it since its LIST');
   });

@@ -25,5 +25,10 @@ describe('config fingerprint', () => {
     assert.notEqual(one.of(r), one.of(resource('{{ name }}-x')));
     assert.notEqual(one.of(r), new ConfigFingerprint(new ContentHasher(Buffer.alloc(32, 1)), { ...shared, limits: { relatedPerPrimary: 400 } }).of(r));
     assert.notEqual(one.of(r), new ConfigFingerprint(new ContentHasher(Buffer.alloc(32, 2)), shared).of(r), 'a new key');
+    let pins = 'a';
+    const pinned = new ConfigFingerprint(new ContentHasher(Buffer.alloc(32, 1)), shared, () => pins);
+    const before = pinned.of(r);
+    pins = 'b';
+    assert.notEqual(pinned.of(r), before, 'copies of a source namespace pinned elsewhere');
   });
 });
