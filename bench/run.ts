@@ -37,7 +37,6 @@ import type { ResourceType } from '../src/core/resource-type.js';
 import type { KubeObject } from '../src/core/object.js';
 import { contentOf } from '../src/sync/content.js';
 import { AGENT_LABEL } from '../src/sync/marks.js';
-import { RELATIONS_AT_ONCE } from '../src/sync/primary-reconciler.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,6 +45,8 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '15' },
     rates: { type: 'string', default: '5,20' },
     drift: { type: 'string', default: '20' },
+    /** relsync's `workers` (the floor bulk copier's concurrency stays the client's cap, 32). */
+    workers: { type: 'string', default: '8' },
     /** Leaves out the fan-out phase (at 10,000 primaries it takes longer than the rest). */
     'skip-fanout': { type: 'boolean', default: false },
   },
@@ -58,7 +59,9 @@ const K = Number(args.drift);
 const NS = 'bench';
 const OWNER = 'bench.relsync.dev/owner';
 /** relsync's `workers` in the bench's config. */
-const WORKERS = 8;
+const WORKERS = Number(args.workers);
+/** Creates in flight in the floor bulk copier: relsync's cap on requests at once per cluster (its Connection's MAX_CONCURRENCY). */
+const FLOOR_CONCURRENCY = 32;
 /** Where the floor bulk copier writes, on both sides: it runs last, nothing reads it. */
 const FLOOR_BULK_NS = 'floor-bulk';
 const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
@@ -140,10 +143,10 @@ const secretType: ResourceType = { group: '', version: 'v1', resource: 'secrets'
  * relsync's marks), nothing else. Through relsync's own REST client
  * (ResourceClient, one Connection per cluster, each with maxSockets 32).
  *
- * Concurrency: WORKERS × RELATIONS_AT_ONCE = 32 creates in flight. That is the
- * most relsync writes at once: each of its 8 workers writes a primary's copy,
- * then that primary's relations RELATIONS_AT_ONCE at a time. relsync is often
- * below it (the primary's copy alone, reads between writes); the floor never is.
+ * Concurrency: FLOOR_CONCURRENCY = 32 creates in flight, the most requests
+ * relsync's client lets run at once against a cluster. relsync is often below
+ * it (a worker's primary copy alone, reads between writes; with 8 workers at
+ * most 8 × 4 writes, RELATIONS_AT_ONCE per worker); the floor never is.
  */
 async function floorBulkCopy(pp: ControlPlane, ps: ControlPlane, copyNs: string): Promise<{ copies: number }> {
   const platform = new Connection({ name: 'platform', kubeconfig: pp.kubeconfigPath });
@@ -159,7 +162,7 @@ async function floorBulkCopy(pp: ControlPlane, ps: ControlPlane, copyNs: string)
     return items.map((item) => ({ to: new ResourceClient(to, type), item }));
   }));
   const work = lists.flat();
-  await pool(work, WORKERS * RELATIONS_AT_ONCE, async ({ to, item }) => {
+  await pool(work, FLOOR_CONCURRENCY, async ({ to, item }) => {
     const { fields, labels, annotations } = contentOf(item);
     await to.create(FLOOR_BULK_NS, { ...fields, metadata: { name: item.metadata.name, labels, annotations } } as KubeObject);
   });
@@ -197,7 +200,7 @@ function latencies(sent: Map<string, number>, seen: Map<string, number>): { valu
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'relsync-bench-'));
-  log(`relsync bench: ${N} primaries × ${M} related, writes at ${RATES.join(', ')}/s for ${DURATION_S} s each; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  log(`relsync bench: ${N} primaries × ${M} related, writes at ${RATES.join(', ')}/s for ${DURATION_S} s each; relsync workers ${WORKERS}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const planes = await startControlPlanes('platform', 'service');
   const [pp, ps] = planes as [ControlPlane, ControlPlane];
   let relsync: RelsyncProcess | undefined;
@@ -399,7 +402,7 @@ async function main(): Promise<void> {
     const floorMs = Date.now() - floorStarted;
     if (floorBulk.copies !== totalCopies) throw new Error(`floor bulk copier: ${floorBulk.copies} copies, relsync ${totalCopies}`);
     const ratioToFloor = round((initialSyncMs / Math.max(1, floorMs)) * 100) / 100;
-    log(`floor bulk copier: ${floorBulk.copies} copies in ${floorMs} ms (${round((floorBulk.copies * 1000) / floorMs)} objects/s, ${WORKERS * RELATIONS_AT_ONCE} creates at once); relsync's initial sync / floor ratio ${ratioToFloor}`);
+    log(`floor bulk copier: ${floorBulk.copies} copies in ${floorMs} ms (${round((floorBulk.copies * 1000) / floorMs)} objects/s, ${FLOOR_CONCURRENCY} creates at once); relsync's initial sync / floor ratio ${ratioToFloor}`);
 
     const first = propagation[0]!;
     const result = {
@@ -407,6 +410,7 @@ async function main(): Promise<void> {
       machine: { cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
       primaries: N,
       relatedPerPrimary: M,
+      workers: WORKERS,
       initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor, requests: initialRequestsTotal, requestsByVerb: initialRequests },
       propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
       floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
