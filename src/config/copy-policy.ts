@@ -45,6 +45,8 @@ export interface CopyPolicy {
   readonly copiesAnnotation: (key: string) => boolean;
   /** Why a Secret of this type is not copied, or undefined when it is. */
   readonly secretTypeRefusal: (type: string) => string | undefined;
+  /** What it was compiled from: a policy's identity (the functions above do not show it; sync/config-fingerprint.ts). */
+  readonly source: { readonly labels: KeyRules; readonly annotations: KeyRules; readonly secretTypesDeny: readonly string[] };
 }
 
 export function compileCopyPolicy(labels: KeyRules, annotations: KeyRules, secretTypesDeny: readonly string[]): CopyPolicy {
@@ -53,6 +55,7 @@ export function compileCopyPolicy(labels: KeyRules, annotations: KeyRules, secre
     copiesLabel: keyFilter(labels),
     copiesAnnotation: keyFilter(annotations),
     secretTypeRefusal: (type) => (denied.has(type) ? `Secrets of type ${type} are not copied (copy.secretTypes.deny)` : undefined),
+    source: { labels, annotations, secretTypesDeny },
   };
 }
 

@@ -47,9 +47,9 @@ export interface ListedVersions {
 export class DirtyPrimaries {
   private readonly keys = new Set<string>();
 
-  /** `related`: the primaries the store relates the object to (as a source). */
-  found(owners: readonly PrimaryKey[], related: readonly ObjectIdentity[]): void {
-    const relatedKeys = new Set(related.map(identityKey));
+  /** `relatedPrimaries`: the primaries the store relates the object to (as a source). */
+  found(owners: readonly PrimaryKey[], relatedPrimaries: readonly ObjectIdentity[]): void {
+    const relatedKeys = new Set(relatedPrimaries.map(identityKey));
     for (const owner of owners) if (!relatedKeys.has(identityKey(owner.id))) this.keys.add(primaryKeyString(owner));
   }
 

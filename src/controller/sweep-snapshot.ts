@@ -28,7 +28,9 @@
  *
  * Memory is bounded: the snapshot holds listed objects up to a budget
  * (`resync.snapshotBytes`, of their estimated size in memory,
- * util/heap-size.ts). A type whose pages no longer fit, or whose LIST failed
+ * util/heap-size.ts), and every listed object's version (for sweep-skip.ts)
+ * up to a budget of the same size: a type whose versions no longer fit loses
+ * them, and its primaries are reconciled instead of skipped. A type whose pages no longer fit, or whose LIST failed
  * midway (or, on kcp, a workspace bound while the list ran), is incomplete:
  * what the snapshot lacks of it is read live, and list() of it is answered
  * live. A tenant with a gigabyte of ConfigMaps makes the sweep slower (GETs
@@ -108,6 +110,8 @@ export class SweepSnapshot implements ObjectReads {
   private readonly namespaces = new Map<string, Set<string>>();
   /** Estimated bytes of the objects held. */
   private held = 0;
+  /** Estimated bytes of the versions held (their own budget, as large as the objects'). */
+  private versionBytes = 0;
   /** `cluster/type` of every type the budget left incomplete. */
   readonly overBudget: string[] = [];
 
@@ -132,7 +136,19 @@ export class SweepSnapshot implements ObjectReads {
     if (!namespaces) this.namespaces.set(list.cluster, (namespaces = new Set()));
     for (const item of list.items) {
       if (item.metadata.namespace) namespaces.add(item.metadata.namespace);
-      listed.versions.set(`${item.metadata.namespace ?? ''}/${item.metadata.name ?? ''}`, objectVersion(item) ?? UNKNOWN);
+      if (!listed.whole) continue;
+      const name = `${item.metadata.namespace ?? ''}/${item.metadata.name ?? ''}`;
+      const version = objectVersion(item) ?? UNKNOWN;
+      // Versions have a budget of their own, as large as the objects': past it the type's versions
+      // go, and it counts as not listed whole (its primaries are reconciled, not skipped).
+      this.versionBytes += VERSION_ENTRY_BYTES + name.length + version.length;
+      if (this.versionBytes > this.budget) {
+        this.versionBytes -= [...listed.versions].reduce((n, [k, v]) => n + VERSION_ENTRY_BYTES + k.length + v.length, 0);
+        listed.versions.clear();
+        listed.whole = false;
+        continue;
+      }
+      listed.versions.set(name, version);
     }
     if (!listed.complete) return;
     const size = this.budget === Infinity ? 0 : list.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
@@ -287,6 +303,9 @@ export class SweepReads {
     return this.snapshot;
   }
 }
+
+/** About what one entry of a type's versions takes besides its two strings' characters. */
+const VERSION_ENTRY_BYTES = 96;
 
 /** The version of a listed object that has none to compare: never equal to a stored one. */
 const UNKNOWN = '\u0000unknown';

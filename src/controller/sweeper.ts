@@ -21,8 +21,9 @@
  *    types no longer configured. A LIST or a delete that fails is counted
  *    and the rest of the sweep goes on.
  *
- * Its cost is one paginated LIST per watched (cluster, type), a store
- * lookup per listed object of a type selector or inverse rules read, and one
+ * Its cost is one paginated LIST per watched (cluster, type), the router's
+ * lookups for each listed object of a type selector or inverse rules read
+ * (an indexed query per label, per inverse rule, and its relations), and one
  * comparison (or, where something differs, an in-memory reconcile) per
  * primary, with API requests only for what differs:
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
@@ -78,7 +79,7 @@ export interface SweeperOptions {
   readonly fingerprint?: { of(resource: ResolvedResource): string };
 }
 
-/** Where a sweep's time went: LISTs, reconciles, orphan clean-up (ms). */
+/** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
 export interface SweepPhases {
   listMs: number;
   reconcileMs: number;

@@ -3,7 +3,8 @@
  * primary's reconcile writes: its resource's config (types, selector, naming,
  * related rules), the copy policy, the limits, the agent's name, where
  * copies of each source namespace are pinned
- * (copy-namespaces.ts), relsync's own code, and the content-hash key. A
+ * (copy-namespaces.ts), relsync's own code, its libraries and Node.js, and
+ * the content-hash key. A
  * primary's last complete sync is stored with it (store/records.ts
  * PrimaryVersions): a sweep skips a primary whose objects did not change only
  * while the fingerprint is the same, so a changed rule, another build of
@@ -35,7 +36,9 @@ export class ConfigFingerprint {
   of(resource: ResolvedResource): string {
     let text = this.serialized.get(resource);
     if (text === undefined) {
-      text = fingerprintJson({ code: codeDigest, ...this.shared, resource });
+      const { policy, ...rest } = this.shared;
+      // The policy's functions do not show what they were compiled from; its source does.
+      text = fingerprintJson({ code: codeDigest, ...rest, policy: policy.source, resource });
       this.serialized.set(resource, text);
     }
     return this.hasher.hashSerialized(`${text}\u0000${this.pins()}`);
@@ -44,11 +47,12 @@ export class ConfigFingerprint {
 
 /**
  * JSON with sorted keys in which what JSON.stringify drops still counts: a RegExp by its pattern
- * and flags, a function by its text (a compiled template's parts), undefined as null.
+ * and flags, undefined as null. A function is refused: what it closes over (a compiled copy
+ * policy's lists, say) would not show, and a config change would not change the fingerprint.
  */
 export function fingerprintJson(value: unknown): string {
   if (value instanceof RegExp) return JSON.stringify(`/${value.source}/${value.flags}`);
-  if (typeof value === 'function') return JSON.stringify(String(value));
+  if (typeof value === 'function') throw new Error(`a config fingerprint cannot include a function (${value.name || 'anonymous'}): fingerprint what it was made from`);
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map(fingerprintJson).join(',')}]`;
   if (value instanceof Set || value instanceof Map) return fingerprintJson([...value]);
@@ -57,13 +61,25 @@ export function fingerprintJson(value: unknown): string {
 }
 
 /**
- * A digest of relsync's compiled code (every .js file under dist/src, also in the container image):
- * a fix in how a copy is made reaches every copy at the next sweep, version bump or not. A few
- * milliseconds, once per process.
+ * A digest of relsync's compiled code (every .js file under dist/src, also in the container image),
+ * of the installed versions of its dependencies and of Node.js: a fix in how a copy is made (here
+ * or in a library) reaches every copy at the next sweep, version bump or not. A few milliseconds,
+ * once per process.
  */
 const codeDigest = ((): string => {
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const hash = createHash('sha256');
+  const hash = createHash('sha256').update(process.version).update('\u0000');
+  const packageRoot = fileURLToPath(new URL('../../../', import.meta.url));
+  const readJson = (path: string): { version?: string; dependencies?: Record<string, string> } | undefined => {
+    try {
+      return JSON.parse(readFileSync(path, 'utf8')) as { version?: string; dependencies?: Record<string, string> };
+    } catch {
+      return undefined;
+    }
+  };
+  for (const name of Object.keys(readJson(join(packageRoot, 'package.json'))?.dependencies ?? {}).sort()) {
+    hash.update(`${name}@${readJson(join(packageRoot, 'node_modules', name, 'package.json'))?.version ?? '?'}\u0000`);
+  }
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const path = join(dir, entry.name);

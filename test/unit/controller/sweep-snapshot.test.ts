@@ -60,13 +60,12 @@ describe('sweep snapshot', () => {
   it('tells an object\'s listed version, "" only where a whole LIST lacks it, and nothing it cannot vouch for', () => {
     const v = (namespace: string, name: string, resourceVersion?: string): KubeObject => ({ metadata: { namespace, name, resourceVersion, uid: `uid-${name}` } });
     const changed = new Set<string>();
-    // A budget of 1 byte: versions are known also of what the snapshot does not hold.
-    const snapshot = new SweepSnapshot(new CountingReads(), [], (k) => changed.has(k), 1);
+    const snapshot = new SweepSnapshot(new CountingReads(), [], (k) => changed.has(k));
     snapshot.add({ cluster: 'a', type: configMaps, filtered: false, items: [v('ns', 'x', '5'), v('ns', 'no-version')] });
     snapshot.add({ cluster: 'a', type: secrets, filtered: true, items: [v('ns', 's', '6')] });
     snapshot.add({ cluster: 'b', type: configMaps, filtered: false, items: [v('ns', 'y', '7')] });
     const at = (cluster: string, resource: string, name: string, copy = false) => snapshot.versionOf({ cluster, group: '', resource, namespace: 'ns', name }, copy);
-    assert.equal(at('a', 'configmaps', 'x'), '5/uid-x', 'listed, not held: its resourceVersion and uid');
+    assert.equal(at('a', 'configmaps', 'x'), '5/uid-x', 'its resourceVersion and uid');
     assert.equal(at('a', 'configmaps', 'no-version'), undefined, 'listed without a resourceVersion: nothing to compare, not "absent"');
     assert.equal(at('a', 'configmaps', 'gone'), '', 'a whole, unfiltered LIST without it: it does not exist');
     assert.equal(at('a', 'secrets', 's'), '6/uid-s');
@@ -81,6 +80,21 @@ describe('sweep snapshot', () => {
     assert.equal(at('b', 'configmaps', 'gone', true), undefined, 'a LIST that failed midway says nothing of what it lacks');
     changed.add(compositeKey('a', '', 'configmaps', 'ns/x'));
     assert.equal(at('a', 'configmaps', 'x'), undefined, 'a watch event arrived for it since its LIST');
+  });
+
+  it('keeps versions within a budget of their own: a type whose versions do not fit counts as not listed whole', () => {
+    const v = (name: string): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: '1', uid: `uid-${name}` } });
+    const small = v('s');
+    // Room for one version, and for no object at all: versions are kept beside objects the snapshot does not hold.
+    const snapshot = new SweepSnapshot(new CountingReads(), [], undefined, 150);
+    snapshot.add({ cluster: 'a', type: secrets, filtered: false, items: [small] });
+    snapshot.add({ cluster: 'a', type: configMaps, filtered: false, items: [v('x'), v('y')] });
+    assert.equal(snapshot.heldSize, 0, 'no object fits');
+    assert.equal(snapshot.versionOf({ cluster: 'a', group: '', resource: 'secrets', namespace: 'ns', name: 's' }), '1/uid-s', 'its version does');
+    assert.equal(snapshot.listedWhole('a', secrets), true);
+    assert.equal(snapshot.versionOf({ cluster: 'a', group: '', resource: 'configmaps', namespace: 'ns', name: 'x' }), undefined, 'over the budget: nothing vouched for');
+    assert.equal(snapshot.versionOf({ cluster: 'a', group: '', resource: 'configmaps', namespace: 'ns', name: 'gone' }), undefined, 'nor any absence');
+    assert.equal(snapshot.listedWhole('a', configMaps), false);
   });
 
   it('answers a list with what the query accepts, up to its limit, as the API server would', async () => {

@@ -32,6 +32,9 @@ import { PrimaryReconciler, type ReconcilerDeps } from '../../../src/sync/primar
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
 import { MemoryClusters } from '../../harness/memory-clusters.js';
+import { ConfigFingerprint } from '../../../src/sync/config-fingerprint.js';
+import { defaultCopyPolicy } from '../../../src/config/copy-policy.js';
+import { objectVersion } from '../../../src/sync/object-version.js';
 
 const AGENT = 'unit';
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
@@ -111,6 +114,57 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   });
   afterEach(async () => {
     await opened.close();
+  });
+
+  describe('the versions a complete sync stores, for a sweep to compare (controller/sweep-skip.ts)', () => {
+    const withFingerprint = () => {
+      const hasher = new ContentHasher(Buffer.from('k'));
+      reconciler = reconcilerWith({ hasher, fingerprint: new ConfigFingerprint(hasher, { agentName: AGENT, policy: defaultCopyPolicy, limits: {} }) });
+    };
+    const versionOf = (cluster: string, type: ResourceType, namespace: string, name: string) => {
+      const o = world.read(cluster, type, namespace, name);
+      return o ? objectVersion(o) : '';
+    };
+
+    it('stores what a complete sync read and wrote last: the primary, its copy, each source and copy ("" for absent)', async () => {
+      withFingerprint();
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      const record = await store.primary(primaryId);
+      assert.equal(record?.state, 'synced');
+      assert.deepEqual({ primary: record?.versions?.primary, copy: record?.versions?.copy }, { primary: versionOf('tenant-a', databases, 'shop', 'orders'), copy: versionOf('service', databases, COPY_NS, 'orders') });
+      const byRule = new Map((await store.relationsOf(primaryId)).map((r) => [r.ruleId, r.versions]));
+      assert.deepEqual(byRule.get('config'), { source: versionOf('tenant-a', configMaps, 'shop', 'orders-config'), destination: versionOf('service', configMaps, COPY_NS, 'orders-config') });
+      assert.deepEqual(byRule.get('creds'), { source: '', destination: '' }, 'waiting for its source: both absent');
+    });
+
+    it('stores none after a conflict, a failed write, or without a fingerprint', async () => {
+      withFingerprint();
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      assert.notEqual((await store.primary(primaryId))?.versions, null, 'synced');
+      // Someone else's object takes the copy's place.
+      world.remove('service', configMaps, COPY_NS, 'orders-config');
+      world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { theirs: 'x' } });
+      await reconcile();
+      assert.equal((await store.primary(primaryId))?.state, 'conflict');
+      assert.equal((await store.primary(primaryId))?.versions, null, 'a conflict');
+
+      world.remove('service', configMaps, COPY_NS, 'orders-config');
+      await reconcile();
+      assert.notEqual((await store.primary(primaryId))?.versions, null, 'synced again');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', status: 500, reason: 'InternalError', message: 'etcd is away' });
+      await assert.rejects(reconcile());
+      assert.equal((await store.primary(primaryId))?.versions, null, 'a write that failed: the next sweep reconciles it');
+
+      reconciler = reconcilerWith();
+      await reconcile();
+      assert.equal((await store.primary(primaryId))?.state, 'synced');
+      assert.equal((await store.primary(primaryId))?.versions, null, 'without a fingerprint nothing is stored');
+    });
   });
 
   describe('the primary and its copy', () => {
