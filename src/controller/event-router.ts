@@ -23,6 +23,7 @@ import { sameType, typeName, type ResourceType } from '../core/resource-type.js'
 import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
+import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed } from '../sync/object-cache.js';
@@ -178,15 +179,16 @@ export class EventRouter {
   /**
    * The primaries whose selector or inverse rules find this object as it is now (not relsync's own
    * copies: the caller leaves those out), from the store's selectors and the object's own owner
-   * pointer. Also what a sweep asks of every listed object (sweep-skip.ts).
+   * pointer. Also what a sweep asks of every listed object (sweep-skip.ts), with a snapshot of the
+   * label keys selectors are anchored on (`selectorKeys`), so that other labels cost no lookup.
    */
-  async foundBySelectorOrInverse(cluster: string, type: ResourceType, object: KubeObject): Promise<PrimaryKey[]> {
+  async foundBySelectorOrInverse(cluster: string, type: ResourceType, object: KubeObject, selectorKeys?: SelectorLabelKeys): Promise<PrimaryKey[]> {
     const found: PrimaryKey[] = [];
     const id = identityOf(cluster, type, object);
     // Selector rules: candidate selectors by the object's current labels.
     if (this.selectorTypes.has(`${type.group}/${type.resource}`)) {
       const scope = { cluster, group: type.group, resource: type.resource, namespace: id.namespace };
-      for (const owner of await this.options.store.selectorOwners(scope, object.metadata.labels)) {
+      for (const owner of await this.options.store.selectorOwners(scope, object.metadata.labels, selectorKeys)) {
         const key = this.keyFor(owner);
         if (key) found.push(key);
       }

@@ -172,6 +172,9 @@ export class Sweeper {
     const { finders, fingerprint } = this.options;
     /** Primaries that selector and inverse rules find a listed object for that they do not relate to yet (sweep-skip.ts). */
     const dirty = new DirtyPrimaries();
+    // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
+    // that stores a selector on another key while the sweep lists turns skipping off (below).
+    const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
     reads.begin();
     try {
       const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
@@ -197,7 +200,7 @@ export class Sweeper {
                 if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
                 // relsync's own copies are never sources of selector or inverse rules (as in the router).
                 if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
-                  const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item);
+                  const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item, selectorKeys);
                   if (owners.length > 0) dirty.found(owners, (await store.relationsBySource(identityOf(cluster, watch.type, item))).map((r) => r.primary));
                 }
               }
@@ -231,7 +234,9 @@ export class Sweeper {
       // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
       const keys: PrimaryKey[] = [];
-      const skip = fingerprint && { store, fingerprint, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
+      const keysKept = selectorKeys !== undefined && sameSet(selectorKeys, await store.selectorLabelKeys());
+      if (selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
+      const skip = fingerprint && keysKept && { store, fingerprint, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
       for (const key of queued.values()) {
         if (finders && skip && (await isUpToDate(skip, key))) {
           phases.skipped++;
@@ -318,6 +323,10 @@ export class Sweeper {
     for (const r of await this.options.store.allRelationKeys()) keys.add(compositeKey(identityKey(r.primary), r.ruleId, identityKey(r.source)));
     return keys;
   }
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((k) => b.has(k));
 }
 
 async function counterTotal(counter: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number> }> }> }, filter?: (labels: Record<string, string | number>) => boolean): Promise<number> {

@@ -10,7 +10,7 @@ import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, 
 import type { Database, PrimariesTable, PrimaryState, RelationsTable } from './schema.js';
 import { toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
-import type { SelectorRecord } from './selector-index.js';
+import type { SelectorLabelKeys, SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
@@ -253,9 +253,17 @@ export class RelationStore {
     return this.touches.flush();
   }
 
-  /** The primaries whose selector (for some rule) matches these labels, for an object in `scope`. */
-  selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
-    return selectorIndex.selectorOwners(this.db, scope, labels);
+  /**
+   * The primaries whose selector (for some rule) matches these labels, for an object in `scope`;
+   * `keys` (of selectorLabelKeys()) spares the lookups of labels no selector is anchored on.
+   */
+  selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
+    return selectorIndex.selectorOwners(this.db, scope, labels, keys);
+  }
+
+  /** Which label keys anchor stored selectors, by scope (selector-index.ts): a snapshot for a sweep's many lookups. */
+  selectorLabelKeys(): Promise<SelectorLabelKeys> {
+    return selectorIndex.selectorLabelKeys(this.db);
   }
 
   /** A primary's stored selectors: by rule, in their query form (`app=one`), and as keys for KnownRows. */

@@ -71,15 +71,19 @@ export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
  * an object in `scope`: candidates by indexed label terms, plus the few
  * selectors without one, then the whole selector evaluated.
  */
-export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined): Promise<ObjectIdentity[]> {
+export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
   const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource, source_namespace: scope.namespace };
   const queries = queriesOf(db);
   const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
   const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
     for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
   };
-  for (const [key, value] of Object.entries(labels ?? {})) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
-  consider(await queries.unanchored(where));
+  const scopeKey = compositeKey(scope.cluster, scope.group, scope.resource, scope.namespace);
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    if (keys && !keys.has(compositeKey(scopeKey, key))) continue;
+    consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+  }
+  if (!keys || keys.has(compositeKey(scopeKey, UNANCHORED))) consider(await queries.unanchored(where));
   const owners = new Map<string, ObjectIdentity>();
   for (const { primary, requirements } of candidates.values()) {
     const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
@@ -87,6 +91,26 @@ export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIde
   }
   return [...owners.values()];
 }
+
+/**
+ * Which label keys anchor some stored selector, per scope, and which scopes have selectors without
+ * an anchor: a caller that looks up many objects at once (a sweep) passes them to selectorOwners,
+ * which then asks nothing about the labels no selector is anchored on. A snapshot: the caller
+ * compares it with a fresh one when it is done, since a reconcile may store new selectors meanwhile.
+ */
+export type SelectorLabelKeys = ReadonlySet<string>;
+
+export async function selectorLabelKeys(db: Kysely<Database>): Promise<SelectorLabelKeys> {
+  const keys = new Set<string>();
+  const terms = await db.selectFrom('selector_terms').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'label_key']).distinct().execute();
+  for (const t of terms) keys.add(compositeKey(t.source_cluster, t.source_group, t.source_resource, t.source_namespace, t.label_key));
+  const unanchored = await db.selectFrom('selectors').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace']).where('anchored', '=', 0).distinct().execute();
+  for (const u of unanchored) keys.add(compositeKey(u.source_cluster, u.source_group, u.source_resource, u.source_namespace, UNANCHORED));
+  return keys;
+}
+
+/** Stands for "selectors without an anchor" among label keys (no label key has a NUL in it). */
+const UNANCHORED = '\u0000unanchored';
 
 /** A primary's stored selectors in their query form (`app=one`), by rule. */
 export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string; key: string }>> {

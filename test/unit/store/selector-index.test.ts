@@ -28,6 +28,29 @@ async function storeWith(file: string, selectors: Record<string, SelectorRecord[
 }
 
 describe('selector index', () => {
+  it('answers the same with a snapshot of the anchoring label keys as without, for any labels', async () => {
+    const { opened, store, save } = await storeWith('keys.db', {
+      web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
+      tiered: [selector('cfg', { key: 'tier', operator: 'In', values: ['gold'] }, { key: 'env', operator: 'NotIn', values: ['prod'] })],
+    });
+    const keys = await store.selectorLabelKeys();
+    const both = async (labels: Record<string, string>) => {
+      const all = (await store.selectorOwners(configmaps, labels)).map((p) => p.name).sort();
+      const filtered = (await store.selectorOwners(configmaps, labels, keys)).map((p) => p.name).sort();
+      assert.deepEqual(filtered, all, JSON.stringify(labels));
+      return all;
+    };
+    assert.deepEqual(await both({ app: 'web', other: 'x' }), ['web']);
+    assert.deepEqual(await both({ tier: 'gold', env: 'dev' }), ['tiered']);
+    assert.deepEqual(await both({ other: 'x' }), []);
+    // A selector without an anchor (or one on a new key) changes the snapshot: a sweep compares it at its end.
+    await save('not-legacy', [selector('cfg', { key: 'legacy', operator: 'DoesNotExist', values: [] })]);
+    const after = await store.selectorLabelKeys();
+    assert.notDeepEqual([...after].sort(), [...keys].sort());
+    assert.deepEqual((await store.selectorOwners(configmaps, { other: 'x' }, after)).map((p) => p.name), ['not-legacy'], 'read as one without an anchor');
+    await opened.close();
+  });
+
   it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
     const { opened, owners } = await storeWith('routing.db', {
       web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
