@@ -23,7 +23,8 @@
  *
  * Its cost is one paginated LIST per watched (cluster, type), the router's
  * lookups for each listed object of a type selector or inverse rules read
- * (an indexed query per label, per inverse rule, and its relations), and one
+ * (an indexed query per label some selector is anchored on, per inverse
+ * rule, and its relations), and one
  * comparison (or, where something differs, an in-memory reconcile) per
  * primary, with API requests only for what differs:
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
