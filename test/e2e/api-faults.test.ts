@@ -77,7 +77,7 @@ describe('API faults', () => {
     await eventually('change after the pause synced', async () => (await svc.configMap(ns, 'one-cfg'))?.data?.v === 'after-pause', 60_000);
     await eventually('primary created after the pause synced', () => svc.configMap(ns, 'two-cfg'), 60_000);
     console.log(`converged ${Date.now() - resumedAt} ms after SIGCONT (paused ${IDLE_TIMEOUT_S + 4} s; watch timeout ${WATCH_TIMEOUT_S} s)`);
-    assert.match(relsync.log(), /watch silent for too long; reconnecting/, 'the watchdog noticed the silent stream');
+    await relsync.waitForLog('the watchdog noticed the silent stream', /watch silent for too long; reconnecting/);
     await eventually('/readyz is 200 again', async () => (await fetch(`http://127.0.0.1:${relsync.httpPort}/readyz`)).status === 200, 30_000);
     stillTheSameProcess();
   });
@@ -102,7 +102,7 @@ describe('API faults', () => {
     await eventually('change made before the compaction synced', async () => (await svc.configMap(ns, 'one-cfg'))?.data?.v === 'while-frozen', 60_000);
     await eventually('primary created before the compaction synced', () => svc.configMap(ns, 'two-cfg'), 60_000);
     console.log(`converged ${Date.now() - resumedAt} ms after the watches expired`);
-    assert.match(relsync.log(), /resourceVersion expired \(410 Gone\); relisting/);
+    await relsync.waitForLog('the watch relisted after 410 Gone', /resourceVersion expired \(410 Gone\); relisting/);
     stillTheSameProcess();
   });
 
@@ -148,7 +148,7 @@ describe('API faults', () => {
     await eventually('primary created during the outage synced', () => svc.configMap(ns, 'two-cfg'), 90_000);
     console.log(`service cluster down ${backAt - downAt} ms; converged ${Date.now() - backAt} ms after it was back`);
     assert.equal(relsync.log().match(/"msg":"became the leader"/g)?.length, 2, 'led again in a second term');
-    assert.match(relsync.log(), /could not wire up for a new term; will retry/, 'it kept trying while the service cluster was down');
+    await relsync.waitForLog('it kept trying while the service cluster was down', /could not wire up for a new term; will retry/);
     // The new term's reconciles waited for the watches they read to list (first-lists.ts): its
     // copies of the outage's changes were written (their own-write events logged) only after
     // tenant-a's primaries were released.

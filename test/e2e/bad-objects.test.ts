@@ -62,7 +62,7 @@ describe('objects at the limits and objects that break the rules', () => {
 
   const warnings = async (primary: string, reason: string) => (await a.events(NS, primary)).filter((e) => e.reason === reason);
   const logged = (primary: string, reason: string) =>
-    relsync.log().split('\n').some((l) => l.includes(`"reason":"${reason}"`) && l.includes(`"object":"${NS}/${primary}"`) && l.includes('"level":40'));
+    relsync.waitForLog(`${reason} warning for ${primary}`, (l) => l.includes(`"reason":"${reason}"`) && l.includes(`"object":"${NS}/${primary}"`) && l.includes('"level":40'));
 
   it('syncs names at the 253-character limit, labels at their limits, and a namespace name of 63 characters', async () => {
     const name = `d${long('n', 252)}`;
@@ -76,7 +76,7 @@ describe('objects at the limits and objects that break the rules', () => {
     // The selector rule renders app=<253 characters>: not a valid label value. That rule is a problem for this
     // primary only; the other rules still sync.
     await eventually('an Event says the selector rendered an invalid label value', async () => (await warnings(name, 'RelatedResourceProblem')).some((e) => /rule extra/.test(e.message ?? '') && /63/.test(e.message ?? '')), 20_000);
-    assert.ok(logged(name, 'RelatedResourceProblem'), 'and a log line');
+    await logged(name, 'RelatedResourceProblem');
 
     // A 63-character primary name is a valid selector value at its limit.
     const at63 = `e${long('x', 61)}e`;
@@ -99,10 +99,10 @@ describe('objects at the limits and objects that break the rules', () => {
     await a.createDatabase(NS, 'wrong-type', { configMapName: { name: 'cfg' }, configMapNames: [42, 'wrong-type-ok'] });
     await a.putConfigMap(NS, 'wrong-type-ok', { v: '1' });
     await eventually('Event for the invalid rendered name', async () => (await warnings('bad-tls', 'RelatedResourceProblem')).some((e) => /rule tls/.test(e.message ?? '') && /Not_A_Valid_Name/.test(e.message ?? '')), 20_000);
-    assert.ok(logged('bad-tls', 'RelatedResourceProblem'));
+    await logged('bad-tls', 'RelatedResourceProblem');
     await eventually('the other rules of that primary still sync', () => svc.configMap(copyNs, 'bad-tls-cfg'), 20_000);
     await eventually('Event for a reference that is not a string', async () => (await warnings('wrong-type', 'RelatedResourceProblem')).some((e) => /rule config/.test(e.message ?? '') && /\.spec\.configMapName/.test(e.message ?? '')), 20_000);
-    assert.ok(logged('wrong-type', 'RelatedResourceProblem'));
+    await logged('wrong-type', 'RelatedResourceProblem');
     await eventually('the string among the wrong-typed names still syncs', () => svc.configMap(copyNs, 'wrong-type-ok'), 20_000);
     assert.ok(await svc.database(copyNs, 'wrong-type'), 'the primary itself is copied');
   });

@@ -208,7 +208,7 @@ describe('core sync', () => {
     await eventually('conflict Event on the primary', async () => (await a.events('t6', 'squatter')).some((e) => e.reason === 'CopyConflict'));
     assert.deepEqual((await svc.database(ns, 'squatter'))?.spec, { owner: 'someone-else' });
     assert.deepEqual((await svc.configMap(ns, 'squat-config'))?.data, { owner: 'someone-else' });
-    assert.match(relsync.log(), /CopyConflict|not created by relsync/);
+    await relsync.waitForLog('the conflict', /CopyConflict|not created by relsync/);
   });
 
   it('tells the primary’s owner about a related copy it may not overwrite, and syncs it once the way is clear', async () => {

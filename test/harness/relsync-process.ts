@@ -17,6 +17,13 @@ export interface RelsyncProcess {
   readonly logFile: string;
   readonly httpPort: number;
   log(): string;
+  /**
+   * Waits until a log line satisfies `match`. The child's output reaches the
+   * file through this process's pipe, asynchronously: a line relsync wrote
+   * before an effect the test has already seen (an Event, a copy) may still be
+   * on its way to the file, so a log assertion after such an effect waits.
+   */
+  waitForLog(what: string, match: RegExp | ((line: string) => boolean), timeoutMs?: number): Promise<string>;
   /** SIGTERM and wait for exit; returns the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL, no cleanup. */
@@ -69,6 +76,10 @@ export async function startRelsync(configPath: string, logFile: string, extraArg
     httpPort,
     child,
     log,
+    waitForLog: (what, match, timeoutMs = 5_000) => {
+      const test = typeof match === 'function' ? match : (l: string) => match.test(l);
+      return eventually(`log line: ${what}`, async () => log().split('\n').find(test), timeoutMs);
+    },
     async stop() {
       child.kill('SIGTERM');
       return exited;
