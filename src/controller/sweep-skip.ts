@@ -19,7 +19,8 @@
  * - every source type its selector and inverse rules read was listed whole,
  *   without a filter, in the cluster they read it from, and no listed object
  *   of those types that its rules find (what the router would route to it)
- *   lacks a relation with it (DirtyPrimaries, filled while the sweep lists).
+ *   lacks a relation with it (DirtyPrimaries, filled while the sweep lists,
+ *   checked when the sweep reads the store a page of primaries at a time).
  *
  * Anything the LISTs cannot tell (a LIST that failed midway, a filter, a
  * workspace bound meanwhile) reconciles the primary, as does a relation in
@@ -30,7 +31,7 @@
  * live at most once a minute anyway.
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
-import type { RelationStore } from '../store/relation-store.js';
+import type { PrimaryRecord, RelationRecord } from '../store/records.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 
@@ -40,26 +41,57 @@ export interface ListedVersions {
   listedWhole(cluster: string, type: { group: string; resource: string }): boolean;
 }
 
+/** About what one remembered (primary, source) pair costs in memory. */
+const PAIR_BYTES = 96;
+
 /**
- * Primaries that a listed object's selector or inverse rules find but that have no relation with it
- * yet: they are reconciled. One entry per primary at most, whatever the matches.
+ * What selector and inverse rules find among the listed objects, per primary: the sources a primary
+ * must relate to for its skip. Each listed object its rules find adds one pair; checked against the
+ * primary's relations when the sweep reads them (isUpToDate), so listing costs no store read per
+ * object. Bounded: past `budget` bytes, a primary found for another object is just marked dirty
+ * (reconciled), so a tenant with many matching objects makes its own primaries reconcile, never the
+ * process bigger.
  */
 export class DirtyPrimaries {
-  private readonly keys = new Set<string>();
+  private readonly sources = new Map<string, Set<string>>();
+  /** Found for more than the budget remembers: reconciled, whatever their relations. */
+  private readonly overflow = new Set<string>();
+  private bytes = 0;
 
-  /** `relatedPrimaries`: the primaries the store relates the object to (as a source). */
-  found(owners: readonly PrimaryKey[], relatedPrimaries: readonly ObjectIdentity[]): void {
-    const relatedKeys = new Set(relatedPrimaries.map(identityKey));
-    for (const owner of owners) if (!relatedKeys.has(identityKey(owner.id))) this.keys.add(primaryKeyString(owner));
+  constructor(private readonly budget = Infinity) {}
+
+  /** `owners`: the primaries whose selector or inverse rules find `source` as it was listed. */
+  found(owners: readonly PrimaryKey[], source: ObjectIdentity): void {
+    const sourceKey = identityKey(source);
+    for (const owner of owners) {
+      const key = primaryKeyString(owner);
+      if (this.overflow.has(key)) continue;
+      const known = this.sources.get(key);
+      if (known?.has(sourceKey)) continue;
+      const cost = PAIR_BYTES + sourceKey.length + (known ? 0 : PAIR_BYTES + key.length);
+      if (this.bytes + cost > this.budget) {
+        this.overflow.add(key);
+        continue;
+      }
+      this.bytes += cost;
+      if (known) known.add(sourceKey);
+      else this.sources.set(key, new Set([sourceKey]));
+    }
   }
 
-  has(key: PrimaryKey): boolean {
-    return this.keys.has(primaryKeyString(key));
+  /** Whether rules of this primary found a listed object it has no relation with (as a source). */
+  isDirty(key: PrimaryKey, relations: ReadonlyArray<Pick<RelationRecord, 'source'>>): boolean {
+    const name = primaryKeyString(key);
+    if (this.overflow.has(name)) return true;
+    const found = this.sources.get(name);
+    if (!found) return false;
+    const related = new Set(relations.map((r) => identityKey(r.source)));
+    for (const source of found) if (!related.has(source)) return true;
+    return false;
   }
 }
 
 export interface SkipContext {
-  readonly store: Pick<RelationStore, 'primary' | 'relationsOf'>;
   readonly fingerprint: { of(resource: ResolvedResource): string };
   readonly listed: ListedVersions;
   readonly dirty: DirtyPrimaries;
@@ -68,22 +100,24 @@ export interface SkipContext {
   readonly reachable: (cluster: string) => boolean;
 }
 
-/** Whether the primary's last complete sync acted on what the LISTs show (see the top of this file). */
-export async function isUpToDate(c: SkipContext, key: PrimaryKey): Promise<boolean> {
+/**
+ * Whether the primary's last complete sync acted on what the LISTs show (see the top of this file),
+ * given its stored row and relations (`record` undefined: the store does not know it).
+ */
+export function isUpToDate(c: SkipContext, key: PrimaryKey, record: PrimaryRecord | undefined, relations: readonly RelationRecord[]): boolean {
   const { listed } = c;
-  if (!c.reachable(key.id.cluster) || c.dirty.has(key)) return false;
+  if (!c.reachable(key.id.cluster)) return false;
   for (const rule of key.resource.rules) {
     if (rule.finder.kind !== 'selector' && rule.finder.kind !== 'inverse') continue;
     if (!listed.listedWhole(rule.origin === 'platform' ? key.id.cluster : c.serviceCluster, rule.sourceType)) return false;
   }
-  const record = await c.store.primary(key.id);
   const versions = record?.versions;
   if (!record || record.state !== 'synced' || !versions || versions.config !== c.fingerprint.of(key.resource)) return false;
   if (listed.versionOf(key.id) !== versions.primary || listed.versionOf(record.copy, true) !== versions.copy) return false;
-  for (const r of await c.store.relationsOf(key.id)) {
+  for (const r of relations) {
     if ((r.state !== 'synced' && r.state !== 'pending') || !r.versions) return false;
     if (!c.reachable(r.source.cluster) || !c.reachable(r.destination.cluster)) return false;
     if (listed.versionOf(r.source) !== r.versions.source || listed.versionOf(r.destination, true) !== r.versions.destination) return false;
   }
-  return true;
+  return !c.dirty.isDirty(key, relations);
 }

@@ -45,7 +45,7 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import { identityOf } from './event-router.js';
-import { primaryKeyString, type PrimaryKey } from './primary-key.js';
+import type { PrimaryKey } from './primary-key.js';
 import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
@@ -164,15 +164,16 @@ export class Sweeper {
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
     // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
+    /** By identityKey(). */
     const queued = new Map<string, PrimaryKey>();
-    const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(primaryKeyString({ resource, id }), { resource, id });
+    const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(identityKey(id), { resource, id });
     /** Every listed copy, by identity and uid only: the objects themselves are not kept. */
     const copies: ListedCopy[] = [];
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
     const { finders, fingerprint } = this.options;
     /** Primaries that selector and inverse rules find a listed object for that they do not relate to yet (sweep-skip.ts). */
-    const dirty = new DirtyPrimaries();
+    const dirty = new DirtyPrimaries(this.options.snapshotBytes ?? Infinity);
     // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
     // that stores a selector on another key while the sweep lists turns skipping off (below).
     const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
@@ -202,7 +203,7 @@ export class Sweeper {
                 // relsync's own copies are never sources of selector or inverse rules (as in the router).
                 if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
                   const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item, selectorKeys);
-                  if (owners.length > 0) dirty.found(owners, (await store.relationsBySource(identityOf(cluster, watch.type, item))).map((r) => r.primary));
+                  if (owners.length > 0) dirty.found(owners, identityOf(cluster, watch.type, item));
                 }
               }
               // relsync's copies on a platform (of service-origin objects) are never primaries.
@@ -237,15 +238,25 @@ export class Sweeper {
       const keys: PrimaryKey[] = [];
       const keysKept = selectorKeys !== undefined && sameSet(selectorKeys, await store.selectorLabelKeys());
       if (selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
-      const skip = fingerprint && keysKept && { store, fingerprint, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
-      for (const key of queued.values()) {
-        if (finders && skip && (await isUpToDate(skip, key))) {
-          phases.skipped++;
-          store.confirmSynced(key.id);
-        } else {
-          keys.push(key);
+      if (finders && fingerprint && keysKept) {
+        // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
+        const fingerprints = new Map<ResolvedResource, string>();
+        const memo = { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! };
+        const skip = { fingerprint: memo, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
+        // The store a page of primaries at a time, in two reads per page; a queued primary the store
+        // does not know is reconciled.
+        for await (const page of store.primariesWithRelations()) {
+          for (const { primary, relations } of page) {
+            const name = identityKey(primary.id);
+            const key = queued.get(name);
+            if (!key || !isUpToDate(skip, key, primary, relations)) continue;
+            queued.delete(name);
+            phases.skipped++;
+            store.confirmSynced(key.id);
+          }
         }
       }
+      keys.push(...queued.values());
       metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));

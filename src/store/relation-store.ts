@@ -276,6 +276,11 @@ export class RelationStore {
     return sweepQueries.allRelationKeys(this.db);
   }
 
+  /** Every primary with its relations, a page at a time (for a sweep's skip checks). */
+  primariesWithRelations(pageSize?: number): AsyncGenerator<sweepQueries.PrimaryWithRelations[]> {
+    return sweepQueries.primariesWithRelations(this.db, pageSize);
+  }
+
   /** Every (source, copy) pair the store accounts for, as keys of copyPairKey() (sweep-queries.ts). */
   accountedFor(): Promise<Set<string>> {
     return sweepQueries.accountedFor(this.db);

@@ -8,13 +8,64 @@
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { compositeKey } from '../core/composite-key.js';
-import { copyOfRow } from './records.js';
+import { copyOfRow, toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
 import type { Database } from './schema.js';
 
 /** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
 export async function allRelationKeys(db: Kysely<Database>): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
-  const rows = await db.selectFrom('relations').selectAll().execute();
+  const rows = await db
+    .selectFrom('relations')
+    .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'source_cluster', 'source_group', 'source_resource', 'source_namespace', 'source_name'])
+    .execute();
   return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
+}
+
+/** A primary's row with its relations' rows. */
+export interface PrimaryWithRelations {
+  readonly primary: PrimaryRecord;
+  readonly relations: RelationRecord[];
+}
+
+/**
+ * Every primary with its relations, in pages of `pageSize` primaries in
+ * primary-key order: two range reads per page (the relations' primary key
+ * starts with their primary's), instead of two queries per primary, and no
+ * more than one page in memory. For a sweep's skip checks (sweep-skip.ts).
+ */
+export async function* primariesWithRelations(db: Kysely<Database>, pageSize = 500): AsyncGenerator<PrimaryWithRelations[]> {
+  let after: ObjectIdentity | undefined;
+  for (;;) {
+    let query = db.selectFrom('primaries').selectAll().orderBy('cluster').orderBy('group').orderBy('resource').orderBy('namespace').orderBy('name').limit(pageSize);
+    if (after) {
+      const a = after;
+      query = query.where((eb) => eb(eb.refTuple('cluster', 'group', 'resource', 'namespace', 'name'), '>', eb.tuple(a.cluster, a.group, a.resource, a.namespace, a.name)));
+    }
+    const rows = await query.execute();
+    if (rows.length === 0) return;
+    const first = fromColumns('', rows[0]!);
+    const last = fromColumns('', rows[rows.length - 1]!);
+    const relationRows = await db
+      .selectFrom('relations')
+      .selectAll()
+      .where((eb) =>
+        eb.and([
+          eb(eb.refTuple('primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'), '>=', eb.tuple(first.cluster, first.group, first.resource, first.namespace, first.name)),
+          eb(eb.refTuple('primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'), '<=', eb.tuple(last.cluster, last.group, last.resource, last.namespace, last.name)),
+        ]),
+      )
+      .execute();
+    const page = new Map<string, PrimaryWithRelations>(rows.map((r) => {
+      const primary = toPrimary(r);
+      return [identityKey(primary.id), { primary, relations: [] }];
+    }));
+    for (const row of relationRows) {
+      const relation = toRelation(row);
+      page.get(identityKey(relation.primary))?.relations.push(relation);
+    }
+    yield [...page.values()];
+    if (rows.length < pageSize) return;
+    after = last;
+  }
 }
 
 /**

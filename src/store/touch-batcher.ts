@@ -7,14 +7,30 @@
  * shutdown).
  */
 import { sql, type Kysely } from 'kysely';
-import { columns, identityKey, type ObjectIdentity } from '../core/identity.js';
+import { columns, identityKey, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
+import { preparedQuery, type PreparedQuery } from './prepared-query.js';
 import type { Database } from './schema.js';
+
+const primaryColumns = ['cluster', 'group', 'resource', 'namespace', 'name'] as const;
+const relationColumns = ['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'] as const;
 
 export class TouchBatcher {
   private touched = new Map<string, { id: ObjectIdentity; at: string }>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  /** Built once (prepared-query.ts): a sweep with nothing to do runs them for every primary. */
+  private readonly touchPrimary: PreparedQuery<IdentityColumns<''> & { at: string }, unknown>;
+  private readonly touchRelations: PreparedQuery<IdentityColumns<'primary_'> & { at: string }, unknown>;
+
+  constructor(private readonly db: Kysely<Database>) {
+    // Never backwards: a full save since then wrote a later time.
+    this.touchPrimary = preparedQuery(db, [...primaryColumns, 'at'], (p) =>
+      db.updateTable('primaries').set({ last_synced_at: sql<string>`max(coalesce(last_synced_at, ''), ${p.at})` }).where((eb) => eb.and(primaryColumns.map((c) => eb(c, '=', p[c])))).where('state', '=', 'synced'),
+    );
+    this.touchRelations = preparedQuery(db, [...relationColumns, 'at'], (p) =>
+      db.updateTable('relations').set({ last_synced_at: sql<string>`max(coalesce(last_synced_at, ''), ${p.at})` }).where((eb) => eb.and(relationColumns.map((c) => eb(c, '=', p[c])))).where('state', '=', 'synced'),
+    );
+  }
 
   /** Moves a primary's "last synced" (and its synced relations') to `at`, soon. */
   touch(id: ObjectIdentity, at: string): void {
@@ -33,10 +49,8 @@ export class TouchBatcher {
     try {
       await this.db.transaction().execute(async (trx) => {
         for (const { id, at } of batch.values()) {
-          // Never backwards: a full save since then wrote a later time.
-          const later = sql<string>`max(coalesce(last_synced_at, ''), ${at})`;
-          await trx.updateTable('primaries').set({ last_synced_at: later }).where((eb) => eb.and(columns('', id))).where('state', '=', 'synced').execute();
-          await trx.updateTable('relations').set({ last_synced_at: later }).where((eb) => eb.and(columns('primary_', id))).where('state', '=', 'synced').execute();
+          await this.touchPrimary({ ...columns('', id), at }, trx);
+          await this.touchRelations({ ...columns('primary_', id), at }, trx);
         }
       });
     } catch {

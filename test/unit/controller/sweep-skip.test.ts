@@ -49,8 +49,7 @@ const listing = (changes: Record<string, string | undefined> = {}, whole = ['ten
   return { versionOf: (x: ObjectIdentity) => versions.get(identityKey(x)), listedWhole: (cluster: string, type: { resource: string }) => whole.includes(`${cluster}/${type.resource}`) };
 };
 
-const context = (store: RelationStore, over: Partial<SkipContext> = {}): SkipContext => ({
-  store,
+const context = (over: Partial<SkipContext> = {}): SkipContext => ({
   fingerprint,
   listed: listing(),
   dirty: new DirtyPrimaries(),
@@ -58,6 +57,15 @@ const context = (store: RelationStore, over: Partial<SkipContext> = {}): SkipCon
   reachable: () => true,
   ...over,
 });
+
+/** What a sweep decides for `k`, from the store as the sweep reads it (a page of primaries at a time). */
+async function check(store: RelationStore, over: Partial<SkipContext> = {}, k: PrimaryKey = key): Promise<boolean> {
+  for await (const page of store.primariesWithRelations(1)) {
+    const found = page.find((p) => identityKey(p.primary.id) === identityKey(k.id));
+    if (found) return isUpToDate(context(over), k, found.primary, found.relations);
+  }
+  return isUpToDate(context(over), k, undefined, []);
+}
 
 async function storeWith(state: 'synced' | 'error', relations: Relation[], versions: { primary: string; copy: string; config: string } | null = { primary: '3/u3', copy: '4/u4', config: 'config-1' }) {
   const opened = await openStore(join(dir, `${Math.random().toString(36).slice(2)}.db`));
@@ -71,8 +79,8 @@ describe('sweep skip', () => {
     const store = await storeWith('synced', [synced, pending]);
     const dirty = new DirtyPrimaries();
     // Its selector finds its own source, which it relates to already.
-    dirty.found([key], [primary]);
-    assert.equal(await isUpToDate(context(store, { dirty }), key), true);
+    dirty.found([key], source);
+    assert.equal(await check(store, { dirty }), true);
   });
 
   it('reconciles when any one version differs, or the LISTs cannot tell', async () => {
@@ -91,34 +99,76 @@ describe('sweep skip', () => {
       ["a copy took the waiting relation's name", { [identityKey(waitingDest)]: '71/u7' }],
       ['a LIST that cannot tell', { [identityKey(source)]: undefined }],
     ];
-    for (const [what, change] of cases) assert.equal(await isUpToDate(context(store, { listed: listing(change) }), key), false, what);
+    for (const [what, change] of cases) assert.equal(await check(store, { listed: listing(change) }), false, what);
   });
 
   it('reconciles when a selector or inverse rule finds a listed object the primary has no relation with', async () => {
     const store = await storeWith('synced', [synced]);
     const dirty = new DirtyPrimaries();
-    dirty.found([key], []);
-    assert.equal(await isUpToDate(context(store, { dirty }), key), false);
+    dirty.found([key], source);
+    dirty.found([key], id('tenant-a', 'configmaps', 'new-match'));
+    assert.equal(await check(store, { dirty }), false);
+    // A relation of another primary with that object is not this primary's.
+    const other: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'other', 'demo.relsync.dev') };
+    const onlyOther = new DirtyPrimaries();
+    onlyOther.found([other], id('tenant-a', 'configmaps', 'new-match'));
+    assert.equal(await check(store, { dirty: onlyOther }), true, 'what rules of another primary find does not concern this one');
+  });
+
+  it('reconciles a primary found for more objects than the budget remembers, and keeps to the budget', async () => {
+    const store = await storeWith('synced', [synced, pending]);
+    const dirty = new DirtyPrimaries(1_000);
+    // Another primary's matches fill the budget; this one's match, which it relates to already, no longer fits.
+    const other: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'flood', 'demo.relsync.dev') };
+    for (let i = 0; i < 100; i++) dirty.found([other], id('tenant-a', 'configmaps', `flood-${i}`));
+    dirty.found([key], source);
+    assert.equal(await check(store, { dirty }), false, 'not remembered: reconciled, not skipped');
+    assert.equal(dirty.isDirty(other, []), true);
+  });
+
+  it('reads every primary with exactly its own relations, across page boundaries', async () => {
+    const opened = await openStore(join(dir, 'pages.db'));
+    const store = new RelationStore(opened.db);
+    // Names that sort next to each other and a prefix of another: a page's range must not take a neighbour's rows.
+    const names = ['db', 'db-a', 'db2', 'dc', 'e'];
+    for (const [i, name] of names.entries()) {
+      const p = id('tenant-a', 'databases', name, 'demo.relsync.dev');
+      const relations = Array.from({ length: i % 3 }, (_, j): Relation => ({ ...synced, ruleId: `r${j}`, source: id('tenant-a', 'configmaps', `${name}-${j}`), destination: { ...dest, name: `${name}-${j}` } }));
+      await store.saveReconcile({ id: p, uid: `u-${name}`, copy: { ...p, cluster: 'service' }, state: 'synced', message: null, versions: null }, relations);
+    }
+    for (const pageSize of [1, 2, 3, 500]) {
+      const seen: string[] = [];
+      for await (const page of store.primariesWithRelations(pageSize)) {
+        assert.ok(page.length <= pageSize);
+        for (const { primary: p, relations } of page) {
+          seen.push(p.id.name);
+          assert.deepEqual(relations.map((r) => r.source.name).sort(), Array.from({ length: names.indexOf(p.id.name) % 3 }, (_, j) => `${p.id.name}-${j}`), `relations of ${p.id.name} (pages of ${pageSize})`);
+          assert.ok(relations.every((r) => identityKey(r.primary) === identityKey(p.id)));
+        }
+      }
+      assert.deepEqual(seen.sort(), [...names].sort(), `every primary once (pages of ${pageSize})`);
+    }
+    await opened.close();
   });
 
   it("reconciles when a type its selector reads was not listed whole: a match may be on the page that is missing", async () => {
     const store = await storeWith('synced', [synced, pending]);
-    assert.equal(await isUpToDate(context(store, { listed: listing({}, []) }), key), false);
+    assert.equal(await check(store, { listed: listing({}, []) }), false);
   });
 
   it('reconciles a primary of a cluster relsync cannot read now, or whose relation reaches one', async () => {
     const store = await storeWith('synced', [synced, pending]);
-    assert.equal(await isUpToDate(context(store, { reachable: (c) => c !== 'tenant-a' }), key), false);
-    assert.equal(await isUpToDate(context(store, { reachable: (c) => c !== 'service' }), key), false);
+    assert.equal(await check(store, { reachable: (c) => c !== 'tenant-a' }), false);
+    assert.equal(await check(store, { reachable: (c) => c !== 'service' }), false);
   });
 
   it('reconciles a primary whose last reconcile was no complete sync, or was made under another config', async () => {
-    assert.equal(await isUpToDate(context(await storeWith('error', [synced])), key), false, 'state error');
-    assert.equal(await isUpToDate(context(await storeWith('synced', [synced], null)), key), false, 'no versions stored');
-    assert.equal(await isUpToDate(context(await storeWith('synced', [synced]), { fingerprint: { of: () => 'config-2' } }), key), false, 'another config');
-    assert.equal(await isUpToDate(context(await storeWith('synced', [{ ...synced, state: 'conflict' }])), key), false, 'a relation in conflict');
-    assert.equal(await isUpToDate(context(await storeWith('synced', [{ ...synced, versions: null }])), key), false, 'a relation without versions');
+    assert.equal(await check(await storeWith('error', [synced])), false, 'state error');
+    assert.equal(await check(await storeWith('synced', [synced], null)), false, 'no versions stored');
+    assert.equal(await check(await storeWith('synced', [synced]), { fingerprint: { of: () => 'config-2' } }), false, 'another config');
+    assert.equal(await check(await storeWith('synced', [{ ...synced, state: 'conflict' }])), false, 'a relation in conflict');
+    assert.equal(await check(await storeWith('synced', [{ ...synced, versions: null }])), false, 'a relation without versions');
     const unknown: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'never-synced', 'demo.relsync.dev') };
-    assert.equal(await isUpToDate(context(await storeWith('synced', [synced])), unknown), false, 'not in the store');
+    assert.equal(await check(await storeWith('synced', [synced]), {}, unknown), false, 'not in the store');
   });
 });
