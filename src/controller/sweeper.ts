@@ -49,7 +49,6 @@ import type { PrimaryKey } from './primary-key.js';
 import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
-import { compositeKey } from '../core/composite-key.js';
 import { markedSource } from '../sync/marks.js';
 import type { EventRouter } from './event-router.js';
 import { DirtyPrimaries, isUpToDate } from './sweep-skip.js';
@@ -159,7 +158,7 @@ export class Sweeper {
       return ms;
     };
     const { clusters, scope, plan, queue, store, metrics, reads } = this.options;
-    const relationsBefore = await this.relationKeys();
+    await store.rememberRelations();
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
@@ -287,9 +286,9 @@ export class Sweeper {
     await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 
-    const relationsAfter = await this.relationKeys();
-    for (const k of relationsAfter) if (!relationsBefore.has(k)) counts.relationsAdded++;
-    for (const k of relationsBefore) if (!relationsAfter.has(k)) counts.relationsRemoved++;
+    const changed = await store.relationChanges();
+    counts.relationsAdded = changed.added;
+    counts.relationsRemoved = changed.removed;
     counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
     counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
     phases.cleanupMs = lap();
@@ -327,13 +326,6 @@ export class Sweeper {
     if (!resource || !this.options.clusters.has(id.cluster) || this.options.clusters.isUnbound(id.cluster)) return false;
     const primary = await this.options.clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
     return primary !== undefined && !primary.metadata.deletionTimestamp && (!resource.selector || matchesSelector(resource.selector, primary.metadata.labels));
-  }
-
-  /** Every relation's (primary, rule, source) key; memory proportional to the store, for this sweep only. */
-  private async relationKeys(): Promise<Set<string>> {
-    const keys = new Set<string>();
-    for (const r of await this.options.store.allRelationKeys()) keys.add(compositeKey(identityKey(r.primary), r.ruleId, identityKey(r.source)));
-    return keys;
   }
 }
 

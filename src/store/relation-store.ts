@@ -271,9 +271,14 @@ export class RelationStore {
     return selectorIndex.selectorsOf(this.db, primary);
   }
 
-  /** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
-  allRelationKeys(): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
-    return sweepQueries.allRelationKeys(this.db);
+  /** Remembers every relation's key for relationChanges() (a sweep's before/after comparison). */
+  rememberRelations(): Promise<void> {
+    return sweepQueries.rememberRelations(this.db);
+  }
+
+  /** Relations added and removed since rememberRelations(). */
+  relationChanges(): Promise<{ added: number; removed: number }> {
+    return sweepQueries.relationChanges(this.db);
   }
 
   /** Every primary with its relations, a page at a time (for a sweep's skip checks). */

@@ -5,19 +5,39 @@
  * configured. Apart from the per-event routing reads so that neither hides
  * the cost of the other.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { compositeKey } from '../core/composite-key.js';
 import { copyOfRow, toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
 import type { Database } from './schema.js';
 
-/** Every relation's (primary, rule, source): for a sweep's before/after comparison. */
-export async function allRelationKeys(db: Kysely<Database>): Promise<Array<{ primary: ObjectIdentity; ruleId: string; source: ObjectIdentity }>> {
-  const rows = await db
-    .selectFrom('relations')
-    .select(['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name', 'rule_id', 'source_cluster', 'source_group', 'source_resource', 'source_namespace', 'source_name'])
-    .execute();
-  return rows.map((r) => ({ primary: fromColumns('primary_', r), ruleId: r.rule_id, source: fromColumns('source_', r) }));
+/** A relation's key (its table's primary key): what a sweep's before/after comparison compares. */
+const relationKey = sql.raw(
+  'primary_cluster, primary_group, primary_resource, primary_namespace, primary_name, rule_id, source_cluster, source_group, source_resource, source_namespace, source_name',
+);
+
+/**
+ * Remembers every relation's key for relationChanges(), in a temporary
+ * table of this connection (SQLite's temp store, not the store file): a
+ * sweep compares the store before and after itself without holding a key
+ * per relation in memory.
+ */
+export async function rememberRelations(db: Kysely<Database>): Promise<void> {
+  await sql`DROP TABLE IF EXISTS temp.sweep_relations`.execute(db);
+  await sql`CREATE TEMP TABLE sweep_relations (
+    primary_cluster TEXT, primary_group TEXT, primary_resource TEXT, primary_namespace TEXT, primary_name TEXT, rule_id TEXT,
+    source_cluster TEXT, source_group TEXT, source_resource TEXT, source_namespace TEXT, source_name TEXT,
+    PRIMARY KEY (${relationKey})) WITHOUT ROWID`.execute(db);
+  await sql`INSERT INTO temp.sweep_relations SELECT ${relationKey} FROM relations`.execute(db);
+}
+
+/** How many relations were added and removed since rememberRelations(); forgets what it remembered. */
+export async function relationChanges(db: Kysely<Database>): Promise<{ added: number; removed: number }> {
+  const count = async (query: ReturnType<typeof sql<{ n: number }>>) => Number((await query.execute(db)).rows[0]?.n ?? 0);
+  const added = await count(sql<{ n: number }>`SELECT count(*) AS n FROM relations WHERE (${relationKey}) NOT IN (SELECT ${relationKey} FROM temp.sweep_relations)`);
+  const removed = await count(sql<{ n: number }>`SELECT count(*) AS n FROM temp.sweep_relations WHERE (${relationKey}) NOT IN (SELECT ${relationKey} FROM relations)`);
+  await sql`DROP TABLE temp.sweep_relations`.execute(db);
+  return { added, removed };
 }
 
 /** A primary's row with its relations' rows. */

@@ -7,30 +7,17 @@
  * shutdown).
  */
 import { sql, type Kysely } from 'kysely';
-import { columns, identityKey, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
-import { preparedQuery, type PreparedQuery } from './prepared-query.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { Database } from './schema.js';
 
-const primaryColumns = ['cluster', 'group', 'resource', 'namespace', 'name'] as const;
-const relationColumns = ['primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'] as const;
+/** Touches per statement: six bound values each, well inside SQLite's limit on parameters. */
+const CHUNK = 200;
 
 export class TouchBatcher {
   private touched = new Map<string, { id: ObjectIdentity; at: string }>();
   private timer: NodeJS.Timeout | undefined;
 
-  /** Built once (prepared-query.ts): a sweep with nothing to do runs them for every primary. */
-  private readonly touchPrimary: PreparedQuery<IdentityColumns<''> & { at: string }, unknown>;
-  private readonly touchRelations: PreparedQuery<IdentityColumns<'primary_'> & { at: string }, unknown>;
-
-  constructor(private readonly db: Kysely<Database>) {
-    // Never backwards: a full save since then wrote a later time.
-    this.touchPrimary = preparedQuery(db, [...primaryColumns, 'at'], (p) =>
-      db.updateTable('primaries').set({ last_synced_at: sql<string>`max(coalesce(last_synced_at, ''), ${p.at})` }).where((eb) => eb.and(primaryColumns.map((c) => eb(c, '=', p[c])))).where('state', '=', 'synced'),
-    );
-    this.touchRelations = preparedQuery(db, [...relationColumns, 'at'], (p) =>
-      db.updateTable('relations').set({ last_synced_at: sql<string>`max(coalesce(last_synced_at, ''), ${p.at})` }).where((eb) => eb.and(relationColumns.map((c) => eb(c, '=', p[c])))).where('state', '=', 'synced'),
-    );
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   /** Moves a primary's "last synced" (and its synced relations') to `at`, soon. */
   touch(id: ObjectIdentity, at: string): void {
@@ -48,9 +35,19 @@ export class TouchBatcher {
     this.touched = new Map();
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const { id, at } of batch.values()) {
-          await this.touchPrimary({ ...columns('', id), at }, trx);
-          await this.touchRelations({ ...columns('primary_', id), at }, trx);
+        const touches = [...batch.values()];
+        for (let i = 0; i < touches.length; i += CHUNK) {
+          // One statement per table per chunk (a sweep with nothing to do touches every primary), through
+          // the primary key; never backwards: a full save since then wrote a later time.
+          const rows = sql.join(touches.slice(i, i + CHUNK).map(({ id, at }) => sql`(${id.cluster}, ${id.group}, ${id.resource}, ${id.namespace}, ${id.name}, ${at})`));
+          await sql`WITH t(cluster, grp, resource, namespace, name, at) AS (VALUES ${rows})
+            UPDATE primaries SET last_synced_at = max(coalesce(primaries.last_synced_at, ''), t.at) FROM t
+            WHERE primaries.cluster = t.cluster AND primaries."group" = t.grp AND primaries.resource = t.resource AND primaries.namespace = t.namespace AND primaries.name = t.name
+              AND primaries.state = 'synced'`.execute(trx);
+          await sql`WITH t(cluster, grp, resource, namespace, name, at) AS (VALUES ${rows})
+            UPDATE relations SET last_synced_at = max(coalesce(relations.last_synced_at, ''), t.at) FROM t
+            WHERE relations.primary_cluster = t.cluster AND relations.primary_group = t.grp AND relations.primary_resource = t.resource
+              AND relations.primary_namespace = t.namespace AND relations.primary_name = t.name AND relations.state = 'synced'`.execute(trx);
         }
       });
     } catch {

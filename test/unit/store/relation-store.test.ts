@@ -142,6 +142,55 @@ describe('relation store', () => {
     await opened.close();
   });
 
+  it('moves "last synced" of many primaries in one batch, each to its own time, never backwards, and only where synced', async () => {
+    const opened = await openStore(join(dir, 'touches.db'));
+    let clock = new Date('2026-12-02T10:00:00Z');
+    const store = new RelationStore(opened.db, () => clock);
+    const names = Array.from({ length: 450 }, (_, i) => `p${i}`);
+    for (const [i, name] of names.entries()) {
+      const state = i % 10 === 0 ? ('error' as const) : ('synced' as const);
+      await store.saveReconcile({ id: primary(name), uid: name, copy: { ...primary(name), cluster: 'service' }, state, message: null }, [
+        { ruleId: 'cfg', origin: 'platform', source: cm('tenant-a', name), destination: cm('service', name), state: 'synced', contentHash: 'h', message: null },
+      ]);
+    }
+    // A later time was written by a full save: a touch with an earlier one must not move it back.
+    opened.sqlite.prepare("update primaries set last_synced_at = '2030-01-01T00:00:00.000Z' where name = 'p1'").run();
+    const touches = new Map(names.map((name, i) => [name, new Date(Date.UTC(2026, 11, 3, 0, 0, i)).toISOString()]));
+    for (const [name, at] of touches) {
+      clock = new Date(at);
+      store.confirmSynced(primary(name));
+    }
+    await store.flushTouches();
+    const rows = opened.sqlite.prepare('select name, state, last_synced_at from primaries').all() as Array<{ name: string; state: string; last_synced_at: string | null }>;
+    for (const row of rows) {
+      const expected = row.name === 'p1' ? '2030-01-01T00:00:00.000Z' : row.state === 'synced' ? touches.get(row.name) : null;
+      assert.equal(row.last_synced_at, expected, row.name);
+    }
+    const relationTimes = opened.sqlite.prepare('select primary_name as name, last_synced_at as at from relations').all() as Array<{ name: string; at: string }>;
+    assert.equal(relationTimes.length, 450);
+    for (const r of relationTimes) assert.equal(r.at, touches.get(r.name), `relation of ${r.name}: its own primary's time`);
+    await opened.close();
+  });
+
+  it('counts the relations a sweep added and removed, from a copy of their keys outside the store file', async () => {
+    const opened = await openStore(join(dir, 'changes.db'));
+    const store = new RelationStore(opened.db);
+    const rel = (name: string, ruleId = 'cfg') => ({ ruleId, origin: 'platform' as const, source: cm('tenant-a', name), destination: cm('service', name), state: 'synced' as const, contentHash: 'h', message: null });
+    const save = (p: string, relations: ReturnType<typeof rel>[]) => store.saveReconcile({ id: primary(p), uid: p, copy: { ...primary(p), cluster: 'service' }, state: 'synced', message: null }, relations);
+    await save('one', [rel('a'), rel('b')]);
+    await save('two', [rel('c')]);
+    await store.rememberRelations();
+    await save('one', [rel('a'), rel('b', 'other-rule'), rel('d')]); // b moved to another rule: one removed, one added; d added
+    await store.deletePrimary(primary('two')); // c removed by cascade
+    await save('three', [rel('a')]); // the same source for another primary: added
+    assert.deepEqual(await store.relationChanges(), { added: 3, removed: 2 });
+    await store.rememberRelations();
+    assert.deepEqual(await store.relationChanges(), { added: 0, removed: 0 }, 'from the state remembered last');
+    const tables = opened.sqlite.prepare("select name from sqlite_master where name like '%sweep_relations%'").all();
+    assert.deepEqual(tables, [], 'nothing of it in the store file');
+    await opened.close();
+  });
+
   it('refuses a store written by a newer relsync, and leaves it unchanged', async () => {
     const path = join(dir, 'newer.db');
     (await openStore(path)).close();
