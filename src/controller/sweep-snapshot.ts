@@ -52,6 +52,8 @@ export interface ListedObjects {
   /** Listed through relsync's agent filter: vouches for the listed objects only. */
   readonly filtered: boolean;
   readonly items: readonly KubeObject[];
+  /** The items' estimated size in memory when the LIST's pages already measured it (util/heap-size.ts). */
+  readonly heapBytes?: number | undefined;
 }
 
 class ListedType {
@@ -151,7 +153,7 @@ export class SweepSnapshot implements ObjectReads {
       listed.versions.set(name, version);
     }
     if (!listed.complete) return;
-    const size = this.budget === Infinity ? 0 : list.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
+    const size = this.budget === Infinity ? 0 : (list.heapBytes ?? list.items.reduce((n, item) => n + approximateHeapBytes(item), 0));
     if (this.held + size > this.budget) {
       listed.complete = false;
       this.overBudget.push(`${list.cluster}/${typeName(list.type)}`);

@@ -194,7 +194,8 @@ export class Sweeper {
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {
               covered.add(cluster);
-              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part });
+              // The page's measured size, when it is all of one cluster (a kcp list spans workspaces).
+              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
               if (!known.has(cluster)) snapshot.incomplete(cluster, watch.type);
               for (const item of part) {
                 const copy = copyOf(this.copies, cluster, watch.type, item);

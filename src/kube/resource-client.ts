@@ -48,6 +48,8 @@ export interface ListPage {
   readonly items: KubeObject[];
   readonly resourceVersion: string;
   readonly continueToken: string | undefined;
+  /** pages(): the items' estimated size in memory (util/heap-size.ts), as it sized the next page by. */
+  readonly heapBytes?: number;
 }
 
 /** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
@@ -156,7 +158,7 @@ export class ResourceClient {
         }
       }
       const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
-      yield page;
+      yield { ...page, heapBytes: parsed };
       limit = nextPageLimit(limit, page.items.length, parsed);
       continueToken = page.continueToken;
     } while (continueToken);
