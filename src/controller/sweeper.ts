@@ -23,8 +23,9 @@
  *
  * Its cost is one paginated LIST per watched (cluster, type), the router's
  * lookups for each listed object of a type selector or inverse rules read
- * (an indexed query per label some selector is anchored on, per inverse
- * rule, and its relations), and one
+ * (an indexed query per label some selector is anchored on, and per inverse
+ * rule), one read of the store a page of primaries at a time
+ * (sweep-accounting.ts), and one
  * comparison (or, where something differs, an in-memory reconcile) per
  * primary, with API requests only for what differs:
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
@@ -35,7 +36,6 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { describeIdentity, identityKey } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
-import { copyPairKey } from '../store/sweep-queries.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { copyOf, isServiceOriginCopy, type CopyContext } from '../sync/copy-of.js';
@@ -52,6 +52,7 @@ import type { WorkQueue } from './work-queue.js';
 import { markedSource } from '../sync/marks.js';
 import type { EventRouter } from './event-router.js';
 import { DirtyPrimaries, isUpToDate } from './sweep-skip.js';
+import { SweepAccounting } from './sweep-accounting.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -158,7 +159,6 @@ export class Sweeper {
       return ms;
     };
     const { clusters, scope, plan, queue, store, metrics, reads } = this.options;
-    await store.rememberRelations();
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
 
@@ -170,6 +170,8 @@ export class Sweeper {
     const copies: ListedCopy[] = [];
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
+    /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
+    const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
     /** Primaries that selector and inverse rules find a listed object for that they do not relate to yet (sweep-skip.ts). */
     const dirty = new DirtyPrimaries(this.options.snapshotBytes ?? Infinity);
@@ -235,33 +237,39 @@ export class Sweeper {
       // watches have not listed yet (first-lists.ts): these reconciles read the sweep's own LISTs,
       // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
-      const keys: PrimaryKey[] = [];
       const keysKept = selectorKeys !== undefined && sameSet(selectorKeys, await store.selectorLabelKeys());
       if (selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
-      if (finders && fingerprint && keysKept) {
-        // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
-        const fingerprints = new Map<ResolvedResource, string>();
-        const memo = { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! };
-        const skip = { fingerprint: memo, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) };
-        // The store a page of primaries at a time, in two reads per page; a queued primary the store
-        // does not know is reconciled.
-        for await (const page of store.primariesWithRelations()) {
-          for (const { primary, relations } of page) {
-            const name = identityKey(primary.id);
-            const key = queued.get(name);
-            if (!key || !isUpToDate(skip, key, primary, relations)) continue;
-            queued.delete(name);
-            phases.skipped++;
-            store.confirmSynced(key.id);
-          }
+      // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
+      const fingerprints = new Map<ResolvedResource, string>();
+      const skip = finders && fingerprint && keysKept
+        ? { fingerprint: { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! }, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) }
+        : undefined;
+      // The store, a page of primaries at a time (two reads per page): the skip checks, and what the
+      // orphan check and the sweep's record need (sweep-accounting.ts). A queued primary the store does
+      // not know is reconciled.
+      for await (const page of store.primariesWithRelations()) {
+        for (const { primary, relations } of page) {
+          const name = identityKey(primary.id);
+          const key = queued.get(name);
+          const skipped = key !== undefined && skip !== undefined && isUpToDate(skip, key, primary, relations);
+          accounting.read(primary, relations, key !== undefined && !skipped);
+          if (!skipped) continue;
+          queued.delete(name);
+          phases.skipped++;
+          store.confirmSynced(primary.id);
         }
       }
-      keys.push(...queued.values());
+      const keys = [...queued.values()];
       metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
       const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
       counts.errors += outcomes.filter((o) => o === 'error').length;
       keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));
+      for (const key of keys) {
+        const changed = accounting.reconciled(key.id, await store.primary(key.id), await store.relationsOf(key.id));
+        counts.relationsAdded += changed.added;
+        counts.relationsRemoved += changed.removed;
+      }
       await store.flushTouches();
       phases.reconcileMs = lap();
     } finally {
@@ -271,11 +279,10 @@ export class Sweeper {
     // 3. copies nothing accounts for any more, and rows of types no longer configured. Every list is
     // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
     // (watch-plan.ts), relsync's copies are among its objects.
-    const accounted = await store.accountedFor();
     for (const listed of copies) {
       const { cluster, type, id, copy } = listed;
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
-      if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounted.has(copyPairKey(copy.source, id))) continue;
+      if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounting.accounts(copy.source, id)) continue;
       try {
         await this.deleteIfOrphan(listed);
       } catch (err) {
@@ -284,12 +291,9 @@ export class Sweeper {
         this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
-    await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })));
+    counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 
-    const changed = await store.relationChanges();
-    counts.relationsAdded = changed.added;
-    counts.relationsRemoved = changed.removed;
     counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
     counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
     phases.cleanupMs = lap();

@@ -271,28 +271,13 @@ export class RelationStore {
     return selectorIndex.selectorsOf(this.db, primary);
   }
 
-  /** Remembers every relation's key for relationChanges() (a sweep's before/after comparison). */
-  rememberRelations(): Promise<void> {
-    return sweepQueries.rememberRelations(this.db);
-  }
-
-  /** Relations added and removed since rememberRelations(). */
-  relationChanges(): Promise<{ added: number; removed: number }> {
-    return sweepQueries.relationChanges(this.db);
-  }
-
   /** Every primary with its relations, a page at a time (for a sweep's skip checks). */
   primariesWithRelations(pageSize?: number): AsyncGenerator<sweepQueries.PrimaryWithRelations[]> {
     return sweepQueries.primariesWithRelations(this.db, pageSize);
   }
 
-  /** Every (source, copy) pair the store accounts for, as keys of copyPairKey() (sweep-queries.ts). */
-  accountedFor(): Promise<Set<string>> {
-    return sweepQueries.accountedFor(this.db);
-  }
-
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */
-  forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<number> {
+  forgetPrimariesOtherThan(types: ReadonlyArray<{ group: string; resource: string }>): Promise<{ primaries: number; relations: number }> {
     return sweepQueries.forgetPrimariesOtherThan(this.db, types);
   }
 

@@ -172,25 +172,6 @@ describe('relation store', () => {
     await opened.close();
   });
 
-  it('counts the relations a sweep added and removed, from a copy of their keys outside the store file', async () => {
-    const opened = await openStore(join(dir, 'changes.db'));
-    const store = new RelationStore(opened.db);
-    const rel = (name: string, ruleId = 'cfg') => ({ ruleId, origin: 'platform' as const, source: cm('tenant-a', name), destination: cm('service', name), state: 'synced' as const, contentHash: 'h', message: null });
-    const save = (p: string, relations: ReturnType<typeof rel>[]) => store.saveReconcile({ id: primary(p), uid: p, copy: { ...primary(p), cluster: 'service' }, state: 'synced', message: null }, relations);
-    await save('one', [rel('a'), rel('b')]);
-    await save('two', [rel('c')]);
-    await store.rememberRelations();
-    await save('one', [rel('a'), rel('b', 'other-rule'), rel('d')]); // b moved to another rule: one removed, one added; d added
-    await store.deletePrimary(primary('two')); // c removed by cascade
-    await save('three', [rel('a')]); // the same source for another primary: added
-    assert.deepEqual(await store.relationChanges(), { added: 3, removed: 2 });
-    await store.rememberRelations();
-    assert.deepEqual(await store.relationChanges(), { added: 0, removed: 0 }, 'from the state remembered last');
-    const tables = opened.sqlite.prepare("select name from sqlite_master where name like '%sweep_relations%'").all();
-    assert.deepEqual(tables, [], 'nothing of it in the store file');
-    await opened.close();
-  });
-
   it('refuses a store written by a newer relsync, and leaves it unchanged', async () => {
     const path = join(dir, 'newer.db');
     (await openStore(path)).close();
