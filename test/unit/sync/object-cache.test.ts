@@ -9,6 +9,7 @@ import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
 import type { ObjectReads } from '../../../src/sync/object-reads.js';
+import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
@@ -45,6 +46,29 @@ describe('object cache', () => {
     assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined);
     assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined);
     assert.ok(cache.get('a', secrets, 'ns', 's'));
+  });
+
+  it('holds small objects as text: a budget that their parsed size would overflow holds them all', () => {
+    // ConfigMaps like a tenant's usual ones (and the bench's): a few labels, a short value.
+    const small = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'ns', name: `p${i}-ref`, uid: `0b7f3c2e-5d1a-4c8e-9f6b-${String(i).padStart(12, '0')}`, resourceVersion: String(1000 + i), creationTimestamp: '2026-12-04T19:00:00Z', labels: { app: `p${i}`, 'bench.relsync.dev/kind': 'ref' } }, data: { t: '0' } });
+    const budget = 1024 * 1024;
+    const n = 2_000;
+    assert.ok(n * approximateHeapBytes(small(0)) > 1.5 * budget, 'parsed, they would take more than half again the budget');
+    const cache = new ObjectCache(budget);
+    for (let i = 0; i < n; i++) cache.observe(id('a', configMaps, `p${i}-ref`), small(i));
+    for (let i = 0; i < n; i++) assert.deepEqual(cache.get('a', configMaps, 'ns', `p${i}-ref`), small(i), `p${i}-ref`);
+    assert.ok(cache.stats().bytes <= budget);
+  });
+
+  it('counts text beyond Latin-1 at two bytes a character, as the heap holds it', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    cache.observe(id('a', configMaps, 'latin'), cm('latin', '1', 0));
+    const base = cache.stats().bytes;
+    cache.observe(id('a', configMaps, 'euro'), { metadata: { namespace: 'ns', name: 'euro', resourceVersion: '1' }, data: { v: '€'.repeat(300_000) } });
+    assert.ok(cache.stats().bytes - base >= 600_000, `${cache.stats().bytes - base} bytes for 300,000 characters beyond Latin-1`);
+    cache.observe(id('a', configMaps, 'euro2'), { metadata: { namespace: 'ns', name: 'euro2', resourceVersion: '1' }, data: { v: '€'.repeat(300_000) } });
+    assert.ok(cache.stats().bytes <= 1024 * 1024);
+    assert.equal(cache.get('a', configMaps, 'ns', 'euro'), undefined, 'two of them do not fit in 1 MiB: the older went');
   });
 
   it('stays within its byte budget: the least recently read go first, and an object over the whole budget is not kept', () => {
