@@ -6,9 +6,10 @@
  * A sweep reads every primary with its relations, a page at a time, for its
  * skip checks (sweep-skip.ts). The same pages give every pair the store
  * accounts for, so the orphan check needs no second read of the whole store;
- * the primaries the sweep reconciles are read again after their reconciles,
- * and only their pairs change. A change made meanwhile by a reconcile the
- * sweep did not start (a watch event) is not seen here, and that is safe both
+ * the primaries the sweep reconciles are read again as each reconcile ends,
+ * and only their pairs change (their counts then include what a watch-driven
+ * reconcile of the same primary changed meanwhile). A change made meanwhile
+ * to a primary the sweep skipped is not seen here, and that is safe both
  * ways: a pair it added is missing, so the orphan check looks at that copy
  * again with a fresh GET and a store read before deleting anything
  * (sweeper.ts); a pair it removed is still counted, so that copy waits for the

@@ -19,7 +19,7 @@
  * - every source type its selector and inverse rules read was listed whole,
  *   without a filter, in the cluster they read it from, and no listed object
  *   of those types that its rules find (what the router would route to it)
- *   lacks a relation with it (DirtyPrimaries, filled while the sweep lists,
+ *   lacks a relation with it (FoundMatches, filled while the sweep lists,
  *   checked when the sweep reads the store a page of primaries at a time).
  *
  * Anything the LISTs cannot tell (a LIST that failed midway, a filter, a
@@ -45,56 +45,84 @@ export interface ListedVersions {
 const PAIR_BYTES = 96;
 
 /**
- * What selector and inverse rules find among the listed objects, per primary: the sources a primary
- * must relate to for its skip. Each listed object its rules find adds one pair; checked against the
- * primary's relations when the sweep reads them (isUpToDate), so listing costs no store read per
- * object. Bounded: past `budget` bytes, a primary found for another object is just marked dirty
- * (reconciled), so a tenant with many matching objects makes its own primaries reconcile, never the
- * process bigger.
+ * What selector and inverse rules find among the listed objects: the sources a primary must relate
+ * to for its skip. Each listed object its rules find adds a (primary, source) pair, checked against
+ * the primary's relations when the sweep reads them (isUpToDate), so listing costs no store read per
+ * object. Bounded, and fair between tenants:
+ *
+ * - a primary found for more objects than it may relate to (`perPrimary`, limits.relatedPerPrimary
+ *   + 1) is dirty (its reconcile says the limit), and its pairs are let go;
+ * - past `budget` bytes of pairs, a listed object's owners are checked at once against the store
+ *   instead (`related`, a read per object, as before pairs were kept): a tenant with many matching
+ *   objects makes the sweep slower, never the process bigger, and never costs another tenant's
+ *   primaries their skip.
  */
-export class DirtyPrimaries {
+export class FoundMatches {
   private readonly sources = new Map<string, Set<string>>();
-  /** Found for more than the budget remembers: reconciled, whatever their relations. */
-  private readonly overflow = new Set<string>();
+  /** Reconciled, whatever their relations: over `perPrimary`, or found for an object they have no relation with. */
+  private readonly dirty = new Set<string>();
   private bytes = 0;
 
-  constructor(private readonly budget = Infinity) {}
+  constructor(
+    private readonly budget = Infinity,
+    private readonly perPrimary = Infinity,
+  ) {}
 
-  /** `owners`: the primaries whose selector or inverse rules find `source` as it was listed. */
-  found(owners: readonly PrimaryKey[], source: ObjectIdentity): void {
+  /**
+   * `owners`: the primaries whose selector or inverse rules find `source` as it was listed;
+   * `related`: the primaries the store relates to `source` now (read only past the budget).
+   */
+  async found(owners: readonly PrimaryKey[], source: ObjectIdentity, related: () => Promise<readonly ObjectIdentity[]>): Promise<void> {
     const sourceKey = identityKey(source);
+    const unknown: string[] = [];
     for (const owner of owners) {
       const key = primaryKeyString(owner);
-      if (this.overflow.has(key)) continue;
+      if (this.dirty.has(key)) continue;
       const known = this.sources.get(key);
       if (known?.has(sourceKey)) continue;
+      if ((known?.size ?? 0) >= this.perPrimary) {
+        this.markDirty(key);
+        continue;
+      }
       const cost = PAIR_BYTES + sourceKey.length + (known ? 0 : PAIR_BYTES + key.length);
       if (this.bytes + cost > this.budget) {
-        this.overflow.add(key);
+        unknown.push(key);
         continue;
       }
       this.bytes += cost;
       if (known) known.add(sourceKey);
       else this.sources.set(key, new Set([sourceKey]));
     }
+    if (unknown.length === 0) return;
+    const relatedKeys = new Set((await related()).map(identityKey));
+    for (const key of unknown) if (!relatedKeys.has(key)) this.markDirty(key);
   }
 
   /** Whether rules of this primary found a listed object it has no relation with (as a source). */
   isDirty(key: PrimaryKey, relations: ReadonlyArray<Pick<RelationRecord, 'source'>>): boolean {
     const name = primaryKeyString(key);
-    if (this.overflow.has(name)) return true;
+    if (this.dirty.has(name)) return true;
     const found = this.sources.get(name);
     if (!found) return false;
     const related = new Set(relations.map((r) => identityKey(r.source)));
     for (const source of found) if (!related.has(source)) return true;
     return false;
   }
+
+  private markDirty(key: string): void {
+    this.dirty.add(key);
+    const known = this.sources.get(key);
+    if (!known) return;
+    this.sources.delete(key);
+    this.bytes -= PAIR_BYTES + key.length;
+    for (const source of known) this.bytes -= PAIR_BYTES + source.length;
+  }
 }
 
 export interface SkipContext {
   readonly fingerprint: { of(resource: ResolvedResource): string };
   readonly listed: ListedVersions;
-  readonly dirty: DirtyPrimaries;
+  readonly found: FoundMatches;
   readonly serviceCluster: string;
   /** False for a cluster relsync cannot read now: a reconcile decides what happens there. */
   readonly reachable: (cluster: string) => boolean;
@@ -119,5 +147,5 @@ export function isUpToDate(c: SkipContext, key: PrimaryKey, record: PrimaryRecor
     if (!c.reachable(r.source.cluster) || !c.reachable(r.destination.cluster)) return false;
     if (listed.versionOf(r.source) !== r.versions.source || listed.versionOf(r.destination, true) !== r.versions.destination) return false;
   }
-  return !c.dirty.isDirty(key, relations);
+  return !c.found.isDirty(key, relations);
 }

@@ -25,7 +25,7 @@
  * lookups for each listed object of a type selector or inverse rules read
  * (an indexed query per label some selector is anchored on, and per inverse
  * rule), one read of the store a page of primaries at a time
- * (sweep-accounting.ts), and one
+ * (store/sweep-queries.ts; what it tells, sweep-accounting.ts), and one
  * comparison (or, where something differs, an in-memory reconcile) per
  * primary, with API requests only for what differs:
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
@@ -51,7 +51,7 @@ import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 import { markedSource } from '../sync/marks.js';
 import type { EventRouter } from './event-router.js';
-import { DirtyPrimaries, isUpToDate } from './sweep-skip.js';
+import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
 
 export interface SweeperOptions {
@@ -68,6 +68,8 @@ export interface SweeperOptions {
   readonly installations?: { otherInstallation(namespace: string): Promise<string | undefined> };
   /** Characters of LIST answers the sweep may hold for its reconciles (resync.snapshotBytes); beyond, they read live. */
   readonly snapshotBytes?: number;
+  /** limits.relatedPerPrimary: a primary that rules find more objects for is reconciled, not checked. */
+  readonly relatedPerPrimary?: number;
   readonly queue: WorkQueue<PrimaryKey>;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -173,8 +175,11 @@ export class Sweeper {
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
     const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
-    /** Primaries that selector and inverse rules find a listed object for that they do not relate to yet (sweep-skip.ts). */
-    const dirty = new DirtyPrimaries(this.options.snapshotBytes ?? Infinity);
+    /**
+     * What selector and inverse rules find among the listed objects (sweep-skip.ts): pairs within a
+     * quarter of the snapshot's budget, past it a store read per object.
+     */
+    const found = new FoundMatches((this.options.snapshotBytes ?? Infinity) / 4, (this.options.relatedPerPrimary ?? Infinity) + 1);
     // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
     // that stores a selector on another key while the sweep lists turns skipping off (below).
     const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
@@ -196,7 +201,8 @@ export class Sweeper {
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {
               covered.add(cluster);
-              // The page's measured size, when it is all of one cluster (a kcp list spans workspaces).
+              // The page's measured size, when it is all of one cluster (a kcp list spans workspaces; a
+              // split that left out objects of unknown workspaces makes it larger than the part: cautious).
               snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
               if (!known.has(cluster)) snapshot.incomplete(cluster, watch.type);
               for (const item of part) {
@@ -205,7 +211,8 @@ export class Sweeper {
                 // relsync's own copies are never sources of selector or inverse rules (as in the router).
                 if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
                   const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item, selectorKeys);
-                  if (owners.length > 0) dirty.found(owners, identityOf(cluster, watch.type, item));
+                  const source = identityOf(cluster, watch.type, item);
+                  if (owners.length > 0) await found.found(owners, source, async () => (await store.relationsBySource(source)).map((r) => r.primary));
                 }
               }
               // relsync's copies on a platform (of service-origin objects) are never primaries.
@@ -242,7 +249,7 @@ export class Sweeper {
       // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
       const fingerprints = new Map<ResolvedResource, string>();
       const skip = finders && fingerprint && keysKept
-        ? { fingerprint: { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! }, listed: snapshot, dirty, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) }
+        ? { fingerprint: { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! }, listed: snapshot, found, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) }
         : undefined;
       // The store, a page of primaries at a time (two reads per page): the skip checks, and what the
       // orphan check and the sweep's record need (sweep-accounting.ts). A queued primary the store does
@@ -262,14 +269,18 @@ export class Sweeper {
       const keys = [...queued.values()];
       metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
-      const outcomes = await Promise.all(keys.map((key) => queue.addAndWait(key, { ignoreGate: true })));
-      counts.errors += outcomes.filter((o) => o === 'error').length;
-      keys.forEach((key, i) => outcomes[i] === 'error' && failed.add(identityKey(key.id)));
-      for (const key of keys) {
-        const changed = accounting.reconciled(key.id, await store.primary(key.id), await store.relationsOf(key.id));
-        counts.relationsAdded += changed.added;
-        counts.relationsRemoved += changed.removed;
-      }
+      await Promise.all(
+        keys.map(async (key) => {
+          if ((await queue.addAndWait(key, { ignoreGate: true })) === 'error') {
+            counts.errors++;
+            failed.add(identityKey(key.id));
+          }
+          // Read again as it ends: its pairs for the orphan check, and what it changed.
+          const changed = accounting.reconciled(key.id, await store.primary(key.id), await store.relationsOf(key.id));
+          counts.relationsAdded += changed.added;
+          counts.relationsRemoved += changed.removed;
+        }),
+      );
       await store.flushTouches();
       phases.reconcileMs = lap();
     } finally {

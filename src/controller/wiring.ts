@@ -181,7 +181,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       cache,
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, queue, metrics, logger, finders: router, fingerprint });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, metrics, logger, finders: router, fingerprint });
     return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
   } catch (err) {
     clusters.close();

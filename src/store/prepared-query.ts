@@ -21,8 +21,7 @@ import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
  */
 const MARK = '\u0000relsync-param:';
 
-/** `on`: a transaction to run it in (the root database waits for a running transaction's end). */
-export type PreparedQuery<P, R> = (params: P, on?: Pick<Kysely<unknown>, 'executeQuery'>) => Promise<R[]>;
+export type PreparedQuery<P, R> = (params: P) => Promise<R[]>;
 
 export function preparedQuery<DB, N extends string, R>(db: Kysely<DB>, names: readonly N[], build: (params: Record<N, string>) => Compilable<R>): PreparedQuery<Record<N, string>, R> {
   const placeholders = Object.fromEntries(names.map((n) => [n, `${MARK}${n}`])) as Record<N, string>;
@@ -35,8 +34,8 @@ export function preparedQuery<DB, N extends string, R>(db: Kysely<DB>, names: re
   for (const name of names) {
     if (!bindings.some((b) => 'name' in b && b.name === name)) throw new Error(`prepared query: parameter "${name}" is not used by ${compiled.sql}`);
   }
-  return async (params, on = db) => {
+  return async (params) => {
     const values = bindings.map((b) => ('name' in b ? params[b.name] : b.value));
-    return (await on.executeQuery<R>(CompiledQuery.raw(compiled.sql, values))).rows;
+    return (await db.executeQuery<R>(CompiledQuery.raw(compiled.sql, values))).rows;
   };
 }

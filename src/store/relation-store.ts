@@ -272,8 +272,8 @@ export class RelationStore {
   }
 
   /** Every primary with its relations, a page at a time (for a sweep's skip checks). */
-  primariesWithRelations(pageSize?: number): AsyncGenerator<sweepQueries.PrimaryWithRelations[]> {
-    return sweepQueries.primariesWithRelations(this.db, pageSize);
+  primariesWithRelations(pageSize?: number, relationsPerPage?: number): AsyncGenerator<sweepQueries.PrimaryWithRelations[]> {
+    return sweepQueries.primariesWithRelations(this.db, pageSize, relationsPerPage);
   }
 
   /** Drops primaries (and, by cascade, their relations) of types no longer configured. */

@@ -5,7 +5,7 @@
  * deletes it, and the cleanup of types no longer configured. Apart from the
  * per-event routing reads so that neither hides the cost of the other.
  */
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { copyOfRow, toPrimary, toRelation, type PrimaryRecord, type RelationRecord } from './records.js';
 import type { Database } from './schema.js';
@@ -17,32 +17,39 @@ export interface PrimaryWithRelations {
 }
 
 /**
- * Every primary with its relations, in pages of `pageSize` primaries in
- * primary-key order: two range reads per page (the relations' primary key
- * starts with their primary's), instead of two queries per primary, and no
- * more than one page in memory. For a sweep's skip checks (sweep-skip.ts).
+ * Every primary with its relations, in pages of at most `pageSize` primaries
+ * and about `relationsPerPage` relations (a page is halved until its
+ * relations fit, down to one primary), in primary-key order: a count and two
+ * range reads per page (the relations' primary key starts with their
+ * primary's), instead of two queries per primary, and no more than one page
+ * in memory. For a sweep's skip checks (sweep-skip.ts).
  */
-export async function* primariesWithRelations(db: Kysely<Database>, pageSize = 500): AsyncGenerator<PrimaryWithRelations[]> {
+export async function* primariesWithRelations(db: Kysely<Database>, pageSize = 500, relationsPerPage = 5_000): AsyncGenerator<PrimaryWithRelations[]> {
   let after: ObjectIdentity | undefined;
+  let size = pageSize;
   for (;;) {
-    let query = db.selectFrom('primaries').selectAll().orderBy('cluster').orderBy('group').orderBy('resource').orderBy('namespace').orderBy('name').limit(pageSize);
+    let query = db.selectFrom('primaries').selectAll().orderBy('cluster').orderBy('group').orderBy('resource').orderBy('namespace').orderBy('name').limit(size);
     if (after) {
       const a = after;
       query = query.where((eb) => eb(eb.refTuple('cluster', 'group', 'resource', 'namespace', 'name'), '>', eb.tuple(a.cluster, a.group, a.resource, a.namespace, a.name)));
     }
-    const rows = await query.execute();
-    if (rows.length === 0) return;
+    const queried = await query.execute();
+    if (queried.length === 0) return;
+    let rows = queried;
     const first = fromColumns('', rows[0]!);
-    const last = fromColumns('', rows[rows.length - 1]!);
+    let last = fromColumns('', rows[rows.length - 1]!);
+    while (rows.length > 1 && (await relationCount(db, first, last)) > relationsPerPage) {
+      rows = rows.slice(0, Math.ceil(rows.length / 2));
+      last = fromColumns('', rows[rows.length - 1]!);
+    }
+    // The last page: nothing beyond what was asked for, and all of it taken.
+    const done = queried.length < size && rows.length === queried.length;
+    // The next page: as many primaries as fitted, growing back by doubling.
+    size = Math.min(pageSize, rows.length * 2);
     const relationRows = await db
       .selectFrom('relations')
       .selectAll()
-      .where((eb) =>
-        eb.and([
-          eb(eb.refTuple('primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'), '>=', eb.tuple(first.cluster, first.group, first.resource, first.namespace, first.name)),
-          eb(eb.refTuple('primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name'), '<=', eb.tuple(last.cluster, last.group, last.resource, last.namespace, last.name)),
-        ]),
-      )
+      .where((eb) => inPrimaryRange(eb, first, last))
       .execute();
     const page = new Map<string, PrimaryWithRelations>(rows.map((r) => {
       const primary = toPrimary(r);
@@ -53,9 +60,23 @@ export async function* primariesWithRelations(db: Kysely<Database>, pageSize = 5
       page.get(identityKey(relation.primary))?.relations.push(relation);
     }
     yield [...page.values()];
-    if (rows.length < pageSize) return;
+    if (done) return;
     after = last;
   }
+}
+
+/** Relations of the primaries from `first` to `last` (primary-key order), through the relations' primary key. */
+function inPrimaryRange(eb: ExpressionBuilder<Database, 'relations'>, first: ObjectIdentity, last: ObjectIdentity) {
+  const primaryKey = () => eb.refTuple('primary_cluster', 'primary_group', 'primary_resource', 'primary_namespace', 'primary_name');
+  return eb.and([
+    eb(primaryKey(), '>=', eb.tuple(first.cluster, first.group, first.resource, first.namespace, first.name)),
+    eb(primaryKey(), '<=', eb.tuple(last.cluster, last.group, last.resource, last.namespace, last.name)),
+  ]);
+}
+
+async function relationCount(db: Kysely<Database>, first: ObjectIdentity, last: ObjectIdentity): Promise<number> {
+  const row = await db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).where((eb) => inPrimaryRange(eb, first, last)).executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 /**

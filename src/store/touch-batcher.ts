@@ -10,8 +10,8 @@ import { sql, type Kysely } from 'kysely';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { Database } from './schema.js';
 
-/** Touches per statement: six bound values each, well inside SQLite's limit on parameters. */
-const CHUNK = 200;
+/** Touches per statement. */
+const CHUNK = 500;
 
 export class TouchBatcher {
   private touched = new Map<string, { id: ObjectIdentity; at: string }>();
@@ -38,13 +38,14 @@ export class TouchBatcher {
         const touches = [...batch.values()];
         for (let i = 0; i < touches.length; i += CHUNK) {
           // One statement per table per chunk (a sweep with nothing to do touches every primary), through
-          // the primary key; never backwards: a full save since then wrote a later time.
-          const rows = sql.join(touches.slice(i, i + CHUNK).map(({ id, at }) => sql`(${id.cluster}, ${id.group}, ${id.resource}, ${id.namespace}, ${id.name}, ${at})`));
-          await sql`WITH t(cluster, grp, resource, namespace, name, at) AS (VALUES ${rows})
+          // the primary key, of one shape whatever the chunk's length (a JSON array, one parameter: the
+          // statement cache keeps one statement); never backwards: a full save since then wrote a later time.
+          const rows = JSON.stringify(touches.slice(i, i + CHUNK).map(({ id, at }) => [id.cluster, id.group, id.resource, id.namespace, id.name, at]));
+          await sql`WITH t AS (SELECT value ->> 0 AS cluster, value ->> 1 AS grp, value ->> 2 AS resource, value ->> 3 AS namespace, value ->> 4 AS name, value ->> 5 AS at FROM json_each(${rows}))
             UPDATE primaries SET last_synced_at = max(coalesce(primaries.last_synced_at, ''), t.at) FROM t
             WHERE primaries.cluster = t.cluster AND primaries."group" = t.grp AND primaries.resource = t.resource AND primaries.namespace = t.namespace AND primaries.name = t.name
               AND primaries.state = 'synced'`.execute(trx);
-          await sql`WITH t(cluster, grp, resource, namespace, name, at) AS (VALUES ${rows})
+          await sql`WITH t AS (SELECT value ->> 0 AS cluster, value ->> 1 AS grp, value ->> 2 AS resource, value ->> 3 AS namespace, value ->> 4 AS name, value ->> 5 AS at FROM json_each(${rows}))
             UPDATE relations SET last_synced_at = max(coalesce(relations.last_synced_at, ''), t.at) FROM t
             WHERE relations.primary_cluster = t.cluster AND relations.primary_group = t.grp AND relations.primary_resource = t.resource
               AND relations.primary_namespace = t.namespace AND relations.primary_name = t.name AND relations.state = 'synced'`.execute(trx);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { identityKey, type ObjectIdentity } from '../../../src/core/identity.js';
-import { DirtyPrimaries, isUpToDate, type SkipContext } from '../../../src/controller/sweep-skip.js';
+import { FoundMatches, isUpToDate, type SkipContext } from '../../../src/controller/sweep-skip.js';
 import type { PrimaryKey } from '../../../src/controller/primary-key.js';
 import { openStore } from '../../../src/store/database.js';
 import type { RelationRecord } from '../../../src/store/records.js';
@@ -27,6 +27,8 @@ const selectorRule = { id: 'extra', origin: 'platform', finder: { kind: 'selecto
 const resource = { where: 'resources[0]', rules: [selectorRule] } as unknown as ResolvedResource;
 const key: PrimaryKey = { resource, id: primary };
 const fingerprint = { of: () => 'config-1' };
+/** Within the budget nothing is read from the store. */
+const noStoreRead = async (): Promise<ObjectIdentity[]> => assert.fail('read the store within the budget');
 
 type Relation = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
 const synced: Relation = { ruleId: 'config', origin: 'platform', source, destination: dest, state: 'synced', contentHash: 'h', message: null, versions: { source: '5/u5', destination: '6/u6' } };
@@ -52,7 +54,7 @@ const listing = (changes: Record<string, string | undefined> = {}, whole = ['ten
 const context = (over: Partial<SkipContext> = {}): SkipContext => ({
   fingerprint,
   listed: listing(),
-  dirty: new DirtyPrimaries(),
+  found: new FoundMatches(),
   serviceCluster: 'service',
   reachable: () => true,
   ...over,
@@ -77,10 +79,10 @@ async function storeWith(state: 'synced' | 'error', relations: Relation[], versi
 describe('sweep skip', () => {
   it('skips a primary whose every object is as its last complete sync left it', async () => {
     const store = await storeWith('synced', [synced, pending]);
-    const dirty = new DirtyPrimaries();
+    const found = new FoundMatches();
     // Its selector finds its own source, which it relates to already.
-    dirty.found([key], source);
-    assert.equal(await check(store, { dirty }), true);
+    await found.found([key], source, noStoreRead);
+    assert.equal(await check(store, { found }), true);
   });
 
   it('reconciles when any one version differs, or the LISTs cannot tell', async () => {
@@ -104,49 +106,75 @@ describe('sweep skip', () => {
 
   it('reconciles when a selector or inverse rule finds a listed object the primary has no relation with', async () => {
     const store = await storeWith('synced', [synced]);
-    const dirty = new DirtyPrimaries();
-    dirty.found([key], source);
-    dirty.found([key], id('tenant-a', 'configmaps', 'new-match'));
-    assert.equal(await check(store, { dirty }), false);
+    const found = new FoundMatches();
+    await found.found([key], source, noStoreRead);
+    await found.found([key], id('tenant-a', 'configmaps', 'new-match'), noStoreRead);
+    assert.equal(await check(store, { found }), false);
     // A relation of another primary with that object is not this primary's.
     const other: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'other', 'demo.relsync.dev') };
-    const onlyOther = new DirtyPrimaries();
-    onlyOther.found([other], id('tenant-a', 'configmaps', 'new-match'));
-    assert.equal(await check(store, { dirty: onlyOther }), true, 'what rules of another primary find does not concern this one');
+    const onlyOther = new FoundMatches();
+    await onlyOther.found([other], id('tenant-a', 'configmaps', 'new-match'), noStoreRead);
+    assert.equal(await check(store, { found: onlyOther }), true, 'what rules of another primary find does not concern this one');
   });
 
-  it('reconciles a primary found for more objects than the budget remembers, and keeps to the budget', async () => {
+  it("past its budget checks a found object against the store at once: another tenant's flood costs no primary its skip", async () => {
     const store = await storeWith('synced', [synced, pending]);
-    const dirty = new DirtyPrimaries(1_000);
-    // Another primary's matches fill the budget; this one's match, which it relates to already, no longer fits.
-    const other: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'flood', 'demo.relsync.dev') };
-    for (let i = 0; i < 100; i++) dirty.found([other], id('tenant-a', 'configmaps', `flood-${i}`));
-    dirty.found([key], source);
-    assert.equal(await check(store, { dirty }), false, 'not remembered: reconciled, not skipped');
-    assert.equal(dirty.isDirty(other, []), true);
+    const found = new FoundMatches(2_000);
+    // A flood of another tenant's primary's matches fills the budget first.
+    const flood: PrimaryKey = { resource, id: id('tenant-b', 'databases', 'flood', 'demo.relsync.dev') };
+    for (let i = 0; i < 100; i++) await found.found([flood], id('tenant-b', 'configmaps', `flood-${i}`), async () => [flood.id]);
+    const floodRelations = Array.from({ length: 100 }, (_, i) => ({ source: id('tenant-b', 'configmaps', `flood-${i}`) }));
+    assert.equal(found.isDirty(flood, floodRelations), false, 'the flood primary relates to each of its matches: not dirty either');
+    // This primary's match no longer fits: the store is read, and says they relate.
+    let reads = 0;
+    await found.found([key], source, async () => {
+      reads++;
+      return [primary];
+    });
+    assert.equal(reads, 1, 'read from the store, past the budget');
+    assert.equal(await check(store, { found }), true, 'still skipped');
+    // A new match past the budget that the store does not relate: dirty.
+    await found.found([key], id('tenant-a', 'configmaps', 'new-match'), async () => []);
+    assert.equal(await check(store, { found }), false);
+  });
+
+  it('reconciles a primary that rules find more objects for than it may relate to, and lets its pairs go', async () => {
+    const found = new FoundMatches(Infinity, 3);
+    for (let i = 0; i < 3; i++) await found.found([key], id('tenant-a', 'configmaps', `m${i}`), noStoreRead);
+    const related = [0, 1, 2].map((i) => ({ source: id('tenant-a', 'configmaps', `m${i}`) }));
+    assert.equal(found.isDirty(key, related), false, 'at the limit, and related to each');
+    await found.found([key], id('tenant-a', 'configmaps', 'm3'), noStoreRead);
+    assert.equal(found.isDirty(key, related), true, 'one more than it may relate to');
   });
 
   it('reads every primary with exactly its own relations, across page boundaries', async () => {
     const opened = await openStore(join(dir, 'pages.db'));
     const store = new RelationStore(opened.db);
-    // Names that sort next to each other and a prefix of another: a page's range must not take a neighbour's rows.
-    const names = ['db', 'db-a', 'db2', 'dc', 'e'];
-    for (const [i, name] of names.entries()) {
-      const p = id('tenant-a', 'databases', name, 'demo.relsync.dev');
-      const relations = Array.from({ length: i % 3 }, (_, j): Relation => ({ ...synced, ruleId: `r${j}`, source: id('tenant-a', 'configmaps', `${name}-${j}`), destination: { ...dest, name: `${name}-${j}` } }));
-      await store.saveReconcile({ id: p, uid: `u-${name}`, copy: { ...p, cluster: 'service' }, state: 'synced', message: null, versions: null }, relations);
+    // Names that sort next to each other or are a prefix of another; the same names in two clusters;
+    // cluster "a" name "z" next to cluster "b" name "a"; a cluster-scoped type (namespace ''). A page's
+    // range must take no neighbour's rows, whichever column tells them apart.
+    const primaries: ObjectIdentity[] = [];
+    for (const cluster of ['a', 'b', 'tenant-a']) {
+      for (const name of ['a', 'db', 'db-a', 'db2', 'dc', 'z']) primaries.push(id(cluster, 'databases', name, 'demo.relsync.dev'));
+      primaries.push({ cluster, group: 'demo.relsync.dev', resource: 'clusterdatabases', namespace: '', name: 'db' });
     }
-    for (const pageSize of [1, 2, 3, 500]) {
+    const expected = new Map<string, string[]>();
+    for (const [i, p] of primaries.entries()) {
+      const relations = Array.from({ length: i % 4 }, (_, j): Relation => ({ ...synced, ruleId: `r${j}`, source: { ...source, cluster: p.cluster, name: `${p.resource}-${p.name}-${j}` }, destination: { ...dest, name: `${p.cluster}-${p.resource}-${p.name}-${j}` } }));
+      expected.set(identityKey(p), relations.map((r) => identityKey(r.source)).sort());
+      await store.saveReconcile({ id: p, uid: `u-${i}`, copy: { ...p, cluster: 'service' }, state: 'synced', message: null, versions: null }, relations);
+    }
+    for (const [pageSize, relationsPerPage] of [[1, 5000], [2, 5000], [3, 5000], [500, 5000], [500, 4]] as const) {
       const seen: string[] = [];
-      for await (const page of store.primariesWithRelations(pageSize)) {
+      for await (const page of store.primariesWithRelations(pageSize, relationsPerPage)) {
         assert.ok(page.length <= pageSize);
         for (const { primary: p, relations } of page) {
-          seen.push(p.id.name);
-          assert.deepEqual(relations.map((r) => r.source.name).sort(), Array.from({ length: names.indexOf(p.id.name) % 3 }, (_, j) => `${p.id.name}-${j}`), `relations of ${p.id.name} (pages of ${pageSize})`);
-          assert.ok(relations.every((r) => identityKey(r.primary) === identityKey(p.id)));
+          seen.push(identityKey(p.id));
+          assert.deepEqual(relations.map((r) => identityKey(r.source)).sort(), expected.get(identityKey(p.id)), `relations of ${identityKey(p.id)} (pages of ${pageSize})`);
         }
+        if (relationsPerPage === 4) assert.ok(page.reduce((n, p) => n + p.relations.length, 0) <= 4, 'no more relations in a page than asked for (none has more alone)');
       }
-      assert.deepEqual(seen.sort(), [...names].sort(), `every primary once (pages of ${pageSize})`);
+      assert.deepEqual(seen.sort(), [...expected.keys()].sort(), `every primary once (pages of ${pageSize}, ${relationsPerPage} relations)`);
     }
     await opened.close();
   });

@@ -172,6 +172,18 @@ describe('relation store', () => {
     await opened.close();
   });
 
+  it('forgets the primaries of types no longer configured, with their relations, and says how many', async () => {
+    const opened = await openStore(join(dir, 'forget.db'));
+    const store = new RelationStore(opened.db);
+    const rel = (name: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', name), destination: cm('service', name), state: 'synced' as const, contentHash: 'h', message: null });
+    const other = (name: string): ObjectIdentity => ({ ...primary(name), group: 'old.relsync.dev', resource: 'caches' });
+    await store.saveReconcile({ id: primary('kept'), uid: 'k', copy: { ...primary('kept'), cluster: 'service' }, state: 'synced', message: null }, [rel('a')]);
+    await store.saveReconcile({ id: other('gone'), uid: 'g', copy: { ...other('gone'), cluster: 'service' }, state: 'synced', message: null }, [rel('b'), rel('c')]);
+    assert.deepEqual(await store.forgetPrimariesOtherThan([{ group: 'demo.relsync.dev', resource: 'databases' }]), { primaries: 1, relations: 2 });
+    assert.deepEqual(await store.counts(), { primaries: 1, relations: 1 });
+    await opened.close();
+  });
+
   it('refuses a store written by a newer relsync, and leaves it unchanged', async () => {
     const path = join(dir, 'newer.db');
     (await openStore(path)).close();
