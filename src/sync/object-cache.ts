@@ -31,8 +31,12 @@
  * related sources of are held tentatively: at the first LIST the store knows
  * no relation yet, and every new primary's reconcile reads its related
  * objects next (event-router.ts). Tentative entries use only the room that
- * the others leave and go first; a LIST that fails midway lets its type go
- * (no watch keeps its pages current until the next LIST).
+ * the others leave and go first, the last listed first: new primaries are
+ * reconciled in about the order they were listed (a LIST's order), so the
+ * first listed are read first, and a tentative entry is let go once read (the
+ * reconcile that read it stores the relation; the object's next event keeps
+ * it as an object that concerns a primary). A LIST that fails midway lets its
+ * type go (no watch keeps its pages current until the next LIST).
  * Both are read from the API server: a miss costs a GET, never a wrong
  * answer (or, for a copy the store says was never written, no read at all: the
  * write is a create the API server refuses when anything has the name). That an object is absent is always a live answer, and a reconcile
@@ -70,6 +74,8 @@ export class ObjectCache implements ObjectCacheFeed {
   private readonly entries = new Map<string, Entry>();
   /** A LIST's objects that concern nobody yet, in use order; kept only in room the others leave. */
   private readonly tentative = new Map<string, Entry>();
+  /** Tentative keys in the order they came, to let the last go first; keys no longer tentative are skipped. */
+  private tentativeOrder: string[] = [];
   private size = 0;
   private hitCount = 0;
   private missCount = 0;
@@ -143,14 +149,15 @@ export class ObjectCache implements ObjectCacheFeed {
   clear(): void {
     this.entries.clear();
     this.tentative.clear();
+    this.tentativeOrder = [];
     this.floors.clear();
     this.size = 0;
   }
 
   /**
-   * Tentative entries use only the room the others leave: they go first when the budget is full,
-   * and one never pushes out an object that concerns a primary (a tenant's many objects that
-   * nothing relates to cost others nothing but the room nobody used).
+   * Tentative entries use only the room the others leave: they go first when the budget is full, the
+   * last listed first, and one never pushes out anything (a tenant's many objects that nothing
+   * relates to cost others nothing but the room nobody used).
    */
   private keep(key: string, type: string, delivered: KubeObject, tentative: boolean): void {
     const text = JSON.stringify(this.slim(delivered));
@@ -158,21 +165,43 @@ export class ObjectCache implements ObjectCacheFeed {
     const bytes = ENTRY_BYTES + key.length + (beyondLatin1.test(text) ? 2 * text.length : text.length);
     // One object over the whole budget would only push everything else out.
     if (bytes > this.maxBytes) return;
-    if (tentative) {
-      for (const [oldest] of this.tentative) {
-        if (this.size + bytes <= this.maxBytes) break;
-        this.remove(oldest);
-      }
-      if (this.size + bytes > this.maxBytes) return;
-    }
+    if (tentative && this.size + bytes > this.maxBytes) return;
     (tentative ? this.tentative : this.entries).set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type });
-    this.size += bytes;
-    for (const map of [this.tentative, this.entries]) {
-      for (const [oldest] of map) {
-        if (this.size <= this.maxBytes) return;
-        this.remove(oldest);
-      }
+    if (tentative) {
+      this.tentativeOrder.push(key);
+      // Keys of entries that went another way (read, routed, dropped) stay in the list until passed: compact now and then.
+      if (this.tentativeOrder.length > 2 * this.tentative.size + 1024) this.compactTentativeOrder();
     }
+    this.size += bytes;
+    while (this.size > this.maxBytes && this.dropLastTentative());
+    for (const [oldest] of this.entries) {
+      if (this.size <= this.maxBytes) return;
+      this.remove(oldest);
+    }
+  }
+
+  /** Only the keys still tentative, each once at its latest place (a key kept again comes again). */
+  private compactTentativeOrder(): void {
+    const seen = new Set<string>();
+    const kept: string[] = [];
+    for (let i = this.tentativeOrder.length - 1; i >= 0; i--) {
+      const key = this.tentativeOrder[i]!;
+      if (!this.tentative.has(key) || seen.has(key)) continue;
+      seen.add(key);
+      kept.push(key);
+    }
+    this.tentativeOrder = kept.reverse();
+  }
+
+  /** Lets the last listed tentative entry go; false when there is none. */
+  private dropLastTentative(): boolean {
+    while (this.tentativeOrder.length > 0) {
+      const key = this.tentativeOrder.pop()!;
+      if (!this.tentative.has(key)) continue;
+      this.remove(key);
+      return true;
+    }
+    return false;
   }
 
   /** The object as kept: without managedFields nobody will read (a new object: the watch's is not changed). */
@@ -192,8 +221,12 @@ export class ObjectCache implements ObjectCacheFeed {
       return undefined;
     }
     this.hitCount++;
-    map.delete(key);
-    map.set(key, entry);
+    // A tentative entry is read once (its primary's first reconcile): it goes, and leaves its room.
+    if (map === this.tentative) this.remove(key);
+    else {
+      map.delete(key);
+      map.set(key, entry);
+    }
     return JSON.parse(entry.text) as KubeObject;
   }
 

@@ -86,27 +86,53 @@ describe('object cache', () => {
     assert.ok(cache.get('a', configMaps, 'ns', 'o11'), 'and it pushed nothing out');
   });
 
-  it('keeps a LIST\'s objects that concern nobody yet only in room the others leave: they never push one out, and go first', () => {
+  it('keeps a LIST\'s objects that concern nobody yet only in room the others leave: they never push one out, and go first, the last listed first', () => {
     const cache = new ObjectCache(100_000);
     for (let i = 0; i < 4; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
     // A tenant's many objects that nothing relates to, from a LIST.
     for (let i = 0; i < 20; i++) cache.observe(id('a', configMaps, `junk${i}`), cm(`junk${i}`, '1', 15_000), true);
     assert.ok(cache.stats().bytes <= 100_000, `${cache.stats().bytes} bytes`);
     for (let i = 0; i < 4; i++) assert.ok(cache.get('a', configMaps, 'ns', `routed${i}`), `routed${i} kept`);
-    assert.ok(cache.get('a', configMaps, 'ns', 'junk19'), 'the latest tentative ones fill the room left');
-    assert.equal(cache.get('a', configMaps, 'ns', 'junk0'), undefined, 'the oldest tentative went');
-    // An object that concerns a primary pushes tentative ones out before any other.
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk19'), undefined, 'no room left for the last listed');
+    // New primaries are reconciled in about the order of the LIST: the first listed are read first.
+    assert.ok(cache.get('a', configMaps, 'ns', 'junk0'), 'the first listed fill the room left');
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk0'), undefined, 'read once: it went, and left its room');
+    assert.ok(cache.get('a', configMaps, 'ns', 'junk1'));
+    // An object that concerns a primary pushes tentative ones out before any other, the last listed first.
     for (let i = 4; i < 6; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
     for (let i = 0; i < 6; i++) assert.ok(cache.get('a', configMaps, 'ns', `routed${i}`), `routed${i} kept`);
+    assert.equal(cache.stats().entries, 6, 'every tentative entry went, for the routed ones');
     // An event that routes a tentative object to a primary makes it an ordinary entry.
-    cache.observe(id('a', configMaps, 'junk19'), cm('junk19', '2', 15_000));
+    cache.observe(id('a', configMaps, 'junk-a'), cm('junk-a', '1', 1_000), true);
+    cache.observe(id('a', configMaps, 'junk-a'), cm('junk-a', '2', 1_000));
     for (let i = 6; i < 12; i++) cache.observe(id('a', configMaps, `junk-later${i}`), cm(`junk-later${i}`, '1', 15_000), true);
-    assert.equal(cache.get('a', configMaps, 'ns', 'junk19')?.metadata.resourceVersion, '2', 'no longer tentative: kept');
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk-a')?.metadata.resourceVersion, '2', 'no longer tentative: kept');
+    assert.equal(cache.get('a', configMaps, 'ns', 'junk-a')?.metadata.resourceVersion, '2', 'and kept after a read');
     // When every room is taken by objects that concern primaries, a tentative one is not kept at all.
     for (let i = 6; i < 12; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
     cache.observe(id('a', configMaps, 'late'), cm('late', '1', 15_000), true);
     assert.equal(cache.get('a', configMaps, 'ns', 'late'), undefined);
     assert.ok(cache.get('a', configMaps, 'ns', 'routed11'));
+  });
+
+  it('keeps its list of tentative keys bounded when they come and go without pressure', () => {
+    const cache = new ObjectCache(10 * 1024 * 1024);
+    const order = () => (cache as unknown as { tentativeOrder: string[] }).tentativeOrder.length;
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), true);
+      for (let i = 0; i < 1_000; i++) assert.ok(cache.get('a', configMaps, 'ns', `t${i}`));
+    }
+    assert.ok(order() <= 3_000, `${order()} keys remembered for 0 tentative entries`);
+    // The same objects listed again and again (relists) while they stay tentative.
+    for (let round = 0; round < 50; round++) for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), true);
+    assert.ok(order() <= 3_024, `${order()} keys remembered for 1,000 tentative entries`);
+    // An object listed again is the last listed: it goes first under pressure.
+    const small = new ObjectCache(50_000);
+    for (let i = 0; i < 3; i++) small.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), true);
+    small.observe(id('a', configMaps, 's0'), cm('s0', '2', 15_000), true);
+    small.observe(id('a', configMaps, 'routed'), cm('routed', '1', 15_000));
+    assert.equal(small.get('a', configMaps, 'ns', 's0'), undefined, 'listed last: went first');
+    assert.ok(small.get('a', configMaps, 'ns', 's1') && small.get('a', configMaps, 'ns', 's2') && small.get('a', configMaps, 'ns', 'routed'));
   });
 
   it("forgets one cluster's objects (a kcp workspace that binds again), and everything (a sweep)", () => {
