@@ -243,7 +243,7 @@ export const configSchema = z
       .prefault({}),
     /**
      * The objects relsync's watches delivered, kept for reconciles to read instead of asking the API
-     * server again (sync/object-cache.ts), in bytes of their JSON text as the heap holds it; what does not
+     * server again (sync/object-cache.ts), in bytes of their JSON text as the heap holds it plus a little per object; what does not
      * fit is read live. 0 reads everything live.
      */
     cache: z.strictObject({ bytes: z.number().int().min(0).default(32 * 1024 * 1024) }).prefault({}),

@@ -33,9 +33,11 @@
  * objects next (event-router.ts). Tentative entries use only the room that
  * the others leave and go first, the last listed first: new primaries are
  * reconciled in about the order they were listed (a LIST's order), so the
- * first listed are read first, and a tentative entry is let go once read (the
- * reconcile that read it stores the relation; the object's next event keeps
- * it as an object that concerns a primary). A LIST that fails midway lets its
+ * first listed are read first; one that was read goes before any not read
+ * yet (the reconcile that read it stores the relation, and the object's next
+ * event keeps it as an object that concerns a primary; until then another
+ * primary that shares it still reads it here while there is room). A LIST
+ * that fails midway lets its
  * type go (no watch keeps its pages current until the next LIST).
  * Both are read from the API server: a miss costs a GET, never a wrong
  * answer (or, for a copy the store says was never written, no read at all: the
@@ -72,9 +74,13 @@ export interface CacheStats {
 export class ObjectCache implements ObjectCacheFeed {
   /** In use order: the first entry is the least recently used. */
   private readonly entries = new Map<string, Entry>();
-  /** A LIST's objects that concern nobody yet, in use order; kept only in room the others leave. */
+  /** A LIST's objects that concern nobody yet; kept only in room the others leave (see keep()). */
   private readonly tentative = new Map<string, Entry>();
-  /** Tentative keys in the order they came, to let the last go first; keys no longer tentative are skipped. */
+  /**
+   * Tentative keys, the next to go last: in the order they came, and a key read since at the end
+   * again. Keys no longer tentative are skipped when met, and dropped in compactions (not counted in
+   * the budget: at most about twice the tentative entries' keys, and none when there are none).
+   */
   private tentativeOrder: string[] = [];
   private size = 0;
   private hitCount = 0;
@@ -128,7 +134,7 @@ export class ObjectCache implements ObjectCacheFeed {
       if (this.floors.size <= this.maxFloors) break;
       this.floors.delete(oldest);
     }
-    const entry = this.entries.get(key);
+    const entry = this.entries.get(key) ?? this.tentative.get(key);
     if (entry && !meets(entry.resourceVersion, floor)) this.remove(key);
   }
 
@@ -160,6 +166,8 @@ export class ObjectCache implements ObjectCacheFeed {
    * relates to cost others nothing but the room nobody used).
    */
   private keep(key: string, type: string, delivered: KubeObject, tentative: boolean): void {
+    // No room for a tentative entry of any size: not worth the text.
+    if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
     const text = JSON.stringify(this.slim(delivered));
     // A string of Latin-1 text takes a byte per character in V8's heap, any other two; and the entry's own room.
     const bytes = ENTRY_BYTES + key.length + (beyondLatin1.test(text) ? 2 * text.length : text.length);
@@ -169,8 +177,7 @@ export class ObjectCache implements ObjectCacheFeed {
     (tentative ? this.tentative : this.entries).set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type });
     if (tentative) {
       this.tentativeOrder.push(key);
-      // Keys of entries that went another way (read, routed, dropped) stay in the list until passed: compact now and then.
-      if (this.tentativeOrder.length > 2 * this.tentative.size + 1024) this.compactTentativeOrder();
+      this.compactTentativeOrderIfLong();
     }
     this.size += bytes;
     while (this.size > this.maxBytes && this.dropLastTentative());
@@ -180,7 +187,12 @@ export class ObjectCache implements ObjectCacheFeed {
     }
   }
 
-  /** Only the keys still tentative, each once at its latest place (a key kept again comes again). */
+  /** Keys of entries that went another way (routed, dropped) or came again stay until passed: compact now and then. */
+  private compactTentativeOrderIfLong(): void {
+    if (this.tentativeOrder.length > 2 * this.tentative.size + 1024) this.compactTentativeOrder();
+  }
+
+  /** Only the keys still tentative, each once at its latest place (a key kept again or read comes again). */
   private compactTentativeOrder(): void {
     const seen = new Set<string>();
     const kept: string[] = [];
@@ -221,9 +233,11 @@ export class ObjectCache implements ObjectCacheFeed {
       return undefined;
     }
     this.hitCount++;
-    // A tentative entry is read once (its primary's first reconcile): it goes, and leaves its room.
-    if (map === this.tentative) this.remove(key);
-    else {
+    if (map === this.tentative) {
+      // Read by its primary's first reconcile: it goes before any tentative entry not read yet.
+      this.tentativeOrder.push(key);
+      this.compactTentativeOrderIfLong();
+    } else {
       map.delete(key);
       map.set(key, entry);
     }
@@ -240,6 +254,7 @@ export class ObjectCache implements ObjectCacheFeed {
     if (!entry) return;
     map.delete(key);
     this.size -= entry.bytes;
+    if (this.tentative.size === 0) this.tentativeOrder = [];
   }
 }
 
