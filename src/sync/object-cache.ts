@@ -50,6 +50,7 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import type { ListQuery, ObjectReads } from './object-reads.js';
+import { stringBytes } from '../util/heap-size.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
@@ -169,8 +170,8 @@ export class ObjectCache implements ObjectCacheFeed {
     // No room for a tentative entry of any size: not worth the text.
     if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
     const text = JSON.stringify(this.slim(delivered));
-    // A string of Latin-1 text takes a byte per character in V8's heap, any other two; and the entry's own room.
-    const bytes = ENTRY_BYTES + key.length + (beyondLatin1.test(text) ? 2 * text.length : text.length);
+    // The text as the heap holds it, and the entry's own room.
+    const bytes = ENTRY_BYTES + key.length + stringBytes(text);
     // One object over the whole budget would only push everything else out.
     if (bytes > this.maxBytes) return;
     if (tentative && this.size + bytes > this.maxBytes) return;
@@ -310,9 +311,6 @@ interface Entry {
 
 /** What an entry costs beside its text: the map's slot, the entry object, its strings' headers. */
 const ENTRY_BYTES = 160;
-
-// eslint-disable-next-line no-control-regex
-const beyondLatin1 = /[^\u0000-\u00ff]/;
 
 interface Floor {
   readonly resourceVersion: string;

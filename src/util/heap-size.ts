@@ -16,7 +16,7 @@ export function approximateHeapBytes(value: unknown): number {
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const v = pending.pop();
-    if (typeof v === 'string') total += HEADER + (isLatin1(v) ? v.length : 2 * v.length);
+    if (typeof v === 'string') total += HEADER + stringBytes(v);
     else if (v === null || typeof v !== 'object') total += 16;
     else if (Array.isArray(v)) {
       total += HEADER + SLOT * v.length;
@@ -35,6 +35,7 @@ export function approximateHeapBytes(value: unknown): number {
 // eslint-disable-next-line no-control-regex
 const beyondLatin1 = /[^\u0000-\u00ff]/;
 
-function isLatin1(s: string): boolean {
-  return !beyondLatin1.test(s);
+/** The bytes a string's characters take in V8's heap: one each for Latin-1 text, two for any other. */
+export function stringBytes(s: string): number {
+  return beyondLatin1.test(s) ? 2 * s.length : s.length;
 }
