@@ -15,6 +15,8 @@ RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
 
 FROM node:26-slim
 ENV NODE_ENV=production
+# Fewer glibc malloc arenas: relsync's native memory (TLS buffers, SQLite) does not need one per thread.
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules

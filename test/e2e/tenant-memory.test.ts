@@ -3,7 +3,7 @@
 // "small"), then 10 ConfigMaps of 1 MiB made of tiny keys (several times
 // their text once parsed), then 200 ConfigMaps of 1 MiB, all in a watched
 // type. relsync runs as deploy/ runs
-// it (a 256 MB heap, the default resync.snapshotBytes); it lists, watches and
+// it (deploy/deployment.yaml's NODE_OPTIONS and MALLOC_ARENA_MAX, the default resync.snapshotBytes); it lists, watches and
 // sweeps them (at start and on schedule) and keeps syncing. Before LISTs were
 // streamed and the sweep's snapshot bounded, a sweep held every listed object
 // and the process died out of memory.
@@ -14,13 +14,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { asDeployed, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, GROUP, PLURAL } from '../harness/tenant.js';
 
 const BIG = 200;
 const KEYED = 10;
-/** As deploy/deployment.yaml sets it. */
-const HEAP_MB = 256;
+/** deploy/deployment.yaml's Node.js flags (a 256 MB heap, 8 MiB semi-spaces) and MALLOC_ARENA_MAX. */
+const DEPLOYED = asDeployed();
+const HEAP_MB = Number(DEPLOYED.nodeArgs.find((a) => a.startsWith('--max-old-space-size='))?.split('=')[1]);
 
 describe('a tenant with more data than relsync has memory', () => {
   let clusters: Clusters<'tenant-a' | 'service'>;
@@ -75,7 +76,7 @@ describe('a tenant with more data than relsync has memory', () => {
         { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
       ] }],
     });
-    relsync = await startRelsync(config, join(dir, 'relsync.log'), ['--log-level', 'info'], { nodeArgs: [`--max-old-space-size=${HEAP_MB}`] });
+    relsync = await startRelsync(config, join(dir, 'relsync.log'), ['--log-level', 'info'], DEPLOYED);
     const svc = clusters.client.service;
     const alive = () => {
       const { exitCode, signalCode } = relsync.child;

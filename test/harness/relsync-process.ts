@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { eventually } from './kube.js';
 
 /** RELSYNC_CLI: another build of relsync, for a benchmark's before/after comparison. */
@@ -47,11 +47,35 @@ export interface StartOptions {
   readonly cli?: string;
   /** Node's own flags, e.g. a heap limit. */
   readonly nodeArgs?: readonly string[];
+  /** Added to the test's environment, e.g. MALLOC_ARENA_MAX. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Node's flags and the environment that deploy/deployment.yaml gives the relsync container
+ * (NODE_OPTIONS split into flags), so that a test can run relsync as deploy/ runs it.
+ */
+export function asDeployed(): Required<Pick<StartOptions, 'nodeArgs' | 'env'>> {
+  const file = fileURLToPath(new URL('../../../deploy/deployment.yaml', import.meta.url));
+  const doc = parse(readFileSync(file, 'utf8')) as {
+    spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } } };
+  };
+  const container = doc.spec.template.spec.containers.find((c) => c.name === 'relsync');
+  if (!container) throw new Error(`${file}: no container named relsync`);
+  const env: Record<string, string> = {};
+  let nodeArgs: string[] = [];
+  for (const { name, value } of container.env ?? []) {
+    if (value === undefined) continue;
+    if (name === 'NODE_OPTIONS') nodeArgs = value.split(' ').filter(Boolean);
+    else env[name] = value;
+  }
+  return { nodeArgs, env };
 }
 
 export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], options: StartOptions = {}): Promise<RelsyncProcess> {
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.cli ?? cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
   });
   running.add(child);
   const out = createWriteStream(logFile, { flags: 'a' });
