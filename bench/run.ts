@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { Watch, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
+import { cpuSnapshot, cpuSpent, formatCpu } from './cpu-usage.js';
 import { eventually, installCrd } from '../test/harness/kube.js';
 import { startRelsync, runCli, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
 import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
@@ -274,6 +275,7 @@ async function main(): Promise<void> {
       return dbs + cms + secrets + back;
     };
     const initialStarted = Date.now();
+    const initialCpuBefore = cpuSnapshot();
     // RELSYNC_RUN_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the relsync that does the initial sync and the propagation phases.
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'), ['--log-level', 'info'], { nodeArgs: process.env.RELSYNC_RUN_NODE_ARGS?.split(' ').filter(Boolean) });
     const totalCopies = expectedCopies + (M >= 5 ? N : 0);
@@ -284,7 +286,9 @@ async function main(): Promise<void> {
       return (await countCopies()) >= totalCopies;
     }, 60 * 60 * 1000);
     const initialSyncMs = Date.now() - initialStarted;
+    const initialCpu = cpuSpent(initialCpuBefore, cpuSnapshot(new Map([[relsync.child.pid!, 'relsync']])));
     log(`initial sync: ${totalCopies} copies in ${initialSyncMs} ms (${round((totalCopies * 1000) / initialSyncMs)} objects/s, including process start)`);
+    log(`  CPU: ${formatCpu(initialCpu)} (both clusters' processes summed by name)`);
     const initialRequests = await requestsByVerb(relsync);
     const initialRequestsTotal = Object.values(initialRequests).reduce((n, v) => n + v, 0);
     log(`  API requests: ${initialRequestsTotal} (${round((initialRequestsTotal / totalCopies) * 100) / 100} per copy): ${Object.entries(initialRequests).map(([k, v]) => `${k} ${v}`).join(', ')}`);
@@ -416,11 +420,14 @@ async function main(): Promise<void> {
     // the first 2-second poll that counts every copy, so it may read up to ~2 s longer than the
     // copying took.
     const floorStarted = Date.now();
+    const floorCpuBefore = cpuSnapshot();
     const floorBulk = await floorBulkCopy(pp, ps, copyNs);
     const floorMs = Date.now() - floorStarted;
+    const floorCpu = cpuSpent(floorCpuBefore, cpuSnapshot());
     if (floorBulk.copies !== totalCopies) throw new Error(`floor bulk copier: ${floorBulk.copies} copies, relsync ${totalCopies}`);
     const ratioToFloor = round((initialSyncMs / Math.max(1, floorMs)) * 100) / 100;
     log(`floor bulk copier: ${floorBulk.copies} copies in ${floorMs} ms (${round((floorBulk.copies * 1000) / floorMs)} objects/s, ${FLOOR_CONCURRENCY} creates at once); relsync's initial sync / floor ratio ${ratioToFloor}`);
+    log(`  CPU: ${formatCpu(floorCpu)} (the floor copier runs in the bench process)`);
 
     const first = propagation[0]!;
     const result = {
@@ -429,7 +436,7 @@ async function main(): Promise<void> {
       primaries: N,
       relatedPerPrimary: M,
       workers: WORKERS,
-      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor, requests: initialRequestsTotal, requestsByVerb: initialRequests },
+      initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor, cpuSeconds: initialCpu, floorCpuSeconds: floorCpu, requests: initialRequestsTotal, requestsByVerb: initialRequests },
       propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
       floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
       fanout,
