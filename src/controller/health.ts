@@ -72,7 +72,7 @@ export interface HealthServerOptions {
   /** The SQLite file, whose size (with its WAL) /metrics reports. */
   readonly storePath: string;
   /** The current term's wiring, undefined before the first. */
-  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache'> | undefined;
+  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'> | undefined;
   readonly onListening?: ((port: number) => void) | undefined;
 }
 
@@ -80,6 +80,7 @@ export interface HealthServerOptions {
 export function serveHealth(options: HealthServerOptions, signal: AbortSignal): Promise<void> {
   const { metrics } = options;
   const cacheReadsCounted = new WeakMap<object, { hits: number; misses: number }>();
+  const lookupsCounted = new WeakMap<object, { answered: number; listed: number }>();
   const server = new HttpServer({
     port: options.port,
     registry: metrics.registry,
@@ -104,6 +105,15 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
         metrics.cacheReads.inc({ result: 'hit' }, cache.hits - counted.hits);
         metrics.cacheReads.inc({ result: 'miss' }, cache.misses - counted.misses);
         cacheReadsCounted.set(w.cache!, { hits: cache.hits, misses: cache.misses });
+      }
+      const index = w.finderIndex?.stats();
+      if (index) {
+        metrics.finderIndexObjects.set(index.objects);
+        metrics.finderIndexBytes.set(index.bytes);
+        const counted = lookupsCounted.get(w.finderIndex!) ?? { answered: 0, listed: 0 };
+        metrics.finderLookups.inc({ how: 'index' }, index.answered - counted.answered);
+        metrics.finderLookups.inc({ how: 'list' }, index.listed - counted.listed);
+        lookupsCounted.set(w.finderIndex!, { answered: index.answered, listed: index.listed });
       }
       metrics.logicalClusters.reset();
       for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });

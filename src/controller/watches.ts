@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { ListWatch, wholeList, type ListSink, type WatchHandler } from '../kube/list-watch.js';
 import type { ResourceClient } from '../kube/resource-client.js';
+import type { KubeObject } from '../core/object.js';
 import type { WatchKey } from '../store/checkpoint-store.js';
 import type { Metrics } from '../server/metrics.js';
 import { apiBindingType, bindingHandler } from './binding-watch.js';
@@ -27,18 +28,30 @@ export interface WatchOptions {
  * An object watch of the plan: its events and lists go to the router (for kcp, split by workspace),
  * and its first list lets the primaries that read it run (first-lists.ts).
  */
-export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
+export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'finderIndex' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
   const key = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
+  // The finder index follows this watch when it sees every object of a type rules find (finder-index.ts);
+  // only the watch's own cluster (a kcp workspace's objects can appear without events).
+  const index = w.finderIndex?.wants(p.cluster, p.type, p.labelSelector) ? w.finderIndex : undefined;
+  const indexed = (cluster: string, object: KubeObject, deleted: boolean) => {
+    if (!index || cluster !== p.cluster) return;
+    const id = identityOf(cluster, p.type, object);
+    // Before the router sees the same object: a reconcile that asks the index after its own store
+    // write either finds the object or is queued again by the router (finder-index.ts).
+    index.observe(cluster, p.type, id.namespace, id.name, deleted ? undefined : object);
+  };
   return listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
     onEvent: async (change, object) => {
       const cluster = w.scope.of(p.cluster, object);
       if (cluster === undefined) return;
       w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+      indexed(cluster, object, change === 'DELETED');
       await w.router.route(cluster, p.type, object, change);
     },
     beginList: () => {
       // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
       w.cache?.listed(p.type);
+      index?.beginList(p.cluster, p.type);
       // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
       // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
       // but its list is not complete, so nothing the store knows of it is taken for gone.
@@ -49,16 +62,21 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
           const parts = w.scope.split(p.cluster, items);
           known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
           for (const [cluster, part] of parts) {
+            for (const item of part) indexed(cluster, item, false);
             let sink = sinks.get(cluster);
             if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
             await sink.page(part);
           }
         },
         end: async () => {
+          index?.endList(p.cluster, p.type);
           for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
         },
-        // What the pages put in the cache is not kept current by any watch until the next list.
-        abort: () => w.cache?.listed(p.type),
+        // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
+        abort: () => {
+          w.cache?.listed(p.type);
+          index?.abortList(p.cluster, p.type);
+        },
       };
     },
   });

@@ -25,6 +25,7 @@ import { ConfigFingerprint } from '../sync/config-fingerprint.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
+import { FinderIndex } from '../sync/finder-index.js';
 import { fieldManagerName } from '../sync/marks.js';
 import { upgradedManagedFields } from '../sync/field-ownership.js';
 import { LiveReads } from '../sync/object-reads.js';
@@ -61,6 +62,8 @@ export interface Wiring {
   readonly hasher: ContentHasher;
   /** What the watches delivered, for reconciles to read; undefined with cache.bytes 0. */
   readonly cache: ObjectCache | undefined;
+  /** What selector and inverse rules can find without a LIST (finder-index.ts); undefined with cache.bytes 0. */
+  readonly finderIndex: FinderIndex | undefined;
   /** Queues a primary by identity; false when no configured resource has its type any more. */
   readonly enqueue: (id: ObjectIdentity) => boolean;
 }
@@ -102,7 +105,12 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const fieldManager = fieldManagerName(config.agentName);
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
-    const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live) : live, cache);
+    // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within a quarter of cache.bytes.
+    const finderIndex = cache
+      ? new FinderIndex(resources, (c) => c === clusters.service.name, config.cache.bytes / 4, (cluster, type) =>
+          logger.info({ cluster, type: type.resource, budgetBytes: config.cache.bytes / 4 }, 'the finder index is over its budget (a quarter of cache.bytes): selector and inverse rules LIST this type until its next list'))
+      : undefined;
+    const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live, finderIndex) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown
     // where the Lease's namespace is only the fallback (a sweep run by hand outside the cluster).
     const le = config.leaderElection;
@@ -182,7 +190,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     });
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, metrics, logger, finders: router, fingerprint });
-    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache };
+    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex };
   } catch (err) {
     clusters.close();
     throw err;

@@ -49,7 +49,8 @@ import { compositeKey } from '../core/composite-key.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
-import type { ListQuery, ObjectReads } from './object-reads.js';
+import { matchesQuerySelector, type FinderIndex } from './finder-index.js';
+import { answers, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
@@ -277,11 +278,16 @@ export class LiveReadsSeen implements ObjectReads {
   }
 }
 
-/** Reads from the cache, and from `live` (a LiveReadsSeen) what it does not hold; lists are always live. */
+/**
+ * Reads from the cache, and from `live` (a LiveReadsSeen) what it does not hold. A selector or
+ * inverse rule's list is answered from the finder index's candidates (finder-index.ts), each read
+ * like any object and checked against the whole query, where the index can answer; otherwise live.
+ */
 export class CachedReads implements ObjectReads {
   constructor(
     private readonly cache: ObjectCache,
     private readonly live: ObjectReads,
+    private readonly index?: Pick<FinderIndex, 'candidates'>,
   ) {}
 
   readonly cached = true;
@@ -296,8 +302,17 @@ export class CachedReads implements ObjectReads {
     return hit && (hit.apiVersion === undefined || hit.apiVersion === apiVersionOf(type)) ? { object: hit } : undefined;
   }
 
-  list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
-    return this.live.list(cluster, type, query);
+  async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+    const candidates = this.index?.candidates(cluster, type, query);
+    if (!candidates) return this.live.list(cluster, type, query);
+    const found: KubeObject[] = [];
+    for (const { namespace, name } of candidates) {
+      const object = await this.get(cluster, type, namespace, name);
+      if (!object || !matchesQuerySelector(query, object) || !answers(query, object)) continue;
+      found.push(query.project ? query.project(object) : object);
+      if (query.limit !== undefined && found.length >= query.limit) break;
+    }
+    return found;
   }
 }
 

@@ -19,6 +19,7 @@ import type { RelationRecord } from '../store/records.js';
 import type { SelectorRecord } from '../store/selector-index.js';
 import type { EventRecorder } from './event-recorder.js';
 import { markedSource } from './marks.js';
+import { inverseIndexName, inverseOwnerKey } from './finder-index.js';
 import { metadataOnly, type ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -112,14 +113,10 @@ export class RelatedFinder {
     const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
     if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };
     const { kind, group } = resource.primaryType;
-    const ownerOf = (o: KubeObject) => {
-      const ref = inverseOwner(finder, o, kind, group);
-      return ref && `${ref.namespace}/${ref.name}`;
-    };
     const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
       namespace: finder.namespaceFrom ? undefined : namespace,
       selector: inverseListSelector(finder, owner.name ?? ''),
-      indexed: { index: `${resource.where}.related.${rule.id}`, of: ownerOf, value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
+      indexed: { index: inverseIndexName(resource, rule), of: (o) => inverseOwnerKey(finder, resource.primaryType, o), value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
       accept: (o) => {
         if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
         const ref = inverseOwner(finder, o, kind, group);

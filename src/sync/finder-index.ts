@@ -1,0 +1,283 @@
+/**
+ * Which objects a selector or inverse rule could find, answered from what
+ * relsync's own watches delivered instead of a LIST. A reconcile of a new
+ * primary used to LIST the source namespace once per selector rule and once
+ * per inverse rule; the API server filters a label-selector LIST by walking
+ * every object of the namespace, so at 10,000 primaries in one namespace the
+ * initial sync's LISTs grew with the square of its size.
+ *
+ * What it holds: for each unfiltered watch of a type that selector or
+ * inverse rules read (on the side they read it), the names of the objects
+ * that carry a value for one of the rules' keys — a label a selector rule
+ * anchors on with a constant key (`matchLabels.app: '{{ name }}'`), or the
+ * owner an inverse rule computes from the object — by that value. Names
+ * only: the objects themselves are read as a reconcile reads any object (the
+ * object cache, else a GET), and the whole query (namespace, selector, the
+ * caller's checks) is applied to what is read. So the index only proposes
+ * candidates, and a wrong candidate costs a read, never a wrong answer.
+ *
+ * When it answers: only for a type whose watch has listed it completely
+ * since it started or last relisted (the informer contract), and only for a
+ * query with a key it indexes; with more candidates than a few reads are
+ * worth, a LIST is cheaper, and the caller lists. Everything else — a kcp
+ * platform's workspaces (a workspace's objects can appear without events), a
+ * filtered watch, a selector anchored on a templated key, an index over its
+ * budget — is answered by a LIST, as before.
+ *
+ * Why a missed candidate is never a missed object: the watch handler feeds
+ * the index before it routes the same event, and a reconcile stores its
+ * selectors and its primary (phase 1) before it asks. An object the index
+ * did not have when the reconcile asked is therefore routed, after the
+ * reconcile's own store write, to the primary it matches, which is queued
+ * again (the router's selector index and inverse lookup, event-router.ts).
+ */
+import { compositeKey } from '../core/composite-key.js';
+import { matchesSelector } from '../core/label-selector.js';
+import type { KubeObject } from '../core/object.js';
+import type { ResourceType } from '../core/resource-type.js';
+import { inverseOwner } from '../rules/inverse-owner.js';
+import type { ResolvedRule } from '../rules/rule.js';
+import type { ListQuery } from './object-reads.js';
+import type { ResolvedResource } from './resolved-config.js';
+
+/** Beyond this many candidates, one LIST costs the API server less than reading each. */
+export const MAX_CANDIDATES = 64;
+
+/** What an indexed object costs beside its strings: map slots, the entry arrays, a Set's header. */
+const ENTRY_BYTES = 200;
+
+type InverseFinder = Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
+
+/** The name of an inverse rule's index, as a ListQuery's `indexed.index` carries it. */
+export function inverseIndexName(resource: Pick<ResolvedResource, 'where'>, rule: Pick<ResolvedRule, 'id'>): string {
+  return `${resource.where}.related.${rule.id}`;
+}
+
+/** The owner an inverse rule reads off an object, as `namespace/name`: the value of its index. */
+export function inverseOwnerKey(finder: InverseFinder, primaryType: Pick<ResourceType, 'kind' | 'group'>, object: KubeObject): string | undefined {
+  const ref = inverseOwner(finder, object, primaryType.kind, primaryType.group);
+  return ref && `${ref.namespace}/${ref.name}`;
+}
+
+/** One way objects of a type are indexed: by a label's value, or by an inverse rule's owner. */
+interface Definition {
+  readonly name: string;
+  readonly valueOf: (object: KubeObject) => string | undefined;
+}
+
+/** The index of one watched type in one cluster. */
+interface TypeIndex {
+  readonly definitions: readonly Definition[];
+  /** Listed completely since the watch began or relisted, and never over the budget since. */
+  complete: boolean;
+  /** `definition\0value` → `namespace\0name` (one name, or several). */
+  readonly byValue: Map<string, string | Set<string>>;
+  /** `namespace\0name` → the byValue keys it is under, and what it costs. */
+  readonly ofObject: Map<string, { readonly keys: readonly string[]; readonly bytes: number }>;
+  bytes: number;
+}
+
+export interface FinderIndexStats {
+  readonly objects: number;
+  readonly bytes: number;
+  /** Queries answered with candidates, and queries left to a LIST, since the index was made. */
+  readonly answered: number;
+  readonly listed: number;
+}
+
+export class FinderIndex {
+  /** `side\0group\0resource` → how objects of that type are indexed on that side. */
+  private readonly definitions = new Map<string, Definition[]>();
+  /** `cluster\0group\0resource` → its index. */
+  private readonly types = new Map<string, TypeIndex>();
+  private bytes = 0;
+  private answered = 0;
+  private listed = 0;
+
+  /**
+   * `isService`: whether a cluster is the service cluster (rules read their sources on one side).
+   * `budgetBytes`: what all types' entries may cost together; a type that would pass it is let go
+   * until its next LIST (`onOverBudget` is told), and its rules LIST again.
+   */
+  constructor(
+    resources: readonly ResolvedResource[],
+    private readonly isService: (cluster: string) => boolean,
+    private readonly budgetBytes: number,
+    private readonly onOverBudget: (cluster: string, type: Pick<ResourceType, 'group' | 'resource'>) => void = () => undefined,
+  ) {
+    for (const resource of resources) {
+      for (const rule of resource.rules) {
+        const key = compositeKey(rule.origin, rule.sourceType.group, rule.sourceType.resource);
+        const list = this.definitions.get(key) ?? [];
+        const add = (d: Definition) => {
+          if (!list.some((x) => x.name === d.name)) list.push(d);
+        };
+        const finder = rule.finder;
+        if (finder.kind === 'selector') {
+          for (const r of finder.requirements) {
+            if (r.operator !== 'In' || !r.key.isConstant) continue;
+            const label = r.key.render({ cluster: '', namespace: '', name: '', object: { metadata: {} } as KubeObject });
+            add({ name: labelIndex(label), valueOf: (o) => o.metadata.labels?.[label] });
+          }
+        } else if (finder.kind === 'inverse') {
+          add({ name: inverseIndexName(resource, rule), valueOf: (o) => inverseOwnerKey(finder, resource.primaryType, o) });
+        }
+        if (list.length > 0) this.definitions.set(key, list);
+      }
+    }
+  }
+
+  /** Whether a watch of this type in this cluster feeds the index: unfiltered, of a type some rule indexes there. */
+  wants(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, labelSelector: string | undefined): boolean {
+    return !labelSelector && this.definitionsFor(cluster, type) !== undefined;
+  }
+
+  /** A LIST of the type begins (the watch's first, or a relist): until it ends, nothing is answered for the type. */
+  beginList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
+    const definitions = this.definitionsFor(cluster, type);
+    if (!definitions) return;
+    this.drop(cluster, type);
+    this.types.set(typeKey(cluster, type), { definitions, complete: false, byValue: new Map(), ofObject: new Map(), bytes: 0 });
+  }
+
+  /** The LIST ended: the index answers for the type (unless it went over the budget meanwhile). */
+  endList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
+    const index = this.types.get(typeKey(cluster, type));
+    if (index) index.complete = true;
+  }
+
+  /** The LIST failed midway: the type is not answered until its next LIST ends. */
+  abortList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
+    this.drop(cluster, type);
+  }
+
+  /** An object as the watch (or its LIST) delivered it; `object` undefined: deleted. */
+  observe(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string, object: KubeObject | undefined): void {
+    const index = this.types.get(typeKey(cluster, type));
+    if (!index) return;
+    const objectKey = compositeKey(namespace, name);
+    this.remove(index, objectKey);
+    if (!object) return;
+    const keys: string[] = [];
+    let bytes = 0;
+    for (const d of index.definitions) {
+      const value = d.valueOf(object);
+      if (value === undefined) continue;
+      const key = compositeKey(d.name, value);
+      keys.push(key);
+      bytes += key.length * 2;
+    }
+    if (keys.length === 0) return;
+    bytes += ENTRY_BYTES + objectKey.length * 2;
+    if (this.bytes + bytes > this.budgetBytes) {
+      // Over the budget: this type is answered by LISTs again, from now until its next LIST.
+      this.drop(cluster, type);
+      this.onOverBudget(cluster, type);
+      return;
+    }
+    for (const key of keys) {
+      const had = index.byValue.get(key);
+      if (had === undefined) index.byValue.set(key, objectKey);
+      else if (typeof had === 'string') index.byValue.set(key, new Set([had, objectKey]));
+      else had.add(objectKey);
+    }
+    index.ofObject.set(objectKey, { keys, bytes });
+    index.bytes += bytes;
+    this.bytes += bytes;
+  }
+
+  /**
+   * The objects the query could find, sorted as the API server lists them (by namespace, then
+   * name), or undefined when the index cannot answer it (the caller LISTs): the type is not
+   * complete here, the query has no key the index holds, or there are more than MAX_CANDIDATES.
+   */
+  candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
+    const found = this.find(cluster, type, query);
+    if (found) this.answered++;
+    else this.listed++;
+    return found;
+  }
+
+  private find(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
+    const index = this.types.get(typeKey(cluster, type));
+    if (!index?.complete) return undefined;
+    const keys = this.keysFor(index, query);
+    if (!keys) return undefined;
+    const found = new Set<string>();
+    for (const key of keys) {
+      const names = index.byValue.get(key);
+      if (names === undefined) continue;
+      for (const objectKey of typeof names === 'string' ? [names] : names) {
+        if (query.namespace !== undefined && query.namespace !== '' && !objectKey.startsWith(`${query.namespace}\u0000`)) continue;
+        found.add(objectKey);
+        if (found.size > MAX_CANDIDATES) return undefined;
+      }
+    }
+    return [...found].sort().map((k) => {
+      const at = k.indexOf('\u0000');
+      return { namespace: k.slice(0, at), name: k.slice(at + 1) };
+    });
+  }
+
+  stats(): FinderIndexStats {
+    let objects = 0;
+    for (const index of this.types.values()) objects += index.ofObject.size;
+    return { objects, bytes: this.bytes, answered: this.answered, listed: this.listed };
+  }
+
+  /** Where the query names a value of an index of this type: an inverse rule's owner, or a selector's `In` on an indexed label. */
+  private keysFor(index: TypeIndex, query: ListQuery): string[] | undefined {
+    if (query.indexed) {
+      return index.definitions.some((d) => d.name === query.indexed!.index) ? [compositeKey(query.indexed.index, query.indexed.value)] : undefined;
+    }
+    for (const r of query.selector?.requirements ?? []) {
+      if (r.operator !== 'In' || r.values.length === 0) continue;
+      const name = labelIndex(r.key);
+      if (index.definitions.some((d) => d.name === name)) return r.values.map((v) => compositeKey(name, v));
+    }
+    return undefined;
+  }
+
+  private definitionsFor(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): Definition[] | undefined {
+    return this.definitions.get(compositeKey(this.isService(cluster) ? 'service' : 'platform', type.group, type.resource));
+  }
+
+  private remove(index: TypeIndex, objectKey: string): void {
+    const entry = index.ofObject.get(objectKey);
+    if (!entry) return;
+    index.ofObject.delete(objectKey);
+    index.bytes -= entry.bytes;
+    this.bytes -= entry.bytes;
+    for (const key of entry.keys) {
+      const names = index.byValue.get(key);
+      if (names === undefined) continue;
+      if (typeof names === 'string') {
+        if (names === objectKey) index.byValue.delete(key);
+        continue;
+      }
+      names.delete(objectKey);
+      if (names.size === 1) index.byValue.set(key, names.values().next().value!);
+    }
+  }
+
+  private drop(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
+    const key = typeKey(cluster, type);
+    const index = this.types.get(key);
+    if (!index) return;
+    this.bytes -= index.bytes;
+    this.types.delete(key);
+  }
+}
+
+/** Whether `object` answers a query's selector: what the index proposes is checked against the whole query. */
+export function matchesQuerySelector(query: ListQuery, object: KubeObject): boolean {
+  return !query.selector || matchesSelector(query.selector, object.metadata.labels);
+}
+
+function labelIndex(key: string): string {
+  return `label:${key}`;
+}
+
+function typeKey(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): string {
+  return compositeKey(cluster, type.group, type.resource);
+}
