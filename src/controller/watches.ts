@@ -28,19 +28,19 @@ export interface WatchOptions {
  * An object watch of the plan: its events and lists go to the router (for kcp, split by workspace),
  * and its first list lets the primaries that read it run (first-lists.ts).
  */
-export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'finderIndex' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
+export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'finderIndex' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
   const key = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
   // The finder index follows this watch when it sees every object of a type rules find (finder-index.ts);
-  // only the watch's own cluster (a kcp workspace's objects can appear without events).
-  const index = w.finderIndex?.wants(p.cluster, p.type, p.labelSelector) ? w.finderIndex : undefined;
+  // not a kcp platform's (a workspace's objects can appear without events).
+  const index = w.clusters.get(p.cluster).kind !== 'kcp' && w.finderIndex?.wants(p.cluster, p.type, p.labelSelector) ? w.finderIndex : undefined;
   const indexed = (cluster: string, object: KubeObject, deleted: boolean) => {
-    if (!index || cluster !== p.cluster) return;
+    if (!index) return;
     const id = identityOf(cluster, p.type, object);
     // Before the router sees the same object: a reconcile that asks the index after its own store
     // write either finds the object or is queued again by the router (finder-index.ts).
     index.observe(cluster, p.type, id.namespace, id.name, deleted ? undefined : object);
   };
-  return listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
+  const watch: ListWatch = await listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
     onEvent: async (change, object) => {
       const cluster = w.scope.of(p.cluster, object);
       if (cluster === undefined) return;
@@ -51,7 +51,8 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
     beginList: () => {
       // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
       w.cache?.listed(p.type);
-      index?.beginList(p.cluster, p.type);
+      // Called once the loop runs, after `watch` is set.
+      index?.beginList(p.cluster, p.type, () => watch.synced);
       // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
       // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
       // but its list is not complete, so nothing the store knows of it is taken for gone.
@@ -80,6 +81,7 @@ export function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | '
       };
     },
   });
+  return watch;
 }
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */

@@ -94,7 +94,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   try {
     await awaitKcpEndpoints(clusters, logger, signal);
     const resources = await resolveConfig(config, clusters);
-    const store = new RelationStore(db);
+    const store = new RelationStore(options.store);
     const checkpoints = new CheckpointStore(db);
     const checkpointer = new Checkpointer(checkpoints, logger);
     const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
@@ -106,9 +106,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
     // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within a quarter of cache.bytes.
+    const indexBudget = config.cache.bytes / 4;
     const finderIndex = cache
-      ? new FinderIndex(resources, (c) => c === clusters.service.name, config.cache.bytes / 4, (cluster, type) =>
-          logger.info({ cluster, type: type.resource, budgetBytes: config.cache.bytes / 4 }, 'the finder index is over its budget (a quarter of cache.bytes): selector and inverse rules LIST this type until its next list'))
+      ? new FinderIndex(config.agentName, resources, (c) => c === clusters.service.name, indexBudget, (cluster, type) =>
+          logger.info({ cluster, type: type.resource, budgetBytes: indexBudget }, 'the finder index is over its budget (a quarter of cache.bytes): selector and inverse rules LIST the largest type until its next list'))
       : undefined;
     const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live, finderIndex) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown

@@ -50,6 +50,12 @@ export function inverseOwner(finder: InverseFinder, object: KubeObject, ownerKin
   }
 }
 
+/** The owner `object` names as `namespace/name` (what an inverse rule's LIST keeps, and its finder index holds), or undefined. */
+export function inverseOwnerKey(finder: InverseFinder, object: KubeObject, ownerKind: string, ownerGroup: string): string | undefined {
+  const ref = inverseOwner(finder, object, ownerKind, ownerGroup);
+  return ref && `${ref.namespace}/${ref.name}`;
+}
+
 /** The server-side label selector that narrows the LIST for an owner, when there is one. */
 export function inverseListSelector(finder: InverseFinder, ownerName: string): LabelSelector | undefined {
   return finder.owner.kind === 'label' ? { requirements: [{ key: finder.owner.key, operator: 'In', values: [ownerName] }] } : undefined;

@@ -14,6 +14,8 @@ import type { SelectorLabelKeys, SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
+import type { OpenedStore } from './database.js';
+import { ReconcileWrites } from './reconcile-writes.js';
 
 export type Clock = () => Date;
 
@@ -45,10 +47,17 @@ export class RelationStore {
   private readonly bySource: PreparedQuery<IdentityColumns<'source_'>, RelationsTable>;
   private readonly byDestination: PreparedQuery<IdentityColumns<'dest_'>, IdentityColumns<'primary_'>>;
 
+  private readonly db: Kysely<Database>;
+  /** A reconcile's rows, in one transaction of statements prepared once (reconcile-writes.ts). */
+  private readonly writes: ReconcileWrites;
+
   constructor(
-    private readonly db: Kysely<Database>,
+    store: Pick<OpenedStore, 'db' | 'sqlite'>,
     private readonly now: Clock = () => new Date(),
   ) {
+    const db = store.db;
+    this.db = db;
+    this.writes = new ReconcileWrites(store.sqlite);
     this.touches = new TouchBatcher(db);
     this.byId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
     this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_namespace', 'copy_name', 'group', 'resource'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
@@ -174,57 +183,8 @@ export class RelationStore {
       if (primary.state === 'synced') this.touches.touch(primary.id, at);
       return;
     }
-    await this.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('primaries')
-        .values({
-          ...columns('', primary.id),
-          uid: primary.uid,
-          copy_cluster: primary.copy.cluster,
-          copy_namespace: primary.copy.namespace,
-          copy_name: primary.copy.name,
-          state: primary.state,
-          message: primary.message,
-          first_seen_at: at,
-          last_synced_at: primary.state === 'synced' ? at : null,
-          synced_version: primary.versions?.primary ?? null,
-          copy_version: primary.versions?.copy ?? null,
-          synced_config: primary.versions?.config ?? null,
-        })
-        .onConflict((oc) =>
-          oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet((eb) => ({
-            uid: eb.ref('excluded.uid'),
-            copy_cluster: eb.ref('excluded.copy_cluster'),
-            copy_namespace: eb.ref('excluded.copy_namespace'),
-            copy_name: eb.ref('excluded.copy_name'),
-            state: eb.ref('excluded.state'),
-            message: eb.ref('excluded.message'),
-            last_synced_at: primary.state === 'synced' ? at : eb.ref('primaries.last_synced_at'),
-            synced_version: eb.ref('excluded.synced_version'),
-            copy_version: eb.ref('excluded.copy_version'),
-            synced_config: eb.ref('excluded.synced_config'),
-          })),
-        )
-        .execute();
-      await trx.deleteFrom('relations').where((eb) => eb.and(columns('primary_', primary.id))).execute();
-      await selectorIndex.replaceSelectors(trx, primary.id, selectors);
-      if (relations.length === 0) return;
-      const rows: RelationsTable[] = relations.map((r) => ({
-        ...columns('primary_', primary.id),
-        rule_id: r.ruleId,
-        origin: r.origin,
-        ...columns('source_', r.source),
-        ...columns('dest_', r.destination),
-        state: r.state,
-        content_hash: r.contentHash,
-        message: r.message,
-        last_synced_at: r.state === 'synced' ? at : null,
-        source_version: r.versions?.source ?? null,
-        dest_version: r.versions?.destination ?? null,
-      }));
-      // SQLite limits bound parameters per statement; insert in chunks.
-      for (let i = 0; i < rows.length; i += 40) await trx.insertInto('relations').values(rows.slice(i, i + 40)).execute();
-    });
+    // Only this reconcile writes these rows (KnownRows): with `known`, only what differs is written.
+    await this.db.connection().execute(async () => this.writes.write(primary, relations, selectors, known, at));
   }
 
   /** True when the store holds exactly this reconcile's outcome already. */

@@ -7,7 +7,7 @@
  */
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
-import { matchesSelector, selectorQuery, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
+import { matchesSelector, type LabelSelector, type SelectorRequirement } from '../core/label-selector.js';
 import { compositeKey } from '../core/composite-key.js';
 import type { Database, SelectorsTable } from './schema.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
@@ -18,32 +18,6 @@ export interface SelectorRecord {
   /** Cluster, group, resource and namespace of the objects it selects (name unused). */
   readonly scope: Omit<ObjectIdentity, 'name'>;
   readonly selector: LabelSelector;
-}
-
-/**
- * Replaces a primary's selectors and their index terms. `db` is the
- * reconcile's transaction, so the index never disagrees with the relations.
- */
-export async function replaceSelectors(db: Kysely<Database>, primary: ObjectIdentity, selectors: readonly SelectorRecord[]): Promise<void> {
-  await db.deleteFrom('selectors').where((eb) => eb.and(columns('primary_', primary))).execute();
-  for (const sel of selectors) {
-    const scope = { source_cluster: sel.scope.cluster, source_group: sel.scope.group, source_resource: sel.scope.resource, source_namespace: sel.scope.namespace };
-    const anchor = anchorOf(sel.selector);
-    await db
-      .insertInto('selectors')
-      .values({
-        ...columns('primary_', primary),
-        rule_id: sel.ruleId,
-        ...scope,
-        requirements: JSON.stringify(sel.selector.requirements),
-        selector_text: selectorQuery(sel.selector),
-        anchored: anchor ? 1 : 0,
-      })
-      .execute();
-    for (const value of anchor?.values ?? []) {
-      await db.insertInto('selector_terms').values({ ...scope, label_key: anchor!.key, label_value: value, ...columns('primary_', primary), rule_id: sel.ruleId }).execute();
-    }
-  }
 }
 
 /**
@@ -119,7 +93,8 @@ export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity)
 }
 
 /** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
-function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
+/** The requirement a selector is indexed by: its first `In` with values. */
+export function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
   return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
 }
 

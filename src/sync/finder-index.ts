@@ -17,12 +17,16 @@
  * candidates, and a wrong candidate costs a read, never a wrong answer.
  *
  * When it answers: only for a type whose watch has listed it completely
- * since it started or last relisted (the informer contract), and only for a
- * query with a key it indexes; with more candidates than a few reads are
- * worth, a LIST is cheaper, and the caller lists. Everything else — a kcp
- * platform's workspaces (a workspace's objects can appear without events), a
- * filtered watch, a selector anchored on a templated key, an index over its
- * budget — is answered by a LIST, as before.
+ * since it started or last relisted, and is synced now (the informer
+ * contract), and only for a query with a key it indexes; with more
+ * candidates than a few reads are worth, a LIST is cheaper, and the caller
+ * lists. Everything else — a kcp platform's workspaces (a workspace's
+ * objects can appear without events), a filtered watch, a selector anchored
+ * on a templated key, a watch resumed from a checkpoint (it did not LIST:
+ * after a restart, rules LIST until the type's next relist), a type let go
+ * over the budget (until its next relist) — is answered by a LIST, as before.
+ * relsync's own copies are never indexed: they are never sources, and
+ * tenants, who write their labels, would only fill the index with them.
  *
  * Why a missed candidate is never a missed object: the watch handler feeds
  * the index before it routes the same event, and a reconcile stores its
@@ -32,11 +36,10 @@
  * again (the router's selector index and inverse lookup, event-router.ts).
  */
 import { compositeKey } from '../core/composite-key.js';
-import { matchesSelector } from '../core/label-selector.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
-import { inverseOwner } from '../rules/inverse-owner.js';
-import type { ResolvedRule } from '../rules/rule.js';
+import { inverseOwnerKey } from '../rules/inverse-owner.js';
+import { markedSource } from './marks.js';
 import type { ListQuery } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 
@@ -46,30 +49,28 @@ export const MAX_CANDIDATES = 64;
 /** What an indexed object costs beside its strings: map slots, the entry arrays, a Set's header. */
 const ENTRY_BYTES = 200;
 
-type InverseFinder = Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
-
 /** The name of an inverse rule's index, as a ListQuery's `indexed.index` carries it. */
-export function inverseIndexName(resource: Pick<ResolvedResource, 'where'>, rule: Pick<ResolvedRule, 'id'>): string {
+export function inverseIndexName(resource: Pick<ResolvedResource, 'where'>, rule: { readonly id: string }): string {
   return `${resource.where}.related.${rule.id}`;
 }
 
-/** The owner an inverse rule reads off an object, as `namespace/name`: the value of its index. */
-export function inverseOwnerKey(finder: InverseFinder, primaryType: Pick<ResourceType, 'kind' | 'group'>, object: KubeObject): string | undefined {
-  const ref = inverseOwner(finder, object, primaryType.kind, primaryType.group);
-  return ref && `${ref.namespace}/${ref.name}`;
-}
-
-/** One way objects of a type are indexed: by a label's value, or by an inverse rule's owner. */
+/**
+ * One way objects of a type are indexed: by a label's value within the object's namespace (a
+ * selector rule lists one namespace, so a label value common to many namespaces costs a query
+ * only its own), or by the `namespace/name` of the owner an inverse rule reads off the object.
+ */
 interface Definition {
   readonly name: string;
-  readonly valueOf: (object: KubeObject) => string | undefined;
+  readonly keyIn: (object: KubeObject) => string | undefined;
 }
 
 /** The index of one watched type in one cluster. */
 interface TypeIndex {
   readonly definitions: readonly Definition[];
-  /** Listed completely since the watch began or relisted, and never over the budget since. */
+  /** Listed completely since the watch began or relisted (a type over the budget is let go whole). */
   complete: boolean;
+  /** Whether its watch is synced now (not failing past its grace, not stalled). */
+  readonly synced: () => boolean;
   /** `definition\0value` → `namespace\0name` (one name, or several). */
   readonly byValue: Map<string, string | Set<string>>;
   /** `namespace\0name` → the byValue keys it is under, and what it costs. */
@@ -100,6 +101,7 @@ export class FinderIndex {
    * until its next LIST (`onOverBudget` is told), and its rules LIST again.
    */
   constructor(
+    private readonly agentName: string,
     resources: readonly ResolvedResource[],
     private readonly isService: (cluster: string) => boolean,
     private readonly budgetBytes: number,
@@ -117,10 +119,14 @@ export class FinderIndex {
           for (const r of finder.requirements) {
             if (r.operator !== 'In' || !r.key.isConstant) continue;
             const label = r.key.render({ cluster: '', namespace: '', name: '', object: { metadata: {} } as KubeObject });
-            add({ name: labelIndex(label), valueOf: (o) => o.metadata.labels?.[label] });
+            add({ name: labelIndex(label), keyIn: (o) => {
+              const value = o.metadata.labels?.[label];
+              return value === undefined ? undefined : compositeKey(o.metadata.namespace ?? '', value);
+            } });
           }
         } else if (finder.kind === 'inverse') {
-          add({ name: inverseIndexName(resource, rule), valueOf: (o) => inverseOwnerKey(finder, resource.primaryType, o) });
+          const { kind, group } = resource.primaryType;
+          add({ name: inverseIndexName(resource, rule), keyIn: (o) => inverseOwnerKey(finder, o, kind, group) });
         }
         if (list.length > 0) this.definitions.set(key, list);
       }
@@ -132,12 +138,15 @@ export class FinderIndex {
     return !labelSelector && this.definitionsFor(cluster, type) !== undefined;
   }
 
-  /** A LIST of the type begins (the watch's first, or a relist): until it ends, nothing is answered for the type. */
-  beginList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
+  /**
+   * A LIST of the type begins (the watch's first, or a relist): until it ends, nothing is answered
+   * for the type; after, while `synced` says the watch is.
+   */
+  beginList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, synced: () => boolean): void {
     const definitions = this.definitionsFor(cluster, type);
     if (!definitions) return;
-    this.drop(cluster, type);
-    this.types.set(typeKey(cluster, type), { definitions, complete: false, byValue: new Map(), ofObject: new Map(), bytes: 0 });
+    this.drop(typeKey(cluster, type));
+    this.types.set(typeKey(cluster, type), { definitions, complete: false, synced, byValue: new Map(), ofObject: new Map(), bytes: 0 });
   }
 
   /** The LIST ended: the index answers for the type (unless it went over the budget meanwhile). */
@@ -148,37 +157,40 @@ export class FinderIndex {
 
   /** The LIST failed midway: the type is not answered until its next LIST ends. */
   abortList(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
-    this.drop(cluster, type);
+    this.drop(typeKey(cluster, type));
   }
 
   /** An object as the watch (or its LIST) delivered it; `object` undefined: deleted. */
   observe(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string, object: KubeObject | undefined): void {
-    const index = this.types.get(typeKey(cluster, type));
+    const key = typeKey(cluster, type);
+    const index = this.types.get(key);
     if (!index) return;
     const objectKey = compositeKey(namespace, name);
     this.remove(index, objectKey);
-    if (!object) return;
+    if (!object || markedSource(object, this.agentName) !== undefined) return;
     const keys: string[] = [];
     let bytes = 0;
     for (const d of index.definitions) {
-      const value = d.valueOf(object);
+      const value = d.keyIn(object);
       if (value === undefined) continue;
-      const key = compositeKey(d.name, value);
-      keys.push(key);
-      bytes += key.length * 2;
+      const k = compositeKey(d.name, value);
+      keys.push(k);
+      bytes += k.length * 2;
     }
     if (keys.length === 0) return;
     bytes += ENTRY_BYTES + objectKey.length * 2;
-    if (this.bytes + bytes > this.budgetBytes) {
-      // Over the budget: this type is answered by LISTs again, from now until its next LIST.
-      this.drop(cluster, type);
-      this.onOverBudget(cluster, type);
-      return;
+    // Over the budget: the largest type goes (a tenant's flood costs its own type, not another's
+    // that happened to come next), and this one too if that is not room enough.
+    while (this.bytes + bytes > this.budgetBytes) {
+      const largest = [...this.types].reduce<[string, TypeIndex] | undefined>((a, b) => (!a || b[1].bytes > a[1].bytes ? b : a), undefined);
+      const [dropKey] = largest !== undefined && largest[1].bytes > 0 ? largest : [key];
+      this.letGo(dropKey);
+      if (dropKey === key) return;
     }
-    for (const key of keys) {
-      const had = index.byValue.get(key);
-      if (had === undefined) index.byValue.set(key, objectKey);
-      else if (typeof had === 'string') index.byValue.set(key, new Set([had, objectKey]));
+    for (const k of keys) {
+      const had = index.byValue.get(k);
+      if (had === undefined) index.byValue.set(k, objectKey);
+      else if (typeof had === 'string') index.byValue.set(k, new Set([had, objectKey]));
       else had.add(objectKey);
     }
     index.ofObject.set(objectKey, { keys, bytes });
@@ -187,9 +199,10 @@ export class FinderIndex {
   }
 
   /**
-   * The objects the query could find, sorted as the API server lists them (by namespace, then
-   * name), or undefined when the index cannot answer it (the caller LISTs): the type is not
-   * complete here, the query has no key the index holds, or there are more than MAX_CANDIDATES.
+   * The objects the query could find, sorted by namespace, then name, as the API server lists
+   * them, or undefined when the index cannot answer it (the caller LISTs): the type is not
+   * complete here or its watch is not synced, the query has no key the index holds, or there are
+   * more than MAX_CANDIDATES.
    */
   candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
     const found = this.find(cluster, type, query);
@@ -200,7 +213,7 @@ export class FinderIndex {
 
   private find(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
     const index = this.types.get(typeKey(cluster, type));
-    if (!index?.complete) return undefined;
+    if (!index?.complete || !index.synced()) return undefined;
     const keys = this.keysFor(index, query);
     if (!keys) return undefined;
     const found = new Set<string>();
@@ -208,15 +221,18 @@ export class FinderIndex {
       const names = index.byValue.get(key);
       if (names === undefined) continue;
       for (const objectKey of typeof names === 'string' ? [names] : names) {
+        // Inverse rules with namespaceFrom list every namespace; an owner's own namespace otherwise.
         if (query.namespace !== undefined && query.namespace !== '' && !objectKey.startsWith(`${query.namespace}\u0000`)) continue;
         found.add(objectKey);
         if (found.size > MAX_CANDIDATES) return undefined;
       }
     }
-    return [...found].sort().map((k) => {
-      const at = k.indexOf('\u0000');
-      return { namespace: k.slice(0, at), name: k.slice(at + 1) };
-    });
+    return [...found]
+      .map((k) => {
+        const at = k.indexOf('\u0000');
+        return { namespace: k.slice(0, at), name: k.slice(at + 1) };
+      })
+      .sort((a, b) => (a.namespace !== b.namespace ? (a.namespace < b.namespace ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   stats(): FinderIndexStats {
@@ -225,15 +241,17 @@ export class FinderIndex {
     return { objects, bytes: this.bytes, answered: this.answered, listed: this.listed };
   }
 
-  /** Where the query names a value of an index of this type: an inverse rule's owner, or a selector's `In` on an indexed label. */
+  /** Where the query names a value of an index of this type: an inverse rule's owner, or a selector's `In` on an indexed label in one namespace. */
   private keysFor(index: TypeIndex, query: ListQuery): string[] | undefined {
     if (query.indexed) {
       return index.definitions.some((d) => d.name === query.indexed!.index) ? [compositeKey(query.indexed.index, query.indexed.value)] : undefined;
     }
+    // A selector over all namespaces cannot use the namespaced label keys (selector rules always name one, or '' for cluster-scoped types).
+    if (query.namespace === undefined) return undefined;
     for (const r of query.selector?.requirements ?? []) {
       if (r.operator !== 'In' || r.values.length === 0) continue;
       const name = labelIndex(r.key);
-      if (index.definitions.some((d) => d.name === name)) return r.values.map((v) => compositeKey(name, v));
+      if (index.definitions.some((d) => d.name === name)) return r.values.map((v) => compositeKey(name, query.namespace!, v));
     }
     return undefined;
   }
@@ -260,18 +278,19 @@ export class FinderIndex {
     }
   }
 
-  private drop(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): void {
-    const key = typeKey(cluster, type);
+  private drop(key: string): void {
     const index = this.types.get(key);
     if (!index) return;
     this.bytes -= index.bytes;
     this.types.delete(key);
   }
-}
 
-/** Whether `object` answers a query's selector: what the index proposes is checked against the whole query. */
-export function matchesQuerySelector(query: ListQuery, object: KubeObject): boolean {
-  return !query.selector || matchesSelector(query.selector, object.metadata.labels);
+  /** A type over the budget: answered by LISTs until its next LIST. */
+  private letGo(key: string): void {
+    this.drop(key);
+    const [cluster, group, resource] = key.split('\u0000') as [string, string, string];
+    this.onOverBudget(cluster, { group, resource });
+  }
 }
 
 function labelIndex(key: string): string {

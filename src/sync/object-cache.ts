@@ -49,8 +49,8 @@ import { compositeKey } from '../core/composite-key.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
-import { matchesQuerySelector, type FinderIndex } from './finder-index.js';
-import { answers, type ListQuery, type ObjectReads } from './object-reads.js';
+import type { FinderIndex } from './finder-index.js';
+import { matchesQuery, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
@@ -305,10 +305,11 @@ export class CachedReads implements ObjectReads {
   async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
     const candidates = this.index?.candidates(cluster, type, query);
     if (!candidates) return this.live.list(cluster, type, query);
+    // At most MAX_CANDIDATES, read at once (after a sweep cleared the cache, most are GETs), kept in the index's order.
+    const read = await Promise.all(candidates.map(({ namespace, name }) => this.get(cluster, type, namespace, name)));
     const found: KubeObject[] = [];
-    for (const { namespace, name } of candidates) {
-      const object = await this.get(cluster, type, namespace, name);
-      if (!object || !matchesQuerySelector(query, object) || !answers(query, object)) continue;
+    for (const object of read) {
+      if (!object || !matchesQuery(query, object)) continue;
       found.push(query.project ? query.project(object) : object);
       if (query.limit !== undefined && found.length >= query.limit) break;
     }

@@ -7,7 +7,7 @@
 import type { ClusterAccess } from './cluster-access.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
-import { selectorQuery, type LabelSelector } from '../core/label-selector.js';
+import { matchesSelector, selectorQuery, type LabelSelector } from '../core/label-selector.js';
 
 export interface ListQuery {
   /** Only objects of this namespace; all namespaces when undefined. */
@@ -39,6 +39,11 @@ export function metadataOnly(object: KubeObject): KubeObject {
 /** Whether a listed object answers the query's in-memory parts (`indexed`, `accept`). */
 export function answers(query: ListQuery, object: KubeObject): boolean {
   return (!query.indexed || query.indexed.of(object) === query.indexed.value) && (!query.accept || query.accept(object));
+}
+
+/** Whether an object read by name answers the whole query: its label selector (which a LIST applies on the server) too. */
+export function matchesQuery(query: ListQuery, object: KubeObject): boolean {
+  return (!query.selector || matchesSelector(query.selector, object.metadata.labels)) && answers(query, object);
 }
 
 export interface ObjectReads {

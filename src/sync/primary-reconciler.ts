@@ -373,7 +373,9 @@ export class PrimaryReconciler {
   ): Promise<{ relations: RelationOutcome[]; known: KnownRows }> {
     const claimed = new Set(relations.map(claimKey));
     const fresh: RelationOutcome[] = claims.filter((c) => !claimed.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
-    if (record !== undefined && fresh.length === 0 && !selectorsChanged) return { relations: [...relations], known };
+    // Nothing new to claim, and the stored row is this incarnation's with this copy: routing already finds this primary.
+    const rowHeld = known.primary !== undefined && known.primary.uid === (primary.metadata.uid ?? '') && sameIdentity(known.primary.copy, copyId);
+    if (record !== undefined && rowHeld && fresh.length === 0 && !selectorsChanged) return { relations: [...relations], known };
     const next = [...relations, ...fresh];
     const row = { id, uid: primary.metadata.uid ?? '', copy: copyId, state: record?.state ?? 'synced', message: record?.message ?? null };
     await this.deps.store.saveReconcile(row, next, selectors, known);

@@ -10,7 +10,7 @@ import { identityKey } from '../core/identity.js';
 import { compositeKey } from '../core/composite-key.js';
 import { labelValueProblem } from '../core/label-selector.js';
 import type { KubeObject } from '../core/object.js';
-import { inverseListSelector, inverseOwner } from '../rules/inverse-owner.js';
+import { inverseListSelector, inverseOwner, inverseOwnerKey } from '../rules/inverse-owner.js';
 import { provenanceProblem } from '../rules/provenance.js';
 import { namespaceProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
@@ -19,7 +19,7 @@ import type { RelationRecord } from '../store/records.js';
 import type { SelectorRecord } from '../store/selector-index.js';
 import type { EventRecorder } from './event-recorder.js';
 import { markedSource } from './marks.js';
-import { inverseIndexName, inverseOwnerKey } from './finder-index.js';
+import { inverseIndexName } from './finder-index.js';
 import { metadataOnly, type ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -85,8 +85,10 @@ export class RelatedFinder {
 
   /**
    * Phase 2 of one rule: the related objects. Names come from phase 1 for
-   * reference and template rules; selector and inverse rules LIST the objects
-   * (by the rendered selector, or those that name this primary).
+   * reference and template rules; selector and inverse rules ask `reads` to
+   * list the objects (by the rendered selector, or those that name this
+   * primary), which answers from the finder index where it can
+   * (finder-index.ts), else with a LIST.
    */
   async findRelated(reads: ObjectReads, resource: ResolvedResource, plan: RulePlan, primary: KubeObject): Promise<Found> {
     const { input } = plan;
@@ -116,7 +118,7 @@ export class RelatedFinder {
     const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
       namespace: finder.namespaceFrom ? undefined : namespace,
       selector: inverseListSelector(finder, owner.name ?? ''),
-      indexed: { index: inverseIndexName(resource, rule), of: (o) => inverseOwnerKey(finder, resource.primaryType, o), value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
+      indexed: { index: inverseIndexName(resource, rule), of: (o) => inverseOwnerKey(finder, o, kind, group), value: `${owner.namespace ?? ''}/${owner.name ?? ''}` },
       accept: (o) => {
         if (this.isOwnCopy(o) || !this.isProven(input, o)) return false;
         const ref = inverseOwner(finder, o, kind, group);

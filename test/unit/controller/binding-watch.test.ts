@@ -28,7 +28,7 @@ describe('APIBinding watch', () => {
   it('records bound workspaces, queues an unbound one’s primaries only, and keeps it all across a restart', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'relsync-bindings-')), 'relsync.db');
     const opened = await openStore(path);
-    const store = new RelationStore(opened.db);
+    const store = new RelationStore(opened);
     for (const id of [primary('ws-a', 'orders'), primary('ws-b', 'orders'), primary('ws-b', 'invoices')]) {
       await store.saveReconcile({ id, uid: `${id.cluster}-${id.name}`, copy: { ...id, cluster: 'service' }, state: 'synced', message: null }, []);
     }

@@ -64,7 +64,7 @@ describe('event router (real SQLite store)', () => {
 
   before(async () => {
     opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-router-')), 'router.db'));
-    store = new RelationStore(opened.db);
+    store = new RelationStore(opened);
     router = new EventRouter({
       agentName: 'e2e',
       serviceCluster: 'service',

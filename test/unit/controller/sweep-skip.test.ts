@@ -71,7 +71,7 @@ async function check(store: RelationStore, over: Partial<SkipContext> = {}, k: P
 
 async function storeWith(state: 'synced' | 'error', relations: Relation[], versions: { primary: string; copy: string; config: string } | null = { primary: '3/u3', copy: '4/u4', config: 'config-1' }) {
   const opened = await openStore(join(dir, `${Math.random().toString(36).slice(2)}.db`));
-  const store = new RelationStore(opened.db);
+  const store = new RelationStore(opened);
   await store.saveReconcile({ id: primary, uid: 'u', copy, state, message: null, versions }, relations);
   return store;
 }
@@ -149,7 +149,7 @@ describe('sweep skip', () => {
 
   it('reads every primary with exactly its own relations, across page boundaries', async () => {
     const opened = await openStore(join(dir, 'pages.db'));
-    const store = new RelationStore(opened.db);
+    const store = new RelationStore(opened);
     // Names that sort next to each other or are a prefix of another; the same names in two clusters;
     // cluster "a" name "z" next to cluster "b" name "a"; a cluster-scoped type (namespace ''). A page's
     // range must take no neighbour's rows, whichever column tells them apart.

@@ -67,7 +67,7 @@ describe('relation store', () => {
     await db.destroy();
 
     const opened = await openStore(path);
-    const store = new RelationStore(opened.db);
+    const store = new RelationStore(opened);
     const record = await store.primary(primary('db'));
     assert.deepEqual({ uid: record?.uid, state: record?.state, lastSyncedAt: record?.lastSyncedAt, versions: record?.versions }, { uid: 'u1', state: 'synced', lastSyncedAt: '2026-01-02', versions: null });
     const [relation] = await store.relationsOf(primary('db'));
@@ -84,7 +84,7 @@ describe('relation store', () => {
 
   it('routes by source and by destination through the store, and cascades on delete', async () => {
     const opened = await openStore(join(dir, 'routing.db'));
-    const store = new RelationStore(opened.db);
+    const store = new RelationStore(opened);
     const relation = (source: ObjectIdentity) => ({ ruleId: 'cfg', origin: 'platform' as const, source, destination: { ...source, cluster: 'service', namespace: 'copy-ns' }, state: 'synced' as const, contentHash: 'h', message: null });
     await store.saveReconcile({ id: primary('one'), uid: 'u1', copy: { ...primary('one'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared'))]);
     await store.saveReconcile({ id: primary('two'), uid: 'u2', copy: { ...primary('two'), cluster: 'service' }, state: 'synced', message: null }, [relation(cm('tenant-a', 'shared')), relation(cm('tenant-a', 'own'))]);
@@ -112,7 +112,7 @@ describe('relation store', () => {
   it('writes a reconcile that found nothing new as a batched "last synced" only, and every change in full', async () => {
     const opened = await openStore(join(dir, 'unchanged.db'));
     let clock = new Date('2026-12-02T10:00:00Z');
-    const store = new RelationStore(opened.db, () => clock);
+    const store = new RelationStore(opened, () => clock);
     const relation = (hash: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', 'cfg'), destination: cm('service', 'cfg'), state: 'synced' as const, contentHash: hash, message: null });
     const record = { id: primary('one'), uid: 'u1', copy: { ...primary('one'), cluster: 'service' }, state: 'synced' as const, message: null };
     const selector = { ruleId: 'sel', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' }, selector: { requirements: [{ key: 'app', operator: 'In' as const, values: ['one'] }] } };
@@ -145,7 +145,7 @@ describe('relation store', () => {
   it('moves "last synced" of many primaries in one batch, each to its own time, never backwards, and only where synced', async () => {
     const opened = await openStore(join(dir, 'touches.db'));
     let clock = new Date('2026-12-02T10:00:00Z');
-    const store = new RelationStore(opened.db, () => clock);
+    const store = new RelationStore(opened, () => clock);
     const names = Array.from({ length: 450 }, (_, i) => `p${i}`);
     for (const [i, name] of names.entries()) {
       const state = i % 10 === 0 ? ('error' as const) : ('synced' as const);
@@ -174,7 +174,7 @@ describe('relation store', () => {
 
   it('forgets the primaries of types no longer configured, with their relations, and says how many', async () => {
     const opened = await openStore(join(dir, 'forget.db'));
-    const store = new RelationStore(opened.db);
+    const store = new RelationStore(opened);
     const rel = (name: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', name), destination: cm('service', name), state: 'synced' as const, contentHash: 'h', message: null });
     const other = (name: string): ObjectIdentity => ({ ...primary(name), group: 'old.relsync.dev', resource: 'caches' });
     await store.saveReconcile({ id: primary('kept'), uid: 'k', copy: { ...primary('kept'), cluster: 'service' }, state: 'synced', message: null }, [rel('a')]);

@@ -20,7 +20,7 @@ const selector = (ruleId: string, ...requirements: SelectorRequirement[]): Selec
 
 async function storeWith(file: string, selectors: Record<string, SelectorRecord[]>) {
   const opened = await openStore(join(dir, file));
-  const store = new RelationStore(opened.db);
+  const store = new RelationStore(opened);
   const save = (name: string, sel: SelectorRecord[]) => store.saveReconcile({ id: primary(name), uid: name, copy: { ...primary(name), cluster: 'service' }, state: 'synced', message: null }, [], sel);
   for (const [name, sel] of Object.entries(selectors)) await save(name, sel);
   const owners = async (labels: Record<string, string>, scope: Omit<ObjectIdentity, 'name'> = configmaps) => (await store.selectorOwners(scope, labels)).map((p) => p.name).sort();

@@ -107,7 +107,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
 
   beforeEach(async () => {
     opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
-    store = new RelationStore(opened.db);
+    store = new RelationStore(opened);
     world = new MemoryClusters('service', ['tenant-a']);
     world.put('tenant-a', namespaces, { metadata: { name: 'shop' } });
     reconciler = reconcilerWith();
