@@ -43,6 +43,7 @@ const SELECTOR_SCOPE = prefixed('source_').slice(0, 4);
 
 export class ReconcileWrites {
   private readonly upsertPrimary: BetterSqlite3.Statement;
+  private readonly primaryExists: BetterSqlite3.Statement;
   private readonly deleteRelations: BetterSqlite3.Statement;
   private readonly deleteRelation: BetterSqlite3.Statement;
   private readonly insertRelation: BetterSqlite3.Statement;
@@ -60,6 +61,7 @@ export class ReconcileWrites {
        ON CONFLICT (${quoted(PRIMARY_KEY)}) DO UPDATE SET ${updates.map((c) => `"${c}" = excluded."${c}"`).join(', ')},
          last_synced_at = coalesce(excluded.last_synced_at, primaries.last_synced_at)`,
     );
+    this.primaryExists = sqlite.prepare(`SELECT 1 FROM primaries WHERE ${equal(PRIMARY_KEY)}`).pluck();
     this.deleteRelations = sqlite.prepare(`DELETE FROM relations WHERE ${equal(RELATION_OWNER)}`);
     this.deleteRelation = sqlite.prepare(`DELETE FROM relations WHERE ${equal(RELATION_KEY)}`);
     this.insertRelation = sqlite.prepare(`INSERT INTO relations (${quoted([...RELATION_KEY, ...RELATION_VALUES])}) VALUES (${params([...RELATION_KEY, ...RELATION_VALUES])})`);
@@ -72,7 +74,10 @@ export class ReconcileWrites {
     this.insertSelector = sqlite.prepare(`INSERT INTO selectors (${quoted(selectorColumns)}) VALUES (${params(selectorColumns)})`);
     const termColumns = [...SELECTOR_SCOPE, 'label_key', 'label_value', ...RELATION_OWNER, 'rule_id'];
     this.insertTerm = sqlite.prepare(`INSERT INTO selector_terms (${quoted(termColumns)}) VALUES (${params(termColumns)})`);
-    this.transaction = sqlite.transaction((primary, relations, selectors, held, at) => {
+    this.transaction = sqlite.transaction((primary, relations, selectors, given, at) => {
+      // Rows the caller believes held but whose primary is gone (nothing deletes a primary beside its
+      // own reconcile today): written in full, so that the diff can never leave rows out.
+      const held = given && this.primaryExists.get(columns('', primary.id)) !== undefined ? given : undefined;
       this.writePrimary(primary, at);
       this.writeRelations(primary.id, relations, held?.relations, at);
       if (!held || !sameKeys(held.selectorKeys, selectorKeys(selectors))) this.writeSelectors(primary.id, selectors);

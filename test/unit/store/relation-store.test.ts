@@ -10,7 +10,8 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest, migrationsDir } from '../../../src/store/migrations.js';
 import { openStore } from '../../../src/store/database.js';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
-import { RelationStore } from '../../../src/store/relation-store.js';
+import { RelationStore, type KnownRows } from '../../../src/store/relation-store.js';
+import { selectorKeys } from '../../../src/store/selector-index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));
 const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
@@ -140,6 +141,51 @@ describe('relation store', () => {
     assert.equal((await store.primary(primary('one')))?.state, 'error');
     assert.deepEqual(await store.selectorsOf(primary('one')), []);
     await opened.close();
+  });
+
+  it('writes only the difference from the rows a reconcile knows, and ends with exactly the rows a full write gives', async () => {
+    const rowsOf = (opened: { sqlite: BetterSqlite3.Database }) => ({
+      primaries: opened.sqlite.prepare('select uid, state, message, copy_name, synced_version from primaries order by name').all(),
+      relations: opened.sqlite.prepare('select rule_id, source_name, dest_name, state, content_hash, message, last_synced_at, source_version from relations order by rule_id, source_name').all(),
+      selectors: opened.sqlite.prepare('select rule_id, selector_text from selectors order by rule_id').all(),
+      terms: opened.sqlite.prepare('select rule_id, label_key, label_value from selector_terms order by rule_id, label_value').all(),
+    });
+    const id = primary('diffed');
+    const row = (state: 'synced' | 'error', versions?: { primary: string; copy: string; config: string }) => ({ id, uid: 'u1', copy: { ...id, cluster: 'service' }, state, message: state === 'error' ? 'boom' : null, versions });
+    const rel = (ruleId: string, name: string, state: 'pending' | 'synced', hash: string | null, dest = name) =>
+      ({ ruleId, origin: 'platform' as const, source: cm('tenant-a', name), destination: cm('service', dest), state, contentHash: hash, message: null, versions: state === 'synced' ? { source: '1', destination: '2' } : undefined });
+    const sel = (value: string) => ({ ruleId: 'extra', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' }, selector: { requirements: [{ key: 'app', operator: 'In' as const, values: [value] }] } });
+    // A new primary's three saves (names, what selectors found, the outcome), then a reconcile that
+    // drops one relation, moves a destination, changes a selector and fails.
+    const saves = [
+      { primary: row('synced'), relations: [rel('config', 'a', 'pending', null)], selectors: [sel('one')] },
+      { primary: row('synced'), relations: [rel('config', 'a', 'pending', null), rel('extra', 'b', 'pending', null)], selectors: [sel('one')] },
+      { primary: row('synced', { primary: '5', copy: '6', config: 'f' }), relations: [rel('config', 'a', 'synced', 'h1'), rel('extra', 'b', 'synced', 'h2')], selectors: [sel('one')] },
+      { primary: row('error'), relations: [rel('config', 'a', 'synced', 'h1', 'a-moved'), rel('extra', 'c', 'pending', null)], selectors: [sel('two')] },
+    ];
+    const clock = new Date('2026-12-05T00:00:00Z');
+    const diffed = await openStore(join(dir, 'diffed.db'));
+    const full = await openStore(join(dir, 'full.db'));
+    const byDiff = new RelationStore(diffed, () => clock);
+    const byFull = new RelationStore(full, () => clock);
+    let known: KnownRows | undefined;
+    for (const [i, save] of saves.entries()) {
+      clock.setTime(clock.getTime() + 1000);
+      await byDiff.saveReconcile(save.primary, save.relations, save.selectors, known);
+      await byFull.saveReconcile(save.primary, save.relations, save.selectors);
+      known = { primary: save.primary, relations: save.relations, selectorKeys: selectorKeys(save.selectors) };
+      assert.deepEqual(rowsOf(diffed), rowsOf(full), `after save ${i + 1}`);
+    }
+    assert.deepEqual((rowsOf(diffed).relations as Array<{ dest_name: string }>).map((r) => r.dest_name), ['a-moved', 'c']);
+    assert.deepEqual(await byDiff.selectorOwners({ cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' }, { app: 'two' }), [id]);
+    // KnownRows that the store no longer holds (the primary was forgotten meanwhile): the next
+    // outcome is written in full, never as a difference from rows that are not there.
+    await byDiff.deletePrimary(id);
+    await byDiff.saveReconcile(row('synced'), saves[3]!.relations, saves[3]!.selectors, known);
+    assert.equal((rowsOf(diffed).relations as unknown[]).length, 2);
+    assert.equal((rowsOf(diffed).selectors as unknown[]).length, 1);
+    await diffed.close();
+    await full.close();
   });
 
   it('moves "last synced" of many primaries in one batch, each to its own time, never backwards, and only where synced', async () => {
