@@ -11,6 +11,8 @@
  */
 import { parseArgs } from 'node:util';
 import { startControlPlanes } from '../test/harness/control-plane.js';
+import { eventually, installCrd } from '../test/harness/kube.js';
+import { GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
 import { Connection } from '../src/kube/connection.js';
 import { ResourceClient } from '../src/kube/resource-client.js';
 import type { ResourceType } from '../src/core/resource-type.js';
@@ -23,6 +25,8 @@ const REQUESTS = Number(args.requests);
 const CONCURRENCY = 32;
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false };
+/** The custom resource the bench's primaries are (examples/crd.yaml). */
+const databases: ResourceType = { group: GROUP, version: VERSION, resource: PLURAL, kind: 'Database', namespaced: true };
 
 async function pool(count: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -38,6 +42,9 @@ function configMap(namespace: string, name: string, labels: Record<string, strin
 const [plane] = await startControlPlanes('costs');
 const connection = new Connection({ name: 'costs', kubeconfig: plane!.kubeconfigPath });
 const cms = new ResourceClient(connection, configMaps);
+const dbs = new ResourceClient(connection, databases);
+await installCrd(plane!.kubeConfig);
+await eventually('the CRD served', async () => (await dbs.listPage({ namespace: 'default', limit: 1 }).then(() => true, () => undefined)));
 const nss = new ResourceClient(connection, namespaces);
 for (const ns of ['big', 'created', 'applied', 'watched']) await nss.create('', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } as KubeObject);
 await pool(OBJECTS, (i) => cms.create('big', configMap('big', `cm-${i}`, { app: `p${i}` })));
@@ -65,6 +72,14 @@ await measure('PUT (a finalizer added)', () => pool(REQUESTS, async (i) => {
 }));
 await measure(`label-selector LIST in a namespace of ${OBJECTS}`, () => pool(REQUESTS, async (i) => {
   await cms.listAll({ namespace: 'big', labelSelector: `app=p${i % OBJECTS}` });
+}));
+const database = (namespace: string, name: string, size = 1): KubeObject => ({ apiVersion: `${GROUP}/${VERSION}`, kind: 'Database', metadata: { namespace, name }, spec: { configMapName: `${name}-ref`, size } } as KubeObject);
+await measure('custom resource: POST create', () => pool(REQUESTS, (i) => dbs.create('created', database('created', `d-${i}`))));
+await measure('custom resource: server-side apply, creating', () => pool(REQUESTS, (i) => dbs.apply(database('applied', `d-${i}`), 'bench')));
+await measure('custom resource: server-side apply, unchanged', () => pool(REQUESTS, (i) => dbs.apply(database('applied', `d-${i}`), 'bench')));
+await measure('custom resource: PUT (a finalizer added)', () => pool(REQUESTS, async (i) => {
+  const d = (await dbs.get('created', `d-${i}`))!;
+  await dbs.replace({ ...d, metadata: { ...d.metadata, finalizers: ['bench.relsync.dev/f'] } });
 }));
 // Three watches of every ConfigMap, as relsync's watches see its own writes.
 const { resourceVersion } = await cms.listPage({ limit: 1 });
