@@ -103,11 +103,13 @@ export class CopyNamespaces {
   async claim(reads: ObjectReads, naming: NamespaceNaming, source: ServedSource, name: string): Promise<string | undefined> {
     const service = this.deps.clusters.service.name;
     const namespaces = this.deps.clusters.client(service, namespaceType);
+    // The namespaces relsync made are watched (controller/watch-plan.ts): a reconcile reads this one,
+    // with its record, from what the watch delivered; another (the provider's, or without the
+    // watch) from the API server.
     let current = await reads.get(service, namespaceType, '', name);
     if (current && current.metadata.uid === undefined) {
-      // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record
-      // is read live, at most once a minute per namespace while it keeps serving this source. (Other
-      // reads read it every time: a namespace deleted meanwhile must be made again with its record.)
+      // A sweep's snapshot that did not list namespaces knows only that this one exists (sync/object-reads.ts):
+      // its record is read live, at most once a minute per namespace while it keeps serving this source.
       if (this.verified.get(name) === memoKey(naming, source)) return undefined;
       current = await namespaces.get('', name);
     }
