@@ -4,7 +4,8 @@
  * /proc. Two snapshots give what each spent in a phase, which says whether
  * relsync's time went to relsync or to the API servers it made work.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Linux's USER_HZ: /proc/PID/stat counts CPU time in 1/100 s. */
 const TICKS_PER_SECOND = 100;
@@ -12,7 +13,22 @@ const TICKS_PER_SECOND = 100;
 /** CPU seconds by pid, with the process's name. */
 export type CpuSnapshot = Map<number, { name: string; seconds: number }>;
 
-export function cpuSnapshot(names: ReadonlyMap<number, string> = new Map()): CpuSnapshot {
+/**
+ * The names the test harness gave the processes it started ("pid name" lines in
+ * $RELSYNC_PID_DIR/started.log, e.g. kube-apiserver-platform), so that each cluster's API server
+ * and etcd count apart.
+ */
+export function harnessNames(): Map<number, string> {
+  const dir = process.env.RELSYNC_PID_DIR;
+  const file = dir && join(dir, 'started.log');
+  if (!file || !existsSync(file)) return new Map();
+  return new Map(readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
+    const [pid, name] = line.split(' ');
+    return [Number(pid), name ?? ''] as const;
+  }));
+}
+
+export function cpuSnapshot(names: ReadonlyMap<number, string> = harnessNames()): CpuSnapshot {
   const snapshot: CpuSnapshot = new Map();
   const self = process.cpuUsage();
   snapshot.set(process.pid, { name: 'bench', seconds: (self.user + self.system) / 1e6 });

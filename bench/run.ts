@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { Watch, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
-import { cpuSnapshot, cpuSpent, formatCpu } from './cpu-usage.js';
+import { cpuSnapshot, cpuSpent, formatCpu, harnessNames } from './cpu-usage.js';
 import { eventually, installCrd } from '../test/harness/kube.js';
 import { startRelsync, runCli, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
 import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION } from '../test/harness/tenant.js';
@@ -209,6 +209,8 @@ function latencies(sent: Map<string, number>, seen: Map<string, number>): { valu
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'relsync-bench-'));
   log(`relsync bench: ${N} primaries × ${M} related, writes at ${RATES.join(', ')}/s for ${DURATION_S} s each; relsync workers ${WORKERS}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  // The harness names the processes it starts there, so that CPU counts each cluster apart (cpu-usage.ts).
+  process.env.RELSYNC_PID_DIR ??= mkdtempSync(join(tmpdir(), 'relsync-bench-pids-'));
   const planes = await startControlPlanes('platform', 'service');
   const [pp, ps] = planes as [ControlPlane, ControlPlane];
   let relsync: RelsyncProcess | undefined;
@@ -289,10 +291,10 @@ async function main(): Promise<void> {
       return (await metric(relsync!, 'relsync_copies_written_total', 'action="create"')) >= totalCopies;
     }, 60 * 60 * 1000);
     const initialSyncMs = Date.now() - initialStarted;
-    const initialCpu = cpuSpent(initialCpuBefore, cpuSnapshot(new Map([[relsync.child.pid!, 'relsync']])));
+    const initialCpu = cpuSpent(initialCpuBefore, cpuSnapshot(new Map([...harnessNames(), [relsync.child.pid!, 'relsync']])));
     await eventually('every copy listed', async () => (await countCopies()) >= totalCopies, 10 * 60 * 1000);
     log(`initial sync: ${totalCopies} copies in ${initialSyncMs} ms (${round((totalCopies * 1000) / initialSyncMs)} objects/s, including process start)`);
-    log(`  CPU: ${formatCpu(initialCpu)} (both clusters' processes summed by name)`);
+    log(`  CPU: ${formatCpu(initialCpu)} (by process; -platform and -service: each cluster's)`);
     const initialRequests = await requestsByVerb(relsync);
     const initialRequestsTotal = Object.values(initialRequests).reduce((n, v) => n + v, 0);
     log(`  API requests: ${initialRequestsTotal} (${round((initialRequestsTotal / totalCopies) * 100) / 100} per copy): ${Object.entries(initialRequests).map(([k, v]) => `${k} ${v}`).join(', ')}`);
