@@ -95,6 +95,22 @@ export class CopyWriter {
     return this.update(client, write, now);
   }
 
+  /**
+   * Updates a related copy that relsync itself last wrote (or saw) at `version` (objectVersion's
+   * `resourceVersion/uid`, as the store keeps it for a synced relation), without reading it: that
+   * version is the precondition, so a copy anyone changed since (or that was deleted and made
+   * again) answers 409, and the reconcile starts over reading live. Only for copies whose fields
+   * relsync always applied (never a POST's Update entry to fold first, as on kcp: see update()).
+   */
+  async updateAt(client: ObjectClient, write: Upsert, version: string): Promise<KubeObject> {
+    const slash = version.indexOf('/');
+    const [resourceVersion, uid] = [version.slice(0, slash), version.slice(slash + 1)];
+    if (slash <= 0 || !uid) throw new Error(`${write.copy.name}: no stored version to update at (${version})`);
+    const written = await client.apply(this.applied(write, resourceVersion), this.fieldManager);
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: written.metadata.uid === uid ? 'update' : 'create' });
+    return this.recorded(write.copy, written, resourceVersion);
+  }
+
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
   async deleteIfMarked(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
     if (!existing || !this.isMarkedCopyOf(existing, source)) return false;

@@ -4,8 +4,10 @@
  * or nothing is when the source's content hash equals the one stored. A full
  * reconcile of the primary re-reads the primary, its copy, every related
  * object and lists the selector rules' candidates; this reads the primary,
- * its copy, the source and the destination (all of them usually from the
- * watch-fed cache) and writes once.
+ * its copy and the source (usually from the watch-fed cache), and writes the
+ * destination once — at the version the store says relsync left it, so a
+ * destination the cache does not hold is not read first (a copy changed
+ * since answers 409, and the full reconcile reads live).
  *
  * It acts only where the store and the objects show that this relation is
  * all the change concerns: the store says the primary and the relation are
@@ -98,7 +100,8 @@ export class EdgeSync {
         this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });
         continue;
       }
-      const outcome = await this.deps.relations.sync(reads, plan.input, pair, id);
+      // The copy is updated at the version the store says this synced relation left it (no read), unless the watches hold it.
+      const outcome = await this.deps.relations.sync(reads, plan.input, pair, id, true, relation.versions?.destination || undefined);
       const at = { primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination };
       if (outcome.state === 'error' && !outcome.retrySoon) {
         // Refused for good (invalid, denied, too big): parked as the full reconcile parks it — said

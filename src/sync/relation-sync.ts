@@ -58,9 +58,11 @@ export class RelationSync {
   /**
    * `copied`: whether the store says this relation's copy was written (synced, or in conflict with an
    * object in its place); when it does not (a new relation), a destination the watches did not
-   * deliver is not read before it is created (see below).
+   * deliver is not read before it is created (see below). `writtenAt`: the version of the copy the
+   * store says this synced relation last wrote or saw (edge-sync.ts): a copy in the service cluster
+   * that the watches did not deliver is then updated at that version instead of read first.
    */
-  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true): Promise<RelationOutcome> {
+  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true, writtenAt?: string): Promise<RelationOutcome> {
     const { clusters, metrics } = this.deps;
     const { rule, primary } = input;
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
@@ -133,9 +135,16 @@ export class RelationSync {
     // (copy-writer.ts) — a first sync costs one write per copy, not a GET and a write. A relation
     // whose copy was written reads it (from the watches, or the API server) as before.
     let existing: KubeObject | undefined;
-    const known = copied ? undefined : reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name);
+    const peeked = (!copied || writtenAt !== undefined) && reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name);
+    const known = peeked || undefined;
     if (known) existing = known.object;
-    else if (copied || !reads.peek) {
+    else if (writtenAt !== undefined && pair.destination.cluster === clusters.service.name && pair.destination.namespace === (input.copy.metadata.namespace ?? '')) {
+      // The copy as relsync left it, not read: its version is the write's precondition (copy-writer.ts
+      // updateAt). Only beside the primary's copy, whose namespace the caller saw it in (a rule's own
+      // destination namespace is claimed again before anything is written there).
+      const written = await this.deps.writer.updateAt(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing: undefined }, writtenAt);
+      return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
+    } else if (copied || !reads.peek) {
       const destRead = await read(dests, pair.destination);
       if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
       existing = destRead.object;

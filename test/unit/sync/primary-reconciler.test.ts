@@ -769,6 +769,35 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal((await store.primary(primaryId))?.state, 'synced');
     });
 
+    it('a copy the cache does not hold is updated at the version the store recorded, without a read', async () => {
+      await synced();
+      cache.observe(copyConfigId, undefined);
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(reads(), [], 'the copy was not read');
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`]);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+      const after = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')!;
+      assert.equal(after.versions?.destination, `${service(configMaps, 'orders-config')!.metadata.resourceVersion}/${service(configMaps, 'orders-config')!.metadata.uid}`, 'the new version is recorded for the next one');
+    });
+
+    it('a copy replaced behind the cache\'s back is never written over: the version precondition refuses, the retry reads live', async () => {
+      await synced();
+      cache.observe(copyConfigId, undefined);
+      // Someone deletes relsync's copy and puts their own object there; no event reached relsync yet.
+      world.remove('service', configMaps, COPY_NS, 'orders-config');
+      world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { theirs: 'yes' } });
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await assert.rejects(reconcileEdge(), (err: unknown) => (err as { statusCode?: number }).statusCode === 409);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
+      // The retry: a full reconcile that reads live, and leaves the foreign object alone.
+      await reconcileEdge();
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
+      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict');
+    });
+
     it('a source event whose content hashes as stored sends nothing at all', async () => {
       await synced();
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.metadata.ownerReferences = []));
