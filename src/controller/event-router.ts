@@ -26,7 +26,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
-import type { ObjectCacheFeed } from '../sync/object-cache.js';
+import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
 import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
@@ -106,7 +106,7 @@ export class EventRouter {
     if (ownWrite || unchangedCopy) {
       // Kept when it is a version relsync wrote (its answer may come after its event) of an object
       // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
-      if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined);
+      if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined, this.standingOf(cluster, type));
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeFanout(metricsCluster, 0, true);
       return 0;
@@ -163,7 +163,7 @@ export class EventRouter {
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
     // A namespace relsync made for copies: reconciles read whom it serves from here (copy-namespaces.ts).
     const copyNamespace = cluster === this.options.serviceCluster && type.group === '' && type.resource === 'namespaces' && object.metadata.labels?.[AGENT_LABEL] === this.options.agentName;
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || copyNamespace) ? object : undefined, tentative);
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || copyNamespace) ? object : undefined, tentative ? 'tentative' : copyNamespace ? 'owner' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -278,6 +278,11 @@ export class EventRouter {
       expect(endpoint, r.primary);
     }
     return known;
+  }
+
+  /** A primary, or a copy of one (the types of primaries, on either side), is kept ahead of related objects (object-cache.ts). */
+  private standingOf(cluster: string, type: ResourceType): Standing {
+    return this.resourceFor(type.group, type.resource) && (this.platforms.has(cluster) || cluster === this.options.serviceCluster) ? 'owner' : 'related';
   }
 
   /** Whether some rule reads related sources of this type in this cluster. */

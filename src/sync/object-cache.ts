@@ -24,8 +24,10 @@
  * the first LIST's related sources fit in the default 32 MiB, and a new
  * primary's reconcile reads them from here instead of with a GET each.
  *
- * What it does not hold: anything over its byte budget (the least recently
- * used entries go first), and objects no event has shown to concern relsync
+ * What it does not hold: anything over its byte budget (related objects go
+ * first, the least recently used first, and primaries, their copies and copy
+ * namespaces last: every change of one of a primary's relations reads those
+ * again, see Standing), and objects no event has shown to concern relsync
  * (say a ConfigMap made after the LIST, before the primary that names it,
  * until it changes) — except that a LIST's objects of a type that rules read
  * related sources of are held tentatively: at the first LIST the store knows
@@ -57,14 +59,23 @@ import { stringBytes } from '../util/heap-size.js';
 export interface ObjectCacheFeed {
   /**
    * The watch's latest version of an object, or undefined: deleted, or it concerns nobody now.
-   * `tentative`: a LIST's object that concerns nobody yet (see the top of this file).
+   * `standing`: what it is to relsync, which decides what goes first when room is needed (below).
    */
-  observe(id: ObjectIdentity, object: KubeObject | undefined, tentative?: boolean): void;
+  observe(id: ObjectIdentity, object: KubeObject | undefined, standing?: Standing): void;
   dropCluster(cluster: string): void;
   clear(): void;
   /** A watch's LIST of this type begins: what the cache holds of the type may have been deleted while nobody watched. */
   listed(type: Pick<ResourceType, 'group' | 'resource'>): void;
 }
+
+/**
+ * What a cached object is to relsync, in the order they go when room is needed: `tentative`, a
+ * LIST's object that concerns nobody yet (see the top of this file); `related`, an object routed to
+ * a primary as a related source or copy; `owner`, a primary, its copy, or a copy namespace — what
+ * every change of any of the primary's relations reads again (edge-sync.ts), so that at sizes where
+ * not everything fits, a change costs its write and not a GET of the primary and its copy.
+ */
+export type Standing = 'tentative' | 'related' | 'owner';
 
 export interface CacheStats {
   readonly entries: number;
@@ -74,8 +85,10 @@ export interface CacheStats {
 }
 
 export class ObjectCache implements ObjectCacheFeed {
-  /** In use order: the first entry is the least recently used. */
+  /** Related objects, in use order: the first entry is the least recently used. */
   private readonly entries = new Map<string, Entry>();
+  /** Primaries, their copies and copy namespaces, in use order; they go after every related entry. */
+  private readonly owners = new Map<string, Entry>();
   /** A LIST's objects that concern nobody yet; kept only in room the others leave (see keep()). */
   private readonly tentative = new Map<string, Entry>();
   /**
@@ -105,7 +118,7 @@ export class ObjectCache implements ObjectCacheFeed {
     private readonly keepsManagedFields: (managedFields: unknown) => boolean = () => true,
   ) {}
 
-  observe(id: ObjectIdentity, object: KubeObject | undefined, tentative = false): void {
+  observe(id: ObjectIdentity, object: KubeObject | undefined, standing: Standing = 'related'): void {
     const key = keyOf(id.cluster, id, id.namespace, id.name);
     this.remove(key);
     const floor = this.floors.get(key);
@@ -118,7 +131,7 @@ export class ObjectCache implements ObjectCacheFeed {
       if (!meets(object.metadata.resourceVersion, floor)) return;
       this.floors.delete(key);
     }
-    this.keep(key, typeOf(id), object, tentative);
+    this.keep(key, typeOf(id), object, standing);
   }
 
   /**
@@ -136,25 +149,26 @@ export class ObjectCache implements ObjectCacheFeed {
       if (this.floors.size <= this.maxFloors) break;
       this.floors.delete(oldest);
     }
-    const entry = this.entries.get(key) ?? this.tentative.get(key);
+    const entry = this.mapOf(key)?.get(key);
     if (entry && !meets(entry.resourceVersion, floor)) this.remove(key);
   }
 
   /** Of every cluster: a kcp watch lists all its workspaces at once, and a miss only costs a GET. */
   listed(type: Pick<ResourceType, 'group' | 'resource'>): void {
     const t = typeOf(type);
-    for (const map of [this.entries, this.tentative]) for (const [key, entry] of map) if (entry.type === t) this.remove(key);
+    for (const map of [this.owners, this.entries, this.tentative]) for (const [key, entry] of map) if (entry.type === t) this.remove(key);
   }
 
   /** Forgets a cluster's objects (a kcp workspace that unbound, or is listed again after it bound again). */
   dropCluster(cluster: string): void {
     // The cluster and the separator after it: "a" never drops "ab"'s objects.
     const prefix = compositeKey(cluster, '');
-    for (const key of [...this.entries.keys(), ...this.tentative.keys()]) if (key.startsWith(prefix)) this.remove(key);
+    for (const key of [...this.owners.keys(), ...this.entries.keys(), ...this.tentative.keys()]) if (key.startsWith(prefix)) this.remove(key);
   }
 
   /** Everything: a sweep is the level-based safety net, for the cache too. */
   clear(): void {
+    this.owners.clear();
     this.entries.clear();
     this.tentative.clear();
     this.tentativeOrder = [];
@@ -165,9 +179,11 @@ export class ObjectCache implements ObjectCacheFeed {
   /**
    * Tentative entries use only the room the others leave: they go first when the budget is full, the
    * last listed first, and one never pushes out anything (a tenant's many objects that nothing
-   * relates to cost others nothing but the room nobody used).
+   * relates to cost others nothing but the room nobody used). Then related entries go, the least
+   * recently used first, and owners last.
    */
-  private keep(key: string, type: string, delivered: KubeObject, tentative: boolean): void {
+  private keep(key: string, type: string, delivered: KubeObject, standing: Standing): void {
+    const tentative = standing === 'tentative';
     // No room for a tentative entry of any size: not worth the text.
     if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
     const text = JSON.stringify(this.slim(delivered));
@@ -176,16 +192,19 @@ export class ObjectCache implements ObjectCacheFeed {
     // One object over the whole budget would only push everything else out.
     if (bytes > this.maxBytes) return;
     if (tentative && this.size + bytes > this.maxBytes) return;
-    (tentative ? this.tentative : this.entries).set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type });
+    const map = tentative ? this.tentative : standing === 'owner' ? this.owners : this.entries;
+    map.set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type });
     if (tentative) {
       this.tentativeOrder.push(key);
       this.compactTentativeOrderIfLong();
     }
     this.size += bytes;
     while (this.size > this.maxBytes && this.dropLastTentative());
-    for (const [oldest] of this.entries) {
-      if (this.size <= this.maxBytes) return;
-      this.remove(oldest);
+    for (const lru of [this.entries, this.owners]) {
+      for (const [oldest] of lru) {
+        if (this.size <= this.maxBytes) return;
+        this.remove(oldest);
+      }
     }
   }
 
@@ -228,9 +247,9 @@ export class ObjectCache implements ObjectCacheFeed {
   /** The cached object, parsed for this caller (who may change it), or undefined on a miss. */
   get(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): KubeObject | undefined {
     const key = keyOf(cluster, type, namespace, name);
-    const map = this.entries.has(key) ? this.entries : this.tentative;
-    const entry = map.get(key);
-    if (!entry) {
+    const map = this.mapOf(key);
+    const entry = map?.get(key);
+    if (!map || !entry) {
       this.missCount++;
       return undefined;
     }
@@ -247,13 +266,18 @@ export class ObjectCache implements ObjectCacheFeed {
   }
 
   stats(): CacheStats {
-    return { entries: this.entries.size + this.tentative.size, bytes: this.size, hits: this.hitCount, misses: this.missCount };
+    return { entries: this.owners.size + this.entries.size + this.tentative.size, bytes: this.size, hits: this.hitCount, misses: this.missCount };
+  }
+
+  /** The map that holds `key`, if any. */
+  private mapOf(key: string): Map<string, Entry> | undefined {
+    return this.owners.has(key) ? this.owners : this.entries.has(key) ? this.entries : this.tentative.has(key) ? this.tentative : undefined;
   }
 
   private remove(key: string): void {
-    const map = this.entries.has(key) ? this.entries : this.tentative;
-    const entry = map.get(key);
-    if (!entry) return;
+    const map = this.mapOf(key);
+    const entry = map?.get(key);
+    if (!map || !entry) return;
     map.delete(key);
     this.size -= entry.bytes;
     if (this.tentative.size === 0) this.tentativeOrder = [];

@@ -86,11 +86,32 @@ describe('object cache', () => {
     assert.ok(cache.get('a', configMaps, 'ns', 'o11'), 'and it pushed nothing out');
   });
 
+  it('keeps primaries and their copies ahead of related objects: under pressure every related entry goes first, however recently read', () => {
+    const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
+    // Room for five entries of about 15 KB.
+    const cache = new ObjectCache(80_000);
+    for (let i = 0; i < 4; i++) cache.observe(id('a', databases, `p${i}`), cm(`p${i}`, '1', 15_000), 'owner');
+    cache.observe(id('a', configMaps, 'related'), cm('related', '1', 15_000));
+    cache.get('a', configMaps, 'ns', 'related');
+    // Room for one more: the related entry goes, though read after every primary.
+    cache.observe(id('a', databases, 'p4'), cm('p4', '1', 15_000), 'owner');
+    assert.equal(cache.get('a', configMaps, 'ns', 'related'), undefined);
+    for (let i = 0; i <= 4; i++) assert.ok(cache.get('a', databases, 'ns', `p${i}`), `p${i}`);
+    // With no related entry left, owners go least recently read first, and stay within the budget.
+    cache.observe(id('a', databases, 'p5'), cm('p5', '1', 15_000), 'owner');
+    assert.equal(cache.get('a', databases, 'ns', 'p0'), undefined);
+    assert.ok(cache.stats().bytes <= 80_000);
+    // An object that turns from owner to related (or back) is held once.
+    cache.observe(id('a', databases, 'p5'), cm('p5', '2', 15_000));
+    assert.equal(cache.get('a', databases, 'ns', 'p5')?.metadata.resourceVersion, '2');
+    assert.equal(cache.stats().entries, 5);
+  });
+
   it('keeps a LIST\'s objects that concern nobody yet only in room the others leave: they never push one out, and go first, those read first', () => {
     const cache = new ObjectCache(100_000);
     for (let i = 0; i < 4; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
     // A LIST's objects (a tenant's many objects that nothing relates to yet): room for two is left.
-    for (let i = 0; i < 20; i++) cache.observe(id('a', configMaps, `junk${i}`), cm(`junk${i}`, '1', 15_000), true);
+    for (let i = 0; i < 20; i++) cache.observe(id('a', configMaps, `junk${i}`), cm(`junk${i}`, '1', 15_000), 'tentative');
     assert.ok(cache.stats().bytes <= 100_000, `${cache.stats().bytes} bytes`);
     assert.equal(cache.stats().entries, 6, 'four routed, and the first two listed');
     for (let i = 0; i < 4; i++) assert.ok(cache.get('a', configMaps, 'ns', `routed${i}`), `routed${i} kept`);
@@ -108,26 +129,26 @@ describe('object cache', () => {
     assert.equal(cache.stats().entries, 6, 'every tentative entry went, for the routed ones');
     // An event that routes a tentative object to a primary makes it an ordinary entry.
     cache.observe(id('a', configMaps, 'routed0'), undefined);
-    cache.observe(id('a', configMaps, 'junk-a'), cm('junk-a', '1', 1_000), true);
+    cache.observe(id('a', configMaps, 'junk-a'), cm('junk-a', '1', 1_000), 'tentative');
     cache.observe(id('a', configMaps, 'junk-a'), cm('junk-a', '2', 1_000));
     cache.observe(id('a', configMaps, 'routed6'), cm('routed6', '1', 15_000));
     assert.equal(cache.get('a', configMaps, 'ns', 'junk-a')?.metadata.resourceVersion, '2', 'no longer tentative: an ordinary entry (a tentative one would have gone for routed6)');
     // When every room is taken by objects that concern primaries, a tentative one is not kept at all.
     for (let i = 7; i < 12; i++) cache.observe(id('a', configMaps, `routed${i}`), cm(`routed${i}`, '1', 15_000));
-    cache.observe(id('a', configMaps, 'late'), cm('late', '1', 15_000), true);
+    cache.observe(id('a', configMaps, 'late'), cm('late', '1', 15_000), 'tentative');
     assert.equal(cache.get('a', configMaps, 'ns', 'late'), undefined);
     assert.ok(cache.get('a', configMaps, 'ns', 'routed11'));
   });
 
   it('never reads a tentative entry behind a version relsync saw, and lets tentative entries go in order after a relist', () => {
     const cache = new ObjectCache(50_000);
-    cache.observe(id('a', configMaps, 'x'), cm('x', '5'), true);
+    cache.observe(id('a', configMaps, 'x'), cm('x', '5'), 'tentative');
     cache.saw(id('a', configMaps, 'x'), '10');
     assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined, 'version 5 is behind version 10, which a live read saw');
-    for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), true);
+    for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), 'tentative');
     cache.listed(configMaps);
     assert.equal(cache.stats().entries, 0);
-    for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, '1', 15_000), true);
+    for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, '1', 15_000), 'tentative');
     cache.observe(id('a', configMaps, 'routed'), cm('routed', '1', 15_000));
     assert.equal(cache.get('a', configMaps, 'ns', 't2'), undefined, 'the last listed went');
     assert.ok(cache.get('a', configMaps, 'ns', 't0') && cache.get('a', configMaps, 'ns', 't1'));
@@ -137,17 +158,17 @@ describe('object cache', () => {
     const cache = new ObjectCache(10 * 1024 * 1024);
     const order = () => (cache as unknown as { tentativeOrder: string[] }).tentativeOrder.length;
     for (let round = 0; round < 50; round++) {
-      for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), true);
+      for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), 'tentative');
       for (let i = 0; i < 1_000; i++) assert.ok(cache.get('a', configMaps, 'ns', `t${i}`));
     }
     assert.ok(order() <= 3_024, `${order()} keys remembered for 1,000 tentative entries`);
     // The same objects listed again and again (relists) while they stay tentative.
-    for (let round = 0; round < 50; round++) for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), true);
+    for (let round = 0; round < 50; round++) for (let i = 0; i < 1_000; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, String(round)), 'tentative');
     assert.ok(order() <= 3_024, `${order()} keys remembered for 1,000 tentative entries`);
     // An object listed again is the last listed: it goes first under pressure.
     const small = new ObjectCache(50_000);
-    for (let i = 0; i < 3; i++) small.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), true);
-    small.observe(id('a', configMaps, 's0'), cm('s0', '2', 15_000), true);
+    for (let i = 0; i < 3; i++) small.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), 'tentative');
+    small.observe(id('a', configMaps, 's0'), cm('s0', '2', 15_000), 'tentative');
     small.observe(id('a', configMaps, 'routed'), cm('routed', '1', 15_000));
     assert.equal(small.get('a', configMaps, 'ns', 's0'), undefined, 'listed last: went first');
     assert.ok(small.get('a', configMaps, 'ns', 's1') && small.get('a', configMaps, 'ns', 's2') && small.get('a', configMaps, 'ns', 'routed'));
