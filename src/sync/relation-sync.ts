@@ -137,14 +137,12 @@ export class RelationSync {
     let existing: KubeObject | undefined;
     const peeked = (!copied || writtenAt !== undefined) && reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name);
     const known = peeked || undefined;
+    // The copy as relsync left it, not read: its version is the write's precondition (copy-writer.ts
+    // updateAt). Only beside the primary's copy, whose namespace the caller saw it in (a rule's own
+    // destination namespace is claimed again before anything is written there).
+    const atVersion = !known && writtenAt !== undefined && pair.destination.cluster === clusters.service.name && pair.destination.namespace === (input.copy.metadata.namespace ?? '') ? writtenAt : undefined;
     if (known) existing = known.object;
-    else if (writtenAt !== undefined && pair.destination.cluster === clusters.service.name && pair.destination.namespace === (input.copy.metadata.namespace ?? '')) {
-      // The copy as relsync left it, not read: its version is the write's precondition (copy-writer.ts
-      // updateAt). Only beside the primary's copy, whose namespace the caller saw it in (a rule's own
-      // destination namespace is claimed again before anything is written there).
-      const written = await this.deps.writer.updateAt(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing: undefined }, writtenAt);
-      return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
-    } else if (copied || !reads.peek) {
+    else if (atVersion === undefined && (copied || !reads.peek)) {
       const destRead = await read(dests, pair.destination);
       if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
       existing = destRead.object;
@@ -153,7 +151,7 @@ export class RelationSync {
     // A service-side destination namespace of the rule's own (namespace.destination) serves this
     // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
     const destNamespace = pair.destination.namespace;
-    if (!existing && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
+    if (!existing && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
       const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
       if (taken) {
         metrics.conflicts.inc({ kind: 'related' });
@@ -162,7 +160,8 @@ export class RelationSync {
     }
     let written: KubeObject | 'conflict';
     try {
-      written = await this.deps.writer.upsert(dests, { kind: 'related', copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true });
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true };
+      written = atVersion !== undefined ? await this.deps.writer.updateAt(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
