@@ -27,7 +27,7 @@ import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
-import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
+import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
@@ -161,9 +161,7 @@ export class EventRouter {
     // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
     // related objects one by one. They only use room the cache's other entries leave.
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    // A namespace relsync made for copies: reconciles read whom it serves from here (copy-namespaces.ts).
-    const copyNamespace = cluster === this.options.serviceCluster && type.group === '' && type.resource === 'namespaces' && object.metadata.labels?.[AGENT_LABEL] === this.options.agentName;
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || copyNamespace) ? object : undefined, tentative ? 'tentative' : copyNamespace ? 'owner' : this.standingOf(cluster, type));
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative) ? object : undefined, tentative ? 'tentative' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {

@@ -28,7 +28,7 @@
  * while relsync was stopped: it shows as another version, a missing object,
  * or a new match. Not compared, because no tenant writes them: the copy
  * namespace's own record (copy-namespaces.ts), which a full reconcile reads
- * from the watch of relsync's namespaces (or live, without one).
+ * live at most once a minute anyway.
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { PrimaryRecord, RelationRecord } from '../store/records.js';

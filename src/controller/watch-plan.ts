@@ -6,11 +6,7 @@
  * - every primary type on the service cluster, filtered to this agent's copies;
  * - every related source type on its origin side, unfiltered;
  * - every related destination type on the other side, filtered to this
- *   agent's copies (so that a copy edited or deleted by hand is repaired);
- * - the service cluster's namespaces that this agent made, where copies go
- *   into namespaces: a reconcile checks whom its copy namespace serves
- *   (sync/copy-namespaces.ts), from what this watch delivered instead of a
- *   GET each time.
+ *   agent's copies (so that a copy edited or deleted by hand is repaired).
  *
  * An unfiltered watch of a (cluster, type) makes a filtered one redundant.
  * The same list, per primary, names the watches its reconcile reads from
@@ -18,7 +14,6 @@
  */
 import type { ResourceType } from '../core/resource-type.js';
 import { agentSelector } from '../sync/marks.js';
-import { namespaceType } from '../sync/copy-namespaces.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
 
@@ -65,9 +60,6 @@ export function watchedTypes(resource: ResolvedResource, serviceCluster: string,
       { cluster: fromPlatform ? platform : serviceCluster, type: rule.sourceType, filtered: false },
       { cluster: fromPlatform ? serviceCluster : platform, type: rule.destinationType, filtered: true },
     );
-  }
-  if (resource.primaryType.namespaced || resource.rules.some((r) => r.origin === 'platform' && r.destinationType.namespaced)) {
-    types.push({ cluster: serviceCluster, type: namespaceType, filtered: true });
   }
   return types;
 }

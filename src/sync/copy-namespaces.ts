@@ -101,20 +101,18 @@ export class CopyNamespaces {
    * conflict: nothing of `source` may be written there).
    */
   async claim(reads: ObjectReads, naming: NamespaceNaming, source: ServedSource, name: string): Promise<string | undefined> {
+    // Seen serving this source within the last minute: not read again. A namespace deleted meanwhile
+    // fails the copy's write, which forgets it here (forget()), and the retry reads and makes it again
+    // with its record; one that serves another source now would have to be deleted and made again for
+    // it within that minute (the same trust a sweep gives it).
+    if (this.verified.get(name) === memoKey(naming, source)) return undefined;
     const service = this.deps.clusters.service.name;
     const namespaces = this.deps.clusters.client(service, namespaceType);
-    // The namespaces relsync made are watched (controller/watch-plan.ts): a reconcile reads this one,
-    // with its record, from what the watch delivered; another (the provider's, or without the
-    // watch) from the API server.
     let current = await reads.get(service, namespaceType, '', name);
-    if (current && current.metadata.uid === undefined) {
-      // A sweep's snapshot that did not list namespaces knows only that this one exists (sync/object-reads.ts):
-      // its record is read live, at most once a minute per namespace while it keeps serving this source.
-      if (this.verified.get(name) === memoKey(naming, source)) return undefined;
-      current = await namespaces.get('', name);
-    }
+    // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record is read live.
+    if (current && current.metadata.uid === undefined) current = await namespaces.get('', name);
     const taken = await this.check(namespaces, naming, source, name, current);
-    if (taken === undefined && !naming.template.isConstant) this.verified.set(name, memoKey(naming, source), 60_000);
+    if (taken === undefined) this.verified.set(name, memoKey(naming, source), 60_000);
     return taken;
   }
 

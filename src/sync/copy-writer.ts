@@ -97,18 +97,21 @@ export class CopyWriter {
 
   /**
    * Updates a related copy that relsync itself last wrote (or saw) at `version` (objectVersion's
-   * `resourceVersion/uid`, as the store keeps it for a synced relation), without reading it: that
-   * version is the precondition, so a copy anyone changed since (or that was deleted and made
-   * again) answers 409, and the reconcile starts over reading live. Only for copies whose fields
-   * relsync always applied (never a POST's Update entry to fold first, as on kcp: see update()).
+   * `resourceVersion/uid`, as the store keeps it for a synced relation), without reading it: the
+   * version and the uid are the apply's preconditions, so a copy anyone changed since, replaced, or
+   * deleted answers 409 (an apply would otherwise create a missing object), and the caller decides
+   * on a live read. A copy whose answer shows fields still owned by an Update of relsync's (a copy
+   * written before relsync applied its copies) has them folded and is applied again, as update() does.
    */
-  async updateAt(client: ObjectClient, write: Upsert, version: string): Promise<KubeObject> {
+  async updateAt(client: ObjectClient, write: Upsert, version: string): Promise<KubeObject | 'conflict'> {
     const slash = version.indexOf('/');
     const [resourceVersion, uid] = [version.slice(0, slash), version.slice(slash + 1)];
     if (slash <= 0 || !uid) throw new Error(`${write.copy.name}: no stored version to update at (${version})`);
-    const written = await client.apply(this.applied(write, resourceVersion), this.fieldManager);
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: written.metadata.uid === uid ? 'update' : 'create' });
-    return this.recorded(write.copy, written, resourceVersion);
+    const body = this.applied(write, resourceVersion);
+    const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
+    this.recorded(write.copy, written, resourceVersion);
+    return this.needsUpgrade(written) ? this.applyOver(client, write, written) : written;
   }
 
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
@@ -202,13 +205,23 @@ export class CopyWriter {
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
     if (!this.isMarkedCopyOf(read, write.source)) return 'conflict';
     if (isUpToDate(write.desired, write.marks, read)) return read;
+    return this.applyOver(client, write, read);
+  }
+
+  /**
+   * Fields still owned by an Update of relsync's — a copy written before it applied its copies (it
+   * carries the old record of copied keys), or created by POST on kcp (its own Update entry; objects
+   * from a LIST carry no managed fields, a watch's do) — which must become its applied fields first.
+   */
+  private needsUpgrade(copy: KubeObject): boolean {
+    return oldRecordOf(copy.metadata.annotations) !== undefined || upgradedManagedFields(copy.metadata.managedFields, this.fieldManager) !== undefined;
+  }
+
+  /** Applies `write` over `read` (relsync's copy), after folding what needsUpgrade() finds. */
+  private async applyOver(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
     let current = read;
-    // Fields still owned by an Update of relsync's — a copy written before it applied its copies
-    // (it carries the old record of copied keys), or created by POST on kcp (its own Update entry;
-    // objects from a LIST carry no managed fields, a watch's do) — become its applied fields first.
-    const old = oldRecordOf(current.metadata.annotations);
-    if (old || upgradedManagedFields(current.metadata.managedFields, this.fieldManager) !== undefined) {
-      const upgraded = await this.upgradeOwnership(client, write, old);
+    if (this.needsUpgrade(current)) {
+      const upgraded = await this.upgradeOwnership(client, write, oldRecordOf(current.metadata.annotations));
       if (upgraded === 'conflict') return 'conflict';
       if (upgraded) current = upgraded;
     }

@@ -14,7 +14,7 @@ import type { CopyPolicy } from '../config/copy-policy.js';
 import { compositeKey } from '../core/composite-key.js';
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
-import { ApiError, isConflict, isForbidden } from '../kube/api-error.js';
+import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord, RelationVersions } from '../store/records.js';
@@ -26,7 +26,7 @@ import { convertContent } from './content-conversion.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
-import { MissingNamespaceError, type CopyWriter } from './copy-writer.js';
+import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor } from './marks.js';
@@ -161,7 +161,7 @@ export class RelationSync {
     let written: KubeObject | 'conflict';
     try {
       const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true };
-      written = atVersion !== undefined ? await this.deps.writer.updateAt(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
+      written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
@@ -185,6 +185,20 @@ export class RelationSync {
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
     return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
+  }
+
+  /**
+   * The write at the stored version; when the copy is no longer as relsync left it (changed,
+   * replaced, deleted, its namespace gone, or moved on by another primary's write of a copy they
+   * share), decided on a live read as any write is.
+   */
+  private async atVersionOrLive(dests: ObjectClient, write: Upsert, version: string): Promise<KubeObject | 'conflict'> {
+    try {
+      return await this.deps.writer.updateAt(dests, write, version);
+    } catch (err) {
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+      return this.deps.writer.upsert(dests, { ...write, existing: await dests.get(write.copy.namespace, write.copy.name) });
+    }
   }
 
   /**

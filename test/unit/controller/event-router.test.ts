@@ -184,21 +184,6 @@ describe('event router (real SQLite store)', () => {
     assert.equal(cached('tenant-b', configMaps, 'shop', 'forged'), undefined, "an object that merely carries relsync's marks (a tenant can fill the cache with those)");
   });
 
-  it('keeps the namespaces relsync made in the service cluster (whom they serve is read from here), and no other namespace', async () => {
-    const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false };
-    const ns = (name: string, labels: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels, resourceVersion: '3' } });
-    assert.deepEqual(await route('service', namespaces, ns('tenant-a-shop', { 'relsync.dev/agent': 'e2e' }), 'LIST'), [], 'routed to no primary');
-    assert.equal(cache.get('service', namespaces, '', 'tenant-a-shop')?.metadata.resourceVersion, '3');
-    await route('service', namespaces, ns('other-agent', { 'relsync.dev/agent': 'someone-else' }));
-    assert.equal(cache.get('service', namespaces, '', 'other-agent'), undefined, "another agent's");
-    await route('service', namespaces, ns('providers', {}));
-    assert.equal(cache.get('service', namespaces, '', 'providers'), undefined, "the provider's own");
-    await route('tenant-a', namespaces, ns('tenant-side', { 'relsync.dev/agent': 'e2e' }));
-    assert.equal(cache.get('tenant-a', namespaces, '', 'tenant-side'), undefined, 'a platform namespace that carries the label (a tenant can set it)');
-    await route('service', namespaces, ns('tenant-a-shop', { 'relsync.dev/agent': 'e2e' }), 'DELETED');
-    assert.equal(cache.get('service', namespaces, '', 'tenant-a-shop'), undefined, 'deleted');
-  });
-
   it("keeps the version of relsync's own write, whose event is not routed", async () => {
     const hasher = new ContentHasher(Buffer.from('k'));
     const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'configmaps', 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'orders-config', 'relsync.dev/source-uid': 'u-cfg' };

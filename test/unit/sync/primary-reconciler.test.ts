@@ -782,7 +782,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(after.versions?.destination, `${service(configMaps, 'orders-config')!.metadata.resourceVersion}/${service(configMaps, 'orders-config')!.metadata.uid}`, 'the new version is recorded for the next one');
     });
 
-    it('a copy replaced behind the cache\'s back is never written over: the version precondition refuses, the retry reads live', async () => {
+    it('a copy replaced behind the cache\'s back is never written over: the version precondition refuses, and a live read decides', async () => {
       await synced();
       cache.observe(copyConfigId, undefined);
       // Someone deletes relsync's copy and puts their own object there; no event reached relsync yet.
@@ -790,12 +790,27 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.put('service', configMaps, { metadata: { namespace: COPY_NS, name: 'orders-config' }, data: { theirs: 'yes' } });
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
-      await assert.rejects(reconcileEdge(), (err: unknown) => (err as { statusCode?: number }).statusCode === 409);
-      assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
-      // The retry: a full reconcile that reads live, and leaves the foreign object alone.
       await reconcileEdge();
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
-      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict');
+      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict', 'the full reconcile recorded the conflict');
+    });
+
+    it('a copy deleted behind the cache\'s back is made again, not at the old version (the uid precondition), and one moved on by another writer is updated after a live read', async () => {
+      await synced();
+      cache.observe(copyConfigId, undefined);
+      world.remove('service', configMaps, COPY_NS, 'orders-config');
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
+      assert.ok(reads().includes(`get service/configmaps/orders-config`), 'decided on a live read');
+      // Another primary's write of a copy they share moves its version on: a live read, then the write.
+      cache.observe(copyConfigId, undefined);
+      world.edit('service', configMaps, COPY_NS, 'orders-config', (o) => void (o.metadata.labels = { ...o.metadata.labels }));
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '3' }));
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      assert.deepEqual(await reconcileEdge(), done);
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '3' });
     });
 
     it('a source event whose content hashes as stored sends nothing at all', async () => {
