@@ -54,7 +54,7 @@ export class ReconcileWrites {
   private readonly insertTerm: BetterSqlite3.Statement;
   private readonly transaction: (primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: readonly Relation[], selectors: readonly SelectorRecord[], held: HeldRows | undefined, at: string) => void;
 
-  constructor(sqlite: BetterSqlite3.Database) {
+  constructor(private readonly sqlite: BetterSqlite3.Database) {
     const updates = PRIMARY_COLUMNS.filter((c) => !PRIMARY_KEY.includes(c) && c !== 'first_seen_at' && c !== 'last_synced_at');
     this.upsertPrimary = sqlite.prepare(
       `INSERT INTO primaries (${quoted(PRIMARY_COLUMNS)}) VALUES (${params(PRIMARY_COLUMNS)})
@@ -86,6 +86,8 @@ export class ReconcileWrites {
 
   /** Writes the primary's row, exactly `relations` and exactly `selectors`; `held`: what the store holds now, if known. */
   write(primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: readonly Relation[], selectors: readonly SelectorRecord[], held: HeldRows | undefined, at: string): void {
+    // Inside another transaction better-sqlite3 would quietly make this a savepoint of it: never expected.
+    if (this.sqlite.inTransaction) throw new Error('a reconcile\'s rows are written in a transaction of their own, and another is open on the connection');
     this.transaction(primary, relations, selectors, held, at);
   }
 

@@ -25,9 +25,10 @@
  * primary's reconcile reads them from here instead of with a GET each.
  *
  * What it does not hold: anything over its byte budget (related objects go
- * first, the least recently used first, and primaries, their copies and copy
- * namespaces last: every change of one of a primary's relations reads those
- * again, see Standing), and objects no event has shown to concern relsync
+ * first, the least recently used first, and primaries and their copies last:
+ * every change of one of a primary's relations reads those again, see
+ * Standing; beyond half the budget, owners go first, so that a tenant's many
+ * primaries cost the others' related objects at most half), and objects no event has shown to concern relsync
  * (say a ConfigMap made after the LIST, before the primary that names it,
  * until it changes) — except that a LIST's objects of a type that rules read
  * related sources of are held tentatively: at the first LIST the store knows
@@ -71,7 +72,7 @@ export interface ObjectCacheFeed {
 /**
  * What a cached object is to relsync, in the order they go when room is needed: `tentative`, a
  * LIST's object that concerns nobody yet (see the top of this file); `related`, an object routed to
- * a primary as a related source or copy; `owner`, a primary, its copy, or a copy namespace — what
+ * a primary as a related source or copy; `owner`, a primary or its copy — what
  * every change of any of the primary's relations reads again (edge-sync.ts), so that at sizes where
  * not everything fits, a change costs its write and not a GET of the primary and its copy.
  */
@@ -98,6 +99,8 @@ export class ObjectCache implements ObjectCacheFeed {
    */
   private tentativeOrder: string[] = [];
   private size = 0;
+  /** Of `size`, what owners hold: past half the budget they go before related entries (a tenant's many primaries cost others at most half). */
+  private ownerBytes = 0;
   private hitCount = 0;
   private missCount = 0;
   /**
@@ -169,6 +172,7 @@ export class ObjectCache implements ObjectCacheFeed {
   /** Everything: a sweep is the level-based safety net, for the cache too. */
   clear(): void {
     this.owners.clear();
+    this.ownerBytes = 0;
     this.entries.clear();
     this.tentative.clear();
     this.tentativeOrder = [];
@@ -179,8 +183,8 @@ export class ObjectCache implements ObjectCacheFeed {
   /**
    * Tentative entries use only the room the others leave: they go first when the budget is full, the
    * last listed first, and one never pushes out anything (a tenant's many objects that nothing
-   * relates to cost others nothing but the room nobody used). Then related entries go, the least
-   * recently used first, and owners last.
+   * relates to cost others nothing but the room nobody used). Then owners beyond half the budget,
+   * then related entries, the least recently used first, and owners last.
    */
   private keep(key: string, type: string, delivered: KubeObject, standing: Standing): void {
     const tentative = standing === 'tentative';
@@ -199,7 +203,12 @@ export class ObjectCache implements ObjectCacheFeed {
       this.compactTentativeOrderIfLong();
     }
     this.size += bytes;
+    if (map === this.owners) this.ownerBytes += bytes;
     while (this.size > this.maxBytes && this.dropLastTentative());
+    for (const [oldest] of this.owners) {
+      if (this.size <= this.maxBytes || this.ownerBytes <= this.maxBytes / 2) break;
+      this.remove(oldest);
+    }
     for (const lru of [this.entries, this.owners]) {
       for (const [oldest] of lru) {
         if (this.size <= this.maxBytes) return;
@@ -280,6 +289,7 @@ export class ObjectCache implements ObjectCacheFeed {
     if (!map || !entry) return;
     map.delete(key);
     this.size -= entry.bytes;
+    if (map === this.owners) this.ownerBytes -= entry.bytes;
     if (this.tentative.size === 0) this.tentativeOrder = [];
   }
 }

@@ -145,10 +145,10 @@ describe('relation store', () => {
 
   it('writes only the difference from the rows a reconcile knows, and ends with exactly the rows a full write gives', async () => {
     const rowsOf = (opened: { sqlite: BetterSqlite3.Database }) => ({
-      primaries: opened.sqlite.prepare('select uid, state, message, copy_name, synced_version from primaries order by name').all(),
-      relations: opened.sqlite.prepare('select rule_id, source_name, dest_name, state, content_hash, message, last_synced_at, source_version from relations order by rule_id, source_name').all(),
-      selectors: opened.sqlite.prepare('select rule_id, selector_text from selectors order by rule_id').all(),
-      terms: opened.sqlite.prepare('select rule_id, label_key, label_value from selector_terms order by rule_id, label_value').all(),
+      primaries: opened.sqlite.prepare('select * from primaries order by name').all(),
+      relations: opened.sqlite.prepare('select * from relations order by rule_id, source_name').all(),
+      selectors: opened.sqlite.prepare('select * from selectors order by rule_id').all(),
+      terms: opened.sqlite.prepare('select * from selector_terms order by rule_id, label_value').all(),
     });
     const id = primary('diffed');
     const row = (state: 'synced' | 'error', versions?: { primary: string; copy: string; config: string }) => ({ id, uid: 'u1', copy: { ...id, cluster: 'service' }, state, message: state === 'error' ? 'boom' : null, versions });

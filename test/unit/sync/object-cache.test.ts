@@ -86,25 +86,29 @@ describe('object cache', () => {
     assert.ok(cache.get('a', configMaps, 'ns', 'o11'), 'and it pushed nothing out');
   });
 
-  it('keeps primaries and their copies ahead of related objects: under pressure every related entry goes first, however recently read', () => {
+  it('keeps primaries and their copies ahead of related objects: under pressure related entries go first, however recently read', () => {
     const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
-    // Room for five entries of about 15 KB.
-    const cache = new ObjectCache(80_000);
-    for (let i = 0; i < 4; i++) cache.observe(id('a', databases, `p${i}`), cm(`p${i}`, '1', 15_000), 'owner');
-    cache.observe(id('a', configMaps, 'related'), cm('related', '1', 15_000));
-    cache.get('a', configMaps, 'ns', 'related');
-    // Room for one more: the related entry goes, though read after every primary.
-    cache.observe(id('a', databases, 'p4'), cm('p4', '1', 15_000), 'owner');
-    assert.equal(cache.get('a', configMaps, 'ns', 'related'), undefined);
-    for (let i = 0; i <= 4; i++) assert.ok(cache.get('a', databases, 'ns', `p${i}`), `p${i}`);
-    // With no related entry left, owners go least recently read first, and stay within the budget.
-    cache.observe(id('a', databases, 'p5'), cm('p5', '1', 15_000), 'owner');
-    assert.equal(cache.get('a', databases, 'ns', 'p0'), undefined);
-    assert.ok(cache.stats().bytes <= 80_000);
+    // Room for ten entries of about 15 KB; owners may hold half of it against related entries.
+    const cache = new ObjectCache(160_000);
+    for (let i = 0; i < 3; i++) cache.observe(id('a', databases, `p${i}`), cm(`p${i}`, '1', 15_000), 'owner');
+    for (let i = 0; i < 7; i++) cache.observe(id('a', configMaps, `r${i}`), cm(`r${i}`, '1', 15_000));
+    for (let i = 0; i < 7; i++) assert.ok(cache.get('a', configMaps, 'ns', `r${i}`), 'read after every primary');
+    cache.observe(id('a', databases, 'p3'), cm('p3', '1', 15_000), 'owner');
+    for (let i = 0; i <= 3; i++) assert.ok(cache.get('a', databases, 'ns', `p${i}`), `p${i} stays`);
+    assert.equal(cache.get('a', configMaps, 'ns', 'r0'), undefined, 'the least recently read related entry went');
+    assert.ok(cache.stats().bytes <= 160_000);
+    // A tenant's many primaries hold at most half the room against related objects.
+    const fair = new ObjectCache(80_000);
+    fair.observe(id('a', configMaps, 'related-1'), cm('related-1', '1', 15_000));
+    fair.observe(id('a', configMaps, 'related-2'), cm('related-2', '1', 15_000));
+    for (let i = 0; i < 10; i++) fair.observe(id('b', databases, `flood${i}`), cm(`flood${i}`, '1', 15_000), 'owner');
+    assert.ok(fair.get('a', configMaps, 'ns', 'related-2'), 'the newest related entry stays');
+    assert.ok(fair.get('b', databases, 'ns', 'flood9') && !fair.get('b', databases, 'ns', 'flood0'), 'owners past half the room go, the least recently read first');
     // An object that turns from owner to related (or back) is held once.
-    cache.observe(id('a', databases, 'p5'), cm('p5', '2', 15_000));
-    assert.equal(cache.get('a', databases, 'ns', 'p5')?.metadata.resourceVersion, '2');
-    assert.equal(cache.stats().entries, 5);
+    const before = cache.stats().entries;
+    cache.observe(id('a', databases, 'p3'), cm('p3', '2', 15_000));
+    assert.equal(cache.get('a', databases, 'ns', 'p3')?.metadata.resourceVersion, '2');
+    assert.equal(cache.stats().entries, before);
   });
 
   it('keeps a LIST\'s objects that concern nobody yet only in room the others leave: they never push one out, and go first, those read first', () => {
