@@ -22,8 +22,8 @@ export class FakeStream implements WatchStream {
     signal.addEventListener('abort', () => this.wake?.());
   }
 
-  push(type: string, name: string, resourceVersion: string): void {
-    this.lines.push(JSON.stringify({ type, object: { metadata: { name, namespace: 'team', resourceVersion } } }));
+  push(type: string, name: string, resourceVersion: string, labels?: Record<string, string>): void {
+    this.lines.push(JSON.stringify({ type, object: { metadata: { name, namespace: 'team', resourceVersion, ...(labels ? { labels } : {}) } } }));
     this.wake?.();
   }
 
