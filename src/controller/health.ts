@@ -79,8 +79,14 @@ export interface HealthServerOptions {
 /** Serves /healthz, /readyz and /metrics until `signal` aborts. */
 export function serveHealth(options: HealthServerOptions, signal: AbortSignal): Promise<void> {
   const { metrics } = options;
-  const cacheReadsCounted = new WeakMap<object, { hits: number; misses: number }>();
-  const lookupsCounted = new WeakMap<object, { answered: number; listed: number }>();
+  // A term's cache and finder index count from the term's start; their counters go on across terms:
+  // each scrape adds what a term's counts grew by since the last one.
+  const counted = new WeakMap<object, Record<string, number>>();
+  const countGrowth = (owner: object, now: Record<string, number>, add: (label: string, n: number) => void) => {
+    const before = counted.get(owner) ?? {};
+    for (const [label, n] of Object.entries(now)) add(label, n - (before[label] ?? 0));
+    counted.set(owner, now);
+  };
   const server = new HttpServer({
     port: options.port,
     registry: metrics.registry,
@@ -100,20 +106,13 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       if (cache) {
         metrics.cacheObjects.set(cache.entries);
         metrics.cacheBytes.set(cache.bytes);
-        // The cache counts from its term's start; the counter goes on across terms.
-        const counted = cacheReadsCounted.get(w.cache!) ?? { hits: 0, misses: 0 };
-        metrics.cacheReads.inc({ result: 'hit' }, cache.hits - counted.hits);
-        metrics.cacheReads.inc({ result: 'miss' }, cache.misses - counted.misses);
-        cacheReadsCounted.set(w.cache!, { hits: cache.hits, misses: cache.misses });
+        countGrowth(w.cache!, { hit: cache.hits, miss: cache.misses }, (result, n) => metrics.cacheReads.inc({ result }, n));
       }
       const index = w.finderIndex?.stats();
       if (index) {
         metrics.finderIndexObjects.set(index.objects);
         metrics.finderIndexBytes.set(index.bytes);
-        const counted = lookupsCounted.get(w.finderIndex!) ?? { answered: 0, listed: 0 };
-        metrics.finderLookups.inc({ how: 'index' }, index.answered - counted.answered);
-        metrics.finderLookups.inc({ how: 'list' }, index.listed - counted.listed);
-        lookupsCounted.set(w.finderIndex!, { answered: index.answered, listed: index.listed });
+        countGrowth(w.finderIndex!, { index: index.answered, list: index.listed }, (how, n) => metrics.finderLookups.inc({ how }, n));
       }
       metrics.logicalClusters.reset();
       for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });

@@ -38,10 +38,10 @@
  */
 import type { KubeObject } from '../core/object.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
-import { matchesSelector, type LabelSelector } from '../core/label-selector.js';
+import type { LabelSelector } from '../core/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
-import { answers, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
+import { matchesQuery, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
 import { compositeKey } from '../core/composite-key.js';
 import { objectVersion } from '../sync/object-version.js';
 
@@ -228,7 +228,7 @@ export class SweepSnapshot implements ObjectReads {
     } else {
       candidates = [...listed.byName.values()];
     }
-    const found = candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && (!query.selector || matchesSelector(query.selector, o.metadata.labels)) && answers(query, o));
+    const found = candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && matchesQuery(query, o));
     return query.limit === undefined ? found : found.slice(0, query.limit);
   }
 }

@@ -161,7 +161,8 @@ function valuesOf(r: Relation): string {
   return JSON.stringify([r.origin, identityKey(r.destination), r.state, r.contentHash, r.message, r.versions?.source ?? null, r.versions?.destination ?? null]);
 }
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+/** The same keys, in any order. */
+export function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   const sortedA = [...a].sort();
   const sortedB = [...b].sort();

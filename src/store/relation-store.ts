@@ -15,7 +15,7 @@ import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
 import type { OpenedStore } from './database.js';
-import { ReconcileWrites } from './reconcile-writes.js';
+import { ReconcileWrites, sameKeys } from './reconcile-writes.js';
 
 export type Clock = () => Date;
 
@@ -287,13 +287,6 @@ function versionsKey(v: PrimaryVersions | null | undefined): string {
   return v ? JSON.stringify([v.primary, v.copy, v.config]) : '';
 }
 
-/** The same keys, in any order. */
-function sameKeys(a: string[], b: string[]): boolean {
-  if (a.length !== b.length) return false;
-  a.sort();
-  b.sort();
-  return a.every((k, i) => k === b[i]);
-}
 
 /** The column names of an identity with a prefix, as parameters of a prepared query. */
 function identityParams<P extends string>(prefix: P): Array<keyof IdentityColumns<P> & string> {

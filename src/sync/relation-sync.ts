@@ -135,8 +135,7 @@ export class RelationSync {
     // (copy-writer.ts) — a first sync costs one write per copy, not a GET and a write. A relation
     // whose copy was written reads it (from the watches, or the API server) as before.
     let existing: KubeObject | undefined;
-    const peeked = (!copied || writtenAt !== undefined) && reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name);
-    const known = peeked || undefined;
+    const known = !copied || writtenAt !== undefined ? reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name) : undefined;
     // The copy as relsync left it, not read: its version is the write's precondition (copy-writer.ts
     // updateAt). Only beside the primary's copy, whose namespace the caller saw it in (a rule's own
     // destination namespace is claimed again before anything is written there).
