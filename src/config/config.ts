@@ -32,7 +32,7 @@ export interface Config {
   /** Caps on what one primary's copies may cost (see schema.ts). */
   readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster: number };
   readonly resync: { readonly schedule: string; readonly onStartup: boolean; readonly snapshotBytes: number };
-  readonly cache: { readonly bytes: number };
+  readonly cache: { readonly bytes: number; readonly indexBytes: number };
   readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };
   readonly leaderElection: {
     readonly enabled: boolean;

@@ -244,10 +244,20 @@ export const configSchema = z
     /**
      * The objects relsync's watches delivered, kept for reconciles to read instead of asking the API
      * server again (sync/object-cache.ts), in bytes of their JSON text as the heap holds it plus a little per object; what does not
-     * fit is read live. The finder index of selector and inverse rules (sync/finder-index.ts) may use a quarter of
-     * this again. 0 reads everything live, and selector and inverse rules LIST.
+     * fit is read live. 0 reads everything live, and selector and inverse rules LIST.
      */
-    cache: z.strictObject({ bytes: z.number().int().min(0).default(32 * 1024 * 1024) }).prefault({}),
+    cache: z
+      .strictObject({
+        bytes: z.number().int().min(0).default(32 * 1024 * 1024),
+        /**
+         * What the finder index of selector and inverse rules (sync/finder-index.ts) may hold, in
+         * bytes: about 280 per related object it indexes (measured in the heap: 250), so the default
+         * holds some 120,000. Past it the largest type is let go and its rules LIST until that type's
+         * next LIST; a LIST walks the whole namespace on the API server. 0: no index.
+         */
+        indexBytes: z.number().int().min(0).default(32 * 1024 * 1024),
+      })
+      .prefault({}),
     /** Leader election through a Lease in the service cluster: with several replicas only one reconciles. */
     leaderElection: z
       .strictObject({

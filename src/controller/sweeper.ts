@@ -53,6 +53,7 @@ import { markedSource } from '../sync/marks.js';
 import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
+import { readAhead } from '../util/read-ahead.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -195,7 +196,8 @@ export class Sweeper {
         try {
           /** Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages. */
           let known: Set<string> | undefined;
-          for await (const page of clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector })) {
+          // One page ahead: the API server assembles the next page while this one is looked at.
+          for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) {
             counts.objectsListed += page.items.length;
             const parts = scope.split(watch.cluster, page.items);
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));

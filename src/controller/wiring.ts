@@ -105,11 +105,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const fieldManager = fieldManagerName(config.agentName);
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
-    // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within a quarter of cache.bytes.
-    const indexBudget = config.cache.bytes / 4;
-    const finderIndex = cache
+    // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within cache.indexBytes.
+    const indexBudget = config.cache.indexBytes;
+    const finderIndex = cache && indexBudget > 0
       ? new FinderIndex(config.agentName, resources, (c) => c === clusters.service.name, indexBudget, (cluster, type) =>
-          logger.info({ cluster, type: type.resource, budgetBytes: indexBudget }, 'the finder index is over its budget (a quarter of cache.bytes): selector and inverse rules LIST the largest type until its next list'))
+          logger.warn({ cluster, type: type.resource, budgetBytes: indexBudget }, 'the finder index is over cache.indexBytes: selector and inverse rules LIST this type (each LIST walks its namespace on the API server) until its next list; raise cache.indexBytes'))
       : undefined;
     const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live, finderIndex) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown

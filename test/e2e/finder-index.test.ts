@@ -18,7 +18,7 @@ import { decode, defaultCopyNamespace, GROUP, PLURAL, type ClusterClient } from 
 const OWNER = 'finder.relsync.dev/owner';
 const PRIMARIES = 24;
 
-function configFor(clusters: Clusters<'tenant-a' | 'service'>, dir: string, cacheBytes?: number): string {
+function configFor(clusters: Clusters<'tenant-a' | 'service'>, dir: string, indexBytes?: number): string {
   const { 'tenant-a': pa, service: ps } = clusters.plane;
   return writeConfig(dir, {
     agentName: 'e2e',
@@ -26,7 +26,7 @@ function configFor(clusters: Clusters<'tenant-a' | 'service'>, dir: string, cach
     serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
     store: { path: join(dir, 'relsync.db') },
     leaderElection: { enabled: false },
-    ...(cacheBytes !== undefined ? { cache: { bytes: cacheBytes } } : {}),
+    ...(indexBytes !== undefined ? { cache: { indexBytes } } : {}),
     resources: [{ group: GROUP, resource: PLURAL, related: [
       { id: 'sel', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
       { id: 'inv', origin: 'platform', resource: 'secrets', inverse: { label: OWNER } },
@@ -120,12 +120,12 @@ describe('the finder index', () => {
   });
 
   it('LISTs again when a tenant\'s objects outgrow its budget, and loses nothing', async () => {
-    // A quarter of 60 KiB for the index: the flood below passes it during the first LIST.
+    // 15 KiB for the index (some 50 entries): the flood below passes it during the first LIST.
     await a.ensureNamespace('flood');
     await pool(Array.from({ length: 150 }, (_, i) => () => a.putConfigMap('flood', `f${i}`, { n: String(i) }, { app: `flood-${i}` })), 10);
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-finder-budget-'));
-    relsync = await startRelsync(configFor(clusters, dir, 60 * 1024), join(dir, 'relsync.log'));
-    await relsync.waitForLog('the index over its budget', /the finder index is over its budget/);
+    relsync = await startRelsync(configFor(clusters, dir, 15 * 1024), join(dir, 'relsync.log'));
+    await relsync.waitForLog('the index over its budget', /the finder index is over cache.indexBytes/);
     await a.createDatabase('flood', 'flood-7', {});
     await a.putSecret('flood', 'flood-7-secret', { n: '7' }, { [OWNER]: 'flood-7' });
     const ns = defaultCopyNamespace('tenant-a', 'flood');
