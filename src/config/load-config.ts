@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { compileConfig } from './compile-config.js';
 import type { Config } from './config.js';
-import { ConfigError } from './config-problem.js';
+import { ConfigError, type ConfigProblem } from './config-problem.js';
 import { duplicateProblems, zodProblems } from './input-problems.js';
 import { importPublishedResources } from './published-resource-files.js';
 import { configSchema } from './schema.js';
@@ -40,11 +40,13 @@ export function parseConfig(text: string, file: string): Config {
   // A manifest that could not be read leaves "resources" short: that is not a second problem.
   const schemaProblems = parsed.success ? [] : zodProblems(parsed.error).filter((p) => imported.problems.length === 0 || p.path !== 'resources');
   const problems = [...imported.problems, ...schemaProblems, ...duplicates].map(imported.rename);
-  if (!parsed.success || problems.length > 0) throw new ConfigError(file, problems);
+  // A notice explains a problem it causes (every manifest skipped leaves no resource).
+  const withNotices = (found: readonly ConfigProblem[]) => [...found, ...imported.notices.map((n) => ({ path: n.path, message: `(note) ${n.message}` }))];
+  if (!parsed.success || problems.length > 0) throw new ConfigError(file, withNotices(problems));
   try {
-    return compileConfig(parsed.data, file);
+    return { ...compileConfig(parsed.data, file), notices: imported.notices };
   } catch (err) {
-    if (err instanceof ConfigError) throw new ConfigError(file, err.problems.map(imported.rename));
+    if (err instanceof ConfigError) throw new ConfigError(file, withNotices(err.problems.map(imported.rename)));
     throw err;
   }
 }

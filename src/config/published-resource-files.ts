@@ -13,16 +13,18 @@ import { publishedResourcesFromYaml } from './published-resource.js';
 /**
  * Appends the PublishedResources of `publishedResourceFiles` to `resources`
  * (in place, before validation). `rename` points a problem in an appended
- * entry back at its file and document.
+ * entry back at its file and document; `notices` say what was read and not
+ * synced on purpose.
  */
-export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; rename: (p: ConfigProblem) => ConfigProblem } {
-  const none = { problems: [], rename: (p: ConfigProblem) => p };
+export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; notices: ConfigProblem[]; rename: (p: ConfigProblem) => ConfigProblem } {
+  const none = { problems: [], notices: [], rename: (p: ConfigProblem) => p };
   if (!input || typeof input !== 'object' || Array.isArray(input)) return none;
   const cfg = input as Record<string, unknown>;
   if (!Array.isArray(cfg.publishedResourceFiles)) return none;
   const own = Array.isArray(cfg.resources) ? cfg.resources : cfg.resources === undefined ? [] : undefined;
   if (!own) return none; // the schema reports the wrong type of "resources"
   const problems: ConfigProblem[] = [];
+  const notices: ConfigProblem[] = [];
   const origins: string[] = [];
   cfg.publishedResourceFiles.forEach((entry, i) => {
     if (typeof entry !== 'string') return; // the schema reports it
@@ -35,8 +37,9 @@ export function importPublishedResources(input: unknown, file: string): { proble
       problems.push({ path: `publishedResourceFiles[${i}]`, message: `cannot read ${path}: ${(err as Error).message}` });
       return;
     }
-    const { resources, problems: found } = publishedResourcesFromYaml(text, where);
+    const { resources, problems: found, notices: noted } = publishedResourcesFromYaml(text, where);
     problems.push(...found);
+    notices.push(...noted);
     resources.forEach((r, k) => {
       own.push(r);
       origins[own.length - 1] = `${where} PublishedResource ${k + 1}`;
@@ -48,5 +51,5 @@ export function importPublishedResources(input: unknown, file: string): { proble
     const origin = m ? origins[Number(m[1])] : undefined;
     return origin ? { path: `${origin} (as resources[${m![1]}]${m![2]})`, message: p.message } : p;
   };
-  return { problems, rename };
+  return { problems, notices, rename };
 }

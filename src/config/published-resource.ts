@@ -16,10 +16,14 @@ export const PUBLISHED_RESOURCE_API_VERSION = 'syncagent.kcp.io/v1alpha1';
 
 const record = (v: unknown): Raw => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Raw) : {});
 
-/** Reads every PublishedResource of a YAML stream; `where` prefixes problem paths. */
-export function publishedResourcesFromYaml(text: string, where: string): { resources: Raw[]; problems: ConfigProblem[] } {
+/**
+ * Reads every PublishedResource of a YAML stream; `where` prefixes problem paths. `notices`: what
+ * was read and deliberately not acted on (a manifest with synchronization disabled), for the log.
+ */
+export function publishedResourcesFromYaml(text: string, where: string): { resources: Raw[]; problems: ConfigProblem[]; notices: ConfigProblem[] } {
   const resources: Raw[] = [];
   const problems: ConfigProblem[] = [];
+  const notices: ConfigProblem[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     const at = `${where} document ${i + 1}`;
     if ('errors' in doc && doc.errors.length > 0) {
@@ -30,13 +34,32 @@ export function publishedResourcesFromYaml(text: string, where: string): { resou
     if (manifest === null || manifest === undefined) return; // an empty document, e.g. after a trailing ---
     const translated = translatePublishedResource(manifest, at);
     problems.push(...translated.problems);
+    if (translated.notice) notices.push(translated.notice);
     if (translated.resource) resources.push(translated.resource);
   });
-  return { resources, problems };
+  return { resources, problems, notices };
 }
 
-/** One PublishedResource manifest as a relsync `resources[]` entry. */
-export function translatePublishedResource(manifest: unknown, where: string): { resource: Raw | undefined; problems: ConfigProblem[] } {
+/** The fields of api-syncagent's PublishedResourceSpec (syncagent.kcp.io/v1alpha1): any other is refused, never dropped. */
+const SPEC_FIELDS = ['resource', 'filter', 'naming', 'enableWorkspacePaths', 'projection', 'mutation', 'related', 'synchronization'];
+const RESOURCE_FIELDS = ['apiGroup', 'version', 'versions', 'kind'];
+const FILTER_FIELDS = ['namespace', 'resource'];
+const NAMING_FIELDS = ['name', 'namespace'];
+const RELATED_FIELDS = ['identifier', 'origin', 'group', 'version', 'resource', 'kind', 'identityHash', 'cleanup', 'cleanupPolicy', 'projection', 'object', 'mutation', 'watch', 'syncStatus'];
+const OBJECT_FIELDS = ['reference', 'template', 'selector', 'namespace'];
+
+/** A problem for each key of `value` that is not among `known` (a typo, or a field of a newer api-syncagent). */
+function unknownFields(value: unknown, known: readonly string[], at: string, problem: (path: string, message: string) => void): void {
+  for (const key of Object.keys(record(value))) {
+    if (!known.includes(key)) problem(`${at}.${key}`, `unknown field: api-syncagent's PublishedResource has no "${key}" here that relsync knows (known: ${known.join(', ')})`);
+  }
+}
+
+/**
+ * One PublishedResource manifest as a relsync `resources[]` entry; none, with a notice, for a
+ * manifest whose synchronization is disabled (api-syncagent only publishes its type then).
+ */
+export function translatePublishedResource(manifest: unknown, where: string): { resource: Raw | undefined; problems: ConfigProblem[]; notice?: ConfigProblem } {
   const problems: ConfigProblem[] = [];
   const problem = (path: string, message: string) => problems.push({ path: `${where} ${path}`.trim(), message });
   const m = record(manifest);
@@ -45,12 +68,21 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
     return { resource: undefined, problems };
   }
   const spec = record(m.spec);
+  unknownFields(m.spec, SPEC_FIELDS, 'spec', problem);
+  // As api-syncagent reads it: a `synchronization` without `enabled: true` turns syncing off (Go's zero value).
+  if (spec.synchronization !== undefined && record(spec.synchronization).enabled !== true) {
+    if (problems.length > 0) return { resource: undefined, problems };
+    const name = typeof record(m.metadata).name === 'string' ? ` "${String(record(m.metadata).name)}"` : '';
+    return { resource: undefined, problems, notice: { path: `${where} spec.synchronization.enabled`, message: `PublishedResource${name} is not synced: its synchronization is disabled (api-syncagent only publishes such a type, for use as another resource's related type)` } };
+  }
+  unknownFields(spec.synchronization, ['enabled'], 'spec.synchronization', problem);
   const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
   if (spec.projection !== undefined) unsupported('spec.projection', 'projecting a resource to another group, version or kind');
   if (spec.mutation !== undefined) unsupported('spec.mutation', 'mutation rules');
   if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
   const source = record(spec.resource);
+  unknownFields(spec.resource, RESOURCE_FIELDS, 'spec.resource', problem);
   const versions = Array.isArray(source.versions) ? source.versions : [];
   if (versions.length > 1) problem('spec.resource.versions', 'relsync syncs one version of a type; give exactly one');
   const out: Raw = { group: source.apiGroup ?? '', kind: source.kind };
@@ -58,10 +90,12 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (version !== undefined) out.version = version;
 
   const filter = record(spec.filter);
+  unknownFields(spec.filter, FILTER_FIELDS, 'spec.filter', problem);
   if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
   if (filter.resource !== undefined) out.selector = filter.resource;
 
   const naming = record(spec.naming);
+  unknownFields(spec.naming, NAMING_FIELDS, 'spec.naming', problem);
   const names: Raw = {};
   for (const key of ['name', 'namespace'] as const) {
     if (typeof naming[key] !== 'string' || naming[key] === '') continue;
@@ -77,6 +111,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
 }
 
 function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void): Raw {
+  unknownFields(r, RELATED_FIELDS, at, problem);
   const rule: Raw = { id: typeof r.identifier === 'string' ? r.identifier.toLowerCase() : r.identifier, kind: r.kind };
   // The type: `kind` (ConfigMap or Secret, deprecated there) or group, version and resource.
   for (const key of ['group', 'version', 'resource'] as const) if (r[key] !== undefined) rule[key] = r[key];
@@ -96,8 +131,18 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   else if (r.origin === 'service') rule.origin = 'service';
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
   if (r.mutation !== undefined) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
+  // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
+  if (r.identityHash !== undefined) problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
+  if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
+  // relsync's copies follow their origin: deleted when the primary goes and when the origin object does (api-syncagent's MatchOrigin).
+  const policy = typeof r.cleanupPolicy === 'string' && r.cleanupPolicy !== '' ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : r.cleanup === undefined && r.cleanupPolicy === undefined ? undefined : 'Orphan';
+  if (policy !== undefined && policy !== 'MatchOrigin') {
+    problem(`${at}.${r.cleanupPolicy !== undefined ? 'cleanupPolicy' : 'cleanup'}`, `cleanup policy ${policy} is not supported by relsync: its related copies are deleted with the primary and when their origin object goes (MatchOrigin); set cleanupPolicy: MatchOrigin or remove the field`);
+  }
+  // `watch` tells api-syncagent to follow changes of the related type; relsync always does. Nothing to translate.
 
   const object = record(r.object);
+  unknownFields(r.object, OBJECT_FIELDS, `${at}.object`, problem);
   const template = (value: unknown, path: string): string | undefined => {
     const t = translateTemplate(String(value ?? ''));
     if (t.problem) problem(path, t.problem);

@@ -92,8 +92,7 @@ export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity)
   return rows.map((r) => ({ ruleId: r.rule_id, selector: r.selector_text, scope: `${r.source_cluster}:${r.source_namespace}`, key: storedKey(r) }));
 }
 
-/** The requirement whose values index a selector: the first `In` (matchLabels are `In` with one value). */
-/** The requirement a selector is indexed by: its first `In` with values. */
+/** The requirement whose values index a selector: its first `In` with values (matchLabels are `In` with one value). */
 export function anchorOf(selector: LabelSelector): SelectorRequirement | undefined {
   return selector.requirements.find((r) => r.operator === 'In' && r.values.length > 0);
 }

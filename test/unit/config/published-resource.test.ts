@@ -147,6 +147,56 @@ describe('PublishedResource manifests', () => {
     assert.match(problems(missing).join('\n'), /publishedResourceFiles\[0\]: cannot read .*nope\.yaml/);
   });
 
+  it('refuse a field relsync does not know, at every level, instead of dropping it', () => {
+    const found = problems(configWith({
+      'typo.yaml': manifest
+        .replace('  filter:', '  conflictHandling: adopt\n  filter:')
+        .replace('    kind: Database\n', '    kind: Database\n    scope: Namespaced\n')
+        .replace('    - identifier: config\n', '    - identifier: config\n      cleanUp: true\n')
+        .replace('        template:\n          template: "{{- .Object', '        templte: {}\n        template:\n          template: "{{- .Object'),
+    }));
+    const all = found.join('\n');
+    assert.match(all, /document 1 spec\.conflictHandling: unknown field/);
+    assert.match(all, /document 1 spec\.resource\.scope: unknown field/);
+    assert.match(all, /document 1 spec\.related\[1\]\.cleanUp: unknown field/);
+    assert.match(all, /document 1 spec\.related\[1\]\.object\.templte: unknown field/);
+    assert.equal(found.length, 4, all);
+  });
+
+  it('skip a manifest whose synchronization is disabled, as api-syncagent does, and say so', () => {
+    const disabled = manifest.replace('  filter:', '  synchronization: { enabled: false }\n  filter:');
+    const zeroValue = manifest.replace('  filter:', '  synchronization: {}\n  filter:').replace('kind: Database', 'kind: Backup');
+    const enabled = manifest.replace('  filter:', '  synchronization: { enabled: true }\n  filter:').replace('kind: Database', 'kind: Restore');
+    const config = parseConfig(configWith({ 'sync.yaml': `${disabled}\n${zeroValue}\n${enabled}` }), join(dir, 'relsync.yaml'));
+    assert.deepEqual(config.resources.map((r) => r.type.kind), ['Restore']);
+    assert.deepEqual(config.notices?.map((n) => n.path), ['publishedResourceFiles[0] (sync.yaml) document 1 spec.synchronization.enabled', 'publishedResourceFiles[0] (sync.yaml) document 2 spec.synchronization.enabled']);
+    assert.match(config.notices![0]!.message, /PublishedResource "publish-databases" is not synced: its synchronization is disabled/);
+    // Nothing left to sync: the error says why.
+    assert.match(problems(configWith({ 'only.yaml': disabled })).join('\n'), /give at least one published resource[\s\S]*\(note\) PublishedResource "publish-databases" is not synced/);
+    // A disabled manifest is still checked: a typo in it is not skipped with it.
+    assert.match(problems(configWith({ 'bad.yaml': disabled.replace('  filter:', '  filtre: {}\n  filter:') })).join('\n'), /spec\.filtre: unknown field/);
+  });
+
+  it('refuse related fields whose meaning relsync does not give, and accept those it does', () => {
+    const withField = (extra: string) => manifest.replace('    - identifier: config\n      origin: kcp\n', `    - identifier: config\n      origin: kcp\n${extra}`);
+    const refused: Array<[string, RegExp]> = [
+      ['      identityHash: abc\n', /spec\.related\[1\]\.identityHash: a related type from another APIExport is not supported/],
+      ['      syncStatus: true\n', /spec\.related\[1\]\.syncStatus: syncing a related object's status is not supported/],
+      ['      cleanup: true\n', /spec\.related\[1\]\.cleanup: cleanup policy OnPrimaryDeletion is not supported/],
+      ['      cleanup: false\n', /spec\.related\[1\]\.cleanup: cleanup policy Orphan is not supported/],
+      ['      cleanupPolicy: Orphan\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy Orphan is not supported/],
+      ['      cleanup: false\n      cleanupPolicy: OnPrimaryDeletion\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy OnPrimaryDeletion/],
+    ];
+    for (const [extra, expected] of refused) {
+      const found = problems(configWith({ 'rel.yaml': withField(extra) }));
+      assert.equal(found.length, 1, `${extra}: ${found.join('\n')}`);
+      assert.match(found[0]!, expected);
+    }
+    for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n']) {
+      assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
+    }
+  });
+
   it('translate Go template variables and leave functions to relsync', () => {
     assert.deepEqual(translateTemplate('{{ .ClusterName }}-{{ .Object.spec.tier | lower }}'), { template: '{{ cluster }}-{{ object.spec.tier | lower }}' });
     assert.deepEqual(translateTemplate('plain'), { template: 'plain' });
