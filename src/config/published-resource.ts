@@ -8,6 +8,7 @@
 import { parseAllDocuments } from 'yaml';
 import type { TypeReference } from '../core/resource-type.js';
 import type { ConfigProblem } from './config-problem.js';
+import { gjsonToJsonPath } from './gjson-path.js';
 import { destinationTypeProblem } from './related-types.js';
 
 type Raw = Record<string, unknown>;
@@ -152,7 +153,9 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   if (ways.length !== 1) problem(`${at}.object`, `give exactly one of "reference", "template" or "selector" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`);
   if (object.reference !== undefined) {
     const ref = record(object.reference);
-    const reference: Raw = { path: jsonPath(ref.path) };
+    const path = gjsonToJsonPath(String(ref.path ?? ''));
+    if ('problem' in path) problem(`${at}.object.reference.path`, path.problem);
+    const reference: Raw = { path: 'path' in path ? path.path : ref.path };
     if (ref.regex !== undefined) reference.rewrite = { regex: regexRewrite(record(ref.regex)) };
     rule.reference = reference;
   } else if (object.template !== undefined) {
@@ -177,7 +180,10 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
     if (ns.reference !== undefined) {
       const ref = record(ns.reference);
       if (ref.regex !== undefined) problem(`${at}.object.namespace.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
-      rule.namespace = { source: `{{ object${jsonPath(ref.path)} }}` };
+      const path = gjsonToJsonPath(String(ref.path ?? ''));
+      if ('problem' in path) problem(`${at}.object.namespace.reference.path`, path.problem);
+      else if (/[[\]]/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
+      else rule.namespace = { source: `{{ object${path.path} }}` };
     } else if (ns.template !== undefined) {
       rule.namespace = { source: template(record(ns.template).template, `${at}.object.namespace.template.template`) };
     } else problem(`${at}.object.namespace`, 'only "reference" and "template" are supported for the related object\'s namespace');
@@ -189,12 +195,6 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
 function typeReference(rule: Raw): TypeReference {
   const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
   return { group: text(rule.group) ?? '', version: text(rule.version), resource: text(rule.resource), kind: text(rule.kind) };
-}
-
-/** api-syncagent paths are written without the leading dot ("spec.secretName"). */
-function jsonPath(path: unknown): string {
-  const p = String(path ?? '');
-  return p.startsWith('.') || p.startsWith('$') ? p : `.${p}`;
 }
 
 /** Go regexp replacement: an empty pattern replaces the whole value; `\N` is group N. */

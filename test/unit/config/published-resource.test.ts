@@ -8,6 +8,7 @@ import { ConfigError } from '../../../src/config/config-problem.js';
 import { parseConfig } from '../../../src/config/load-config.js';
 import { translateTemplate } from '../../../src/config/published-resource.js';
 import { selectorQuery } from '../../../src/core/label-selector.js';
+import { stringsAt } from '../../../src/rules/json-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-pr-'));
 const kubeconfig = join(dir, 'kubeconfig');
@@ -136,9 +137,10 @@ describe('PublishedResource manifests', () => {
   });
 
   it('point a problem found after translation back at the manifest', () => {
-    const found = problems(configWith({ 'pr2.yaml': manifest.replace('path: spec.credentialsSecret', 'path: spec..credentialsSecret') }));
+    // A function relsync's template parser does not know is found after translation.
+    const found = problems(configWith({ 'pr2.yaml': manifest.replace('"{{- .Object.metadata.name -}}-config"', '"{{ .Object.metadata.name | nosuchfunction }}"') }));
     assert.equal(found.length, 1, found.join('\n'));
-    assert.match(found[0]!, /^publishedResourceFiles\[0\] \(pr2\.yaml\) PublishedResource 1 \(as resources\[0\]\.related\[0\]\.reference\.path\): invalid path/);
+    assert.match(found[0]!, /^publishedResourceFiles\[0\] \(pr2\.yaml\) PublishedResource 1 \(as resources\[0\]\.related\[1\]\.template\.name\): .*nosuchfunction/);
   });
 
   it('refuse a document that is not a PublishedResource, and a missing file', () => {
@@ -194,6 +196,38 @@ describe('PublishedResource manifests', () => {
     }
     for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n']) {
       assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
+    }
+  });
+
+  it('read gjson reference paths as relsync paths, and refuse what only gjson does', () => {
+    const pathOf = (path: string) => {
+      const config = parseConfig(configWith({ 'g.yaml': manifest.replace('path: spec.credentialsSecret', `path: '${path}'`) }), join(dir, 'relsync.yaml'));
+      const finder = config.resources[0]!.related[0]!.finder;
+      assert.ok(finder.kind === 'reference');
+      return finder.path;
+    };
+    const object = { spec: { items: [{ name: 'a' }, { name: 'b' }], list: ['x', 'y'] }, metadata: { annotations: { 'example.com/secret': 'z' } } };
+    for (const [gjson, expected, found] of [
+      ['spec.items.#.name', '.spec.items[*].name', ['a', 'b']],
+      ['spec.list.1', '.spec.list[1]', ['y']],
+      ['metadata.annotations.example\\.com/secret', ".metadata.annotations['example.com/secret']", ['z']],
+      ['.spec.list[0]', '.spec.list[0]', ['x']],
+    ] as const) {
+      const path = pathOf(gjson);
+      assert.equal(path.source, expected, gjson);
+      assert.deepEqual(stringsAt(path, object).values, found, gjson);
+    }
+    for (const [gjson, expected] of [
+      ['spec.items.#', /a trailing "#" counts/],
+      ['spec.items.#(name=="a").name', /queries .* are not supported/],
+      ['spec.items|@reverse', /queries .* are not supported/],
+      ['spec.it*ms.0', /wildcards/],
+      ['spec..name', /empty segment 2/],
+    ] as const) {
+      const found = problems(configWith({ 'g.yaml': manifest.replace('path: spec.credentialsSecret', `path: '${gjson}'`) }));
+      assert.equal(found.length, 1, `${gjson}: ${found.join('\n')}`);
+      assert.match(found[0]!, /document 1 spec\.related\[0\]\.object\.reference\.path: gjson path/);
+      assert.match(found[0]!, expected);
     }
   });
 
