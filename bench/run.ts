@@ -244,6 +244,8 @@ async function main(): Promise<void> {
       workers: WORKERS,
       resync: { schedule: '0 0 1 1 *', onStartup: false },
       leaderElection: { enabled: false },
+      // One tenant holds every primary here: past 20,000 (the default cap per platform cluster) it would be refused.
+      limits: { primariesPerCluster: Math.max(20_000, N) },
       resources: [{ group: GROUP, resource: PLURAL, related }],
     };
     const configPath = writeConfig(dir, config);
