@@ -251,9 +251,10 @@ export const configSchema = z
         bytes: z.number().int().min(0).default(32 * 1024 * 1024),
         /**
          * What the finder index of selector and inverse rules (sync/finder-index.ts) may hold, in
-         * bytes: about 280 per related object it indexes (measured in the heap: 250), so the default
-         * holds some 120,000. Past it the largest type is let go and its rules LIST until that type's
-         * next LIST; a LIST walks the whole namespace on the API server. 0: no index.
+         * bytes of its own estimate: about 280 per related object it indexes (a heap snapshot of
+         * 100,000 entries measured 250), so the default holds some 120,000. Past it the largest
+         * type is let go and its rules LIST until that type's next LIST; a LIST walks the whole
+         * namespace on the API server. 0, or cache.bytes 0: no index.
          */
         indexBytes: z.number().int().min(0).default(32 * 1024 * 1024),
       })

@@ -50,10 +50,10 @@ import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
 import { markedSource } from '../sync/marks.js';
+import { readAhead } from '../util/read-ahead.js';
 import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
-import { readAhead } from '../util/read-ahead.js';
 
 export interface SweeperOptions {
   readonly agentName: string;

@@ -22,8 +22,21 @@ export interface InverseFinder {
   readonly namespaceFrom: { readonly kind: 'label' | 'annotation'; readonly key: string } | undefined;
 }
 
-/** The owner `object` names, or undefined; `ownerKind`/`ownerGroup` are the owner's type. */
+/** Longer than an object's name or a namespace's may be: no object is named so. */
+const MAX_NAME = 253;
+const MAX_NAMESPACE = 63;
+
+/**
+ * The owner `object` names, or undefined; `ownerKind`/`ownerGroup` are the owner's type. A name
+ * or namespace no object can have is no owner: an annotation of 256 KiB names nothing, and must
+ * cost the finder index (sync/finder-index.ts) no more than a real name does.
+ */
 export function inverseOwner(finder: InverseFinder, object: KubeObject, ownerKind: string, ownerGroup: string): OwnerRef | undefined {
+  const ref = namedOwner(finder, object, ownerKind, ownerGroup);
+  return ref && ref.name.length <= MAX_NAME && ref.namespace.length <= MAX_NAMESPACE ? ref : undefined;
+}
+
+function namedOwner(finder: InverseFinder, object: KubeObject, ownerKind: string, ownerGroup: string): OwnerRef | undefined {
   const meta = object.metadata;
   let namespace = meta.namespace ?? '';
   if (finder.namespaceFrom) {

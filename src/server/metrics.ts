@@ -37,7 +37,7 @@ export class Metrics {
   readonly cacheObjects = new Gauge({ name: 'relsync_cache_objects', help: 'Objects the watches delivered that reconciles read from memory (cache.bytes)', registers: [this.registry] });
   readonly cacheBytes = new Gauge({ name: 'relsync_cache_bytes', help: 'Estimated heap size of the cached objects', registers: [this.registry] });
   readonly finderIndexObjects = new Gauge({ name: 'relsync_finder_index_objects', help: 'Objects whose names the finder index holds, for selector and inverse rules to find without a LIST', registers: [this.registry] });
-  readonly finderIndexBytes = new Gauge({ name: 'relsync_finder_index_bytes', help: 'Estimated heap size of the finder index (at most a quarter of cache.bytes)', registers: [this.registry] });
+  readonly finderIndexBytes = new Gauge({ name: 'relsync_finder_index_bytes', help: 'Estimated heap size of the finder index (at most cache.indexBytes)', registers: [this.registry] });
   readonly finderLookups = new Counter({ name: 'relsync_finder_lookups_total', help: 'What selector and inverse rules found related objects with, by how (index: the finder index\'s candidates, read one by one; list: a LIST)', labelNames: ['how'], registers: [this.registry] });
   readonly cacheReads = new Counter({ name: 'relsync_cache_reads_total', help: 'Reads of single objects by reconciles, by result (hit: from memory; miss: from the API server)', labelNames: ['result'], registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });

@@ -23,10 +23,15 @@ export async function* readAhead<T>(source: AsyncIterable<T>): AsyncGenerator<T>
     }
   } finally {
     if (!done) {
-      // Stopped early (break, or an error here or in the caller): let the request ahead finish,
-      // then close the source so that it releases what it holds (its finally blocks run).
+      // Stopped early (break, or an error here or in the caller): let the request ahead finish
+      // (at most one request's timeout), then close the source so that it releases what it holds.
+      // A failure to close must not hide the caller's own error, which is what stopped us.
       await ahead;
-      await iterator.return?.();
+      try {
+        await iterator.return?.();
+      } catch {
+        // nothing to add: the source's next read would have failed the same way
+      }
     }
   }
 }

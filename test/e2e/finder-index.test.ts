@@ -125,7 +125,7 @@ describe('the finder index', () => {
     await pool(Array.from({ length: 150 }, (_, i) => () => a.putConfigMap('flood', `f${i}`, { n: String(i) }, { app: `flood-${i}` })), 10);
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-finder-budget-'));
     relsync = await startRelsync(configFor(clusters, dir, 15 * 1024), join(dir, 'relsync.log'));
-    await relsync.waitForLog('the index over its budget', /the finder index is over cache.indexBytes/);
+    await relsync.waitForLog('the index over its budget', /the finder index is over cache\.indexBytes/);
     await a.createDatabase('flood', 'flood-7', {});
     await a.putSecret('flood', 'flood-7-secret', { n: '7' }, { [OWNER]: 'flood-7' });
     const ns = defaultCopyNamespace('tenant-a', 'flood');

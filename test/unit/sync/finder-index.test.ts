@@ -154,6 +154,23 @@ describe('finder index', () => {
     assert.deepEqual(names(index.candidates('a', configMaps, { namespace: 'ns', selector: { requirements: [{ key: 'app', operator: 'In', values: ['orders', 'billing'] }] } })), ['ns/x', 'ns/y']);
   });
 
+  it('indexes no owner a name could not be: a tenant\'s 200 KiB owner annotations cost it nothing and let no type go', () => {
+    let told = 0;
+    const index = new FinderIndex('e2e', [resource], isService, 64 * 1024, () => told++);
+    index.beginList('a', configMaps, () => true);
+    const huge = 'x'.repeat(200 * 1024);
+    for (let i = 0; i < 50; i++) index.observe('a', configMaps, 'ns', `big-${i}`, object('ns', `big-${i}`, { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': `${huge}${i}` } }));
+    index.observe('a', configMaps, 'ns', 'long-ns', object('ns', 'long-ns', { 'db-namespace': 'n'.repeat(64) }, '1', { annotations: { 'db-owner': 'orders' } }));
+    index.observe('a', configMaps, 'ns', 'real', object('ns', 'real', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': 'o'.repeat(253) } }));
+    index.endList('a', configMaps);
+    assert.equal(told, 0, 'no type was let go');
+    assert.equal(index.stats().objects, 1, 'only the object whose owner could exist is indexed');
+    assert.ok(index.stats().bytes < 2048, `${index.stats().bytes} bytes`);
+    const remote = (value: string) => ({ index: inverseIndexName(resource, crossNamespace), of: () => value, value });
+    assert.deepEqual(names(index.candidates('a', configMaps, { indexed: remote(`home/${'o'.repeat(253)}`) })), ['ns/real']);
+    assert.equal(inverseOwnerKey({ owner: { kind: 'annotation', key: 'db-owner' }, namespaceFrom: { kind: 'label', key: 'db-namespace' } }, object('ns', 'x', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': `${huge}` } }), 'Database', databases.group), undefined, 'routing finds no owner either');
+  });
+
   it('finds by ownerReference and by a namespace read off the object, sorted as the API server lists them', () => {
     const index = new FinderIndex('e2e', [resource], isService, 1024 * 1024);
     const owned = object('ns', 'sa', {}, '1', { ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: 'u1' }] });

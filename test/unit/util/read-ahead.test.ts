@@ -29,6 +29,28 @@ function source(count: number, failAt?: number) {
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A plain iterator (not a generator, which would queue return() behind a pending next()): records when it is closed. */
+function plainSource(count: number) {
+  const events: string[] = [];
+  const release: Array<() => void> = [];
+  let i = 0;
+  const iterator: AsyncIterator<number> = {
+    next: async () => {
+      if (i >= count) return { value: undefined, done: true };
+      const n = i++;
+      events.push(`asked ${n}`);
+      await new Promise<void>((resolve) => release.push(resolve));
+      events.push(`got ${n}`);
+      return { value: n, done: false };
+    },
+    return: async () => {
+      events.push('closed');
+      throw new Error('closing failed');
+    },
+  };
+  return { pages: { [Symbol.asyncIterator]: () => iterator }, events, release: (n: number) => release[n]!() };
+}
+
 describe('readAhead', () => {
   it('asks for the next item while the caller holds the current one, and never two ahead', async () => {
     const s = source(3);
@@ -93,5 +115,22 @@ describe('readAhead', () => {
     assert.deepEqual(seen, [0]);
     assert.deepEqual(s.requested, [0, 1], 'nothing asked beyond the one ahead');
     assert.equal(s.closed(), true);
+  });
+
+  it('closes a plain iterator only after the request ahead settled, and keeps the caller\'s error over a failed close', async () => {
+    const s = plainSource(5);
+    const loop = (async () => {
+      for await (const page of readAhead(s.pages)) {
+        if (page === 0) throw new Error('the caller failed');
+      }
+    })();
+    await tick();
+    s.release(0);
+    await tick();
+    await tick();
+    assert.deepEqual(s.events, ['asked 0', 'got 0', 'asked 1'], 'not closed while page 1 is still being read');
+    s.release(1);
+    await assert.rejects(loop, /the caller failed/);
+    assert.deepEqual(s.events, ['asked 0', 'got 0', 'asked 1', 'got 1', 'closed']);
   });
 });
