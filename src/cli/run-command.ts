@@ -17,7 +17,7 @@ export interface RunOptions {
 export async function runCommand(options: RunOptions): Promise<void> {
   const logger = createLogger(options.logLevel);
   const config = loadConfigOrExit(options.config);
-  for (const notice of config.notices ?? []) logger.info({ where: notice.path }, notice.message);
+  for (const notice of config.notices ?? []) logger[notice.level]({ where: notice.path }, notice.message);
   let store;
   let replica;
   try {

@@ -5,7 +5,7 @@ export function validateCommand(options: { config: string }): void {
   try {
     const config = loadConfig(options.config);
     const rules = config.resources.reduce((n, r) => n + r.related.length, 0);
-    for (const notice of config.notices ?? []) console.log(`note: ${notice.path}: ${notice.message}`);
+    for (const notice of config.notices ?? []) console.log(`${notice.level === 'warn' ? 'warning' : 'note'}: ${notice.path}: ${notice.message}`);
     console.log(`${options.config}: valid (${config.platformClusters.length} platform cluster(s), ${config.resources.length} resource(s), ${rules} related rule(s))`);
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -4,6 +4,11 @@ export interface ConfigProblem {
   readonly message: string;
 }
 
+/** What a config reads and deliberately does not act on, or acts on differently than its source format would: for the log. */
+export interface ConfigNotice extends ConfigProblem {
+  readonly level: 'info' | 'warn';
+}
+
 export class ConfigError extends Error {
   constructor(
     readonly file: string,

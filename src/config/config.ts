@@ -8,7 +8,7 @@ import type { LabelSelector } from '../core/label-selector.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
 import type { RelatedRule } from '../rules/rule.js';
 import type { CopyPolicy } from './copy-policy.js';
-import type { ConfigProblem } from './config-problem.js';
+import type { ConfigNotice } from './config-problem.js';
 import type { Template } from '../rules/template.js';
 
 export interface PublishedResource {
@@ -49,5 +49,5 @@ export interface Config {
   /** What of a source's metadata reaches its copy. */
   readonly copy: CopyPolicy;
   /** What was read and deliberately not synced (a PublishedResource with synchronization disabled), for the log. */
-  readonly notices?: readonly ConfigProblem[];
+  readonly notices?: readonly ConfigNotice[];
 }

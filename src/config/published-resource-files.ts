@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { ConfigProblem } from './config-problem.js';
+import type { ConfigNotice, ConfigProblem } from './config-problem.js';
 import { publishedResourcesFromYaml } from './published-resource.js';
 
 /**
@@ -16,7 +16,7 @@ import { publishedResourcesFromYaml } from './published-resource.js';
  * entry back at its file and document; `notices` say what was read and not
  * synced on purpose.
  */
-export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; notices: ConfigProblem[]; rename: (p: ConfigProblem) => ConfigProblem } {
+export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; notices: ConfigNotice[]; rename: (p: ConfigProblem) => ConfigProblem } {
   const none = { problems: [], notices: [], rename: (p: ConfigProblem) => p };
   if (!input || typeof input !== 'object' || Array.isArray(input)) return none;
   const cfg = input as Record<string, unknown>;
@@ -24,7 +24,7 @@ export function importPublishedResources(input: unknown, file: string): { proble
   const own = Array.isArray(cfg.resources) ? cfg.resources : cfg.resources === undefined ? [] : undefined;
   if (!own) return none; // the schema reports the wrong type of "resources"
   const problems: ConfigProblem[] = [];
-  const notices: ConfigProblem[] = [];
+  const notices: ConfigNotice[] = [];
   const origins: string[] = [];
   cfg.publishedResourceFiles.forEach((entry, i) => {
     if (typeof entry !== 'string') return; // the schema reports it

@@ -7,7 +7,8 @@
  */
 import { parseAllDocuments } from 'yaml';
 import type { TypeReference } from '../core/resource-type.js';
-import type { ConfigProblem } from './config-problem.js';
+import type { ConfigNotice, ConfigProblem } from './config-problem.js';
+import { specShapeProblems } from './published-resource-shape.js';
 import { gjsonToJsonPath } from './gjson-path.js';
 import { destinationTypeProblem } from './related-types.js';
 
@@ -21,10 +22,10 @@ const record = (v: unknown): Raw => (v && typeof v === 'object' && !Array.isArra
  * Reads every PublishedResource of a YAML stream; `where` prefixes problem paths. `notices`: what
  * was read and deliberately not acted on (a manifest with synchronization disabled), for the log.
  */
-export function publishedResourcesFromYaml(text: string, where: string): { resources: Raw[]; problems: ConfigProblem[]; notices: ConfigProblem[] } {
+export function publishedResourcesFromYaml(text: string, where: string): { resources: Raw[]; problems: ConfigProblem[]; notices: ConfigNotice[] } {
   const resources: Raw[] = [];
   const problems: ConfigProblem[] = [];
-  const notices: ConfigProblem[] = [];
+  const notices: ConfigNotice[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     const at = `${where} document ${i + 1}`;
     if ('errors' in doc && doc.errors.length > 0) {
@@ -35,55 +36,48 @@ export function publishedResourcesFromYaml(text: string, where: string): { resou
     if (manifest === null || manifest === undefined) return; // an empty document, e.g. after a trailing ---
     const translated = translatePublishedResource(manifest, at);
     problems.push(...translated.problems);
-    if (translated.notice) notices.push(translated.notice);
+    notices.push(...translated.notices);
     if (translated.resource) resources.push(translated.resource);
   });
   return { resources, problems, notices };
-}
-
-/** The fields of api-syncagent's PublishedResourceSpec (syncagent.kcp.io/v1alpha1): any other is refused, never dropped. */
-const SPEC_FIELDS = ['resource', 'filter', 'naming', 'enableWorkspacePaths', 'projection', 'mutation', 'related', 'synchronization'];
-const RESOURCE_FIELDS = ['apiGroup', 'version', 'versions', 'kind'];
-const FILTER_FIELDS = ['namespace', 'resource'];
-const NAMING_FIELDS = ['name', 'namespace'];
-const RELATED_FIELDS = ['identifier', 'origin', 'group', 'version', 'resource', 'kind', 'identityHash', 'cleanup', 'cleanupPolicy', 'projection', 'object', 'mutation', 'watch', 'syncStatus'];
-const OBJECT_FIELDS = ['reference', 'template', 'selector', 'namespace'];
-
-/** A problem for each key of `value` that is not among `known` (a typo, or a field of a newer api-syncagent). */
-function unknownFields(value: unknown, known: readonly string[], at: string, problem: (path: string, message: string) => void): void {
-  for (const key of Object.keys(record(value))) {
-    if (!known.includes(key)) problem(`${at}.${key}`, `unknown field: api-syncagent's PublishedResource has no "${key}" here that relsync knows (known: ${known.join(', ')})`);
-  }
 }
 
 /**
  * One PublishedResource manifest as a relsync `resources[]` entry; none, with a notice, for a
  * manifest whose synchronization is disabled (api-syncagent only publishes its type then).
  */
-export function translatePublishedResource(manifest: unknown, where: string): { resource: Raw | undefined; problems: ConfigProblem[]; notice?: ConfigProblem } {
+export function translatePublishedResource(manifest: unknown, where: string): { resource: Raw | undefined; problems: ConfigProblem[]; notices: ConfigNotice[] } {
   const problems: ConfigProblem[] = [];
+  const notices: ConfigNotice[] = [];
   const problem = (path: string, message: string) => problems.push({ path: `${where} ${path}`.trim(), message });
   const m = record(manifest);
   if (m.apiVersion !== PUBLISHED_RESOURCE_API_VERSION || m.kind !== 'PublishedResource') {
     problem('', `expected apiVersion ${PUBLISHED_RESOURCE_API_VERSION} and kind PublishedResource, got ${String(m.apiVersion)} ${String(m.kind)}`);
-    return { resource: undefined, problems };
+    return { resource: undefined, problems, notices };
   }
   const spec = record(m.spec);
-  unknownFields(m.spec, SPEC_FIELDS, 'spec', problem);
-  // As api-syncagent reads it: a `synchronization` without `enabled: true` turns syncing off (Go's zero value).
-  if (spec.synchronization !== undefined && record(spec.synchronization).enabled !== true) {
-    if (problems.length > 0) return { resource: undefined, problems };
-    const name = typeof record(m.metadata).name === 'string' ? ` "${String(record(m.metadata).name)}"` : '';
-    return { resource: undefined, problems, notice: { path: `${where} spec.synchronization.enabled`, message: `PublishedResource${name} is not synced: its synchronization is disabled (api-syncagent only publishes such a type, for use as another resource's related type)` } };
+  for (const p of specShapeProblems(m.spec)) problem(p.path, p.message);
+  if (problems.length > 0) return { resource: undefined, problems, notices };
+  // As api-syncagent reads it: synchronization absent (or null) syncs; present, its `enabled` is
+  // required (its CRD says so) and false publishes the type only.
+  if (spec.synchronization !== undefined && spec.synchronization !== null) {
+    const enabled = record(spec.synchronization).enabled;
+    if (enabled === undefined || enabled === null) {
+      problem('spec.synchronization.enabled', 'required when synchronization is given: true syncs the type, false only publishes it (as api-syncagent\'s CRD requires)');
+      return { resource: undefined, problems, notices };
+    }
+    if (enabled === false) {
+      const name = typeof record(m.metadata).name === 'string' ? ` "${String(record(m.metadata).name)}"` : '';
+      notices.push({ level: 'warn', path: `${where} spec.synchronization.enabled`, message: `PublishedResource${name} is not synced: its synchronization is disabled (api-syncagent only publishes such a type, for use as another resource's related type)` });
+      return { resource: undefined, problems, notices };
+    }
   }
-  unknownFields(spec.synchronization, ['enabled'], 'spec.synchronization', problem);
   const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
   if (spec.projection !== undefined) unsupported('spec.projection', 'projecting a resource to another group, version or kind');
   if (spec.mutation !== undefined) unsupported('spec.mutation', 'mutation rules');
   if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
   const source = record(spec.resource);
-  unknownFields(spec.resource, RESOURCE_FIELDS, 'spec.resource', problem);
   const versions = Array.isArray(source.versions) ? source.versions : [];
   if (versions.length > 1) problem('spec.resource.versions', 'relsync syncs one version of a type; give exactly one');
   const out: Raw = { group: source.apiGroup ?? '', kind: source.kind };
@@ -91,12 +85,10 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (version !== undefined) out.version = version;
 
   const filter = record(spec.filter);
-  unknownFields(spec.filter, FILTER_FIELDS, 'spec.filter', problem);
   if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
   if (filter.resource !== undefined) out.selector = filter.resource;
 
   const naming = record(spec.naming);
-  unknownFields(spec.naming, NAMING_FIELDS, 'spec.naming', problem);
   const names: Raw = {};
   for (const key of ['name', 'namespace'] as const) {
     if (typeof naming[key] !== 'string' || naming[key] === '') continue;
@@ -107,12 +99,11 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (Object.keys(names).length > 0) out.naming = names;
 
   const related = Array.isArray(spec.related) ? spec.related : [];
-  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem));
-  return { resource: problems.length === 0 ? out : undefined, problems };
+  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem, (path, message) => notices.push({ level: 'info', path: `${where} ${path}`, message })));
+  return { resource: problems.length === 0 ? out : undefined, problems, notices };
 }
 
-function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void): Raw {
-  unknownFields(r, RELATED_FIELDS, at, problem);
+function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void, notice: (path: string, message: string) => void): Raw {
   const rule: Raw = { id: typeof r.identifier === 'string' ? r.identifier.toLowerCase() : r.identifier, kind: r.kind };
   // The type: `kind` (ConfigMap or Secret, deprecated there) or group, version and resource.
   for (const key of ['group', 'version', 'resource'] as const) if (r[key] !== undefined) rule[key] = r[key];
@@ -133,17 +124,20 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
   if (r.mutation !== undefined) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
-  if (r.identityHash !== undefined) problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
+  if (r.identityHash !== undefined && r.identityHash !== null && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
   if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
   // relsync's copies follow their origin: deleted when the primary goes and when the origin object does (api-syncagent's MatchOrigin).
-  const policy = typeof r.cleanupPolicy === 'string' && r.cleanupPolicy !== '' ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : r.cleanup === undefined && r.cleanupPolicy === undefined ? undefined : 'Orphan';
-  if (policy !== undefined && policy !== 'MatchOrigin') {
-    problem(`${at}.${r.cleanupPolicy !== undefined ? 'cleanupPolicy' : 'cleanup'}`, `cleanup policy ${policy} is not supported by relsync: its related copies are deleted with the primary and when their origin object goes (MatchOrigin); set cleanupPolicy: MatchOrigin or remove the field`);
+  // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, false Orphan.
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : r.cleanup === false ? 'Orphan' : undefined;
+  if (policy === undefined) {
+    notice(`${at}.cleanupPolicy`, "no cleanup policy: relsync deletes this rule's copies with the primary and when their origin object goes (api-syncagent's MatchOrigin); api-syncagent's own default is Orphan, which relsync does not support yet");
+  } else if (policy !== 'MatchOrigin') {
+    problem(`${at}.${given(r.cleanupPolicy) ? 'cleanupPolicy' : 'cleanup'}`, `cleanup policy ${String(policy)} is not supported by relsync yet: its related copies are deleted with the primary and when their origin object goes (MatchOrigin); set cleanupPolicy: MatchOrigin (removing the field means the same in relsync)`);
   }
   // `watch` tells api-syncagent to follow changes of the related type; relsync always does. Nothing to translate.
 
   const object = record(r.object);
-  unknownFields(r.object, OBJECT_FIELDS, `${at}.object`, problem);
   const template = (value: unknown, path: string): string | undefined => {
     const t = translateTemplate(String(value ?? ''));
     if (t.problem) problem(path, t.problem);

@@ -5,6 +5,8 @@
  *   .spec.secretRef.name          fields (a leading `.` or `$` is optional)
  *   spec.secrets[*].name          every element of an array
  *   spec.secrets[0]               one element
+ *   spec.secrets.0                element 0 of an array, or the key "0" of an object (as gjson
+ *                                 reads it: api-syncagent's paths are translated to this)
  *   metadata.annotations['a.b/c'] a field whose name has dots or slashes
  *   {.spec.name}                  kubectl-style braces are accepted
  *
@@ -12,7 +14,12 @@
  * object. Evaluation yields every string it reaches, in document order.
  */
 
-export type PathStep = { readonly kind: 'field'; readonly name: string } | { readonly kind: 'index'; readonly index: number } | { readonly kind: 'all' };
+export type PathStep =
+  | { readonly kind: 'field'; readonly name: string }
+  | { readonly kind: 'index'; readonly index: number }
+  | { readonly kind: 'all' }
+  /** `.N`: the element of an array, or the key of an object. */
+  | { readonly kind: 'elementOrKey'; readonly name: string; readonly index: number };
 
 export interface JsonPath {
   readonly source: string;
@@ -55,6 +62,12 @@ export function parseJsonPath(source: string): JsonPath {
     const ch = text[i];
     if (ch === '.') {
       if (text[i + 1] === '.') throw new JsonPathError(source, offset + i, 'recursive descent ("..") is not supported');
+      const digits = /^\d+(?![A-Za-z_$-])/.exec(text.slice(i + 1));
+      if (digits) {
+        steps.push({ kind: 'elementOrKey', name: digits[0], index: Number(digits[0]) });
+        i += 1 + digits[0].length;
+        continue;
+      }
       const match = identifier.exec(text.slice(i + 1));
       if (!match) throw new JsonPathError(source, offset + i + 1, 'expected a field name after "."');
       steps.push({ kind: 'field', name: match[0] });
@@ -96,10 +109,12 @@ export function evaluateJsonPath(path: JsonPath, root: unknown): unknown[] {
   for (const step of path.steps) {
     const next: unknown[] = [];
     for (const value of current) {
-      if (step.kind === 'field') {
-        if (value && typeof value === 'object' && !Array.isArray(value) && step.name in value) {
+      if (step.kind === 'field' || (step.kind === 'elementOrKey' && !Array.isArray(value))) {
+        if (value && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, step.name)) {
           next.push((value as Record<string, unknown>)[step.name]);
         }
+      } else if (step.kind === 'elementOrKey') {
+        if (step.index < (value as unknown[]).length) next.push((value as unknown[])[step.index]);
       } else if (Array.isArray(value)) {
         if (step.kind === 'all') next.push(...value);
         else if (step.index < value.length) next.push(value[step.index]);

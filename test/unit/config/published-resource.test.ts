@@ -167,16 +167,36 @@ describe('PublishedResource manifests', () => {
 
   it('skip a manifest whose synchronization is disabled, as api-syncagent does, and say so', () => {
     const disabled = manifest.replace('  filter:', '  synchronization: { enabled: false }\n  filter:');
-    const zeroValue = manifest.replace('  filter:', '  synchronization: {}\n  filter:').replace('kind: Database', 'kind: Backup');
+    const nulled = manifest.replace('  filter:', '  synchronization:\n  filter:').replace('kind: Database', 'kind: Backup');
     const enabled = manifest.replace('  filter:', '  synchronization: { enabled: true }\n  filter:').replace('kind: Database', 'kind: Restore');
-    const config = parseConfig(configWith({ 'sync.yaml': `${disabled}\n${zeroValue}\n${enabled}` }), join(dir, 'relsync.yaml'));
-    assert.deepEqual(config.resources.map((r) => r.type.kind), ['Restore']);
-    assert.deepEqual(config.notices?.map((n) => n.path), ['publishedResourceFiles[0] (sync.yaml) document 1 spec.synchronization.enabled', 'publishedResourceFiles[0] (sync.yaml) document 2 spec.synchronization.enabled']);
-    assert.match(config.notices![0]!.message, /PublishedResource "publish-databases" is not synced: its synchronization is disabled/);
+    const config = parseConfig(configWith({ 'sync.yaml': `${disabled}\n${nulled}\n${enabled}` }), join(dir, 'relsync.yaml'));
+    assert.deepEqual(config.resources.map((r) => r.type.kind), ['Backup', 'Restore'], 'synchronization: (null) is absent, as the API server prunes it: synced');
+    const warnings = config.notices?.filter((n) => n.level === 'warn');
+    assert.deepEqual(warnings?.map((n) => n.path), ['publishedResourceFiles[0] (sync.yaml) document 1 spec.synchronization.enabled']);
+    assert.match(warnings![0]!.message, /PublishedResource "publish-databases" is not synced: its synchronization is disabled/);
     // Nothing left to sync: the error says why.
     assert.match(problems(configWith({ 'only.yaml': disabled })).join('\n'), /give at least one published resource[\s\S]*\(note\) PublishedResource "publish-databases" is not synced/);
-    // A disabled manifest is still checked: a typo in it is not skipped with it.
+    // A disabled manifest is still checked: a typo in it, or in synchronization itself, is not skipped with it.
     assert.match(problems(configWith({ 'bad.yaml': disabled.replace('  filter:', '  filtre: {}\n  filter:') })).join('\n'), /spec\.filtre: unknown field/);
+    const typo = problems(configWith({ 'typo.yaml': manifest.replace('  filter:', '  synchronization: { enable: true }\n  filter:') }));
+    assert.match(typo.join('\n'), /spec\.synchronization\.enable: unknown field/);
+    // Its CRD requires enabled, as a boolean: {} and "yes" (a string in YAML 1.2) are errors, not "disabled".
+    assert.match(problems(configWith({ 'empty.yaml': manifest.replace('  filter:', '  synchronization: {}\n  filter:') })).join('\n'), /spec\.synchronization\.enabled: required when synchronization is given/);
+    assert.match(problems(configWith({ 'yes.yaml': manifest.replace('  filter:', '  synchronization: { enabled: yes }\n  filter:') })).join('\n'), /spec\.synchronization\.enabled: must be true or false, got "yes"/);
+  });
+
+  it('check every level of a related rule, and booleans as booleans', () => {
+    const withField = (extra: string) => manifest.replace('    - identifier: credentials\n      origin: service\n', `    - identifier: credentials\n      origin: service\n${extra}`);
+    const regexTypo = problems(configWith({ 'r.yaml': manifest.replace('replacement: "\\\\1-creds"', 'replacment: "\\\\1-creds"') }));
+    assert.deepEqual(regexTypo.map((p) => p.replace(/ \(a PublishedResource.*$/, '')), ['publishedResourceFiles[0] (r.yaml) document 1 spec.related[0].object.reference.regex.replacment: unknown field'], 'a dropped replacement would copy whatever the tenant names');
+    const selectorTypo = problems(configWith({ 's.yaml': manifest.replace('          rewrite:\n', '          matchExpresions: []\n          rewrite:\n') }));
+    assert.match(selectorTypo.join('\n'), /spec\.related\[2\]\.object\.selector\.matchExpresions: unknown field/);
+    assert.match(problems(configWith({ 'w.yaml': withField('      watch: { byOwnr: {} }\n') })).join('\n'), /spec\.related\[0\]\.watch\.byOwnr: unknown field/);
+    assert.match(problems(configWith({ 'p.yaml': withField('      projection: { kind: Secret }\n') })).join('\n'), /spec\.related\[0\]\.projection\.kind: unknown field/);
+    assert.match(problems(configWith({ 'b.yaml': withField('      syncStatus: "true"\n') })).join('\n'), /spec\.related\[0\]\.syncStatus: must be true or false, got "true"/);
+    assert.match(problems(configWith({ 'c.yaml': withField('      cleanup: yes\n') })).join('\n'), /spec\.related\[0\]\.cleanup: must be true or false/);
+    assert.match(problems(configWith({ 'e.yaml': manifest.replace('  filter:', '  enableWorkspacePaths: "false"\n  filter:') })).join('\n'), /spec\.enableWorkspacePaths: must be true or false/);
+    assert.deepEqual(problems(configWith({ 'h.yaml': withField('      identityHash: ""\n      cleanupPolicy: MatchOrigin\n') })), [], 'an empty identityHash is unset, as in Go');
   });
 
   it('refuse related fields whose meaning relsync does not give, and accept those it does', () => {
@@ -184,9 +204,9 @@ describe('PublishedResource manifests', () => {
     const refused: Array<[string, RegExp]> = [
       ['      identityHash: abc\n', /spec\.related\[1\]\.identityHash: a related type from another APIExport is not supported/],
       ['      syncStatus: true\n', /spec\.related\[1\]\.syncStatus: syncing a related object's status is not supported/],
-      ['      cleanup: true\n', /spec\.related\[1\]\.cleanup: cleanup policy OnPrimaryDeletion is not supported/],
-      ['      cleanup: false\n', /spec\.related\[1\]\.cleanup: cleanup policy Orphan is not supported/],
-      ['      cleanupPolicy: Orphan\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy Orphan is not supported/],
+      ['      cleanup: true\n', /spec\.related\[1\]\.cleanup: cleanup policy OnPrimaryDeletion is not supported by relsync yet/],
+      ['      cleanup: false\n', /spec\.related\[1\]\.cleanup: cleanup policy Orphan is not supported by relsync yet/],
+      ['      cleanupPolicy: Orphan\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy Orphan is not supported by relsync yet/],
       ['      cleanup: false\n      cleanupPolicy: OnPrimaryDeletion\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy OnPrimaryDeletion/],
     ];
     for (const [extra, expected] of refused) {
@@ -197,6 +217,10 @@ describe('PublishedResource manifests', () => {
     for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n']) {
       assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
     }
+    // Unset: relsync's MatchOrigin, which is not api-syncagent's default: said at start, not silently.
+    const config = parseConfig(configWith({ 'rel.yaml': withField('      cleanupPolicy: MatchOrigin\n') }), join(dir, 'relsync.yaml'));
+    assert.deepEqual(config.notices?.map((n) => `${n.level} ${n.path}`), ['info publishedResourceFiles[0] (rel.yaml) document 1 spec.related[0].cleanupPolicy', 'info publishedResourceFiles[0] (rel.yaml) document 1 spec.related[2].cleanupPolicy']);
+    assert.match(config.notices![0]!.message, /no cleanup policy: relsync deletes this rule's copies .*api-syncagent's own default is Orphan/);
   });
 
   it('read gjson reference paths as relsync paths, and refuse what only gjson does', () => {
@@ -206,12 +230,18 @@ describe('PublishedResource manifests', () => {
       assert.ok(finder.kind === 'reference');
       return finder.path;
     };
-    const object = { spec: { items: [{ name: 'a' }, { name: 'b' }], list: ['x', 'y'] }, metadata: { annotations: { 'example.com/secret': 'z' } } };
+    const object = { spec: { items: [{ name: 'a' }, { name: 'b' }], list: ['x', 'y'], '#': 'hash', '1': 'one', $ref: 'dollar' }, metadata: { annotations: { 'example.com/secret': 'z', '8080': 'port', 'a|b': 'pipe' } } };
     for (const [gjson, expected, found] of [
       ['spec.items.#.name', '.spec.items[*].name', ['a', 'b']],
-      ['spec.list.1', '.spec.list[1]', ['y']],
+      ['spec.list.1', '.spec.list.1', ['y']],
+      ['metadata.annotations.8080', '.metadata.annotations.8080', ['port'], 'a number on an object is its key, as in gjson'],
       ['metadata.annotations.example\\.com/secret', ".metadata.annotations['example.com/secret']", ['z']],
-      ['.spec.list[0]', '.spec.list[0]', ['x']],
+      ['metadata.annotations.a\\|b', ".metadata.annotations['a|b']", ['pipe'], 'an escaped pipe is part of the key'],
+      ['spec.\\#', ".spec['#']", ['hash'], 'an escaped # is a key'],
+      ['spec.\\1', ".spec['1']", ['one']],
+      ['spec.$ref', '.spec.$ref', ['dollar'], 'a leading $ is part of the key in gjson'],
+      ['$ref', '.$ref', []],
+      ['.spec.list[0]', '.spec.list[0]', ['x'], "relsync's own form"],
     ] as const) {
       const path = pathOf(gjson);
       assert.equal(path.source, expected, gjson);
@@ -223,6 +253,9 @@ describe('PublishedResource manifests', () => {
       ['spec.items|@reverse', /queries .* are not supported/],
       ['spec.it*ms.0', /wildcards/],
       ['spec..name', /empty segment 2/],
+      ['metadata.annotations.example\\.com/x|y', /pipes/, 'an escape earlier in the segment does not hide a pipe'],
+      ['spec.items[0].name', /brackets are not gjson/],
+      ['spec.name\\', /ends in an escape/],
     ] as const) {
       const found = problems(configWith({ 'g.yaml': manifest.replace('path: spec.credentialsSecret', `path: '${gjson}'`) }));
       assert.equal(found.length, 1, `${gjson}: ${found.join('\n')}`);

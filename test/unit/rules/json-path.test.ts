@@ -15,6 +15,16 @@ describe('json-path', () => {
     assert.deepEqual(stringsAt(parseJsonPath(".spec['odd.key/x']"), obj).values, ['z']);
   });
 
+  it('reads .N as an array\'s element or an object\'s key, as gjson does, and never an inherited property', () => {
+    const ports = { spec: { list: ['p', 'q'], ports: { '8080': 'web' }, refs: [{ name: 'x' }, { name: 'y' }] } };
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.list.1'), ports).values, ['q']);
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.ports.8080'), ports).values, ['web']);
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.refs.0.name'), ports).values, ['x']);
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.list.7'), ports).values, []);
+    assert.deepEqual(stringsAt(parseJsonPath('spec.constructor'), ports), { values: [], invalid: [] }, 'Object.prototype is not a field');
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.toString'), ports), { values: [], invalid: [] });
+  });
+
   it('yields nothing for missing fields and reports non-strings', () => {
     assert.deepEqual(stringsAt(parseJsonPath('.spec.missing.name'), obj).values, []);
     assert.deepEqual(stringsAt(parseJsonPath('.spec.n'), obj), { values: [], invalid: [3] });
