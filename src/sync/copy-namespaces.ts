@@ -146,6 +146,15 @@ export class CopyNamespaces {
       } else {
         // A constant name is one namespace for every source, by the config's choice (the provider may make it).
         if (naming.template.isConstant) return undefined;
+        // Another agent's namespace (another provider's relsync on this service cluster): its records
+        // may name the very same source when both configs call their platforms alike, and its
+        // operator would take this agent's copies for its own tenant's. Checked before installations,
+        // which a one-shot `relsync sweep` run by hand does not know.
+        const agent = current.metadata.labels?.[AGENT_LABEL];
+        if (agent !== undefined && agent !== this.deps.agentName) {
+          if (this.shouldWarn(name, source)) this.deps.logger.error({ namespace: name, agent, source: pinKey(source) }, `a copy namespace belongs to relsync agent "${agent}": nothing is copied there (two agents on one service cluster need copy namespaces of their own: another platform cluster name or naming.namespace)`);
+          return `the copy namespace ${name} belongs to relsync agent "${agent}"; nothing is copied there`;
+        }
         const installation = current.metadata.annotations?.[INSTALLATION_ANNOTATION];
         if (this.deps.installation !== undefined && installation !== undefined && installation !== this.deps.installation) {
           if (this.shouldWarn(name, source)) this.deps.logger.error({ namespace: name, installation, this: this.deps.installation }, `a copy namespace belongs to another installation of agent "${this.deps.agentName}": two installations must not share an agent name`);
