@@ -86,6 +86,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     });
     return {
       type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
+      ...(res.versions ? { versions: res.versions } : {}),
       selector,
       naming: {
         namespace: template(res.naming.namespace, `${where}.naming.namespace`, primaryVariables),

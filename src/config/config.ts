@@ -12,6 +12,8 @@ import type { ConfigNotice } from './config-problem.js';
 import type { Template } from '../rules/template.js';
 
 export interface PublishedResource {
+  /** Versions the type may be synced at (the first both sides serve, the platform's preferred first); else `type.version`. */
+  readonly versions?: readonly string[];
   readonly type: TypeReference;
   readonly selector: LabelSelector | undefined;
   readonly naming: { readonly namespace: Template; readonly name: Template };

@@ -4,12 +4,13 @@
  * a JSONPath subset (rules/json-path.ts). This rewrites the gjson forms that
  * only walk an object into relsync's, and names the ones that do more
  * (queries, wildcards in keys, modifiers, pipes, `#` as a count) instead of
- * reading them as something else. A path that starts with `.` or `{` is
- * relsync's own form and kept as it is; brackets are not gjson (gjson would
- * read `a[0]` as a key) and are refused in gjson form.
+ * reading them as something else. A path that starts with `.`, `{`, `$.`
+ * or `$[` is relsync's own form and kept as it is (no Kubernetes object has a
+ * top-level key "$" or ""); brackets are not gjson (gjson would read `a[0]`
+ * as a key) and are refused in gjson form, as are multipaths.
  */
 export function gjsonToJsonPath(path: string): { path: string } | { problem: string } {
-  if (/^[.{]/.test(path)) return { path };
+  if (/^[.{]/.test(path) || /^\$(?:$|[.[])/.test(path)) return { path };
   const wrong = (why: string) => ({ problem: `gjson path "${path}": ${why}` });
   const segments = splitSegments(path);
   if (segments === undefined) return wrong('it ends in an escape (\\) that escapes nothing');
@@ -28,6 +29,7 @@ export function gjsonToJsonPath(path: string): { path: string } | { problem: str
       return wrong('queries (#(…)), modifiers (@…) and pipes (|) are not supported by relsync; give a plain path');
     }
     if (plain((c) => c === '*' || c === '?')) return wrong('wildcards (* and ?) in a key are not supported by relsync');
+    if (plain((c) => c === '{' || c === '}' || c === ',')) return wrong('multipaths ({…,…}) are not supported by relsync; give one path');
     if (plain((c) => c === '[' || c === ']')) return wrong('brackets are not gjson (it reads them as part of a key); write array elements as "items.0" or "items.#.name"');
     // An unescaped number is an array's element or an object's key, as gjson reads it (relsync's `.N`).
     if (/^\d+$/.test(text)) out += unescaped ? `.${text}` : `['${text}']`;

@@ -40,8 +40,9 @@ export function parseConfig(text: string, file: string): Config {
   // A manifest that could not be read leaves "resources" short: that is not a second problem.
   const schemaProblems = parsed.success ? [] : zodProblems(parsed.error).filter((p) => imported.problems.length === 0 || p.path !== 'resources');
   const problems = [...imported.problems, ...schemaProblems, ...duplicates].map(imported.rename);
-  // A warning may explain a problem it causes (every manifest skipped leaves no resource).
-  const withNotices = (found: readonly ConfigProblem[]) => [...found, ...imported.notices.filter((n) => n.level === 'warn').map((n) => ({ path: n.path, message: `(note) ${n.message}` }))];
+  // Skipped manifests explain an empty "resources" (each had its synchronization disabled).
+  const withNotices = (found: readonly ConfigProblem[]) =>
+    found.some((p) => p.path === 'resources') ? [...found, ...imported.notices.filter((n) => n.level === 'warn').map((n) => ({ path: n.path, message: `(note) ${n.message}` }))] : [...found];
   if (!parsed.success || problems.length > 0) throw new ConfigError(file, withNotices(problems));
   try {
     return { ...compileConfig(parsed.data, file), notices: imported.notices };

@@ -55,14 +55,15 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
     problem('', `expected apiVersion ${PUBLISHED_RESOURCE_API_VERSION} and kind PublishedResource, got ${String(m.apiVersion)} ${String(m.kind)}`);
     return { resource: undefined, problems, notices };
   }
-  const spec = record(m.spec);
   for (const p of specShapeProblems(m.spec)) problem(p.path, p.message);
   if (problems.length > 0) return { resource: undefined, problems, notices };
+  // null is an absent field, as the API server prunes it (Helm's empty values write it): every test below is for undefined.
+  const spec = record(withoutNulls(m.spec));
   // As api-syncagent reads it: synchronization absent (or null) syncs; present, its `enabled` is
   // required (its CRD says so) and false publishes the type only.
-  if (spec.synchronization !== undefined && spec.synchronization !== null) {
+  if (spec.synchronization !== undefined) {
     const enabled = record(spec.synchronization).enabled;
-    if (enabled === undefined || enabled === null) {
+    if (enabled === undefined) {
       problem('spec.synchronization.enabled', 'required when synchronization is given: true syncs the type, false only publishes it (as api-syncagent\'s CRD requires)');
       return { resource: undefined, problems, notices };
     }
@@ -79,10 +80,13 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
 
   const source = record(spec.resource);
   const versions = Array.isArray(source.versions) ? source.versions : [];
-  if (versions.length > 1) problem('spec.resource.versions', 'relsync syncs one version of a type; give exactly one');
   const out: Raw = { group: source.apiGroup ?? '', kind: source.kind };
-  const version = source.version ?? versions[0];
-  if (version !== undefined) out.version = version;
+  // Several versions: relsync syncs at one that both sides serve (api-syncagent publishes them all and syncs its storage version).
+  if (source.version === undefined && versions.length > 1) out.versions = versions;
+  else {
+    const version = source.version ?? versions[0];
+    if (version !== undefined) out.version = version;
+  }
 
   const filter = record(spec.filter);
   if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
@@ -99,7 +103,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (Object.keys(names).length > 0) out.naming = names;
 
   const related = Array.isArray(spec.related) ? spec.related : [];
-  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem, (path, message) => notices.push({ level: 'info', path: `${where} ${path}`, message })));
+  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem, (path, message) => notices.push({ level: 'warn', path: `${where} ${path}`, message })));
   return { resource: problems.length === 0 ? out : undefined, problems, notices };
 }
 
@@ -176,7 +180,7 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
       if (ref.regex !== undefined) problem(`${at}.object.namespace.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
       const path = gjsonToJsonPath(String(ref.path ?? ''));
       if ('problem' in path) problem(`${at}.object.namespace.reference.path`, path.problem);
-      else if (/[[\]]/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
+      else if (/[[\]]|\.\d/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
       else rule.namespace = { source: `{{ object${path.path} }}` };
     } else if (ns.template !== undefined) {
       rule.namespace = { source: template(record(ns.template).template, `${at}.object.namespace.template.template`) };
@@ -220,7 +224,7 @@ export function translateTemplate(text: string): { template?: string; problem?: 
   let problem: string | undefined;
   const template = text.replace(/\{\{-?([\s\S]*?)-?\}\}/g, (_, body: string) => {
     const translated = body.replace(/(^|[\s(|])\.([A-Za-z_]\w*)((?:\.[A-Za-z_][\w-]*)*)/g, (whole, lead: string, root: string, rest: string) => {
-      const name = variables[root];
+      const name = Object.hasOwn(variables, root) ? variables[root] : undefined;
       if (!name) {
         problem ??= `template "${text}": .${root} is not available in relsync (available: ${Object.keys(variables).map((v) => `.${v}`).join(', ')})`;
         return whole;
@@ -230,4 +234,11 @@ export function translateTemplate(text: string): { template?: string; problem?: 
     return `{{ ${translated.trim()} }}`;
   });
   return problem ? { problem } : { template };
+}
+
+/** `value` with every null-valued key and list item left out, at every depth. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== null).map(withoutNulls);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, withoutNulls(v)]));
 }

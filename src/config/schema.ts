@@ -172,6 +172,12 @@ export const relatedRuleSchema = z
 export const publishedResourceSchema = z
   .strictObject({
     ...typeFields,
+    /**
+     * Versions relsync may sync the type at, instead of one `version`: it takes the first that the
+     * platform and the service cluster both serve, the platform's preferred version first. Both
+     * sides then read and write that version (each API server converts to what it stores).
+     */
+    versions: z.array(z.string().min(1)).min(1).optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
     naming: z
@@ -182,7 +188,10 @@ export const publishedResourceSchema = z
       .prefault({}),
     related: z.array(relatedRuleSchema).default([]),
   })
-  .superRefine(oneOfResourceOrKind);
+  .superRefine(oneOfResourceOrKind)
+  .superRefine((value, ctx) => {
+    if (value.version !== undefined && value.versions !== undefined) ctx.addIssue({ code: 'custom', message: 'give "version" or "versions", not both', path: ['versions'] });
+  });
 
 const connectionSchema = {
   /** Path of a kubeconfig file, relative to the config file. */

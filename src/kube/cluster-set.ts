@@ -131,6 +131,11 @@ export class ClusterSet {
     return this.get(cluster).discovery.resolve(ref);
   }
 
+  /** The versions of an API group a cluster serves, its preferred one first. */
+  servedVersions(cluster: string, group: string): Promise<string[]> {
+    return this.get(cluster).discovery.servedVersions(group);
+  }
+
   /** Forgets an unbound logical cluster once nothing of it is left in the store: its row, connection and clients. */
   async forgetLogical(name: string): Promise<void> {
     await this.logicalClusters?.forget(name);

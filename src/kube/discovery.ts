@@ -30,6 +30,15 @@ export class Discovery {
     return { group: ref.group, version, resource: found.name, kind: found.kind, namespaced: found.namespaced };
   }
 
+  /** The versions of a group this API server serves, its preferred one first. */
+  async servedVersions(group: string): Promise<string[]> {
+    if (!group) return ['v1'];
+    const doc = await this.connection.request<{ preferredVersion?: { version: string }; versions?: Array<{ version: string }> }>('GET', `/apis/${group}`);
+    const served = (doc.versions ?? []).map((v) => v.version);
+    const preferred = doc.preferredVersion?.version;
+    return preferred !== undefined && served.includes(preferred) ? [preferred, ...served.filter((v) => v !== preferred)] : served;
+  }
+
   private async preferredVersion(group: string): Promise<string> {
     if (!group) return 'v1';
     const doc = await this.connection.request<{ preferredVersion?: { version: string } }>('GET', `/apis/${group}`);

@@ -107,7 +107,7 @@ function parseAction(source: string, body: string, allowed: readonly string[]): 
 function parseCall(source: string, tokens: string[], allowed: readonly string[], piped: 0 | 1): Call {
   const [fn, ...rawArgs] = tokens;
   if (!fn) throw new TemplateError(source, 'empty pipe segment');
-  const def = functions[fn];
+  const def = Object.hasOwn(functions, fn) ? functions[fn] : undefined;
   if (!def) throw new TemplateError(source, `unknown function "${fn}" (known: ${Object.keys(functions).join(', ')})`);
   const count = rawArgs.length + piped;
   if (def.arity !== 'variadic' && count !== def.arity) {

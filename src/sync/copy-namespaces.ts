@@ -153,7 +153,8 @@ export class CopyNamespaces {
         const agent = current.metadata.labels?.[AGENT_LABEL];
         if (agent !== undefined && agent !== this.deps.agentName) {
           if (this.shouldWarn(name, source)) this.deps.logger.error({ namespace: name, agent, source: pinKey(source) }, `a copy namespace belongs to relsync agent "${agent}": nothing is copied there (two agents on one service cluster need copy namespaces of their own: another platform cluster name or naming.namespace)`);
-          return `the copy namespace ${name} belongs to relsync agent "${agent}"; nothing is copied there`;
+          // The tenant hears only that it is taken (its Event); the other agent's name is for the provider's log.
+          return `the copy namespace ${name} belongs to another relsync agent; nothing is copied there`;
         }
         const installation = current.metadata.annotations?.[INSTALLATION_ANNOTATION];
         if (this.deps.installation !== undefined && installation !== undefined && installation !== this.deps.installation) {

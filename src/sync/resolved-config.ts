@@ -30,7 +30,7 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
   };
   const out: ResolvedResource[] = [];
   for (const res of config.resources) {
-    const primaryType = await at(platform, res.where, res.type);
+    const primaryType = res.versions ? await sharedVersion(clusters, platform, service, res) : await at(platform, res.where, res.type);
     // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' primaries apart there.
     const met = !primaryType.namespaced && hasManyClusters(config.platformClusters) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name)) : undefined;
     if (met) throw new ResolveError(`${res.where}.naming.name: ${primaryType.resource} are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; use {{ hash cluster name }} in it`);
@@ -48,4 +48,33 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
     out.push({ ...res, primaryType, rules });
   }
   return out;
+}
+
+/**
+ * A primary type given with `versions`: the first version that both the platform and the service
+ * cluster serve (the platform's preferred first, then the list's order). Copies are written as
+ * they are read, so both sides must use one version; each API server converts to what it stores.
+ */
+async function sharedVersion(clusters: ClusterSet, platform: string, service: string, res: PublishedResource & { readonly versions?: readonly string[] }): Promise<ResourceType> {
+  const listed = res.versions ?? [];
+  const served = async (cluster: string) => {
+    try {
+      return await clusters.servedVersions(cluster, res.type.group);
+    } catch (err) {
+      throw new ResolveError(`${res.where}.versions: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const [onPlatform, onService] = [await served(platform), await served(service)];
+  const preferred = onPlatform[0];
+  const candidates = [...(preferred !== undefined && listed.includes(preferred) ? [preferred] : []), ...listed].filter((v, i, all) => all.indexOf(v) === i && onPlatform.includes(v) && onService.includes(v));
+  for (const version of candidates) {
+    try {
+      const type = await clusters.resolve(platform, { ...res.type, version });
+      await clusters.resolve(service, { ...res.type, version, resource: type.resource, kind: undefined });
+      return type;
+    } catch {
+      // that version lacks the resource on one side: the next one
+    }
+  }
+  throw new ResolveError(`${res.where}.versions: none of ${listed.join(', ')} serves ${res.type.resource ?? res.type.kind} on both sides (of ${res.type.group || 'the core group'}, the platform ${platform} serves ${onPlatform.join(', ') || 'none'}; the service cluster ${service} serves ${onService.join(', ') || 'none'})`);
 }

@@ -104,6 +104,15 @@ describe('PublishedResource manifests', () => {
     assert.equal(extras.finder.rewrite.template.render({ ...vars, value: 'x', related: {} }), 'x-copy');
   });
 
+  it('keep several versions for relsync to pick one both sides serve; one version stays a version', () => {
+    const several = parseConfig(configWith({ 'v.yaml': manifest.replace('versions: [v1alpha1]', 'versions: [v1beta1, v1alpha1]') }), join(dir, 'relsync.yaml'));
+    assert.deepEqual([several.resources[0]!.type.version, several.resources[0]!.versions], [undefined, ['v1beta1', 'v1alpha1']]);
+    const one = parseConfig(configWith({ 'v.yaml': manifest }), join(dir, 'relsync.yaml'));
+    assert.deepEqual([one.resources[0]!.type.version, one.resources[0]!.versions], ['v1alpha1', undefined]);
+    const own = `platformClusters: [{ name: tenant-a, kubeconfig: ${kubeconfig} }]\nresources: [{ group: g.example, kind: K, version: v1, versions: [v1, v2] }]\n`;
+    assert.match(problems(own).join('\n'), /resources\[0\]\.versions: give "version" or "versions", not both/);
+  });
+
   it('sit beside relsync\'s own resources', () => {
     const text = `${configWith({ 'pr.yaml': manifest })}resources: [{ resource: secrets }]\n`;
     const config = parseConfig(text, join(dir, 'relsync.yaml'));
@@ -171,7 +180,7 @@ describe('PublishedResource manifests', () => {
     const enabled = manifest.replace('  filter:', '  synchronization: { enabled: true }\n  filter:').replace('kind: Database', 'kind: Restore');
     const config = parseConfig(configWith({ 'sync.yaml': `${disabled}\n${nulled}\n${enabled}` }), join(dir, 'relsync.yaml'));
     assert.deepEqual(config.resources.map((r) => r.type.kind), ['Backup', 'Restore'], 'synchronization: (null) is absent, as the API server prunes it: synced');
-    const warnings = config.notices?.filter((n) => n.level === 'warn');
+    const warnings = config.notices?.filter((n) => n.level === 'warn' && n.path.endsWith('synchronization.enabled'));
     assert.deepEqual(warnings?.map((n) => n.path), ['publishedResourceFiles[0] (sync.yaml) document 1 spec.synchronization.enabled']);
     assert.match(warnings![0]!.message, /PublishedResource "publish-databases" is not synced: its synchronization is disabled/);
     // Nothing left to sync: the error says why.
@@ -183,6 +192,21 @@ describe('PublishedResource manifests', () => {
     // Its CRD requires enabled, as a boolean: {} and "yes" (a string in YAML 1.2) are errors, not "disabled".
     assert.match(problems(configWith({ 'empty.yaml': manifest.replace('  filter:', '  synchronization: {}\n  filter:') })).join('\n'), /spec\.synchronization\.enabled: required when synchronization is given/);
     assert.match(problems(configWith({ 'yes.yaml': manifest.replace('  filter:', '  synchronization: { enabled: yes }\n  filter:') })).join('\n'), /spec\.synchronization\.enabled: must be true or false, got "yes"/);
+  });
+
+  it('read a null field as absent everywhere, as the API server prunes it', () => {
+    const nulls = manifest
+      .replace('  filter:', '  projection: null\n  mutation: null\n  filter:\n    namespace: null')
+      .replace('          regex: { pattern: "^(.*)$", replacement: "\\\\1-creds" }', '          regex: { pattern: "^(.*)$", replacement: "\\\\1-creds" }\n        selector: null\n        namespace: null')
+      .replace('    - identifier: config\n', '    - identifier: config\n      mutation: null\n      group: null\n');
+    const config = parseConfig(configWith({ 'n.yaml': nulls }), join(dir, 'relsync.yaml'));
+    const finder = config.resources[0]!.related[0]!.finder;
+    assert.ok(finder.kind === 'reference' && finder.rewrite?.kind === 'regex');
+    assert.equal('pw'.replace(finder.rewrite.pattern, finder.rewrite.replacement), 'pw-creds');
+    const noRegex = parseConfig(configWith({ 'n2.yaml': manifest.replace('          regex: { pattern: "^(.*)$", replacement: "\\\\1-creds" }', '          regex: null') }), join(dir, 'relsync.yaml'));
+    const plain = noRegex.resources[0]!.related[0]!.finder;
+    assert.ok(plain.kind === 'reference');
+    assert.equal(plain.rewrite, undefined, 'regex: null is no rewrite, not "replace everything with nothing"');
   });
 
   it('check every level of a related rule, and booleans as booleans', () => {
@@ -219,7 +243,7 @@ describe('PublishedResource manifests', () => {
     }
     // Unset: relsync's MatchOrigin, which is not api-syncagent's default: said at start, not silently.
     const config = parseConfig(configWith({ 'rel.yaml': withField('      cleanupPolicy: MatchOrigin\n') }), join(dir, 'relsync.yaml'));
-    assert.deepEqual(config.notices?.map((n) => `${n.level} ${n.path}`), ['info publishedResourceFiles[0] (rel.yaml) document 1 spec.related[0].cleanupPolicy', 'info publishedResourceFiles[0] (rel.yaml) document 1 spec.related[2].cleanupPolicy']);
+    assert.deepEqual(config.notices?.map((n) => `${n.level} ${n.path}`), ['warn publishedResourceFiles[0] (rel.yaml) document 1 spec.related[0].cleanupPolicy', 'warn publishedResourceFiles[0] (rel.yaml) document 1 spec.related[2].cleanupPolicy']);
     assert.match(config.notices![0]!.message, /no cleanup policy: relsync deletes this rule's copies .*api-syncagent's own default is Orphan/);
   });
 
@@ -241,6 +265,7 @@ describe('PublishedResource manifests', () => {
       ['spec.\\1', ".spec['1']", ['one']],
       ['spec.$ref', '.spec.$ref', ['dollar'], 'a leading $ is part of the key in gjson'],
       ['$ref', '.$ref', []],
+      ['$.spec.list[0]', '$.spec.list[0]', ['x'], "relsync's $. form, as before"],
       ['.spec.list[0]', '.spec.list[0]', ['x'], "relsync's own form"],
     ] as const) {
       const path = pathOf(gjson);
@@ -256,6 +281,7 @@ describe('PublishedResource manifests', () => {
       ['metadata.annotations.example\\.com/x|y', /pipes/, 'an escape earlier in the segment does not hide a pipe'],
       ['spec.items[0].name', /brackets are not gjson/],
       ['spec.name\\', /ends in an escape/],
+      ['spec.{a,b}', /multipaths/],
     ] as const) {
       const found = problems(configWith({ 'g.yaml': manifest.replace('path: spec.credentialsSecret', `path: '${gjson}'`) }));
       assert.equal(found.length, 1, `${gjson}: ${found.join('\n')}`);
