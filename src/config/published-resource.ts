@@ -82,7 +82,8 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   const versions = Array.isArray(source.versions) ? source.versions : [];
   const out: Raw = { group: source.apiGroup ?? '', kind: source.kind };
   // Several versions: relsync syncs at one that both sides serve (api-syncagent publishes them all and syncs its storage version).
-  if (source.version === undefined && versions.length > 1) out.versions = versions;
+  if (source.version !== undefined && versions.length > 0) problem('spec.resource.version', 'give "version" (deprecated) or "versions", not both, as api-syncagent requires');
+  else if (versions.length > 1) out.versions = versions;
   else {
     const version = source.version ?? versions[0];
     if (version !== undefined) out.version = version;
@@ -180,6 +181,7 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
       if (ref.regex !== undefined) problem(`${at}.object.namespace.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
       const path = gjsonToJsonPath(String(ref.path ?? ''));
       if ('problem' in path) problem(`${at}.object.namespace.reference.path`, path.problem);
+      else if (/^[${]/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference is a plain gjson path (spec.namespace); use a template for anything else`);
       else if (/[[\]]|\.\d/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
       else rule.namespace = { source: `{{ object${path.path} }}` };
     } else if (ns.template !== undefined) {
@@ -236,9 +238,10 @@ export function translateTemplate(text: string): { template?: string; problem?: 
   return problem ? { problem } : { template };
 }
 
-/** `value` with every null-valued key and list item left out, at every depth. */
+/** `value` with every null-valued field left out, at every depth. */
 function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.filter((v) => v !== null).map(withoutNulls);
+  // List items stay where they are (a null one is reported at its own index by the schema).
+  if (Array.isArray(value)) return value.map(withoutNulls);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, withoutNulls(v)]));
 }

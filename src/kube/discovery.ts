@@ -4,11 +4,17 @@
  * kept per group/version; relsync only asks for the few types it is
  * configured with, so this memo is bounded by the config.
  */
+import { isNotFound } from './api-error.js';
 import type { Connection } from './connection.js';
 import type { ResourceType, TypeReference } from '../core/resource-type.js';
 
 interface ApiResourceList {
   resources: Array<{ name: string; kind: string; namespaced: boolean; verbs?: string[] }>;
+}
+
+/** The API server serves no such type at that version (not an outage: the answer was read). */
+export class TypeNotServedError extends Error {
+  override name = 'TypeNotServedError';
 }
 
 export class Discovery {
@@ -25,15 +31,21 @@ export class Discovery {
     if (!found) {
       const wanted = ref.resource ? `resource "${ref.resource}"` : `kind "${ref.kind}"`;
       const available = list.resources.filter((r) => !r.name.includes('/')).map((r) => r.name).join(', ');
-      throw new Error(`cluster ${this.connection.name}: ${wanted} not found in ${ref.group || 'core'}/${version} (served: ${available || 'none'})`);
+      throw new TypeNotServedError(`cluster ${this.connection.name}: ${wanted} not found in ${ref.group || 'core'}/${version} (served: ${available || 'none'})`);
     }
     return { group: ref.group, version, resource: found.name, kind: found.kind, namespaced: found.namespaced };
   }
 
-  /** The versions of a group this API server serves, its preferred one first. */
+  /** The versions of a group this API server serves, its preferred one first; none for a group it does not serve. */
   async servedVersions(group: string): Promise<string[]> {
     if (!group) return ['v1'];
-    const doc = await this.connection.request<{ preferredVersion?: { version: string }; versions?: Array<{ version: string }> }>('GET', `/apis/${group}`);
+    let doc: { preferredVersion?: { version: string }; versions?: Array<{ version: string }> };
+    try {
+      doc = await this.connection.request('GET', `/apis/${group}`);
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw new Error(`cluster ${this.connection.name}: reading the versions of API group ${group}: ${(err as Error).message}`, { cause: err });
+    }
     const served = (doc.versions ?? []).map((v) => v.version);
     const preferred = doc.preferredVersion?.version;
     return preferred !== undefined && served.includes(preferred) ? [preferred, ...served.filter((v) => v !== preferred)] : served;

@@ -5,6 +5,7 @@
  */
 import { hasManyClusters, type Config, type PublishedResource } from '../config/config.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
+import { TypeNotServedError } from '../kube/discovery.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { ResolvedRule } from '../rules/rule.js';
@@ -30,7 +31,7 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
   };
   const out: ResolvedResource[] = [];
   for (const res of config.resources) {
-    const primaryType = res.versions ? await sharedVersion(clusters, platform, service, res) : await at(platform, res.where, res.type);
+    const primaryType = res.versions ? await sharedVersion(clusters, service, res) : await at(platform, res.where, res.type);
     // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' primaries apart there.
     const met = !primaryType.namespaced && hasManyClusters(config.platformClusters) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name)) : undefined;
     if (met) throw new ResolveError(`${res.where}.naming.name: ${primaryType.resource} are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; use {{ hash cluster name }} in it`);
@@ -51,30 +52,37 @@ export async function resolveConfig(config: Config, clusters: ClusterSet): Promi
 }
 
 /**
- * A primary type given with `versions`: the first version that both the platform and the service
- * cluster serve (the platform's preferred first, then the list's order). Copies are written as
- * they are read, so both sides must use one version; each API server converts to what it stores.
+ * A primary type given with `versions`: the first version that every platform and the service
+ * cluster serve (the first platform's preferred first, then the list's order). Copies are written
+ * as they are read, and every platform's watch uses the one resolved type, so all sides must use
+ * one version; each API server converts to what it stores. Only "not served" moves on to the next
+ * version: an outage or a refusal is an error, so the choice cannot differ between restarts.
  */
-async function sharedVersion(clusters: ClusterSet, platform: string, service: string, res: PublishedResource & { readonly versions?: readonly string[] }): Promise<ResourceType> {
+async function sharedVersion(clusters: ClusterSet, service: string, res: PublishedResource): Promise<ResourceType> {
   const listed = res.versions ?? [];
-  const served = async (cluster: string) => {
+  const where = `${res.where}.versions`;
+  const platforms = clusters.platforms.map((p) => p.name);
+  const served = new Map<string, string[]>();
+  for (const cluster of [...platforms, service]) {
     try {
-      return await clusters.servedVersions(cluster, res.type.group);
+      served.set(cluster, await clusters.servedVersions(cluster, res.type.group));
     } catch (err) {
-      throw new ResolveError(`${res.where}.versions: ${(err as Error).message}`, { cause: err });
+      throw new ResolveError(`${where}: ${(err as Error).message}`, { cause: err });
     }
-  };
-  const [onPlatform, onService] = [await served(platform), await served(service)];
-  const preferred = onPlatform[0];
-  const candidates = [...(preferred !== undefined && listed.includes(preferred) ? [preferred] : []), ...listed].filter((v, i, all) => all.indexOf(v) === i && onPlatform.includes(v) && onService.includes(v));
+  }
+  const everywhere = (v: string) => [...served.values()].every((versions) => versions.includes(v));
+  const preferred = served.get(platforms[0]!)?.[0];
+  const candidates = [...(preferred !== undefined && listed.includes(preferred) ? [preferred] : []), ...listed].filter((v, i, all) => all.indexOf(v) === i && everywhere(v));
   for (const version of candidates) {
     try {
-      const type = await clusters.resolve(platform, { ...res.type, version });
-      await clusters.resolve(service, { ...res.type, version, resource: type.resource, kind: undefined });
+      const type = await clusters.resolve(platforms[0]!, { ...res.type, version });
+      for (const cluster of [...platforms.slice(1), service]) await clusters.resolve(cluster, { ...res.type, version, resource: type.resource, kind: undefined });
       return type;
-    } catch {
+    } catch (err) {
+      if (!(err instanceof TypeNotServedError)) throw new ResolveError(`${where}: at ${version}: ${(err as Error).message}`, { cause: err });
       // that version lacks the resource on one side: the next one
     }
   }
-  throw new ResolveError(`${res.where}.versions: none of ${listed.join(', ')} serves ${res.type.resource ?? res.type.kind} on both sides (of ${res.type.group || 'the core group'}, the platform ${platform} serves ${onPlatform.join(', ') || 'none'}; the service cluster ${service} serves ${onService.join(', ') || 'none'})`);
+  const sides = [...served].map(([cluster, versions]) => `${cluster === service ? 'the service cluster' : 'the platform'} ${cluster} serves ${versions.join(', ') || 'none'}`);
+  throw new ResolveError(`${where}: none of ${listed.join(', ')} serves ${res.type.resource ?? res.type.kind} on every side (of ${res.type.group || 'the core group'}, ${sides.join('; ')})`);
 }

@@ -78,6 +78,14 @@ describe('a primary type with several versions', () => {
       }
     }, 30_000);
     assert.equal(copy.spec?.size, 3);
+    // The copy's content alone cannot tell (both versions have one schema): relsync's own write to the
+    // platform's primary, its finalizer, says at which version it read and wrote there.
+    type Managed = { metadata: { managedFields?: Array<{ manager?: string; apiVersion?: string; fieldsV1?: { 'f:metadata'?: Record<string, unknown> } }> } };
+    const finalizerWrite = await eventually("relsync's finalizer on the primary", async () => {
+      const fresh = (await tenant.getNamespacedCustomObject({ group: GROUP, version: 'v2', namespace: 'w', plural: 'widgets', name: 'one' })) as Managed;
+      return fresh.metadata.managedFields?.find((f) => f.fieldsV1?.['f:metadata']?.['f:finalizers'] !== undefined);
+    }, 30_000);
+    assert.equal(finalizerWrite.apiVersion, `${GROUP}/v1`, `relsync wrote the platform's primary at v1 (${finalizerWrite.manager ?? '?'}), not at the platform's preferred v2`);
     const current = (await tenant.getNamespacedCustomObject({ group: GROUP, version: 'v2', namespace: 'w', plural: 'widgets', name: 'one' })) as { spec: { size: number } };
     await tenant.replaceNamespacedCustomObject({ group: GROUP, version: 'v2', namespace: 'w', plural: 'widgets', name: 'one', body: { ...current, spec: { ...current.spec, size: 5 } } });
     await eventually('a change at v2 reaches the copy', async () => ((await service.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: 'widgets', name: 'one' })) as { spec?: { size?: number } }).spec?.size === 5, 30_000);
@@ -88,6 +96,10 @@ describe('a primary type with several versions', () => {
   it('refuses to start when the sides share none of the versions, and says what each serves', async () => {
     const out = await runCli(['sweep', '--config', config(['v2'], 'none'), '--log-level', 'error']);
     assert.notEqual(out.code, 0);
-    assert.match(`${out.stdout}${out.stderr}`, /resources\[0\]\.versions: none of v2 serves Widget on both sides \(of versions\.relsync\.dev, the platform tenant-a serves v2, v1; the service cluster service serves v1\)/);
+    assert.match(`${out.stdout}${out.stderr}`, /resources\[0\]\.versions: none of v2 serves Widget on every side \(of versions\.relsync\.dev, the platform tenant-a serves v2, v1; the service cluster service serves v1\)/);
+    const absent = writeConfig(dir, { agentName: 'e2e', platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }], serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath }, store: { path: join(dir, 'absent.db') }, leaderElection: { enabled: false }, resources: [{ group: 'nowhere.relsync.dev', kind: 'Widget', versions: ['v1'] }] }, 'absent.yaml');
+    const missing = await runCli(['sweep', '--config', absent, '--log-level', 'error']);
+    assert.notEqual(missing.code, 0);
+    assert.match(`${missing.stdout}${missing.stderr}`, /resources\[0\]\.versions: none of v1 serves Widget on every side \(of nowhere\.relsync\.dev, the platform tenant-a serves none; the service cluster service serves none\)/);
   });
 });

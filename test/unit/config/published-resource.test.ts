@@ -109,6 +109,7 @@ describe('PublishedResource manifests', () => {
     assert.deepEqual([several.resources[0]!.type.version, several.resources[0]!.versions], [undefined, ['v1beta1', 'v1alpha1']]);
     const one = parseConfig(configWith({ 'v.yaml': manifest }), join(dir, 'relsync.yaml'));
     assert.deepEqual([one.resources[0]!.type.version, one.resources[0]!.versions], ['v1alpha1', undefined]);
+    assert.match(problems(configWith({ 'v2.yaml': manifest.replace('versions: [v1alpha1]', 'version: v1alpha1\n    versions: [v1alpha1, v1]') })).join('\n'), /spec\.resource\.version: give "version" \(deprecated\) or "versions", not both/);
     const own = `platformClusters: [{ name: tenant-a, kubeconfig: ${kubeconfig} }]\nresources: [{ group: g.example, kind: K, version: v1, versions: [v1, v2] }]\n`;
     assert.match(problems(own).join('\n'), /resources\[0\]\.versions: give "version" or "versions", not both/);
   });
