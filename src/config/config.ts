@@ -52,4 +52,6 @@ export interface Config {
   readonly copy: CopyPolicy;
   /** What was read and deliberately not synced (a PublishedResource with synchronization disabled), for the log. */
   readonly notices?: readonly ConfigNotice[];
+  /** Where imported entries of `resources` came from, for messages: `resources[3]` → its file and document. */
+  readonly importedAs?: ReadonlyMap<string, string>;
 }

@@ -16,8 +16,8 @@ import { publishedResourcesFromYaml } from './published-resource.js';
  * entry back at its file and document; `notices` say what was read and not
  * synced on purpose.
  */
-export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; notices: ConfigNotice[]; rename: (p: ConfigProblem) => ConfigProblem } {
-  const none = { problems: [], notices: [], rename: (p: ConfigProblem) => p };
+export function importPublishedResources(input: unknown, file: string): { problems: ConfigProblem[]; notices: ConfigNotice[]; rename: (p: ConfigProblem) => ConfigProblem; importedAs: ReadonlyMap<string, string> } {
+  const none = { problems: [], notices: [], rename: (p: ConfigProblem) => p, importedAs: new Map<string, string>() };
   if (!input || typeof input !== 'object' || Array.isArray(input)) return none;
   const cfg = input as Record<string, unknown>;
   if (!Array.isArray(cfg.publishedResourceFiles)) return none;
@@ -46,10 +46,17 @@ export function importPublishedResources(input: unknown, file: string): { proble
     });
   });
   cfg.resources = own;
-  const rename = (p: ConfigProblem): ConfigProblem => {
-    const m = /^resources\[(\d+)\](.*)$/.exec(p.path);
-    const origin = m ? origins[Number(m[1])] : undefined;
-    return origin ? { path: `${origin} (as resources[${m![1]}]${m![2]})`, message: p.message } : p;
-  };
-  return { problems, notices, rename };
+  const importedAs = new Map(origins.flatMap((origin, i) => (origin !== undefined ? [[`resources[${i}]`, origin] as const] : [])));
+  const rename = (p: ConfigProblem): ConfigProblem => ({ path: importedPath(importedAs, p.path), message: p.message });
+  return { problems, notices, rename, importedAs };
+}
+
+/**
+ * A config path as the user wrote it: `resources[3].related[0]` of an imported manifest becomes
+ * `publishedResourceFiles[0] (x.yaml) PublishedResource 1 (as resources[3].related[0])`.
+ */
+export function importedPath(importedAs: ReadonlyMap<string, string> | undefined, path: string): string {
+  const m = /^(resources\[\d+\])(.*)$/.exec(path);
+  const origin = m ? importedAs?.get(m[1]!) : undefined;
+  return origin ? `${origin} (as ${path})` : path;
 }

@@ -6,6 +6,7 @@
 import { hasManyClusters, type Config, type PublishedResource } from '../config/config.js';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { TypeNotServedError } from '../kube/discovery.js';
+import { importedPath } from '../config/published-resource-files.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { ResolvedRule } from '../rules/rule.js';
@@ -20,6 +21,17 @@ export class ResolveError extends Error {
 }
 
 export async function resolveConfig(config: Config, clusters: ClusterSet): Promise<ResolvedResource[]> {
+  try {
+    return await resolveAll(config, clusters);
+  } catch (err) {
+    // A message starts with the config path of what failed: for an imported manifest, its file and document.
+    if (!(err instanceof ResolveError) || !config.importedAs?.size) throw err;
+    const at = err.message.indexOf(': ');
+    throw new ResolveError(at < 0 ? err.message : `${importedPath(config.importedAs, err.message.slice(0, at))}${err.message.slice(at)}`, { cause: err.cause });
+  }
+}
+
+async function resolveAll(config: Config, clusters: ClusterSet): Promise<ResolvedResource[]> {
   const service = clusters.service.name;
   const platform = clusters.platforms[0]!.name;
   const at = async (cluster: string, where: string, ref: Parameters<ClusterSet['resolve']>[1]): Promise<ResourceType> => {

@@ -102,4 +102,19 @@ describe('a primary type with several versions', () => {
     assert.notEqual(missing.code, 0);
     assert.match(`${missing.stdout}${missing.stderr}`, /resources\[0\]\.versions: none of v1 serves Widget on every side \(of nowhere\.relsync\.dev, the platform tenant-a serves none; the service cluster service serves none\)/);
   });
+
+  it('names the manifest\'s file and document when an imported PublishedResource cannot be resolved', async () => {
+    writeFileSync(join(dir, 'published.yaml'), ['apiVersion: syncagent.kcp.io/v1alpha1', 'kind: PublishedResource', 'metadata: { name: widgets }', 'spec:', `  resource: { apiGroup: ${GROUP}, kind: Widget, versions: [v9, v8] }`, ''].join('\n'));
+    const imported = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
+      store: { path: join(dir, 'imported.db') },
+      leaderElection: { enabled: false },
+      publishedResourceFiles: ['published.yaml'],
+    }, 'imported.yaml');
+    const out = await runCli(['sweep', '--config', imported, '--log-level', 'error']);
+    assert.equal(out.code, 2, out.stderr);
+    assert.match(out.stderr, /publishedResourceFiles\[0\] \(published\.yaml\) PublishedResource 1 \(as resources\[0\]\.versions\): none of v9, v8 serves Widget on every side/);
+  });
 });
