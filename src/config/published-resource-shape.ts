@@ -9,7 +9,7 @@
  */
 import type { ConfigProblem } from './config-problem.js';
 
-type Shape = 'any' | 'boolean' | { readonly [field: string]: Shape } | { readonly '[]': Shape };
+type Shape = 'any' | 'boolean' | 'string' | { readonly [field: string]: Shape } | { readonly '[]': Shape };
 
 const REGEX: Shape = { pattern: 'any', replacement: 'any' };
 const TEMPLATE: Shape = { template: 'any' };
@@ -40,7 +40,7 @@ const RELATED: Shape = {
 const SPEC: Shape = {
   resource: { apiGroup: 'any', version: 'any', versions: 'any', kind: 'any' },
   filter: { namespace: 'any', resource: 'any' },
-  naming: { name: 'any', namespace: 'any' },
+  naming: { name: 'string', namespace: 'string' },
   enableWorkspacePaths: 'boolean',
   projection: 'any',
   mutation: 'any',
@@ -59,6 +59,10 @@ function check(value: unknown, shape: Shape, at: string, problems: ConfigProblem
   if (value === null || value === undefined || shape === 'any') return;
   if (shape === 'boolean') {
     if (typeof value !== 'boolean') problems.push({ path: at, message: `must be true or false, got ${JSON.stringify(value)}` });
+    return;
+  }
+  if (shape === 'string') {
+    if (typeof value !== 'string') problems.push({ path: at, message: `must be a string, got ${JSON.stringify(value)}` });
     return;
   }
   if ('[]' in shape) {

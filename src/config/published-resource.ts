@@ -74,8 +74,9 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
     }
   }
   const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
-  if (spec.projection !== undefined) unsupported('spec.projection', 'projecting a resource to another group, version or kind');
-  if (spec.mutation !== undefined) unsupported('spec.mutation', 'mutation rules');
+  // Empty blocks (a Helm chart's defaults) change nothing: only what they would change is refused.
+  if (projects(spec.projection)) unsupported('spec.projection', 'projecting a resource to another group, version, kind, plural or scope');
+  if (mutates(spec.mutation)) unsupported('spec.mutation', 'mutation rules');
   if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
   const source = record(spec.resource);
@@ -127,7 +128,7 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   if (r.origin === 'kcp') rule.origin = 'platform';
   else if (r.origin === 'service') rule.origin = 'service';
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
-  if (r.mutation !== undefined) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
+  if (mutates(r.mutation)) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
   if (r.identityHash !== undefined && r.identityHash !== null && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
   if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
@@ -244,4 +245,23 @@ function withoutNulls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, withoutNulls(v)]));
+}
+
+/**
+ * Whether a primary's projection changes what relsync syncs: its group, version(s), kind, plural or
+ * scope. `shortNames` and `categories` only change the published schema's discovery, which relsync
+ * does not publish.
+ */
+function projects(projection: unknown): boolean {
+  if (projection === undefined) return false;
+  const p = record(projection);
+  const given = (v: unknown) => (typeof v === 'string' ? v !== '' : Array.isArray(v) ? v.length > 0 : v !== undefined && !(typeof v === 'object' && v !== null && Object.keys(v).length === 0));
+  return typeof projection !== 'object' || ['group', 'version', 'versions', 'kind', 'plural', 'scope'].some((k) => given(p[k]));
+}
+
+/** Whether a mutation block has any rule (`{spec: [], status: []}` has none). */
+function mutates(mutation: unknown): boolean {
+  if (mutation === undefined) return false;
+  const m = record(mutation);
+  return typeof mutation !== 'object' || Object.keys(m).some((k) => !(Array.isArray(m[k]) && (m[k] as unknown[]).length === 0));
 }

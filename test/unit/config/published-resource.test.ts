@@ -210,6 +210,22 @@ describe('PublishedResource manifests', () => {
     assert.equal(plain.rewrite, undefined, 'regex: null is no rewrite, not "replace everything with nothing"');
   });
 
+  it('accept empty projection and mutation blocks, which change nothing, and refuse any that would', () => {
+    const noop = manifest
+      .replace('  filter:', '  projection: { shortNames: [], categories: [] }\n  mutation: { spec: [], status: [] }\n  filter:')
+      .replace('    - identifier: config\n', '    - identifier: config\n      mutation: { spec: [] }\n');
+    assert.equal(parseConfig(configWith({ 'noop.yaml': noop }), join(dir, 'relsync.yaml')).resources.length, 1);
+    for (const [block, path] of [
+      ['  projection: { group: other.example.com }\n', /spec\.projection: projecting/],
+      ['  projection: { scope: Cluster }\n', /spec\.projection: projecting/],
+      ['  projection: { versions: { v1alpha1: v1 } }\n', /spec\.projection: projecting/],
+      ['  mutation: { spec: [{ delete: { path: spec.x } }] }\n', /spec\.mutation: mutation rules/],
+    ] as const) {
+      assert.match(problems(configWith({ 'p.yaml': manifest.replace('  filter:', `${block}  filter:`) })).join('\n'), path, block);
+    }
+    assert.match(problems(configWith({ 'n.yaml': manifest.replace('    name: "{{ .Object.metadata.name }}"', '    name: 7') })).join('\n'), /spec\.naming\.name: must be a string, got 7/);
+  });
+
   it('check every level of a related rule, and booleans as booleans', () => {
     const withField = (extra: string) => manifest.replace('    - identifier: credentials\n      origin: service\n', `    - identifier: credentials\n      origin: service\n${extra}`);
     const regexTypo = problems(configWith({ 'r.yaml': manifest.replace('replacement: "\\\\1-creds"', 'replacment: "\\\\1-creds"') }));
