@@ -12,7 +12,7 @@ import type { ConfigNotice } from './config-problem.js';
 import type { Template } from '../rules/template.js';
 
 export interface PublishedResource {
-  /** Versions the type may be synced at (the first both sides serve, the platform's preferred first); else `type.version`. */
+  /** Versions the type may be synced at (the first every cluster serves, the first platform's preferred first); else `type.version`. */
   readonly versions?: readonly string[];
   readonly type: TypeReference;
   readonly selector: LabelSelector | undefined;

@@ -130,11 +130,11 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
   if (mutates(r.mutation)) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
-  if (r.identityHash !== undefined && r.identityHash !== null && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
+  if (r.identityHash !== undefined && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
   if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
   // relsync's copies follow their origin: deleted when the primary goes and when the origin object does (api-syncagent's MatchOrigin).
   // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, false Orphan.
-  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  const given = (v: unknown) => v !== undefined && v !== '';
   const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : r.cleanup === false ? 'Orphan' : undefined;
   if (policy === undefined) {
     notice(`${at}.cleanupPolicy`, "no cleanup policy: relsync deletes this rule's copies with the primary and when their origin object goes (api-syncagent's MatchOrigin); api-syncagent's own default is Orphan, which relsync does not support yet");

@@ -173,9 +173,9 @@ export const publishedResourceSchema = z
   .strictObject({
     ...typeFields,
     /**
-     * Versions relsync may sync the type at, instead of one `version`: it takes the first that the
-     * platform and the service cluster both serve, the platform's preferred version first. Both
-     * sides then read and write that version (each API server converts to what it stores).
+     * Versions relsync may sync the type at, instead of one `version`: it takes the first that every
+     * platform and the service cluster serve, the first platform's preferred version first, and
+     * reads and writes that version everywhere (each API server converts to what it stores).
      */
     versions: z.array(z.string().min(1)).min(1).optional(),
     /** Only primaries matching this selector are synced; default: all. */

@@ -52,10 +52,9 @@ export class Discovery {
   }
 
   private async preferredVersion(group: string): Promise<string> {
-    if (!group) return 'v1';
-    const doc = await this.connection.request<{ preferredVersion?: { version: string } }>('GET', `/apis/${group}`);
-    if (!doc.preferredVersion) throw new Error(`cluster ${this.connection.name}: API group ${group} has no preferred version`);
-    return doc.preferredVersion.version;
+    const [preferred] = await this.servedVersions(group);
+    if (preferred === undefined) throw new TypeNotServedError(`cluster ${this.connection.name}: API group ${group} is not served`);
+    return preferred;
   }
 
   private resources(group: string, version: string): Promise<ApiResourceList> {
