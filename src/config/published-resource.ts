@@ -132,14 +132,17 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
   if (r.identityHash !== undefined && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
   if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
-  // relsync's copies follow their origin: deleted when the primary goes and when the origin object does (api-syncagent's MatchOrigin).
-  // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, false Orphan.
+  // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, else Orphan (its default).
   const given = (v: unknown) => v !== undefined && v !== '';
-  const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : r.cleanup === false ? 'Orphan' : undefined;
-  if (policy === undefined) {
-    notice(`${at}.cleanupPolicy`, "no cleanup policy: relsync deletes this rule's copies with the primary and when their origin object goes (api-syncagent's MatchOrigin); api-syncagent's own default is Orphan, which relsync does not support yet");
-  } else if (policy !== 'MatchOrigin') {
-    problem(`${at}.${given(r.cleanupPolicy) ? 'cleanupPolicy' : 'cleanup'}`, `cleanup policy ${String(policy)} is not supported by relsync yet: its related copies are deleted with the primary and when their origin object goes (MatchOrigin); set cleanupPolicy: MatchOrigin (removing the field means the same in relsync)`);
+  const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : 'Orphan';
+  const policyAt = `${at}.${given(r.cleanupPolicy) ? 'cleanupPolicy' : 'cleanup'}`;
+  if (policy !== 'MatchOrigin' && policy !== 'OnPrimaryDeletion' && policy !== 'Orphan') {
+    problem(policyAt, `must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got ${JSON.stringify(policy)}`);
+  } else if (r.origin === 'service') {
+    rule.cleanupPolicy = policy;
+  } else if (policy !== 'MatchOrigin' && (given(r.cleanupPolicy) || r.cleanup !== undefined)) {
+    // api-syncagent also deletes these copies with the primary and with their origin object, whatever the policy.
+    notice(policyAt, `cleanup policy ${policy} has no effect on an origin: kcp rule: relsync deletes its copies in the service cluster with the primary, with their origin object, and when the origin is no longer found (MatchOrigin), so that no tenant's data outlives its primary there`);
   }
   // `watch` tells api-syncagent to follow changes of the related type; relsync always does. Nothing to translate.
 

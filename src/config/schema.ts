@@ -150,6 +150,11 @@ export const relatedRuleSchema = z
      * name one of the provider's; default: an ownerReference to the copy (see rules/provenance.ts).
      */
     provenance: provenanceSchema.optional(),
+    /**
+     * origin service only: when the platform-side copies go (rules/rule.ts CleanupPolicy); default
+     * MatchOrigin, with the primary and with their origin object.
+     */
+    cleanupPolicy: z.enum(['MatchOrigin', 'OnPrimaryDeletion', 'Orphan']).optional(),
   })
   .superRefine(oneOfResourceOrKind)
   .superRefine((rule, ctx) => {
@@ -162,6 +167,9 @@ export const relatedRuleSchema = z
     }
     if (rule.provenance && rule.origin !== 'service') {
       ctx.addIssue({ code: 'custom', path: ['provenance'], message: 'only a rule with origin: service has a provenance (a platform-side source is the tenant\'s own)' });
+    }
+    if (rule.cleanupPolicy !== undefined && rule.cleanupPolicy !== 'MatchOrigin' && rule.origin !== 'service') {
+      ctx.addIssue({ code: 'custom', path: ['cleanupPolicy'], message: "only a rule with origin: service has a cleanup policy: copies in the service cluster always go with their primary and their origin object (no tenant's data outlives its primary there)" });
     }
     const sel = rule.selector;
     if (sel && !sel.allowEmpty && Object.keys(sel.matchLabels ?? {}).length === 0 && (sel.matchExpressions ?? []).length === 0) {

@@ -49,6 +49,7 @@ import type { PrimaryKey } from './primary-key.js';
 import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { WorkQueue } from './work-queue.js';
+import type { CopyWriter } from '../sync/copy-writer.js';
 import { markedSource } from '../sync/marks.js';
 import { readAhead } from '../util/read-ahead.js';
 import type { EventRouter } from './event-router.js';
@@ -72,6 +73,8 @@ export interface SweeperOptions {
   /** limits.relatedPerPrimary: a primary that rules find more objects for is reconciled, not checked. */
   readonly relatedPerPrimary?: number;
   readonly queue: WorkQueue<PrimaryKey>;
+  /** Releases (instead of deleting) copies an Orphan rule may have made. */
+  readonly writer: Pick<CopyWriter, 'release'>;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /**
@@ -333,9 +336,26 @@ export class Sweeper {
       this.options.logger.error({ copy: describeIdentity(id), installation: other }, `a copy without an owner here is in a namespace of another relsync installation with agent name "${this.options.agentName}": left alone. Two installations must not share an agent name`);
       throw new Error(`${describeIdentity(id)} is in a namespace of another installation (${other})`);
     }
+    if (copy.kind === 'related' && this.releasesInstead(cluster, type)) {
+      // Its primary's reconcile would have released it (cleanupPolicy Orphan): the sweep does too.
+      if (await this.options.writer.release(client, 'related', id, copy.source, current)) {
+        this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, "sweep released a related copy that no rule resolves to any more: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)");
+      }
+      return;
+    }
     await client.delete(id.namespace, id.name, current.metadata.uid);
     this.options.metrics.copiesRemoved.inc({ kind: copy.kind });
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
+  }
+
+  /**
+   * A related copy of this type on this side may be an Orphan rule's (the copy does not say which
+   * rule made it): released rather than deleted, since of two rules that share the type, releasing
+   * loses nothing and deleting could lose what the provider chose to keep.
+   */
+  private releasesInstead(cluster: string, type: ResourceType): boolean {
+    if (cluster === this.options.clusters.service.name) return false;
+    return this.options.resources.some((r) => r.rules.some((rule) => rule.origin === 'service' && rule.cleanup === 'Orphan' && sameType(rule.destinationType, type)));
   }
 
   /** A primary that exists, is not being deleted and is selected: its reconcile owns its copy. */

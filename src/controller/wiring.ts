@@ -20,6 +20,7 @@ import type { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
+import { CopyWriter } from '../sync/copy-writer.js';
 import { ContentHasher } from '../sync/content-hasher.js';
 import { ConfigFingerprint } from '../sync/config-fingerprint.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
@@ -190,7 +191,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       cache,
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, metrics, logger, finders: router, fingerprint });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint });
     return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex };
   } catch (err) {
     clusters.close();

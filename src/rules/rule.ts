@@ -39,6 +39,17 @@ export type RelatedFinder =
 
 export type Origin = 'platform' | 'service';
 
+/**
+ * When the platform-side copies of an origin-service rule go (api-syncagent's names). MatchOrigin:
+ * with the primary, and as soon as the origin object is gone or no longer found. OnPrimaryDeletion:
+ * only with the primary (until then a copy whose origin went is kept, no longer updated). Orphan:
+ * never; kept like OnPrimaryDeletion while the primary lives, and released (relsync's marks
+ * removed, so it is an ordinary object of the tenant's) when the primary goes. Copies in the
+ * service cluster (origin platform) always follow MatchOrigin: no tenant's data outlives its
+ * primary in the provider's cluster.
+ */
+export type CleanupPolicy = 'MatchOrigin' | 'OnPrimaryDeletion' | 'Orphan';
+
 /** What makes a service-side object the copy's own (origin service): see rules/provenance.ts. */
 export type Provenance =
   | { readonly kind: 'ownerReference' }
@@ -55,6 +66,8 @@ export interface RelatedRule {
   readonly destinationNamespace: Template | undefined;
   /** origin service: what a source must show to be the copy's; undefined for origin platform. */
   readonly provenance: Provenance | undefined;
+  /** Always MatchOrigin for origin platform. */
+  readonly cleanup: CleanupPolicy;
   /** `resources[0].related[1]`, for messages. */
   readonly where: string;
 }

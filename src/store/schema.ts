@@ -4,7 +4,11 @@ import type { IdentityColumns } from '../core/identity.js';
 import type { LogicalClusterState } from '../core/logical-cluster.js';
 
 export type PrimaryState = 'synced' | 'conflict' | 'error' | 'deleting';
-export type RelationState = 'pending' | 'synced' | 'conflict' | 'error';
+/**
+ * retained: the primary no longer finds the relation's source, and its rule's cleanup policy keeps
+ * the copy until the primary goes (rules/rule.ts CleanupPolicy); the copy is no longer updated.
+ */
+export type RelationState = 'pending' | 'synced' | 'conflict' | 'error' | 'retained';
 
 export interface PrimariesTable extends IdentityColumns<''> {
   uid: string;

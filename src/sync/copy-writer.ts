@@ -20,7 +20,7 @@ import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, type CopyContent } from './content.js';
 import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { AGENT_LABEL, fieldManagerName, markedSource } from './marks.js';
+import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -121,6 +121,25 @@ export class CopyWriter {
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
+    return true;
+  }
+
+  /**
+   * Lets go of a related copy without deleting it (cleanupPolicy Orphan): relsync's labels and
+   * annotations are removed, at the version read, so the object is an ordinary one of whoever
+   * owns its namespace; relsync never touches it again (an object without its marks is a conflict).
+   * False when it is not (or no longer) the marked copy of `source`.
+   */
+  async release(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
+    if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
+    const pointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+    const removals = (field: 'labels' | 'annotations') =>
+      Object.keys(existing.metadata[field] ?? {})
+        .filter(isRelsyncKey)
+        .map((key) => ({ op: 'remove' as const, path: `/metadata/${field}/${pointer(key)}` }));
+    const released = await client.jsonPatch(copy.namespace, copy.name, [{ op: 'test', path: '/metadata/resourceVersion', value: existing.metadata.resourceVersion }, ...removals('labels'), ...removals('annotations')]);
+    this.recorded(copy, released);
+    this.deps.metrics.copiesReleased.inc({ kind });
     return true;
   }
 

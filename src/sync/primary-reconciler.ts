@@ -291,11 +291,12 @@ export class PrimaryReconciler {
     ({ relations, known } = await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, relations, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors, false, known));
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
-    // them), so that a destination that changed its source is free for the new one.
-    await this.relations.releaseStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    // them), so that a destination that changed its source is free for the new one; those a rule's
+    // cleanup policy keeps until the primary goes stay, as retained relations.
+    const retained = await this.relations.releaseStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const problems: string[] = [];
-    const work: Array<RelationOutcome | RelationWork> = [];
+    const work: Array<RelationOutcome | RelationWork> = [...retained];
     for (const { plan, ...result } of found) {
       problems.push(...result.problems);
       if (result.keepStored) {
@@ -305,7 +306,7 @@ export class PrimaryReconciler {
       }
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
-        const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict');
+        const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
         work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id, copied) });
       }
     }
@@ -401,7 +402,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.deleteCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, 'primary gone');
       else shared.push(relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
@@ -420,7 +421,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.deleteCopy(resource, relation);
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);

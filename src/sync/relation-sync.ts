@@ -90,12 +90,19 @@ export class RelationSync {
     if (!source) {
       const destRead = await read(dests, pair.destination);
       if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
+      if (rule.cleanup !== 'MatchOrigin') {
+        // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
+        const kept = destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source);
+        const message = kept ? `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})` : waiting;
+        return { ...base, state: 'pending', contentHash: null, message, versions: relationVersions(sourceRead.object, destRead.object) };
+      }
       // The source's absence is the API server's word; the destination's marks may be the cache's.
       if (destRead.object) confirmLive(reads);
       const removed = await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
-      return { ...base, state: 'pending', contentHash: null, message: `waiting for ${describeIdentity(pair.source)} to exist`, versions };
+      return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
     const { desired, serialized, hash } = this.desiredOf(rule, source);
     const tooBig = this.deps.refusals.size(serialized);
@@ -214,34 +221,63 @@ export class RelationSync {
 
   /**
    * Relations this primary had before and no longer resolves to: their copies go unless some
-   * relation of this primary or another still copies the same source there.
+   * relation of this primary or another still copies the same source there. A rule whose cleanup
+   * policy keeps copies until the primary goes (OnPrimaryDeletion, Orphan) keeps them instead, as
+   * the relations returned (state retained), unless one this primary resolves to now writes the
+   * same destination: that copy goes, so that the new source can take its place.
    */
-  async releaseStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<void> {
+  async releaseStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<RelationOutcome[]> {
     const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
     const keep = new Set(current.map(pairKey));
+    const destinations = new Set(current.map((c) => identityKey(c.destination)));
+    const retained: RelationOutcome[] = [];
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
+      const rule = ruleOf(resource, old);
+      if (rule && rule.cleanup !== 'MatchOrigin' && !destinations.has(identityKey(old.destination)) && (old.state === 'synced' || old.state === 'pending' || old.state === 'retained')) {
+        const message = `no longer found by rule ${rule.id}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
+        retained.push({ ruleId: old.ruleId, origin: old.origin, source: old.source, destination: old.destination, state: 'retained', contentHash: old.contentHash, message, versions: null });
+        continue;
+      }
       // What the primary no longer resolves to was decided on what this reconcile read; the claim
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
-      await this.deleteCopy(resource, old);
+      await this.endCopy(resource, old, 'stale');
     }
+    return retained;
   }
 
-  /** Deletes a related copy if it still carries the marks of its source; a rule since removed from the config is skipped. */
-  async deleteCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>): Promise<void> {
+  /**
+   * Ends a related copy that no relation keeps any more: deleted if it still carries the marks of
+   * its source, or, when its primary is gone and its rule's policy is Orphan, released (marks
+   * removed, left in place). A rule since removed from the config leaves it in place.
+   */
+  async endCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<void> {
     const { destination: dest, source } = relation;
-    const rule = resource.rules.find((r) => r.id === relation.ruleId && r.destinationType.group === dest.group && r.destinationType.resource === dest.resource);
+    const rule = ruleOf(resource, relation);
     if (!rule) {
       this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
       return;
     }
     const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
-    if (await this.deps.writer.deleteIfMarked(dests, 'related', dest, source, await dests.get(dest.namespace, dest.name))) {
+    const existing = await dests.get(dest.namespace, dest.name);
+    if (why === 'primary gone' && rule.cleanup === 'Orphan') {
+      if (await this.deps.writer.release(dests, 'related', dest, source, existing)) {
+        this.deps.logger.info({ copy: describeIdentity(dest), rule: rule.id }, 'released a related copy whose primary is gone: relsync\'s marks are removed and the object is left in place (cleanupPolicy Orphan)');
+      }
+      return;
+    }
+    if (await this.deps.writer.deleteIfMarked(dests, 'related', dest, source, existing)) {
       this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     }
   }
+}
+
+/** The configured rule a stored relation was made by (its id and destination type), if it still is. */
+function ruleOf(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'destination'>): ResolvedRule | undefined {
+  const dest = relation.destination;
+  return resource.rules.find((r) => r.id === relation.ruleId && r.destinationType.group === dest.group && r.destinationType.resource === dest.resource);
 }
 
 /** The versions a relation's state was decided on ('' for absent); null when an object lacks one. */

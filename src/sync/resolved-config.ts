@@ -60,6 +60,13 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
     }
     out.push({ ...res, primaryType, rules });
   }
+  // A released copy is an ordinary object of the tenant's: of a primary type, it would be synced as a new primary.
+  for (const res of out) {
+    for (const rule of res.rules) {
+      const primary = rule.cleanup === 'Orphan' ? out.find((r) => r.primaryType.group === rule.destinationType.group && r.primaryType.resource === rule.destinationType.resource) : undefined;
+      if (primary) throw new ResolveError(`${rule.where}: cleanupPolicy Orphan leaves its copies to the tenant when the primary goes, and they are ${rule.destinationType.resource}, the primary type of ${primary.where}: each would then be synced as a new primary; use OnPrimaryDeletion or MatchOrigin`);
+    }
+  }
   return out;
 }
 

@@ -6,6 +6,8 @@ export interface Counter<L extends string> {
 export interface SyncMetrics {
   readonly copiesWritten: Counter<'kind' | 'action'>;
   readonly copiesRemoved: Counter<'kind'>;
+  /** Related copies let go with their marks removed (cleanupPolicy Orphan). */
+  readonly copiesReleased: Counter<'kind'>;
   readonly conflicts: Counter<'kind'>;
   /** Service-side objects a service-origin rule found that are not provably the copy's (rules/provenance.ts). */
   readonly unprovenSources: Counter<'rule'>;

@@ -44,6 +44,8 @@ function problemsOf(edit: (c: Raw & { resources: Array<Raw & { related: Raw[] }>
 const rule = (c: { resources: Array<{ related: Raw[] }> }) => c.resources[0]!.related[0]!;
 
 const cases: Array<{ what: string; edit: Parameters<typeof problemsOf>[0]; path: string; says: RegExp }> = [
+  { what: 'a cleanup policy on an origin: platform rule', edit: (c) => (rule(c).cleanupPolicy = 'Orphan'), path: 'resources[0].related[0].cleanupPolicy', says: /only a rule with origin: service has a cleanup policy/ },
+  { what: 'a cleanup policy that is none', edit: (c) => Object.assign(rule(c), { origin: 'service', cleanupPolicy: 'Never' }), path: 'resources[0].related[0].cleanupPolicy', says: /Orphan|MatchOrigin/ },
   { what: 'a cron expression that is not one', edit: (c) => (c.resync = { schedule: 'every minute' }), path: 'resync.schedule', says: /invalid cron expression "every minute"/ },
   { what: 'a cron field out of range', edit: (c) => (c.resync = { schedule: '61 * * * *' }), path: 'resync.schedule', says: /invalid cron expression/ },
   { what: 'a JSONPath with an empty step', edit: (c) => (rule(c).reference = { path: '.spec..name' }), path: 'resources[0].related[0].reference.path', says: /invalid path/ },

@@ -245,23 +245,35 @@ describe('PublishedResource manifests', () => {
     const refused: Array<[string, RegExp]> = [
       ['      identityHash: abc\n', /spec\.related\[1\]\.identityHash: a related type from another APIExport is not supported/],
       ['      syncStatus: true\n', /spec\.related\[1\]\.syncStatus: syncing a related object's status is not supported/],
-      ['      cleanup: true\n', /spec\.related\[1\]\.cleanup: cleanup policy OnPrimaryDeletion is not supported by relsync yet/],
-      ['      cleanup: false\n', /spec\.related\[1\]\.cleanup: cleanup policy Orphan is not supported by relsync yet/],
-      ['      cleanupPolicy: Orphan\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy Orphan is not supported by relsync yet/],
-      ['      cleanup: false\n      cleanupPolicy: OnPrimaryDeletion\n', /spec\.related\[1\]\.cleanupPolicy: cleanup policy OnPrimaryDeletion/],
+      ['      cleanupPolicy: Sometimes\n', /spec\.related\[1\]\.cleanupPolicy: must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got "Sometimes"/],
     ];
     for (const [extra, expected] of refused) {
       const found = problems(configWith({ 'rel.yaml': withField(extra) }));
       assert.equal(found.length, 1, `${extra}: ${found.join('\n')}`);
       assert.match(found[0]!, expected);
     }
-    for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n']) {
+    for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n', '      cleanup: true\n', '      cleanupPolicy: Orphan\n']) {
       assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
     }
-    // Unset: relsync's MatchOrigin, which is not api-syncagent's default: said at start, not silently.
-    const config = parseConfig(configWith({ 'rel.yaml': withField('      cleanupPolicy: MatchOrigin\n') }), join(dir, 'relsync.yaml'));
-    assert.deepEqual(config.notices?.map((n) => `${n.level} ${n.path}`), ['warn publishedResourceFiles[0] (rel.yaml) document 1 spec.related[0].cleanupPolicy', 'warn publishedResourceFiles[0] (rel.yaml) document 1 spec.related[2].cleanupPolicy']);
-    assert.match(config.notices![0]!.message, /no cleanup policy: relsync deletes this rule's copies .*api-syncagent's own default is Orphan/);
+  });
+
+  it("read an origin: service rule's cleanup policy as api-syncagent does, Orphan by default, and say when an origin: kcp rule's has no effect", () => {
+    const policyOf = (extra: string, identifier = 'credentials') => {
+      const text = manifest.replace(`    - identifier: ${identifier}\n`, `    - identifier: ${identifier}\n${extra}`);
+      const config = parseConfig(configWith({ 'c.yaml': text }), join(dir, 'relsync.yaml'));
+      const rule = config.resources[0]!.related.find((r) => r.id === identifier)!;
+      return { policy: rule.cleanup, notices: (config.notices ?? []).map((n) => `${n.path}: ${n.message}`) };
+    };
+    assert.deepEqual(policyOf(''), { policy: 'Orphan', notices: [] }, "unset is api-syncagent's default");
+    assert.equal(policyOf('      cleanup: false\n').policy, 'Orphan');
+    assert.equal(policyOf('      cleanup: true\n').policy, 'OnPrimaryDeletion', 'the deprecated cleanup: true');
+    assert.equal(policyOf('      cleanup: true\n      cleanupPolicy: Orphan\n').policy, 'Orphan', 'cleanupPolicy wins over cleanup');
+    assert.equal(policyOf('      cleanupPolicy: MatchOrigin\n').policy, 'MatchOrigin');
+    assert.deepEqual(policyOf('', 'config'), { policy: 'MatchOrigin', notices: [] }, 'origin kcp: copies in the service cluster follow their origin');
+    const orphanKcp = policyOf('      cleanupPolicy: Orphan\n', 'config');
+    assert.equal(orphanKcp.policy, 'MatchOrigin');
+    assert.equal(orphanKcp.notices.length, 1);
+    assert.match(orphanKcp.notices[0]!, /spec\.related\[1\]\.cleanupPolicy: cleanup policy Orphan has no effect on an origin: kcp rule/);
   });
 
   it('read gjson reference paths as relsync paths, and refuse what only gjson does', () => {

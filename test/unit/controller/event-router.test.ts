@@ -31,7 +31,7 @@ const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configma
 const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
 
 const rule = (id: string, type: ResourceType, finder: ResolvedRule['finder']): ResolvedRule => ({
-  id, origin: 'platform', source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
+  id, origin: 'platform', source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin', where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
 });
 const resource: ResolvedResource = {
   type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,

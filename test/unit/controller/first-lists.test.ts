@@ -25,7 +25,7 @@ const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', k
 const caches: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'caches', kind: 'Cache', namespaced: true };
 
 const rule = (id: string, type: ResourceType): ResolvedRule => ({
-  id, origin: 'platform', source: type, destination: type, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
+  id, origin: 'platform', source: type, destination: type, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin', where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
   finder: { kind: 'template', name: Template.parse('{{ name }}', ['name']), destinationName: undefined },
 });
 const published = (primaryType: ResourceType, rules: ResolvedRule[]): ResolvedResource => ({

@@ -17,7 +17,7 @@ import { configMaps, FakeApi } from '../../harness/fake-list-watch-source.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
 const selectorRule: ResolvedRule = {
-  id: 'extra', origin: 'platform', source: configMaps, destination: configMaps, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined,
+  id: 'extra', origin: 'platform', source: configMaps, destination: configMaps, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin',
   where: 'resources[0].related.extra', sourceType: configMaps, destinationType: configMaps,
   finder: { kind: 'selector', allowEmpty: false, rewrite: undefined, requirements: [{ key: Template.parse('app', []), operator: 'In', values: [Template.parse('{{ name }}', ['name'])], where: 'resources[0].related.extra.selector.matchLabels.app' }] },
 };

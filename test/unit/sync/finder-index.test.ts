@@ -21,7 +21,7 @@ const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', k
 const serviceAccounts: ResourceType = { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true };
 
 const rule = (id: string, type: ResourceType, finder: ResolvedRule['finder'], origin: 'platform' | 'service' = 'platform'): ResolvedRule => ({
-  id, origin, source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined,
+  id, origin, source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin',
   where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
 });
 const selectorRule = rule('extra', configMaps, {

@@ -44,7 +44,7 @@ const namespaces: ResourceType = { group: '', version: 'v1', resource: 'namespac
 
 const template = (id: string, type: ResourceType, name: string): ResolvedRule => ({
   id, origin: 'platform', source: type, destination: type, finder: { kind: 'template', name: Template.parse(name, ['name']), destinationName: undefined },
-  sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
+  sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin', where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
 });
 const resource: ResolvedResource = {
   type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
@@ -62,7 +62,7 @@ const marksOf = (source: ObjectIdentity, uid: string): Record<string, string> =>
 const configId: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'shop', name: 'orders-config' };
 
 const counter = () => ({ inc: () => undefined });
-const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), conflicts: counter(), unprovenSources: counter(), edgeSyncs: counter() };
+const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), copiesReleased: counter(), conflicts: counter(), unprovenSources: counter(), edgeSyncs: counter() };
 
 describe('primary reconciler decisions (in-memory clusters, real SQLite store)', () => {
   let opened: OpenedStore;
@@ -324,7 +324,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       const counting = (name: string) => ({ inc: (labels: Record<string, string | undefined>) => void counts.push(`${name} ${Object.values(labels).join(' ')}`) });
       reconciler = reconcilerWith({
         ownWrites, onDeleted: (c) => deleted.push(`${c.resource}/${c.name}`),
-        metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), conflicts: counting('conflict'), unprovenSources: counting('unproven'), edgeSyncs: counting('edge') },
+        metrics: { copiesWritten: counting('written'), copiesRemoved: counting('removed'), copiesReleased: counting('released'), conflicts: counting('conflict'), unprovenSources: counting('unproven'), edgeSyncs: counting('edge') },
       });
       putPrimary();
       putConfig({ a: '1' });
