@@ -4,7 +4,7 @@ import { ConfigError } from '../config/config-problem.js';
 import { loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
 import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
-import type { RelationsTable } from '../store/schema.js';
+import type { PrimariesTable, RelationsTable } from '../store/schema.js';
 import { printTable } from './table.js';
 
 export interface InspectOptions {
@@ -64,6 +64,12 @@ const relationColumns = (r: RelationsTable) => ({
   message: r.message ?? '',
 });
 
+/** Where a primary's copy is; its type too when it is not the primary's (copyAs). */
+function copyOf(p: PrimariesTable): string {
+  const type = p.copy_group === p.group && p.copy_resource === p.resource ? '' : `${typeOf(p.copy_group, p.copy_resource)}:`;
+  return `${p.copy_cluster}:${type}${p.copy_namespace}/${p.copy_name}`;
+}
+
 function typeOf(group: string, resource: string): string {
   return group ? `${resource}.${group}` : resource;
 }
@@ -90,7 +96,7 @@ export async function inspectPrimary(type: string, object: string, options: Insp
           cluster: p.cluster,
           primary: `${p.namespace}/${p.name}`,
           uid: p.uid,
-          copy: `${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}`,
+          copy: copyOf(p),
           state: p.state,
           message: p.message,
           lastSynced: p.last_synced_at,
@@ -108,7 +114,7 @@ export async function inspectPrimary(type: string, object: string, options: Insp
     return;
   }
   for (const { primary: p, relations, selectors } of result) {
-    console.log(`${p.cluster}:${typeOf(p.group, p.resource)}:${p.namespace}/${p.name}  copy ${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}  state ${p.state}  last synced ${p.last_synced_at ?? '-'}`);
+    console.log(`${p.cluster}:${typeOf(p.group, p.resource)}:${p.namespace}/${p.name}  copy ${copyOf(p)}  state ${p.state}  last synced ${p.last_synced_at ?? '-'}`);
     if (p.message) console.log(`  ${p.message}`);
     if (relations.length === 0) console.log('  no related objects');
     else printTable(relations.map(relationColumns), ['rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);

@@ -88,6 +88,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     return {
       type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
       ...(res.versions ? { versions: res.versions } : {}),
+      ...(res.copyAs ? { copyAs: { group: res.copyAs.group, version: res.copyAs.version, resource: res.copyAs.resource, kind: res.copyAs.kind } } : {}),
       selector,
       naming: {
         namespace: template(res.naming.namespace, `${where}.naming.namespace`, primaryVariables),

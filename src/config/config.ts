@@ -15,6 +15,8 @@ export interface PublishedResource {
   /** Versions the type may be synced at (the first every cluster serves, the first platform's preferred first); else `type.version`. */
   readonly versions?: readonly string[];
   readonly type: TypeReference;
+  /** The copies' type in the service cluster, when it is not `type` (config/schema.ts copyAs). */
+  readonly copyAs?: TypeReference | undefined;
   readonly selector: LabelSelector | undefined;
   readonly naming: { readonly namespace: Template; readonly name: Template };
   readonly related: readonly RelatedRule[];

@@ -36,13 +36,13 @@ const RELATED: Shape = {
   syncStatus: 'boolean',
 };
 
-/** `spec` of a PublishedResource. Fields relsync refuses whole (projection, mutation) are not looked into. */
+/** `spec` of a PublishedResource. Fields relsync refuses whole (mutation) are not looked into. */
 const SPEC: Shape = {
   resource: { apiGroup: 'any', version: 'any', versions: 'any', kind: 'any' },
   filter: { namespace: 'any', resource: 'any' },
   naming: { name: 'string', namespace: 'string' },
   enableWorkspacePaths: 'boolean',
-  projection: 'any',
+  projection: { group: 'string', version: 'string', versions: 'any', kind: 'string', plural: 'string', scope: 'string', shortNames: 'any', categories: 'any' },
   mutation: 'any',
   related: { '[]': RELATED },
   synchronization: { enabled: 'boolean' },

@@ -75,7 +75,6 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   }
   const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
   // Empty blocks (a Helm chart's defaults) change nothing: only what they would change is refused.
-  if (projects(spec.projection)) unsupported('spec.projection', 'projecting a resource to another group, version, kind, plural or scope');
   if (mutates(spec.mutation)) unsupported('spec.mutation', 'mutation rules');
   if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
@@ -89,6 +88,8 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
     const version = source.version ?? versions[0];
     if (version !== undefined) out.version = version;
   }
+
+  if (projects(spec.projection)) project(out, record(spec.projection), problem);
 
   const filter = record(spec.filter);
   if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
@@ -260,6 +261,39 @@ function projects(projection: unknown): boolean {
   const p = record(projection);
   const given = (v: unknown) => (typeof v === 'string' ? v !== '' : Array.isArray(v) ? v.length > 0 : v !== undefined && !(typeof v === 'object' && v !== null && Object.keys(v).length === 0));
   return typeof projection !== 'object' || ['group', 'version', 'versions', 'kind', 'plural', 'scope'].some((k) => given(p[k]));
+}
+
+/**
+ * A primary's projection: `spec.resource` is the type in the service cluster (relsync's `copyAs`),
+ * and the projection says how it looks on the platforms (relsync's type): another group, kind,
+ * plural or version (`versions` maps the service version to the platform's; the deprecated
+ * `version` sets it whatever the service's). `scope` is what the platform's API serves, which
+ * relsync reads from discovery as for any type; `shortNames` and `categories` only matter to the
+ * published schema, which relsync does not publish.
+ */
+function project(out: Raw, p: Raw, problem: (path: string, message: string) => void): void {
+  if (out.versions !== undefined) {
+    problem('spec.projection', 'a projection of several versions: relsync syncs one version, the same on each side; give one version in spec.resource');
+    return;
+  }
+  const given = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const version = given(out.version);
+  const mapped = version !== undefined && typeof p.versions === 'object' && p.versions !== null ? given((p.versions as Raw)[version]) : undefined;
+  if (p.versions !== undefined && (typeof p.versions !== 'object' || Array.isArray(p.versions) || Object.values(p.versions as Raw).some((v) => given(v) === undefined))) {
+    problem('spec.projection.versions', 'must map each version of spec.resource to the version on the platforms (strings)');
+  }
+  if (given(p.scope) !== undefined && p.scope !== 'Namespaced' && p.scope !== 'Cluster') problem('spec.projection.scope', `must be "Namespaced" or "Cluster", got ${JSON.stringify(p.scope)}`);
+  out.copyAs = { group: out.group, kind: out.kind, ...(version !== undefined ? { version } : {}) };
+  out.group = given(p.group) ?? out.group;
+  const platformVersion = mapped ?? given(p.version) ?? version;
+  if (platformVersion !== undefined) out.version = platformVersion;
+  const plural = given(p.plural);
+  if (plural !== undefined) {
+    out.resource = plural;
+    delete out.kind;
+  } else {
+    out.kind = given(p.kind) ?? out.kind;
+  }
 }
 
 /** Whether a mutation block has any rule (`{spec: [], status: []}` has none). */

@@ -37,9 +37,20 @@ interface Probe {
 
 const long = (seed: string) => `${seed}${'x'.repeat(70)}`.slice(0, 63);
 
-/** Pairs of sources in different clusters that naive templates send to one place. */
-function probes(clusters: readonly string[]): Array<readonly [Probe, Probe]> {
+/**
+ * Pairs of sources that naive templates send to one place: in different clusters, and with
+ * `namespaces`, in different namespaces of one cluster (primaries of a namespaced type whose copies
+ * are cluster-scoped: nothing but the name keeps them apart).
+ */
+function probes(clusters: readonly string[], across: Across): Array<readonly [Probe, Probe]> {
+  const inOneCluster: Array<readonly [Probe, Probe]> = [
+    [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'acme', namespace: 'prod', name: 'db' }],
+    [{ cluster: 'acme', namespace: 'prod', name: 'billing-db' }, { cluster: 'acme', namespace: 'prod-billing', name: 'db' }],
+    [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme', namespace: `${long('a').slice(0, 62)}z`, name: 'db' }],
+  ];
+  if (!across.clusters) return across.namespaces ? inOneCluster : [];
   const pairs: Array<readonly [Probe, Probe]> = [
+    ...(across.namespaces ? inOneCluster : []),
     [{ cluster: 'acme', namespace: 'prod-billing', name: 'db' }, { cluster: 'acme-prod', namespace: 'billing', name: 'db' }],
     [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'other', namespace: 'billing', name: 'db' }],
     [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme-prod', namespace: long('a'), name: 'db' }],
@@ -60,9 +71,15 @@ function contextOf(p: Probe): Record<string, unknown> {
   return { cluster: p.cluster, namespace: p.namespace, name: p.name, object: { metadata: { name: p.name, namespace: p.namespace } } };
 }
 
+/** Which sources must not meet: those of different clusters, and those of different namespaces of one cluster. */
+export interface Across {
+  readonly clusters: boolean;
+  readonly namespaces?: boolean;
+}
+
 /** The first probe pair for which every template renders the same, or undefined. */
-export function meeting(templates: readonly Template[], clusters: readonly string[]): readonly [Probe, Probe] | undefined {
-  return probes(clusters).find(([x, y]) => templates.every((t) => t.render(contextOf(x)) === t.render(contextOf(y))));
+export function meeting(templates: readonly Template[], clusters: readonly string[], across: Across = { clusters: true }): readonly [Probe, Probe] | undefined {
+  return probes(clusters, across).find(([x, y]) => templates.every((t) => t.render(contextOf(x)) === t.render(contextOf(y))));
 }
 
 export const describeProbe = (p: Probe) => `namespace "${p.namespace}" of cluster "${p.cluster}"`;

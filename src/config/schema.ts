@@ -186,6 +186,12 @@ export const publishedResourceSchema = z
      * reads and writes that version everywhere (each API server converts to what it stores).
      */
     versions: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * The type the copies have in the service cluster, when it is not the primary's (api-syncagent's
+     * projection, seen from the other side): another group, version, kind or plural. The copy gets
+     * the primary's fields as they are; the copy's status comes back as it is.
+     */
+    copyAs: typeSchema.optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
     naming: z
@@ -199,6 +205,7 @@ export const publishedResourceSchema = z
   .superRefine(oneOfResourceOrKind)
   .superRefine((value, ctx) => {
     if (value.version !== undefined && value.versions !== undefined) ctx.addIssue({ code: 'custom', message: 'give "version" or "versions", not both', path: ['versions'] });
+    if (value.versions !== undefined && value.copyAs !== undefined) ctx.addIssue({ code: 'custom', message: 'give "version" with "copyAs": the copies\' type is one version, and relsync syncs the primaries at one', path: ['versions'] });
   });
 
 const connectionSchema = {

@@ -30,7 +30,7 @@ import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
-import type { ResolvedResource } from '../sync/resolved-config.js';
+import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
@@ -124,11 +124,12 @@ export class EventRouter {
     const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
     if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object)) add({ resource: primaryResource, id });
-    if (primaryResource && cluster === this.options.serviceCluster) {
+    const copyResource = cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
+    if (copyResource) {
       // A copy of a primary: the primary its marks name (a copy can be written before the store
       // records it), or, when its marks were edited away, the primary the store says it copies. A
       // related copy (it carries a content hash) is routed by the relations below instead.
-      if (marked && !isRelatedCopy(object) && this.platforms.has(marked.cluster) && sameType(marked, id)) add({ resource: primaryResource, id: marked });
+      if (marked && !isRelatedCopy(object) && this.platforms.has(marked.cluster) && sameType(marked, copyResource.primaryType)) add({ resource: copyResource, id: marked });
       else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
     }
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
@@ -196,9 +197,10 @@ export class EventRouter {
     // Inverse rules: the owner is computed from the object itself, in its own cluster.
     for (const { resource, rule } of this.inverseRules.get(`${type.group}/${type.resource}`) ?? []) {
       const finder = rule.finder as Extract<ResolvedRule['finder'], { kind: 'inverse' }>;
-      const ref = inverseOwner(finder, object, resource.primaryType.kind, resource.primaryType.group);
+      const owner = ownerTypeOf(resource, rule);
+      const ref = inverseOwner(finder, object, owner.kind, owner.group);
       if (!ref) continue;
-      const named = { cluster, group: resource.primaryType.group, resource: resource.primaryType.resource, namespace: ref.namespace, name: ref.name };
+      const named = { cluster, group: owner.group, resource: owner.resource, namespace: ref.namespace, name: ref.name };
       if (rule.origin === 'platform' && this.platforms.has(cluster)) {
         const record = await this.options.store.primary(named);
         if (record && (ref.uid === undefined || ref.uid === record.uid)) found.push({ resource, id: record.id });
@@ -278,9 +280,10 @@ export class EventRouter {
     return known;
   }
 
-  /** A primary, or a copy of one (the types of primaries, on either side), is kept ahead of related objects (object-cache.ts). */
+  /** A primary, or a copy of one (a primary type on a platform, a copy type in the service cluster), is kept ahead of related objects (object-cache.ts). */
   private standingOf(cluster: string, type: ResourceType): Standing {
-    return this.resourceFor(type.group, type.resource) && (this.platforms.has(cluster) || cluster === this.options.serviceCluster) ? 'owner' : 'related';
+    const owner = this.platforms.has(cluster) ? this.resourceFor(type.group, type.resource) : cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
+    return owner ? 'owner' : 'related';
   }
 
   /** Whether some rule reads related sources of this type in this cluster. */
@@ -291,6 +294,11 @@ export class EventRouter {
 
   private resourceFor(group: string, resource: string): ResolvedResource | undefined {
     return this.options.resources.find((r) => r.primaryType.group === group && r.primaryType.resource === resource);
+  }
+
+  /** The resource whose copies in the service cluster are of this type. */
+  private resourceByCopyType(type: Pick<ResourceType, 'group' | 'resource'>): ResolvedResource | undefined {
+    return this.options.resources.find((r) => sameType(r.copyType, type));
   }
 
   private keyFor(id: ObjectIdentity | undefined): PrimaryKey | undefined {

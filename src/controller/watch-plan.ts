@@ -52,7 +52,7 @@ export function planWatches(resources: readonly ResolvedResource[], serviceClust
 export function watchedTypes(resource: ResolvedResource, serviceCluster: string, platform: string): WatchedType[] {
   const types: WatchedType[] = [
     { cluster: platform, type: resource.primaryType, filtered: false },
-    { cluster: serviceCluster, type: resource.primaryType, filtered: true },
+    { cluster: serviceCluster, type: resource.copyType, filtered: true },
   ];
   for (const rule of resource.rules) {
     const fromPlatform = rule.origin === 'platform';

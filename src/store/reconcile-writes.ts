@@ -35,7 +35,7 @@ const params = (names: readonly string[]) => names.map((n) => `@${n}`).join(', '
 const equal = (names: readonly string[]) => names.map((n) => `"${n}" = @${n}`).join(' AND ');
 
 const PRIMARY_KEY = prefixed('');
-const PRIMARY_COLUMNS = [...PRIMARY_KEY, 'uid', 'copy_cluster', 'copy_namespace', 'copy_name', 'state', 'message', 'first_seen_at', 'last_synced_at', 'synced_version', 'copy_version', 'synced_config'];
+const PRIMARY_COLUMNS = [...PRIMARY_KEY, 'uid', 'copy_cluster', 'copy_group', 'copy_resource', 'copy_namespace', 'copy_name', 'state', 'message', 'first_seen_at', 'last_synced_at', 'synced_version', 'copy_version', 'synced_config'];
 const RELATION_OWNER = prefixed('primary_');
 const RELATION_KEY = [...RELATION_OWNER, 'rule_id', ...prefixed('source_')];
 const RELATION_VALUES = ['origin', ...prefixed('dest_'), 'state', 'content_hash', 'message', 'last_synced_at', 'source_version', 'dest_version'];
@@ -96,6 +96,8 @@ export class ReconcileWrites {
       ...columns('', primary.id),
       uid: primary.uid,
       copy_cluster: primary.copy.cluster,
+      copy_group: primary.copy.group,
+      copy_resource: primary.copy.resource,
       copy_namespace: primary.copy.namespace,
       copy_name: primary.copy.name,
       state: primary.state,

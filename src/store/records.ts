@@ -49,8 +49,8 @@ export interface RelationRecord {
 }
 
 /** A primary's copy: stored as its own cluster, namespace and name, of the primary's type. */
-export function copyOfRow(row: Pick<PrimariesTable, 'copy_cluster' | 'group' | 'resource' | 'copy_namespace' | 'copy_name'>): ObjectIdentity {
-  return { cluster: row.copy_cluster, group: row.group, resource: row.resource, namespace: row.copy_namespace, name: row.copy_name };
+export function copyOfRow(row: Pick<PrimariesTable, 'copy_cluster' | 'copy_group' | 'copy_resource' | 'copy_namespace' | 'copy_name'>): ObjectIdentity {
+  return { cluster: row.copy_cluster, group: row.copy_group, resource: row.copy_resource, namespace: row.copy_namespace, name: row.copy_name };
 }
 
 export function toPrimary(row: PrimariesTable): PrimaryRecord {

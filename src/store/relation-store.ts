@@ -42,7 +42,7 @@ export class RelationStore {
 
   /** What every watch event and every reconcile asks, built once (prepared-query.ts). */
   private readonly byId: PreparedQuery<IdentityColumns<''>, PrimariesTable>;
-  private readonly byCopy: PreparedQuery<Pick<PrimariesTable, 'copy_cluster' | 'copy_namespace' | 'copy_name' | 'group' | 'resource'>, PrimariesTable>;
+  private readonly byCopy: PreparedQuery<Pick<PrimariesTable, 'copy_cluster' | 'copy_group' | 'copy_resource' | 'copy_namespace' | 'copy_name'>, PrimariesTable>;
   private readonly byPrimary: PreparedQuery<IdentityColumns<'primary_'>, RelationsTable>;
   private readonly bySource: PreparedQuery<IdentityColumns<'source_'>, RelationsTable>;
   private readonly byDestination: PreparedQuery<IdentityColumns<'dest_'>, IdentityColumns<'primary_'>>;
@@ -60,7 +60,7 @@ export class RelationStore {
     this.writes = new ReconcileWrites(store.sqlite);
     this.touches = new TouchBatcher(db);
     this.byId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
-    this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_namespace', 'copy_name', 'group', 'resource'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
+    this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_group', 'copy_resource', 'copy_namespace', 'copy_name'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
     this.byPrimary = preparedQuery(db, identityParams('primary_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
     this.bySource = preparedQuery(db, identityParams('source_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
     this.byDestination = preparedQuery(db, identityParams('dest_'), (p) =>
@@ -99,7 +99,7 @@ export class RelationStore {
 
   /** Primaries whose copies are of this type in this cluster (used on relist of copies, never per event). */
   async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
-    const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('group', '=', group).where('resource', '=', resource).execute();
+    const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('copy_group', '=', group).where('copy_resource', '=', resource).execute();
     return rows.map(toPrimary);
   }
 
@@ -115,7 +115,7 @@ export class RelationStore {
 
   /** The primary whose copy is this object, found by index on the copy's location. */
   async primaryByCopy(copy: ObjectIdentity): Promise<PrimaryRecord | undefined> {
-    const [row] = await this.byCopy({ copy_cluster: copy.cluster, copy_namespace: copy.namespace, copy_name: copy.name, group: copy.group, resource: copy.resource });
+    const [row] = await this.byCopy({ copy_cluster: copy.cluster, copy_group: copy.group, copy_resource: copy.resource, copy_namespace: copy.namespace, copy_name: copy.name });
     return row ? toPrimary(row) : undefined;
   }
 

@@ -13,6 +13,9 @@ export type RelationState = 'pending' | 'synced' | 'conflict' | 'error' | 'retai
 export interface PrimariesTable extends IdentityColumns<''> {
   uid: string;
   copy_cluster: string;
+  /** The copy's type (migration 0007): the primary's unless the config copies it as another. */
+  copy_group: string;
+  copy_resource: string;
   copy_namespace: string;
   copy_name: string;
   state: PrimaryState;

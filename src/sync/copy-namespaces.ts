@@ -227,8 +227,8 @@ export class CopyNamespaces {
     const sources = new Map<string, Map<string, ServedSource>>();
     for (const resource of resources) {
       if (signal.aborted) return;
-      if (!resource.primaryType.namespaced) continue;
-      const copies = await clusters.client(service, resource.primaryType).listAll({ labelSelector: agentSelector(agentName) });
+      if (!resource.copyType.namespaced) continue;
+      const copies = await clusters.client(service, resource.copyType).listAll({ labelSelector: agentSelector(agentName) });
       for (const copy of copies.items) {
         const at = copy.metadata.namespace ?? '';
         const marked = markedSource(copy, agentName);

@@ -8,8 +8,9 @@
  * annotations onto objects it creates. So an object counts as a copy only
  * where relsync could have written it:
  *
- * - a copy of a primary lives in the service cluster, has its source's type
- *   (a primary type), and names a source on a platform;
+ * - a copy of a primary lives in the service cluster, has the copy type of
+ *   a resource whose primary type its marks name, and names a source on a
+ *   platform;
  * - a related copy is one that some rule could have written: a rule copies
  *   the type its marks name, from the side they name, to this object's type
  *   on this side (platform → service for `origin: platform`, service →
@@ -42,7 +43,7 @@ export function copyOf(context: CopyContext, cluster: string, type: ResourceType
   const toService = cluster === context.serviceCluster && context.isPlatform(source.cluster);
   const toPlatform = context.isPlatform(cluster) && source.cluster === context.serviceCluster;
   if (!toService && !toPlatform) return undefined;
-  const primaryPossible = toService && sameType(source, type) && context.resources.some((r) => sameType(r.primaryType, type));
+  const primaryPossible = toService && context.resources.some((r) => sameType(r.primaryType, source) && sameType(r.copyType, type));
   const origin = toService ? 'platform' : 'service';
   const relatedPossible = context.resources.some((r) => r.rules.some((rule) => rule.origin === origin && sameType(rule.sourceType, source) && sameType(rule.destinationType, type)));
   // Where both are possible (a rule copies a primary type to itself), the content hash, which only

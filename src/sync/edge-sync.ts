@@ -23,6 +23,7 @@
  */
 import { identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { matchesSelector } from '../core/label-selector.js';
+import { sameType } from '../core/resource-type.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
@@ -78,7 +79,8 @@ export class EdgeSync {
     ) {
       return 'full';
     }
-    const copy = await reads.get(record.copy.cluster, resource.primaryType, record.copy.namespace, record.copy.name);
+    if (!sameType(record.copy, resource.copyType)) return 'full';
+    const copy = await reads.get(record.copy.cluster, resource.copyType, record.copy.namespace, record.copy.name);
     const copyUid = copy?.metadata.annotations?.[SOURCE_UID_ANNOTATION];
     if (!copy || copy.metadata.deletionTimestamp || !this.deps.writer.isMarkedCopyOf(copy, id) || (copyUid !== undefined && copyUid !== record.uid)) return 'full';
 

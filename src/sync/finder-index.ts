@@ -41,7 +41,7 @@ import type { ResourceType } from '../core/resource-type.js';
 import { inverseOwnerKey } from '../rules/inverse-owner.js';
 import { markedSource } from './marks.js';
 import type { ListQuery } from './object-reads.js';
-import type { ResolvedResource } from './resolved-config.js';
+import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 
 /** Beyond this many candidates, one LIST costs the API server less than reading each. */
 export const MAX_CANDIDATES = 64;
@@ -125,7 +125,7 @@ export class FinderIndex {
             } });
           }
         } else if (finder.kind === 'inverse') {
-          const { kind, group } = resource.primaryType;
+          const { kind, group } = ownerTypeOf(resource, rule);
           add({ name: inverseIndexName(resource, rule), keyIn: (o) => inverseOwnerKey(finder, o, kind, group) });
         }
         if (list.length > 0) this.definitions.set(key, list);

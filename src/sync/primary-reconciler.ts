@@ -14,6 +14,7 @@
 import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { sameType, typeName } from '../core/resource-type.js';
 import { matchesSelector, selectorQuery } from '../core/label-selector.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
@@ -189,13 +190,13 @@ export class PrimaryReconciler {
     const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context);
     const copyName = resource.naming.name.render(context);
-    const nameProblem = (resource.primaryType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
+    const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
       await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: { ...id, cluster: clusters.service.name }, state: 'error', message: nameProblem }, []);
       return done;
     }
-    const copyId: ObjectIdentity = { cluster: clusters.service.name, group: id.group, resource: id.resource, namespace: resource.primaryType.namespaced ? copyNamespace : '', name: copyName };
+    const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) {
       confirmLive(reads);
       await this.deleteOwnedCopy(resource, record.copy, id);
@@ -211,7 +212,7 @@ export class PrimaryReconciler {
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
       return done;
     }
-    const refused = this.refusals.secret(resource.primaryType, content);
+    const refused = this.refusals.secret(resource.copyType, content);
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
@@ -224,8 +225,8 @@ export class PrimaryReconciler {
       return done;
     }
     const current = await this.ensureFinalizer(primaries, primary, id);
-    const copies = clusters.client(clusters.service.name, resource.primaryType);
-    const taken = resource.primaryType.namespaced ? await this.copyNamespaces.claim(reads, { template: resource.naming.namespace, where: `${resource.where}.naming.namespace` }, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
+    const copies = clusters.client(clusters.service.name, resource.copyType);
+    const taken = resource.copyType.namespaced ? await this.copyNamespaces.claim(reads, { template: resource.naming.namespace, where: `${resource.where}.naming.namespace` }, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
     if (taken) {
       // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
@@ -438,7 +439,8 @@ export class PrimaryReconciler {
    * it is left in place.
    */
   private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>): Promise<Result | undefined> {
-    const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
+    const copies = this.copyClient(resource, copyId);
+    if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
     if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
     if (!copy.metadata.deletionTimestamp && (await this.writer.deleteIfMarked(copies, 'primary', copyId, id, copy))) {
@@ -453,8 +455,20 @@ export class PrimaryReconciler {
 
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
   private async deleteOwnedCopy(resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
-    const copies = this.deps.clusters.client(copyId.cluster, resource.primaryType);
+    const copies = this.copyClient(resource, copyId);
+    if (!copies) return;
     await this.writer.deleteIfMarked(copies, 'primary', copyId, owner, await copies.get(copyId.namespace, copyId.name));
+  }
+
+  /**
+   * The client for a stored copy: of the copy type, or of the primary type for a copy made before
+   * the config gave the resource another copy type (copyAs). A copy of any other type (copyAs
+   * changed again) is left in place, said once in the log: relsync no longer watches that type.
+   */
+  private copyClient(resource: ResolvedResource, copyId: ObjectIdentity): ObjectClient | undefined {
+    for (const type of [resource.copyType, resource.primaryType]) if (sameType(type, copyId)) return this.deps.clusters.client(copyId.cluster, type);
+    this.deps.logger.warn({ copy: describeIdentity(copyId), copyType: typeName(resource.copyType) }, 'a stored copy is of a type the config no longer copies to; it is left in place');
+    return undefined;
   }
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {

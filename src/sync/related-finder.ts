@@ -21,7 +21,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { markedSource } from './marks.js';
 import { inverseIndexName } from './finder-index.js';
 import { metadataOnly, type ObjectReads } from './object-reads.js';
-import type { ResolvedResource } from './resolved-config.js';
+import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
 /** What a reconcile makes of one relation (the store's record, before it is saved). */
@@ -114,7 +114,7 @@ export class RelatedFinder {
     }
     const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;
     if (badNamespace) return { pairs: [], problems: [`rule ${rule.id}: the source namespace ${badNamespace} (check ${rule.where}.namespace.source)`], keepStored: true };
-    const { kind, group } = resource.primaryType;
+    const { kind, group } = ownerTypeOf(resource, rule);
     const mine = await reads.list(sides.sourceCluster, rule.sourceType, {
       namespace: finder.namespaceFrom ? undefined : namespace,
       selector: inverseListSelector(finder, owner.name ?? ''),

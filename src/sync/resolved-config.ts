@@ -12,8 +12,19 @@ import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
 export interface ResolvedResource extends PublishedResource {
+  /** The primaries' type, on the platforms. */
   readonly primaryType: ResourceType;
+  /** Their copies' type, in the service cluster: the primary type unless `copyAs` names another. */
+  readonly copyType: ResourceType;
   readonly rules: readonly ResolvedRule[];
+}
+
+/**
+ * The type of the object a rule's names are read from, which inverse rules name as their owner:
+ * the primary (origin platform) or its copy (origin service).
+ */
+export function ownerTypeOf(resource: ResolvedResource, rule: ResolvedRule): ResourceType {
+  return rule.origin === 'platform' ? resource.primaryType : resource.copyType;
 }
 
 export class ResolveError extends Error {
@@ -44,13 +55,16 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
   const out: ResolvedResource[] = [];
   for (const res of config.resources) {
     const primaryType = res.versions ? await sharedVersion(clusters, service, res) : await at(platform, res.where, res.type);
-    // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' primaries apart there.
-    const met = !primaryType.namespaced && hasManyClusters(config.platformClusters) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name)) : undefined;
-    if (met) throw new ResolveError(`${res.where}.naming.name: ${primaryType.resource} are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; use {{ hash cluster name }} in it`);
     // One given by kind and one by resource are only seen to be the same type here (config/safety-checks.ts sees the rest).
     const twin = out.find((r) => r.primaryType.group === primaryType.group && r.primaryType.resource === primaryType.resource);
     if (twin) throw new ResolveError(`${res.where}: the same primary type as ${twin.where} (${primaryType.resource}${primaryType.group ? `.${primaryType.group}` : ''}): their copies would be taken for each other's; give each type once`);
-    await at(service, res.where, { ...res.type, version: primaryType.version, resource: primaryType.resource, kind: undefined });
+    const copyType = res.copyAs ? await at(service, `${res.where}.copyAs`, res.copyAs) : await at(service, res.where, { ...res.type, version: primaryType.version, resource: primaryType.resource, kind: undefined });
+    // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' (or, of a namespaced primary type, two namespaces') primaries apart there.
+    const across = { clusters: hasManyClusters(config.platformClusters), namespaces: primaryType.namespaced };
+    const met = !copyType.namespaced && (across.clusters || across.namespaces) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name), across) : undefined;
+    if (met) throw new ResolveError(`${res.where}.naming.name: the copies (${copyType.resource}) are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two ${across.namespaces ? 'namespaces\'' : 'tenants\''} copies would meet; use {{ hash cluster${across.namespaces ? ' namespace' : ''} name }} in it`);
+    const copyTwin = out.find((r) => r.copyType.group === copyType.group && r.copyType.resource === copyType.resource);
+    if (copyTwin) throw new ResolveError(`${res.where}${res.copyAs ? '.copyAs' : ''}: the same copy type as ${copyTwin.where} (${copyType.resource}${copyType.group ? `.${copyType.group}` : ''}): their copies would be taken for each other's; give each type once`);
     const rules: ResolvedRule[] = [];
     for (const rule of res.related) {
       const [sourceCluster, destCluster] = rule.origin === 'platform' ? [platform, service] : [service, platform];
@@ -58,7 +72,7 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
       const destinationType = await at(destCluster, `${rule.where}.destination`, rule.destination);
       rules.push({ ...rule, sourceType, destinationType });
     }
-    out.push({ ...res, primaryType, rules });
+    out.push({ ...res, primaryType, copyType, rules });
   }
   // A released copy is an ordinary object of the tenant's: of a primary type, it would be synced as a new primary.
   for (const res of out) {

@@ -123,12 +123,12 @@ describe('PublishedResource manifests', () => {
   it('name what relsync does not support, and where', () => {
     const found = problems(configWith({
       'bad.yaml': manifest
-        .replace('  filter:', '  projection: { kind: Other }\n  filter:')
+        .replace('  filter:', '  mutation: { spec: [{ delete: { path: spec.x } }] }\n  filter:')
         .replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterPath }}-config"')
         .replace('origin: kcp\n      kind: ConfigMap\n      object:\n        selector', 'origin: elsewhere\n      kind: ConfigMap\n      object:\n        selector'),
     }));
     const all = found.join('\n');
-    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.projection: .*not supported by relsync/);
+    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.mutation: .*not supported by relsync/);
     assert.match(all, /document 1 spec\.related\[1\]\.object\.template\.template: template .*\.ClusterPath is not available/);
     assert.match(all, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
   });
@@ -216,14 +216,31 @@ describe('PublishedResource manifests', () => {
       .replace('    - identifier: config\n', '    - identifier: config\n      mutation: { spec: [] }\n');
     assert.equal(parseConfig(configWith({ 'noop.yaml': noop }), join(dir, 'relsync.yaml')).resources.length, 1);
     for (const [block, path] of [
-      ['  projection: { group: other.example.com }\n', /spec\.projection: projecting/],
-      ['  projection: { scope: Cluster }\n', /spec\.projection: projecting/],
-      ['  projection: { versions: { v1alpha1: v1 } }\n', /spec\.projection: projecting/],
+      ['  projection: { scope: Sideways }\n', /spec\.projection\.scope: must be "Namespaced" or "Cluster"/],
+      ['  projection: { versions: [v1] }\n', /spec\.projection\.versions: must map each version/],
+      ['  projection: { plurl: dbs }\n', /spec\.projection\.plurl: unknown field/],
       ['  mutation: { spec: [{ delete: { path: spec.x } }] }\n', /spec\.mutation: mutation rules/],
     ] as const) {
       assert.match(problems(configWith({ 'p.yaml': manifest.replace('  filter:', `${block}  filter:`) })).join('\n'), path, block);
     }
     assert.match(problems(configWith({ 'n.yaml': manifest.replace('    name: "{{ .Object.metadata.name }}"', '    name: 7') })).join('\n'), /spec\.naming\.name: must be a string, got 7/);
+  });
+
+  it("read a primary's projection: spec.resource is the copies' type in the service cluster, the projection the primaries' on the platforms", () => {
+    const typesOf = (block: string, resource = '    apiGroup: demo.relsync.dev\n    versions: [v1alpha1]\n    kind: Database\n') => {
+      const text = manifest.replace('    apiGroup: demo.relsync.dev\n    versions: [v1alpha1]\n    kind: Database\n', resource).replace('  filter:', `${block}  filter:`);
+      const r = parseConfig(configWith({ 'p.yaml': text }), join(dir, 'relsync.yaml')).resources[0]!;
+      return { type: r.type, copyAs: r.copyAs };
+    };
+    assert.deepEqual(typesOf('  projection: { group: platform.example.com }\n'), {
+      type: { group: 'platform.example.com', version: 'v1alpha1', resource: undefined, kind: 'Database' },
+      copyAs: { group: 'demo.relsync.dev', version: 'v1alpha1', resource: undefined, kind: 'Database' },
+    });
+    assert.deepEqual(typesOf('  projection: { kind: Store, plural: stores, versions: { v1alpha1: v1 }, scope: Namespaced, shortNames: [st] }\n').type, { group: 'demo.relsync.dev', version: 'v1', resource: 'stores', kind: undefined }, 'the plural names the type; the version is mapped');
+    assert.deepEqual(typesOf('  projection: { kind: Store, version: v2 }\n').type, { group: 'demo.relsync.dev', version: 'v2', resource: undefined, kind: 'Store' }, 'the deprecated version: whatever the service version');
+    assert.deepEqual(typesOf('  projection: { shortNames: [db] }\n'), { type: { group: 'demo.relsync.dev', version: 'v1alpha1', resource: undefined, kind: 'Database' }, copyAs: undefined }, 'shortNames only: nothing projected');
+    const several = problems(configWith({ 's.yaml': manifest.replace('versions: [v1alpha1]', 'versions: [v1alpha1, v1]').replace('  filter:', '  projection: { group: platform.example.com }\n  filter:') }));
+    assert.match(several.join('\n'), /spec\.projection: a projection of several versions: relsync syncs one version/);
   });
 
   it('check every level of a related rule, and booleans as booleans', () => {

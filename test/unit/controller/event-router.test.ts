@@ -34,7 +34,7 @@ const rule = (id: string, type: ResourceType, finder: ResolvedRule['finder']): R
   id, origin: 'platform', source: type, destination: type, finder, sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin', where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
 });
 const resource: ResolvedResource = {
-  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases, copyType: databases,
   naming: { namespace: Template.parse('{{ cluster }}-{{ namespace }}', ['cluster', 'namespace']), name: Template.parse('{{ name }}', ['name']) },
   related: [],
   rules: [

@@ -29,7 +29,7 @@ const rule = (id: string, type: ResourceType): ResolvedRule => ({
   finder: { kind: 'template', name: Template.parse('{{ name }}', ['name']), destinationName: undefined },
 });
 const published = (primaryType: ResourceType, rules: ResolvedRule[]): ResolvedResource => ({
-  type: primaryType, selector: undefined, where: 'resources[0]', primaryType, related: [], rules,
+  type: primaryType, selector: undefined, where: 'resources[0]', primaryType, copyType: primaryType, related: [], rules,
   naming: { namespace: Template.parse('{{ cluster }}-{{ namespace }}', ['cluster', 'namespace']), name: Template.parse('{{ name }}', ['name']) },
 });
 /** Databases relate ConfigMaps; caches (a second resource) relate Secrets. */

@@ -22,7 +22,7 @@ const selectorRule: ResolvedRule = {
   finder: { kind: 'selector', allowEmpty: false, rewrite: undefined, requirements: [{ key: Template.parse('app', []), operator: 'In', values: [Template.parse('{{ name }}', ['name'])], where: 'resources[0].related.extra.selector.matchLabels.app' }] },
 };
 const resource: ResolvedResource = {
-  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases, related: [], rules: [selectorRule],
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases, copyType: databases, related: [], rules: [selectorRule],
   naming: { namespace: Template.parse('{{ namespace }}', ['namespace']), name: Template.parse('{{ name }}', ['name']) },
 };
 const counter = { inc: () => undefined };

@@ -83,6 +83,36 @@ describe('relation store', () => {
     await opened.close();
   });
 
+  it('keeps a schema-6 store\'s primaries with copies of their own type (migration 0007), and finds a copy of another type by that type only', async () => {
+    const old = mkdtempSync(join(tmpdir(), 'relsync-migrations-6-'));
+    for (const f of readdirSync(migrationsDir).filter((f) => f < '0007')) copyFileSync(join(migrationsDir, f), join(old, f));
+    const path = join(dir, 'schema6.db');
+    const sqlite = new BetterSqlite3(path);
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+    assert.equal((await migrateToLatest(db, old)).at(-1), '0006_synced_versions');
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','synced',null,'2026-01-01','2026-01-02','5','6','f')").run();
+    await db.destroy();
+
+    const opened = await openStore(path);
+    const store = new RelationStore(opened);
+    const copy = { cluster: 'service', group: 'demo.relsync.dev', resource: 'databases', namespace: 'copy-ns', name: 'db' };
+    const record = await store.primary(primary('db'));
+    assert.deepEqual({ copy: record?.copy, versions: record?.versions }, { copy, versions: { primary: '5', copy: '6', config: 'f' } }, 'a copy of the primary\'s own type, as before');
+    assert.equal((await store.primaryByCopy(copy))?.uid, 'u1');
+    assert.equal(await store.accounts(primary('db'), copy), true);
+
+    // A primary copied as another type: routed and accounted for by the copy's type, never by the primary's.
+    const projected = { ...copy, group: 'service.example.com', resource: 'stores', name: 'other' };
+    await store.saveReconcile({ id: primary('other'), uid: 'u2', copy: projected, state: 'synced', message: null }, []);
+    assert.deepEqual((await store.primary(primary('other')))?.copy, projected);
+    assert.equal((await store.primaryByCopy(projected))?.uid, 'u2');
+    assert.equal(await store.primaryByCopy({ ...projected, group: 'demo.relsync.dev', resource: 'databases' }), undefined);
+    assert.equal(await store.accounts(primary('other'), projected), true);
+    assert.equal(await store.accounts(primary('other'), { ...projected, group: 'demo.relsync.dev', resource: 'databases' }), false, 'an object of the primary\'s type there is not its copy');
+    assert.deepEqual((await store.primariesByCopyType('service', 'service.example.com', 'stores')).map((p) => p.uid), ['u2']);
+    await opened.close();
+  });
+
   it('routes by source and by destination through the store, and cascades on delete', async () => {
     const opened = await openStore(join(dir, 'routing.db'));
     const store = new RelationStore(opened);

@@ -39,7 +39,7 @@ const byReference = rule('sa', serviceAccounts, { kind: 'inverse', owner: { kind
 const crossNamespace = rule('remote', configMaps, { kind: 'inverse', owner: { kind: 'annotation', key: 'db-owner' }, namespaceFrom: { kind: 'label', key: 'db-namespace' }, rewrite: undefined });
 const serviceSide = rule('endpoint', secrets, { kind: 'inverse', owner: { kind: 'label', key: 'db-owner' }, namespaceFrom: undefined, rewrite: undefined }, 'service');
 const resource: ResolvedResource = {
-  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases, copyType: databases,
   naming: { namespace: Template.parse('{{ namespace }}', ['namespace']), name: Template.parse('{{ name }}', ['name']) },
   related: [], rules: [selectorRule, templatedKeyRule, inverseRule, byReference, crossNamespace, serviceSide],
 };

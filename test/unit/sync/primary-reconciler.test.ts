@@ -47,7 +47,7 @@ const template = (id: string, type: ResourceType, name: string): ResolvedRule =>
   sourceNamespace: undefined, destinationNamespace: undefined, provenance: undefined, cleanup: 'MatchOrigin', where: `resources[0].related.${id}`, sourceType: type, destinationType: type,
 });
 const resource: ResolvedResource = {
-  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases,
+  type: databases, selector: undefined, where: 'resources[0]', primaryType: databases, copyType: databases,
   naming: { namespace: Template.parse('{{ cluster }}-{{ namespace }}', ['cluster', 'namespace']), name: Template.parse('{{ name }}', ['name']) },
   related: [],
   rules: [template('config', configMaps, '{{ name }}-config'), template('creds', secrets, '{{ name }}-creds')],
