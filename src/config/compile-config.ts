@@ -66,6 +66,12 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       for (const p of built.problems) problems.push({ path: `${where}.selector.${p.path}`, message: p.message });
       selector = built.selector;
     }
+    let namespaceSelector;
+    if (res.namespaceSelector) {
+      const built = buildSelector(res.namespaceSelector);
+      for (const p of built.problems) problems.push({ path: `${where}.namespaceSelector.${p.path}`, message: p.message });
+      namespaceSelector = built.selector;
+    }
     const related = res.related.map((rule, j): RelatedRule => {
       const rw = `${where}.related[${j}]`;
       const source = { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind };
@@ -90,6 +96,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       ...(res.versions ? { versions: res.versions } : {}),
       ...(res.copyAs ? { copyAs: { group: res.copyAs.group, version: res.copyAs.version, resource: res.copyAs.resource, kind: res.copyAs.kind } } : {}),
       selector,
+      ...(namespaceSelector ? { namespaceSelector } : {}),
       naming: {
         namespace: template(res.naming.namespace, `${where}.naming.namespace`, primaryVariables),
         name: template(res.naming.name, `${where}.naming.name`, primaryVariables),

@@ -18,6 +18,8 @@ export interface PublishedResource {
   /** The copies' type in the service cluster, when it is not `type` (config/schema.ts copyAs). */
   readonly copyAs?: TypeReference | undefined;
   readonly selector: LabelSelector | undefined;
+  /** Matched against the labels of the primary's namespace. */
+  readonly namespaceSelector?: LabelSelector | undefined;
   readonly naming: { readonly namespace: Template; readonly name: Template };
   readonly related: readonly RelatedRule[];
   readonly where: string;

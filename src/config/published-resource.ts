@@ -92,7 +92,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (projects(spec.projection)) project(out, record(spec.projection), problem);
 
   const filter = record(spec.filter);
-  if (filter.namespace !== undefined) unsupported('spec.filter.namespace', 'a namespace label filter');
+  if (filter.namespace !== undefined) out.namespaceSelector = filter.namespace;
   if (filter.resource !== undefined) out.selector = filter.resource;
 
   const naming = record(spec.naming);
@@ -141,6 +141,8 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
     problem(policyAt, `must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got ${JSON.stringify(policy)}`);
   } else if (r.origin === 'service') {
     rule.cleanupPolicy = policy;
+    // Said at each start: relsync read an unset policy as MatchOrigin before it had policies.
+    if (!given(r.cleanupPolicy) && r.cleanup === undefined) notice(`${at}.cleanupPolicy`, "no cleanup policy: Orphan, api-syncagent's default: this rule's copies on the platform outlive their origin and are released to the tenant when the primary goes (earlier relsync releases deleted them: set cleanupPolicy: MatchOrigin for that)");
   } else if (policy !== 'MatchOrigin' && (given(r.cleanupPolicy) || r.cleanup !== undefined)) {
     // api-syncagent also deletes these copies with the primary and with their origin object, whatever the policy.
     notice(policyAt, `cleanup policy ${policy} has no effect on an origin: kcp rule: relsync deletes its copies in the service cluster with the primary, with their origin object, and when the origin is no longer found (MatchOrigin), so that no tenant's data outlives its primary there`);

@@ -194,6 +194,8 @@ export const publishedResourceSchema = z
     copyAs: typeSchema.optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
+    /** Only primaries in namespaces whose labels match this selector are synced (a namespaced type); default: all. */
+    namespaceSelector: labelSelectorSchema.optional(),
     naming: z
       .strictObject({
         namespace: z.string().min(1).default(DEFAULT_COPY_NAMESPACE),

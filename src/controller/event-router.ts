@@ -31,6 +31,7 @@ import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/ma
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
+import type { NamespaceFilter } from './namespace-filter.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
@@ -68,6 +69,8 @@ export interface EventRouterOptions {
    * read what the watches delivered (sync/object-cache.ts).
    */
   readonly cache?: Pick<ObjectCacheFeed, 'observe'>;
+  /** Namespace selectors: a platform namespace's label change routed to its primaries (namespace-filter.ts). */
+  readonly namespaces?: Pick<NamespaceFilter, 'active' | 'changed'>;
 }
 
 export class EventRouter {
@@ -132,6 +135,9 @@ export class EventRouter {
       if (marked && !isRelatedCopy(object) && this.platforms.has(marked.cluster) && sameType(marked, copyResource.primaryType)) add({ resource: copyResource, id: marked });
       else add(this.keyFor((await this.options.store.primaryByCopy(id))?.id));
     }
+    // A platform namespace read by namespace selectors: kept for the reconciles that read it.
+    const selectedBy = this.options.namespaces?.active === true && this.platforms.has(cluster) && type.group === '' && type.resource === 'namespaces';
+    if (selectedBy) for (const key of await this.options.namespaces!.changed(cluster, object, change)) add(key);
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
       for (const p of all) add(this.keyFor(p.id));
@@ -162,7 +168,7 @@ export class EventRouter {
     // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
     // related objects one by one. They only use room the cache's other entries leave.
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative) ? object : undefined, tentative ? 'tentative' : this.standingOf(cluster, type));
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'owner' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {

@@ -25,7 +25,7 @@
  * Anything the LISTs cannot tell (a LIST that failed midway, a filter, a
  * workspace bound meanwhile) reconciles the primary, as does a relation in
  * any state but synced or waiting for its source (a retained copy's source
- * may match again: sync/relation-sync.ts releaseStale). So does any change made
+ * may match again: sync/relation-sync.ts endStale). So does any change made
  * while relsync was stopped: it shows as another version, a missing object,
  * or a new match. Not compared, because no tenant writes them: the copy
  * namespace's own record (copy-namespaces.ts), which a full reconcile reads

@@ -206,8 +206,11 @@ export class SweepSnapshot implements ObjectReads {
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
     const key = typeKey(cluster, type);
     const found = this.types.get(key)?.byName.get(`${namespace}/${name}`);
-    if (found && !this.changedSinceList(compositeKey(key, `${namespace}/${name}`))) return found;
-    if (type.group === namespaceType.group && type.resource === namespaceType.resource && this.namespaces.get(cluster)?.has(name)) {
+    const changed = this.changedSinceList(compositeKey(key, `${namespace}/${name}`));
+    if (found && !changed) return found;
+    // A namespace that holds listed objects exists; only where namespaces themselves were not listed
+    // (their labels, which a namespace selector reads, are then not known) and it did not change since.
+    if (!changed && !this.types.has(key) && type.group === namespaceType.group && type.resource === namespaceType.resource && this.namespaces.get(cluster)?.has(name)) {
       return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
     }
     return this.live.get(cluster, type, namespace, name);

@@ -39,7 +39,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { copyOf, isServiceOriginCopy, type CopyContext } from '../sync/copy-of.js';
-import { matchesSelector } from '../core/label-selector.js';
+import { isSelected, platformNamespaceType } from '../sync/primary-selection.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
@@ -304,7 +304,7 @@ export class Sweeper {
       } catch (err) {
         // One copy that cannot be deleted (forbidden, a webhook, an outage) must not keep the others.
         counts.errors++;
-        this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete a copy that no rule resolves to any more; the next sweep tries again');
+        this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete (or release) a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
@@ -336,9 +336,10 @@ export class Sweeper {
       this.options.logger.error({ copy: describeIdentity(id), installation: other }, `a copy without an owner here is in a namespace of another relsync installation with agent name "${this.options.agentName}": left alone. Two installations must not share an agent name`);
       throw new Error(`${describeIdentity(id)} is in a namespace of another installation (${other})`);
     }
-    if (copy.kind === 'related' && this.releasesInstead(cluster, type)) {
-      // Its primary's reconcile would have released it (cleanupPolicy Orphan): the sweep does too.
-      if (await this.options.writer.release(client, 'related', id, copy.source, current)) {
+    if (copy.kind === 'related' && this.releasesInstead(cluster, type, copy.source)) {
+      // Its primary's reconcile would have released it (cleanupPolicy Orphan): the sweep does too,
+      // and puts the marks back if a reconcile claimed it meanwhile.
+      if (await this.options.writer.release(client, 'related', id, copy.source, current, () => store.accounts(copy.source, id))) {
         this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, "sweep released a related copy that no rule resolves to any more: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)");
       }
       return;
@@ -349,13 +350,13 @@ export class Sweeper {
   }
 
   /**
-   * A related copy of this type on this side may be an Orphan rule's (the copy does not say which
-   * rule made it): released rather than deleted, since of two rules that share the type, releasing
-   * loses nothing and deleting could lose what the provider chose to keep.
+   * A related copy of this type on this side, of a source of this type, may be an Orphan rule's (the
+   * copy does not say which rule made it): released rather than deleted, since of two rules that
+   * share the types, releasing loses nothing and deleting could lose what the provider chose to keep.
    */
-  private releasesInstead(cluster: string, type: ResourceType): boolean {
+  private releasesInstead(cluster: string, type: ResourceType, source: ObjectIdentity): boolean {
     if (cluster === this.options.clusters.service.name) return false;
-    return this.options.resources.some((r) => r.rules.some((rule) => rule.origin === 'service' && rule.cleanup === 'Orphan' && sameType(rule.destinationType, type)));
+    return this.options.resources.some((r) => r.rules.some((rule) => rule.origin === 'service' && rule.cleanup === 'Orphan' && sameType(rule.destinationType, type) && sameType(rule.sourceType, source)));
   }
 
   /** A primary that exists, is not being deleted and is selected: its reconcile owns its copy. */
@@ -363,7 +364,8 @@ export class Sweeper {
     const resource = this.options.resources.find((r) => sameType(r.primaryType, id));
     if (!resource || !this.options.clusters.has(id.cluster) || this.options.clusters.isUnbound(id.cluster)) return false;
     const primary = await this.options.clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
-    return primary !== undefined && !primary.metadata.deletionTimestamp && (!resource.selector || matchesSelector(resource.selector, primary.metadata.labels));
+    const clusters = this.options.clusters;
+    return primary !== undefined && !primary.metadata.deletionTimestamp && (await isSelected(resource, primary, (ns) => clusters.client(id.cluster, platformNamespaceType).get('', ns)));
   }
 }
 

@@ -14,6 +14,7 @@
  */
 import type { ResourceType } from '../core/resource-type.js';
 import { agentSelector } from '../sync/marks.js';
+import { platformNamespaceType } from '../sync/primary-selection.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
 
@@ -54,6 +55,8 @@ export function watchedTypes(resource: ResolvedResource, serviceCluster: string,
     { cluster: platform, type: resource.primaryType, filtered: false },
     { cluster: serviceCluster, type: resource.copyType, filtered: true },
   ];
+  // A namespace selector reads the primaries' namespaces (sync/primary-selection.ts).
+  if (resource.namespaceSelector) types.push({ cluster: platform, type: platformNamespaceType, filtered: false });
   for (const rule of resource.rules) {
     const fromPlatform = rule.origin === 'platform';
     types.push(

@@ -34,6 +34,7 @@ import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
 import { EventRouter } from './event-router.js';
 import { FirstLists } from './first-lists.js';
+import { NamespaceFilter } from './namespace-filter.js';
 import { awaitKcpEndpoints } from './kcp-workspaces.js';
 import { mergeKeys, primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
@@ -189,6 +190,17 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       fanout: options.fanoutRouting,
       ownWrites,
       cache,
+      namespaces: new NamespaceFilter({
+        resources,
+        store,
+        logger,
+        // Names only, a page at a time: a namespace that became selected may hold many primaries.
+        primariesIn: async (cluster, type, namespace) => {
+          const ids: ObjectIdentity[] = [];
+          for await (const page of clusters.client(cluster, type).pages({ namespace })) for (const item of page.items) ids.push({ cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' });
+          return ids;
+        },
+      }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint });

@@ -79,6 +79,12 @@ export class RelationStore {
     return rows.map(toPrimary);
   }
 
+  /** The stored primaries of a type in one namespace (by the primary key's prefix): a namespace's labels changed. */
+  async primariesInNamespace(cluster: string, group: string, resource: string, namespace: string): Promise<ObjectIdentity[]> {
+    const rows = await this.db.selectFrom('primaries').select(['cluster', 'group', 'resource', 'namespace', 'name']).where('cluster', '=', cluster).where('group', '=', group).where('resource', '=', resource).where('namespace', '=', namespace).execute();
+    return rows.map((row) => fromColumns('', row));
+  }
+
   /** Every primary of a cluster (or of all clusters): only for the bench's fan-out comparison. */
   async primariesOfCluster(cluster: string | undefined): Promise<PrimaryRecord[]> {
     let query = this.db.selectFrom('primaries').selectAll();

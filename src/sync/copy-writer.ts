@@ -126,19 +126,31 @@ export class CopyWriter {
 
   /**
    * Lets go of a related copy without deleting it (cleanupPolicy Orphan): relsync's labels and
-   * annotations are removed, at the version read, so the object is an ordinary one of whoever
-   * owns its namespace; relsync never touches it again (an object without its marks is a conflict).
-   * False when it is not (or no longer) the marked copy of `source`.
+   * annotations are removed, so the object is an ordinary one of whoever owns its namespace;
+   * relsync never touches it again (an object without its marks is a conflict). The patch tests
+   * the uid and each mark it removes, not the resourceVersion, so that a tenant who keeps changing
+   * the copy cannot hold the release (and the primary's deletion) up. `claimedAgain`, asked after
+   * the release: when it says a relation copies the same source there now (a reconcile that
+   * claimed the copy while this one decided to let it go), the marks are put back, so that the
+   * claimer keeps its copy. False when it is not (or no longer) the marked copy of `source`, or
+   * was taken back.
    */
-  async release(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
+  async release(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined, claimedAgain?: () => Promise<boolean>): Promise<boolean> {
     if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
-    const pointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
-    const removals = (field: 'labels' | 'annotations') =>
-      Object.keys(existing.metadata[field] ?? {})
-        .filter(isRelsyncKey)
-        .map((key) => ({ op: 'remove' as const, path: `/metadata/${field}/${pointer(key)}` }));
-    const released = await client.jsonPatch(copy.namespace, copy.name, [{ op: 'test', path: '/metadata/resourceVersion', value: existing.metadata.resourceVersion }, ...removals('labels'), ...removals('annotations')]);
+    const pointer = (field: string, key: string) => `/metadata/${field}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const ours = (field: 'labels' | 'annotations') => Object.fromEntries(Object.entries(existing.metadata[field] ?? {}).filter(([key]) => isRelsyncKey(key)));
+    const marks = (['labels', 'annotations'] as const).flatMap((field) => Object.entries(ours(field)).map(([key, value]) => ({ path: pointer(field, key), value })));
+    const released = await client.jsonPatch(copy.namespace, copy.name, [
+      { op: 'test', path: '/metadata/uid', value: existing.metadata.uid },
+      ...marks.flatMap(({ path, value }) => [{ op: 'test' as const, path, value }, { op: 'remove' as const, path }]),
+    ]);
     this.recorded(copy, released);
+    if (claimedAgain && (await claimedAgain())) {
+      // A merge patch: the release may have left no labels (or annotations) at all. The uid in it is a precondition.
+      const restored = await client.mergePatch(copy.namespace, copy.name, { metadata: { uid: existing.metadata.uid, labels: ours('labels'), annotations: ours('annotations') } });
+      this.recorded(copy, restored);
+      return false;
+    }
     this.deps.metrics.copiesReleased.inc({ kind });
     return true;
   }

@@ -22,7 +22,7 @@
  * primary's queue key, so never beside that primary's full reconcile.
  */
 import { identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
-import { matchesSelector } from '../core/label-selector.js';
+import { isSelected, platformNamespaceType } from './primary-selection.js';
 import { sameType } from '../core/resource-type.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ClusterAccess } from './cluster-access.js';
@@ -75,7 +75,7 @@ export class EdgeSync {
       primary.metadata.uid !== record.uid ||
       !primary.metadata.finalizers?.includes(this.deps.finalizer) ||
       isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ||
-      (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))
+      !(await isSelected(resource, primary, (ns) => reads.get(id.cluster, platformNamespaceType, '', ns)))
     ) {
       return 'full';
     }

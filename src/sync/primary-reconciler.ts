@@ -15,7 +15,8 @@ import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { sameType, typeName } from '../core/resource-type.js';
-import { matchesSelector, selectorQuery } from '../core/label-selector.js';
+import { selectorQuery } from '../core/label-selector.js';
+import { isSelected, platformNamespaceType } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
@@ -165,15 +166,16 @@ export class PrimaryReconciler {
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
-    if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || (resource.selector && !matchesSelector(resource.selector, primary.metadata.labels))) {
+    if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || !(await isSelected(resource, primary, (ns) => reads.get(id.cluster, platformNamespaceType, '', ns)))) {
       if (primary) confirmLive(reads);
+      if (primary && !primary.metadata.deletionTimestamp) this.deps.logger.debug({ primary: describeIdentity(id) }, 'not synced: not selected by the resource\'s selector or namespace selector, or one of relsync\'s copies');
       // The copy may be of the stored incarnation or of this one (deleted and created again since).
       return this.finalize(resource, id, primary, record?.copy, [record?.uid, primary?.metadata.uid]);
     }
     if (record && record.uid !== primary.metadata.uid) {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
       // already this one's). Related copies do not depend on the primary's uid: the ones this
-      // incarnation no longer resolves to are released below, like any stale relation.
+      // incarnation no longer resolves to are ended below, like any stale relation.
       confirmLive(reads);
       const waiting = await this.removeCopy(resource, id, record.copy, [record.uid]);
       if (waiting) return waiting;
@@ -293,8 +295,8 @@ export class PrimaryReconciler {
 
     // Copies of relations this primary no longer resolves to go first (unless another primary claims
     // them), so that a destination that changed its source is free for the new one; those a rule's
-    // cleanup policy keeps until the primary goes stay, as retained relations.
-    const retained = await this.relations.releaseStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    // cleanup policy keeps until the primary goes stay, as retained relations (relation-sync.ts endStale).
+    const retained = await this.relations.endStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
 
     const problems: string[] = [];
     const work: Array<RelationOutcome | RelationWork> = [...retained];
@@ -403,7 +405,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
       else shared.push(relation);
     }
     if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
@@ -422,7 +424,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);

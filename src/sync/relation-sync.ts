@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import type { CopyPolicy } from '../config/copy-policy.js';
 import { compositeKey } from '../core/composite-key.js';
+import { sameType } from '../core/resource-type.js';
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
@@ -50,6 +51,8 @@ export interface RelationSyncDeps {
   readonly finder: RelatedFinder;
   /** How soon to look again at a relation that waits for something outside relsync; default 30 s. */
   readonly conflictRetryMs?: number | undefined;
+  /** limits.relatedPerPrimary: also bounds the copies a cleanup policy keeps (default 500). */
+  readonly limits?: { readonly relatedPerPrimary: number } | undefined;
 }
 
 export class RelationSync {
@@ -91,11 +94,10 @@ export class RelationSync {
       const destRead = await read(dests, pair.destination);
       if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
       const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
-      if (rule.cleanup !== 'MatchOrigin') {
+      if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
         // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
-        const kept = destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source);
-        const message = kept ? `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})` : waiting;
-        return { ...base, state: 'pending', contentHash: null, message, versions: relationVersions(sourceRead.object, destRead.object) };
+        const message = `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
+        return { ...base, state: 'retained', contentHash: null, message, versions: null };
       }
       // The source's absence is the API server's word; the destination's marks may be the cache's.
       if (destRead.object) confirmLive(reads);
@@ -222,19 +224,26 @@ export class RelationSync {
   /**
    * Relations this primary had before and no longer resolves to: their copies go unless some
    * relation of this primary or another still copies the same source there. A rule whose cleanup
-   * policy keeps copies until the primary goes (OnPrimaryDeletion, Orphan) keeps them instead, as
-   * the relations returned (state retained), unless one this primary resolves to now writes the
-   * same destination: that copy goes, so that the new source can take its place.
+   * policy keeps copies until the primary goes (OnPrimaryDeletion, Orphan) keeps those it wrote
+   * instead, returned as retained relations — unless one this primary resolves to now writes the
+   * same destination (that copy goes, so that the new source can take its place), or more are kept
+   * than limits.relatedPerPrimary leaves room for beside the relations found now (the first kept
+   * stay; the others end as at the primary's deletion), so that a tenant who keeps changing what
+   * its primary names cannot grow its rows without bound.
    */
-  async releaseStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<RelationOutcome[]> {
+  async endStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<RelationOutcome[]> {
     const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
     const keep = new Set(current.map(pairKey));
     const destinations = new Set(current.map((c) => identityKey(c.destination)));
+    let room = Math.max(0, (this.deps.limits?.relatedPerPrimary ?? 500) - current.length);
     const retained: RelationOutcome[] = [];
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
       const rule = ruleOf(resource, old);
-      if (rule && rule.cleanup !== 'MatchOrigin' && !destinations.has(identityKey(old.destination)) && (old.state === 'synced' || old.state === 'pending' || old.state === 'retained')) {
+      // Only what was written is kept: a claim never synced (or refused) has no copy to keep.
+      const kept = rule !== undefined && rule.cleanup !== 'MatchOrigin' && (old.state === 'synced' || old.state === 'retained');
+      if (kept && !destinations.has(identityKey(old.destination)) && room > 0) {
+        room--;
         const message = `no longer found by rule ${rule.id}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
         retained.push({ ruleId: old.ruleId, origin: old.origin, source: old.source, destination: old.destination, state: 'retained', contentHash: old.contentHash, message, versions: null });
         continue;
@@ -243,7 +252,8 @@ export class RelationSync {
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
-      await this.endCopy(resource, old, 'stale');
+      // Beyond the room for kept copies: ended as the policy ends them with the primary.
+      await this.endCopy(resource, old, owner, kept && !destinations.has(identityKey(old.destination)) ? 'primary gone' : 'stale');
     }
     return retained;
   }
@@ -251,20 +261,30 @@ export class RelationSync {
   /**
    * Ends a related copy that no relation keeps any more: deleted if it still carries the marks of
    * its source, or, when its primary is gone and its rule's policy is Orphan, released (marks
-   * removed, left in place). A rule since removed from the config leaves it in place.
+   * removed, left in place). A copy of a rule since removed from the config is released where it
+   * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
+   * (the sweep deletes it there).
    */
-  async endCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<void> {
+  async endCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<void> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
-    if (!rule) {
+    const onPlatform = dest.cluster !== this.deps.clusters.service.name;
+    if (!rule && !onPlatform) {
       this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
       return;
     }
-    const dests = this.deps.clusters.client(dest.cluster, rule.destinationType);
+    const type = rule?.destinationType ?? resource.rules.find((r) => sameType(r.destinationType, dest))?.destinationType;
+    if (!type) {
+      this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured, of a type no rule writes; its copy is left in place');
+      return;
+    }
+    const dests = this.deps.clusters.client(dest.cluster, type);
     const existing = await dests.get(dest.namespace, dest.name);
-    if (why === 'primary gone' && rule.cleanup === 'Orphan') {
-      if (await this.deps.writer.release(dests, 'related', dest, source, existing)) {
-        this.deps.logger.info({ copy: describeIdentity(dest), rule: rule.id }, 'released a related copy whose primary is gone: relsync\'s marks are removed and the object is left in place (cleanupPolicy Orphan)');
+    if (!rule || (why === 'primary gone' && rule.cleanup === 'Orphan')) {
+      // Claimed again meanwhile (another primary's reconcile copies the same source there): its marks are put back.
+      const claimed = async () => (await this.deps.store.otherClaimsOn(dest, source, owner)) > 0;
+      if (await this.deps.writer.release(dests, 'related', dest, source, existing, claimed)) {
+        this.deps.logger.info({ copy: describeIdentity(dest), rule: relation.ruleId }, rule ? "released a related copy whose primary is gone: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)" : "released a related copy of a rule no longer configured: relsync's marks are removed and the object is left in place");
       }
       return;
     }

@@ -55,6 +55,11 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
   const out: ResolvedResource[] = [];
   for (const res of config.resources) {
     const primaryType = res.versions ? await sharedVersion(clusters, service, res) : await at(platform, res.where, res.type);
+    if (res.namespaceSelector) {
+      if (!primaryType.namespaced) throw new ResolveError(`${res.where}.namespaceSelector: ${primaryType.resource} are cluster-scoped: they have no namespace to select`);
+      // Read on the platforms; through a kcp APIExport only with a permission claim on namespaces.
+      await at(platform, `${res.where}.namespaceSelector (the platform's namespaces; on kcp, the APIExport needs a permission claim on them)`, { group: '', version: 'v1', resource: 'namespaces' });
+    }
     // One given by kind and one by resource are only seen to be the same type here (config/safety-checks.ts sees the rest).
     const twin = out.find((r) => r.primaryType.group === primaryType.group && r.primaryType.resource === primaryType.resource);
     if (twin) throw new ResolveError(`${res.where}: the same primary type as ${twin.where} (${primaryType.resource}${primaryType.group ? `.${primaryType.group}` : ''}): their copies would be taken for each other's; give each type once`);

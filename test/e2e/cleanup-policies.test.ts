@@ -46,6 +46,13 @@ spec:
         selector:
           matchLabels: { app: "{{ .Object.metadata.name }}-match" }
           rewrite: { template: { template: "{{ .Value }}" } }
+    # a reference the tenant can point anywhere (Orphan): what it leaves behind is bounded
+    - identifier: pick
+      origin: service
+      kind: Secret
+      object:
+        reference:
+          path: spec.pick
     - identifier: settings
       origin: kcp
       kind: ConfigMap
@@ -81,6 +88,7 @@ describe('cleanup policies of related copies (a PublishedResource manifest)', ()
       platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
       serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
       store: { path: dbPath },
+      limits: { relatedPerPrimary: 4 },
       publishedResourceFiles: ['published.yaml'],
     });
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
@@ -171,11 +179,11 @@ describe('cleanup policies of related copies (a PublishedResource manifest)', ()
     await svc.putSecret(copyNs, 'o1-orphan', { p: '1' }, undefined, copy);
     await eventually('copied to the platform', async () => decode(await a.secret(NS, 'o1-orphan'), 'p') === '1', 30_000);
     await svc.deleteSecret(copyNs, 'o1-orphan');
-    const waiting = await eventually('the relation waits for its origin', async () => {
+    const waiting = await eventually('the relation keeps its copy, waiting for its origin', async () => {
       const r = await relation('o1', 'orphan', 'o1-orphan');
-      return r?.state === 'pending' && r.message.includes('kept') ? r : undefined;
+      return r?.state === 'retained' ? r : undefined;
     }, 30_000);
-    assert.match(waiting.message, /cleanupPolicy Orphan/);
+    assert.match(waiting.message, /waiting for .* to exist; its copy is kept as it was until the primary is deleted \(cleanupPolicy Orphan\)/);
     assert.equal(decode(await a.secret(NS, 'o1-orphan'), 'p'), '1', 'the copy outlives its origin');
     await svc.putSecret(copyNs, 'o1-orphan', { p: '2' }, undefined, copy);
     await eventually('the returning origin is copied again', async () => decode(await a.secret(NS, 'o1-orphan'), 'p') === '2', 30_000);
@@ -198,6 +206,28 @@ describe('cleanup policies of related copies (a PublishedResource manifest)', ()
     assert.equal(decode(await a.secret(NS, 'o1-orphan'), 'p'), '2', 'the tenant\'s object is left as it was');
     await gone('o1');
     assert.equal(decode(await a.secret(NS, 'o1-orphan'), 'p'), '2', 'and it outlives the new primary too');
+  });
+
+  it('a tenant that keeps pointing its reference elsewhere leaves at most limits.relatedPerPrimary relations behind; the copies beyond are released, not kept in the store', async () => {
+    const copy = await primary('p1');
+    for (let i = 1; i <= 6; i++) await svc.putSecret(copyNs, `p-${i}`, { n: String(i) }, undefined, copy);
+    for (let i = 1; i <= 6; i++) {
+      await a.updateDatabase(NS, 'p1', (db) => void (db.spec = { pick: `p-${i}` }));
+      await eventually(`p-${i} copied`, async () => decode(await a.secret(NS, `p-${i}`), 'n') === String(i), 30_000);
+    }
+    // Processed: the store holds the last pick synced (the reconcile that saved it also ended what it left behind).
+    const out = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', `${NS}/p1`, '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    const relations = (JSON.parse(out.stdout) as Array<{ relations: Array<{ rule: string; source: string; state: string }> }>)[0]!.relations;
+    assert.ok(relations.length <= 4, `at most limits.relatedPerPrimary rows: ${JSON.stringify(relations)}`);
+    assert.equal(relations.find((r) => r.source.endsWith('/p-6'))?.state, 'synced');
+    const kept = relations.filter((r) => r.rule === 'pick' && r.state === 'retained');
+    assert.equal(kept.length, 2, 'room for two kept copies beside the two relations found now (the template and the pick)');
+    for (let i = 1; i <= 5; i++) {
+      const s = await a.secret(NS, `p-${i}`);
+      const marked = s?.metadata?.labels?.[AGENT_LABEL] === 'e2e';
+      assert.equal(decode(s, 'n'), String(i), `p-${i} is never deleted (Orphan)`);
+      assert.equal(marked, kept.some((r) => r.source.endsWith(`/p-${i}`)), `p-${i}: marked exactly when its relation is kept`);
+    }
   });
 
   it('two rules of one type with different policies: each copy ends by its own rule\'s policy', async () => {

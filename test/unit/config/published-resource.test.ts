@@ -278,10 +278,15 @@ describe('PublishedResource manifests', () => {
     const policyOf = (extra: string, identifier = 'credentials') => {
       const text = manifest.replace(`    - identifier: ${identifier}\n`, `    - identifier: ${identifier}\n${extra}`);
       const config = parseConfig(configWith({ 'c.yaml': text }), join(dir, 'relsync.yaml'));
-      const rule = config.resources[0]!.related.find((r) => r.id === identifier)!;
-      return { policy: rule.cleanup, notices: (config.notices ?? []).map((n) => `${n.path}: ${n.message}`) };
+      const index = config.resources[0]!.related.findIndex((r) => r.id === identifier);
+      const notices = (config.notices ?? []).filter((n) => n.path.includes(`spec.related[${index}]`)).map((n) => `${n.path}: ${n.message}`);
+      return { policy: config.resources[0]!.related[index]!.cleanup, notices };
     };
-    assert.deepEqual(policyOf(''), { policy: 'Orphan', notices: [] }, "unset is api-syncagent's default");
+    const unset = policyOf('');
+    assert.equal(unset.policy, 'Orphan', "unset is api-syncagent's default");
+    assert.equal(unset.notices.length, 1, 'said at start, since earlier relsync releases read it otherwise');
+    assert.match(unset.notices[0]!, /spec\.related\[0\]\.cleanupPolicy: no cleanup policy: Orphan, api-syncagent's default.*set cleanupPolicy: MatchOrigin/);
+    assert.deepEqual(policyOf('      cleanupPolicy: Orphan\n').notices, [], 'a policy given is not remarked on');
     assert.equal(policyOf('      cleanup: false\n').policy, 'Orphan');
     assert.equal(policyOf('      cleanup: true\n').policy, 'OnPrimaryDeletion', 'the deprecated cleanup: true');
     assert.equal(policyOf('      cleanup: true\n      cleanupPolicy: Orphan\n').policy, 'Orphan', 'cleanupPolicy wins over cleanup');
