@@ -283,6 +283,8 @@ function project(out: Raw, p: Raw, problem: (path: string, message: string) => v
   const mapped = version !== undefined && typeof p.versions === 'object' && p.versions !== null ? given((p.versions as Raw)[version]) : undefined;
   if (p.versions !== undefined && (typeof p.versions !== 'object' || Array.isArray(p.versions) || Object.values(p.versions as Raw).some((v) => given(v) === undefined))) {
     problem('spec.projection.versions', 'must map each version of spec.resource to the version on the platforms (strings)');
+  } else if (p.versions !== undefined && Object.keys(p.versions as Raw).length > 0 && version === undefined) {
+    problem('spec.projection.versions', 'maps versions, but spec.resource names none: give its version, so that both sides sync at the one the map says');
   }
   if (given(p.scope) !== undefined && p.scope !== 'Namespaced' && p.scope !== 'Cluster') problem('spec.projection.scope', `must be "Namespaced" or "Cluster", got ${JSON.stringify(p.scope)}`);
   out.copyAs = { group: out.group, kind: out.kind, ...(version !== undefined ? { version } : {}) };

@@ -47,6 +47,8 @@ function probes(clusters: readonly string[], across: Across): Array<readonly [Pr
     [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'acme', namespace: 'prod', name: 'db' }],
     [{ cluster: 'acme', namespace: 'prod', name: 'billing-db' }, { cluster: 'acme', namespace: 'prod-billing', name: 'db' }],
     [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme', namespace: `${long('a').slice(0, 62)}z`, name: 'db' }],
+    // Joins without a separator.
+    [{ cluster: 'acme', namespace: 'prod', name: 'db' }, { cluster: 'acme', namespace: 'pro', name: 'ddb' }],
   ];
   if (!across.clusters) return across.namespaces ? inOneCluster : [];
   const pairs: Array<readonly [Probe, Probe]> = [
@@ -55,6 +57,9 @@ function probes(clusters: readonly string[], across: Across): Array<readonly [Pr
     [{ cluster: 'acme', namespace: 'billing', name: 'db' }, { cluster: 'other', namespace: 'billing', name: 'db' }],
     [{ cluster: 'acme', namespace: long('a'), name: 'db' }, { cluster: 'acme-prod', namespace: long('a'), name: 'db' }],
     [{ cluster: long('c'), namespace: 'billing', name: 'db' }, { cluster: `${long('c').slice(0, 62)}z`, namespace: 'billing', name: 'db' }],
+    // Joins without a separator, of cluster and namespace and of namespace and name.
+    [{ cluster: 'acme', namespace: 'xprod', name: 'db' }, { cluster: 'acmex', namespace: 'prod', name: 'db' }],
+    [{ cluster: 'acme', namespace: 'billing', name: 'xdb' }, { cluster: 'acmex', namespace: 'billing', name: 'db' }],
     // Joins of cluster and name (cluster-scoped copies have a name only).
     [{ cluster: 'acme', namespace: 'billing', name: 'prod-db' }, { cluster: 'acme-prod', namespace: 'billing', name: 'db' }],
     [{ cluster: 'acme', namespace: '', name: 'prod-db' }, { cluster: 'acme-prod', namespace: '', name: 'db' }],

@@ -274,7 +274,7 @@ export class EventRouter {
     if (primaryResource && this.platforms.has(cluster)) {
       for (const p of await this.options.store.primariesOfType(cluster, type.group, type.resource)) expect(p.id, p.id);
     }
-    if (primaryResource && cluster === this.options.serviceCluster) {
+    if (cluster === this.options.serviceCluster && this.resourceByCopyType(type)) {
       for (const p of await this.options.store.primariesByCopyType(cluster, type.group, type.resource)) expect(p.copy, p.id);
     }
     // A filtered watch (relsync's own copies) can only vouch for objects that carry the marks.

@@ -3,7 +3,9 @@
  * however many rules use it:
  *
  * - every primary type, unfiltered, on every platform cluster;
- * - every primary type on the service cluster, filtered to this agent's copies;
+ * - every copy type (the primary type unless `copyAs` names another) on the
+ *   service cluster, filtered to this agent's copies;
+ * - the platforms' namespaces, unfiltered, where a namespace selector reads them;
  * - every related source type on its origin side, unfiltered;
  * - every related destination type on the other side, filtered to this
  *   agent's copies (so that a copy edited or deleted by hand is repaired).

@@ -48,7 +48,7 @@ export interface RelationRecord {
   readonly versions?: RelationVersions | null;
 }
 
-/** A primary's copy: stored as its own cluster, namespace and name, of the primary's type. */
+/** A primary's copy: stored as its own cluster, type (migration 0007), namespace and name. */
 export function copyOfRow(row: Pick<PrimariesTable, 'copy_cluster' | 'copy_group' | 'copy_resource' | 'copy_namespace' | 'copy_name'>): ObjectIdentity {
   return { cluster: row.copy_cluster, group: row.copy_group, resource: row.copy_resource, namespace: row.copy_namespace, name: row.copy_name };
 }

@@ -7,7 +7,7 @@
  * checked write by write, without an API server. Kept narrow on purpose: a
  * method added here is one every implementation must honour.
  */
-import type { ResourceType } from '../core/resource-type.js';
+import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 
 /** The calls the sync layer makes on one resource type of one cluster. */
@@ -22,6 +22,8 @@ export interface ClusterAccess {
   /** 'logical' for a kcp workspace (its permission claims decide what relsync may read). */
   get(cluster: string): { readonly kind: 'kubernetes' | 'kcp' | 'logical' };
   client(cluster: string, type: ResourceType): ObjectClient;
+  /** The type a group and resource name in a cluster, through discovery (a copy of a type the config no longer names). */
+  resolve?(cluster: string, ref: TypeReference): Promise<ResourceType>;
   /** Drops a kcp workspace that unbound the export once nothing of it is left. */
   forgetLogical(cluster: string): Promise<void>;
 }

@@ -20,6 +20,7 @@ import { isSelected, platformNamespaceType } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { TypeNotServedError } from '../kube/discovery.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
 import type { PrimaryRecord, PrimaryVersions, RelationRecord } from '../store/records.js';
@@ -195,7 +196,8 @@ export class PrimaryReconciler {
     const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
       await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: { ...id, cluster: clusters.service.name }, state: 'error', message: nameProblem }, []);
+      // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, []);
       return done;
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
@@ -441,7 +443,7 @@ export class PrimaryReconciler {
    * it is left in place.
    */
   private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>): Promise<Result | undefined> {
-    const copies = this.copyClient(resource, copyId);
+    const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
     if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
@@ -457,20 +459,26 @@ export class PrimaryReconciler {
 
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
   private async deleteOwnedCopy(resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
-    const copies = this.copyClient(resource, copyId);
+    const copies = await this.copyClient(resource, copyId);
     if (!copies) return;
     await this.writer.deleteIfMarked(copies, 'primary', copyId, owner, await copies.get(copyId.namespace, copyId.name));
   }
 
   /**
-   * The client for a stored copy: of the copy type, or of the primary type for a copy made before
-   * the config gave the resource another copy type (copyAs). A copy of any other type (copyAs
-   * changed again) is left in place, said once in the log: relsync no longer watches that type.
+   * The client for a stored copy: of the copy type; of another type (made before the config changed
+   * `copyAs`), found through discovery, so that the old copy is deleted rather than forgotten. One
+   * whose type the service cluster no longer serves is gone with its type.
    */
-  private copyClient(resource: ResolvedResource, copyId: ObjectIdentity): ObjectClient | undefined {
+  private async copyClient(resource: ResolvedResource, copyId: ObjectIdentity): Promise<ObjectClient | undefined> {
     for (const type of [resource.copyType, resource.primaryType]) if (sameType(type, copyId)) return this.deps.clusters.client(copyId.cluster, type);
-    this.deps.logger.warn({ copy: describeIdentity(copyId), copyType: typeName(resource.copyType) }, 'a stored copy is of a type the config no longer copies to; it is left in place');
-    return undefined;
+    try {
+      const type = await this.deps.clusters.resolve?.(copyId.cluster, { group: copyId.group, resource: copyId.resource });
+      return type && this.deps.clusters.client(copyId.cluster, type);
+    } catch (err) {
+      if (!(err instanceof TypeNotServedError)) throw err;
+      this.deps.logger.info({ copy: describeIdentity(copyId), copyType: typeName(resource.copyType) }, 'a stored copy is of a type the service cluster no longer serves: nothing of it is left to delete');
+      return undefined;
+    }
   }
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {

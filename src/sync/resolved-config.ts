@@ -7,7 +7,7 @@ import { hasManyClusters, type Config, type PublishedResource } from '../config/
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { TypeNotServedError } from '../kube/discovery.js';
 import { importedPath } from '../config/published-resource-files.js';
-import type { ResourceType } from '../core/resource-type.js';
+import { sameType, type ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
@@ -67,7 +67,9 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
     // A cluster-scoped copy has a name only: naming.namespace cannot keep two clusters' (or, of a namespaced primary type, two namespaces') primaries apart there.
     const across = { clusters: hasManyClusters(config.platformClusters), namespaces: primaryType.namespaced };
     const met = !copyType.namespaced && (across.clusters || across.namespaces) ? meeting([res.naming.name], config.platformClusters.map((c) => c.name), across) : undefined;
-    if (met) throw new ResolveError(`${res.where}.naming.name: the copies (${copyType.resource}) are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two ${across.namespaces ? 'namespaces\'' : 'tenants\''} copies would meet; use {{ hash cluster${across.namespaces ? ' namespace' : ''} name }} in it`);
+    if (met) throw new ResolveError(`${res.where}.naming.name: the copies (${copyType.resource}) are cluster-scoped, and the name renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two ${met[0].cluster === met[1].cluster ? 'namespaces\'' : 'tenants\''} copies would meet; use {{ hash cluster${across.namespaces ? ' namespace' : ''} name }} in it`);
+    // A copy gets the primary's fields as they are: core types differ in theirs (a ConfigMap as a Secret is a related rule's destination, converted).
+    if (res.copyAs && !sameType(copyType, primaryType) && (copyType.group === '' || primaryType.group === '')) throw new ResolveError(`${res.where}.copyAs: ${primaryType.resource} copied as ${copyType.resource}: a core type's fields are its own, and relsync copies a primary's fields as they are; use a related rule's destination for a ConfigMap as a Secret`);
     const copyTwin = out.find((r) => r.copyType.group === copyType.group && r.copyType.resource === copyType.resource);
     if (copyTwin) throw new ResolveError(`${res.where}${res.copyAs ? '.copyAs' : ''}: the same copy type as ${copyTwin.where} (${copyType.resource}${copyType.group ? `.${copyType.group}` : ''}): their copies would be taken for each other's; give each type once`);
     const rules: ResolvedRule[] = [];

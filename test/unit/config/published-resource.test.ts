@@ -239,6 +239,8 @@ describe('PublishedResource manifests', () => {
     assert.deepEqual(typesOf('  projection: { kind: Store, plural: stores, versions: { v1alpha1: v1 }, scope: Namespaced, shortNames: [st] }\n').type, { group: 'demo.relsync.dev', version: 'v1', resource: 'stores', kind: undefined }, 'the plural names the type; the version is mapped');
     assert.deepEqual(typesOf('  projection: { kind: Store, version: v2 }\n').type, { group: 'demo.relsync.dev', version: 'v2', resource: undefined, kind: 'Store' }, 'the deprecated version: whatever the service version');
     assert.deepEqual(typesOf('  projection: { shortNames: [db] }\n'), { type: { group: 'demo.relsync.dev', version: 'v1alpha1', resource: undefined, kind: 'Database' }, copyAs: undefined }, 'shortNames only: nothing projected');
+    const unversioned = problems(configWith({ 'u.yaml': manifest.replace('    versions: [v1alpha1]\n', '').replace('  filter:', '  projection: { versions: { v1alpha1: v1 } }\n  filter:') }));
+    assert.match(unversioned.join('\n'), /spec\.projection\.versions: maps versions, but spec\.resource names none/, 'a map nothing reads is not dropped silently');
     const several = problems(configWith({ 's.yaml': manifest.replace('versions: [v1alpha1]', 'versions: [v1alpha1, v1]').replace('  filter:', '  projection: { group: platform.example.com }\n  filter:') }));
     assert.match(several.join('\n'), /spec\.projection: a projection of several versions: relsync syncs one version/);
   });

@@ -215,3 +215,48 @@ describe('event router (real SQLite store)', () => {
     assert.deepEqual(queued, [], 'listed: nothing missing');
   });
 });
+
+describe('event router with a copy type of its own (copyAs)', () => {
+  const stores: ResourceType = { group: 'platform.relsync.dev', version: 'v1', resource: 'stores', kind: 'Store', namespaced: true };
+  const projected: ResolvedResource = { ...resource, type: stores, primaryType: stores, copyType: databases, rules: [] };
+  let opened: OpenedStore;
+  let queued: string[] = [];
+  let router: EventRouter;
+
+  before(async () => {
+    opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-router-copyas-')), 'router.db'));
+    const store = new RelationStore(opened);
+    router = new EventRouter({
+      agentName: 'e2e', serviceCluster: 'service', hasher: new ContentHasher(Buffer.from('k')), isPlatform: (c) => c === 'tenant-a',
+      resources: [projected], store, enqueue: (key) => queued.push(`${key.id.cluster}/${key.id.group}/${key.id.namespace}/${key.id.name}`), logger: pino({ level: 'silent' }),
+    });
+    await store.saveReconcile({ id: id('tenant-a', stores, 'shop', 'orders'), uid: 'u', copy: id('service', databases, 'tenant-a-shop', 'orders'), state: 'synced', message: null }, []);
+  });
+  after(async () => opened?.close());
+
+  const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': stores.group, 'relsync.dev/source-resource': stores.resource, 'relsync.dev/source-namespace': 'shop', 'relsync.dev/source-name': 'orders' };
+
+  it('sends a copy of the copy type to the primary its marks name, and one whose marks were edited away to the primary the store names', async () => {
+    queued = [];
+    await router.route('service', databases, object('tenant-a-shop', 'orders', { 'relsync.dev/agent': 'e2e' }, marks));
+    assert.deepEqual(queued, ['tenant-a/platform.relsync.dev/shop/orders']);
+    queued = [];
+    await router.route('service', databases, object('tenant-a-shop', 'orders'));
+    assert.deepEqual(queued, ['tenant-a/platform.relsync.dev/shop/orders']);
+  });
+
+  it('queues, at the end of a relist of the copy type, the primary whose copy the list no longer has', async () => {
+    queued = [];
+    const sink = router.beginList('service', databases, 'relsync.dev/agent=e2e');
+    await sink.page([]);
+    await sink.end();
+    assert.deepEqual(queued, ['tenant-a/platform.relsync.dev/shop/orders']);
+  });
+
+  it('takes no object of the copy type on a platform, nor of the primary type in the service cluster, for a primary or a copy', async () => {
+    queued = [];
+    await router.route('tenant-a', databases, object('shop', 'orders', { 'relsync.dev/agent': 'e2e' }, marks));
+    await router.route('service', stores, object('tenant-a-shop', 'orders', { 'relsync.dev/agent': 'e2e' }, marks));
+    assert.deepEqual(queued, []);
+  });
+});
