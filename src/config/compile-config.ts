@@ -88,6 +88,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
           rule.namespace?.destination === undefined ? undefined : template(rule.namespace.destination, `${rw}.namespace.destination`, primaryVariables),
         provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
         cleanup: rule.origin === 'service' ? (rule.cleanupPolicy ?? 'MatchOrigin') : 'MatchOrigin',
+        ...(rule.syncStatus ? { syncStatus: true } : {}),
         where: rw,
       };
     });

@@ -132,7 +132,7 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   if (mutates(r.mutation)) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
   if (r.identityHash !== undefined && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
-  if (r.syncStatus === true) problem(`${at}.syncStatus`, "syncing a related object's status is not supported by relsync yet; remove it or set it to false");
+  if (r.syncStatus === true) rule.syncStatus = true;
   // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, else Orphan (its default).
   const given = (v: unknown) => v !== undefined && v !== '';
   const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : 'Orphan';

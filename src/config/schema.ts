@@ -155,6 +155,11 @@ export const relatedRuleSchema = z
      * MatchOrigin, with the primary and with their origin object.
      */
     cleanupPolicy: z.enum(['MatchOrigin', 'OnPrimaryDeletion', 'Orphan']).optional(),
+    /**
+     * The source's status is copied too, to the copy's status subresource where its type has one
+     * (api-syncagent's syncStatus): an operator's status on a related object reaches the tenant.
+     */
+    syncStatus: z.boolean().optional(),
   })
   .superRefine(oneOfResourceOrKind)
   .superRefine((rule, ctx) => {

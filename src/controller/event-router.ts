@@ -24,10 +24,10 @@ import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
-import { contentOf } from '../sync/content.js';
+import { contentOf, stableJson } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
-import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource } from '../sync/marks.js';
+import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource, STATUS_HASH_ANNOTATION } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
@@ -137,7 +137,7 @@ export class EventRouter {
     }
     // A platform namespace read by namespace selectors: kept for the reconciles that read it.
     const selectedBy = this.options.namespaces?.active === true && this.platforms.has(cluster) && type.group === '' && type.resource === 'namespaces';
-    if (selectedBy) for (const key of await this.options.namespaces!.changed(cluster, object, change)) add(key);
+    if (selectedBy) for (const key of await this.options.namespaces!.changed(cluster, object, change, keep)) add(key);
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
       for (const p of all) add(this.keyFor(p.id));
@@ -168,7 +168,7 @@ export class EventRouter {
     // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
     // related objects one by one. They only use room the cache's other entries leave.
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'owner' : this.standingOf(cluster, type));
+    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -326,5 +326,8 @@ export function identityOf(cluster: string, type: ResourceType, object: KubeObje
  */
 function isUnchangedRelatedCopy(object: KubeObject, agentName: string, hasher: ContentHasher): boolean {
   const written = object.metadata.annotations?.[CONTENT_HASH_ANNOTATION];
+  // A copy whose status relsync writes (syncStatus) is unchanged only with that status, too.
+  const status = object.metadata.annotations?.[STATUS_HASH_ANNOTATION];
+  if (status !== undefined && hasher.hashSerialized(stableJson(object.status ?? null)) !== status) return false;
   return written !== undefined && markedSource(object, agentName) !== undefined && hasher.hash(contentOf(object)) === written;
 }

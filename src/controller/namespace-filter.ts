@@ -9,12 +9,21 @@
  *
  * It remembers one verdict per platform namespace it has seen (which of the
  * resources match), so that a change is told from a first sight. A first
- * sight may follow a change made while relsync was stopped: as an event (a
- * watch that resumed), it counts as a change of every verdict; in a LIST
- * (start, relist), the stored primaries of a namespace that does not match
- * are reconciled (they stopped being selected), and those of one that
+ * sight may follow a change made while relsync was stopped: as a MODIFIED
+ * event (a watch that resumed), it counts as a change of every verdict; in a
+ * LIST (start, relist), the stored primaries of a namespace that does not
+ * match are reconciled (they stopped being selected), and those of one that
  * matches are left to their own LIST or events and to sweeps, which never
- * skip a primary the store does not know. A namespace deleted is forgotten.
+ * skip a primary the store does not know; a new namespace (ADDED) has no
+ * primaries yet, and theirs arrive as events of their own. A namespace
+ * deleted is forgotten. Whatever this misses (a relabel in the middle of a
+ * primary's first reconcile), a sweep reconciles: a complete sync is stored
+ * with the version of the namespace it read (sync/primary-selection.ts).
+ *
+ * The LIST a namespace that starts matching needs runs beside the watch, not
+ * in its way: the watch of every tenant's namespaces goes on while one
+ * tenant's namespace of many primaries is listed, and a namespace listed
+ * already is not listed twice at once.
  */
 import type { Logger } from 'pino';
 import { compositeKey } from '../core/composite-key.js';
@@ -31,6 +40,8 @@ export interface NamespaceFilterOptions {
   readonly store: Pick<RelationStore, 'primariesInNamespace'>;
   /** The primaries of `type` in one namespace of a platform cluster, live (a LIST). */
   readonly primariesIn: (cluster: string, type: ResourceType, namespace: string) => Promise<ObjectIdentity[]>;
+  /** Where the primaries a LIST found go (the work queue). */
+  readonly enqueue: (key: PrimaryKey) => void;
   readonly logger: Logger;
 }
 
@@ -38,6 +49,8 @@ export class NamespaceFilter {
   private readonly filtered: readonly ResolvedResource[];
   /** `cluster/namespace` → which of `filtered` match it, as a bit string ('10': the first only). */
   private readonly verdicts = new Map<string, string>();
+  /** LISTs under way, by `cluster/namespace/resource index`. */
+  private readonly listing = new Map<string, Promise<void>>();
 
   constructor(private readonly options: NamespaceFilterOptions) {
     this.filtered = options.resources.filter((r) => r.namespaceSelector !== undefined);
@@ -47,40 +60,56 @@ export class NamespaceFilter {
     return this.filtered.length > 0;
   }
 
-  /** The primaries to reconcile because `namespace` (of a platform cluster) changed as it did. */
-  async changed(cluster: string, namespace: KubeObject, change: string): Promise<PrimaryKey[]> {
+  /**
+   * The stored primaries to reconcile because `namespace` (of a platform cluster) changed as it did;
+   * those a LIST finds are queued when it answers. `keep` false: a LIST page that may be older than
+   * events handled already (a kcp workspace's relist): it changes no verdict, and only the stored
+   * primaries of what it shows not matching are reconciled (their reconcile reads the namespace).
+   */
+  async changed(cluster: string, namespace: KubeObject, change: string, keep = true): Promise<PrimaryKey[]> {
     const name = namespace.metadata.name ?? '';
     const key = compositeKey(cluster, name);
-    const before = this.verdicts.get(key);
     const now = change === 'DELETED' ? undefined : this.filtered.map((r) => (matchesSelector(r.namespaceSelector!, namespace.metadata.labels) ? '1' : '0')).join('');
+    if (!keep) return this.stored(cluster, name, (i) => now?.[i] !== '1');
+    const before = this.verdicts.get(key);
     if (now === undefined) this.verdicts.delete(key);
     else this.verdicts.set(key, now);
     if (before === now) return [];
-    const keys: PrimaryKey[] = [];
-    for (const [i, resource] of this.filtered.entries()) {
-      const selected = now?.[i] === '1';
-      if (before === undefined ? change === 'LIST' && selected : before[i] === now?.[i]) continue;
-      const { group, resource: plural } = resource.primaryType;
-      const stored = await this.options.store.primariesInNamespace(cluster, group, plural, name);
-      const live = selected && change !== 'LIST' ? await this.listed(cluster, resource.primaryType, name) : [];
-      const seen = new Set<string>();
-      for (const id of [...stored, ...live]) {
-        if (seen.has(id.name)) continue;
-        seen.add(id.name);
-        keys.push({ resource, id });
-      }
-      if (seen.size > 0) this.options.logger.info({ cluster, namespace: name, resource: resource.where, selected, primaries: seen.size }, "a namespace's labels changed whether its primaries are selected; they are reconciled");
+    const flipped = (i: number) => (before === undefined ? change !== 'LIST' || now?.[i] !== '1' : before[i] !== now?.[i]);
+    const keys = await this.stored(cluster, name, flipped);
+    if (change !== 'ADDED') {
+      for (const [i, resource] of this.filtered.entries()) if (now?.[i] === '1' && flipped(i) && change !== 'LIST') this.list(cluster, name, i, resource);
     }
     return keys;
   }
 
-  /** A LIST that fails leaves the primaries to the next sweep (which reconciles every primary), said in the log. */
-  private async listed(cluster: string, type: ResourceType, namespace: string): Promise<ObjectIdentity[]> {
-    try {
-      return await this.options.primariesIn(cluster, type, namespace);
-    } catch (err) {
-      this.options.logger.warn({ cluster, namespace, err: (err as Error).message }, 'could not list the primaries of a namespace that became selected; the next sweep syncs them');
-      return [];
+  private async stored(cluster: string, namespace: string, which: (i: number) => boolean): Promise<PrimaryKey[]> {
+    const keys: PrimaryKey[] = [];
+    for (const [i, resource] of this.filtered.entries()) {
+      if (!which(i)) continue;
+      for (const id of await this.options.store.primariesInNamespace(cluster, resource.primaryType.group, resource.primaryType.resource, namespace)) keys.push({ resource, id });
     }
+    if (keys.length > 0) this.options.logger.info({ cluster, namespace, primaries: keys.length }, "a namespace's labels changed whether its primaries are selected; they are reconciled");
+    return keys;
+  }
+
+  /** A LIST that fails leaves the primaries to the next sweep (which never skips a primary it does not know), said in the log. */
+  private list(cluster: string, namespace: string, index: number, resource: ResolvedResource): void {
+    const key = compositeKey(cluster, namespace, String(index));
+    if (this.listing.has(key)) return;
+    const run = this.options
+      .primariesIn(cluster, resource.primaryType, namespace)
+      .then((ids) => {
+        for (const id of ids) this.options.enqueue({ resource, id });
+        if (ids.length > 0) this.options.logger.info({ cluster, namespace, resource: resource.where, primaries: ids.length }, 'a namespace started matching a namespace selector; its primaries are reconciled');
+      })
+      .catch((err: unknown) => this.options.logger.warn({ cluster, namespace, err: (err as Error).message }, 'could not list the primaries of a namespace that became selected; the next sweep syncs them'))
+      .finally(() => this.listing.delete(key));
+    this.listing.set(key, run);
+  }
+
+  /** Waits for the LISTs under way (tests, and a term that ends). */
+  async settled(): Promise<void> {
+    await Promise.all(this.listing.values());
   }
 }

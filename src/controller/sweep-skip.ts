@@ -12,7 +12,8 @@
  *
  * - its cluster can be read (not an unbound kcp workspace, not forgotten);
  * - its last reconcile was a complete sync (state synced, versions stored),
- *   under the fingerprint in force now;
+ *   under the fingerprint in force now (and, with a namespace selector, the
+ *   version of the namespace the LISTs show);
  * - the LISTs show the very versions stored of the primary, its copy and every
  *   relation's source and copy ('' for "did not exist"), and no watch event
  *   arrived for any of them since its LIST;
@@ -34,6 +35,7 @@
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { PrimaryRecord, RelationRecord } from '../store/records.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
+import { selectionFingerprint } from '../sync/primary-selection.js';
 import { primaryKeyString, type PrimaryKey } from './primary-key.js';
 
 export interface ListedVersions {
@@ -141,7 +143,10 @@ export function isUpToDate(c: SkipContext, key: PrimaryKey, record: PrimaryRecor
     if (!listed.listedWhole(rule.origin === 'platform' ? key.id.cluster : c.serviceCluster, rule.sourceType)) return false;
   }
   const versions = record?.versions;
-  if (!record || record.state !== 'synced' || !versions || versions.config !== c.fingerprint.of(key.resource)) return false;
+  // With a namespace selector, the namespace's listed version is part of what the sync was stored with.
+  const namespace = { cluster: key.id.cluster, group: '', resource: 'namespaces', namespace: '', name: key.id.namespace };
+  const config = selectionFingerprint(key.resource, c.fingerprint.of(key.resource), key.resource.namespaceSelector ? (listed.versionOf(namespace) ?? 'not listed') : undefined);
+  if (!record || record.state !== 'synced' || !versions || versions.config !== config) return false;
   if (listed.versionOf(key.id) !== versions.primary || listed.versionOf(record.copy, true) !== versions.copy) return false;
   for (const r of relations) {
     if ((r.state !== 'synced' && r.state !== 'pending') || !r.versions) return false;

@@ -21,6 +21,7 @@ import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { CopyWriter } from '../sync/copy-writer.js';
+import { isServiceOriginCopy } from '../sync/copy-of.js';
 import { ContentHasher } from '../sync/content-hasher.js';
 import { ConfigFingerprint } from '../sync/config-fingerprint.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
@@ -194,10 +195,13 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         resources,
         store,
         logger,
-        // Names only, a page at a time: a namespace that became selected may hold many primaries.
+        enqueue: queueKey,
+        // Identities only are kept, a page at a time (relsync's own copies on a platform are never primaries).
         primariesIn: async (cluster, type, namespace) => {
           const ids: ObjectIdentity[] = [];
-          for await (const page of clusters.client(cluster, type).pages({ namespace })) for (const item of page.items) ids.push({ cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' });
+          for await (const page of clusters.client(cluster, type).pages({ namespace })) {
+            for (const item of page.items) if (!isServiceOriginCopy(config.agentName, clusters.service.name, item)) ids.push({ cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' });
+          }
           return ids;
         },
       }),

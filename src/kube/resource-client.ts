@@ -223,6 +223,25 @@ export class ResourceClient {
   }
 
   /**
+   * Server-side apply of `object`'s status to the status subresource under `fieldManager`, forced.
+   * Undefined when the type has no status subresource (404 from the subresource, the object being
+   * there): its status was written with the object itself.
+   */
+  async applyStatus(object: KubeObject, fieldManager: string): Promise<KubeObject | undefined> {
+    const { namespace, name } = object.metadata;
+    try {
+      return await this.connection.request<KubeObject>('PATCH', this.path(namespace, name, 'status'), {
+        body: this.withType({ metadata: { name, ...(namespace ? { namespace } : {}), ...(object.metadata.uid ? { uid: object.metadata.uid } : {}) }, status: object.status }),
+        contentType: 'application/apply-patch+yaml',
+        query: { fieldManager, force: true },
+      });
+    } catch (err) {
+      if (isNotFound(err) && !isObjectNotFound(err, name ?? '')) return undefined;
+      throw err;
+    }
+  }
+
+  /**
    * Server-side apply under `fieldManager`, forced: the manager owns exactly the fields of
    * `object` — fields others set stay, a field it applied before and leaves out now goes, and a
    * field of its that someone changed is set back. A resourceVersion in `object` is a

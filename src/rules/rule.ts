@@ -68,6 +68,8 @@ export interface RelatedRule {
   readonly provenance: Provenance | undefined;
   /** Always MatchOrigin for origin platform. */
   readonly cleanup: CleanupPolicy;
+  /** The source's status goes to the copy too (its status subresource, where the type has one). */
+  readonly syncStatus?: boolean;
   /** `resources[0].related[1]`, for messages. */
   readonly where: string;
 }

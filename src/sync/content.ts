@@ -75,7 +75,8 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   return stableJson(a) === stableJson(b);
 }
 
-function isSubset(want: unknown, actual: unknown): boolean {
+/** Whether `actual` holds every value of `want` (others may hold more keys in maps). */
+export function isSubset(want: unknown, actual: unknown): boolean {
   if (want === null || typeof want !== 'object') return want === actual;
   if (Array.isArray(want)) return Array.isArray(actual) && want.length === actual.length && want.every((w, i) => isSubset(w, actual[i]));
   if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;

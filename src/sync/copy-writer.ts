@@ -17,7 +17,7 @@ import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { isUpToDate, type CopyContent } from './content.js';
+import { isSubset, isUpToDate, type CopyContent } from './content.js';
 import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
 import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
@@ -86,13 +86,27 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.update(client, write, write.existing);
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
     const created = await this.create(client, write);
-    if (created !== 'exists') return created;
+    if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    return this.update(client, write, now);
+    return this.withStatus(client, write, await this.update(client, write, now));
+  }
+
+  /**
+   * A copy whose status is copied too (a related rule's syncStatus): where the written copy does
+   * not hold it, it is applied to the status subresource (the object's own write drops status
+   * where the type has one), under relsync's field manager, the copy's uid as precondition.
+   */
+  private async withStatus(client: ObjectClient, write: Upsert, written: KubeObject | 'conflict'): Promise<KubeObject | 'conflict'> {
+    const status = write.desired.fields.status;
+    if (written === 'conflict' || status === undefined || isSubset(status, written.status)) return written;
+    const applied = await client.applyStatus({ metadata: { name: write.copy.name, ...(write.copy.namespace ? { namespace: write.copy.namespace } : {}), ...(written.metadata.uid ? { uid: written.metadata.uid } : {}) }, status }, this.fieldManager);
+    if (!applied) return written;
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'status' });
+    return this.recorded(write.copy, applied);
   }
 
   /**
@@ -111,7 +125,7 @@ export class CopyWriter {
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     this.recorded(write.copy, written, resourceVersion);
-    return this.needsUpgrade(written) ? this.applyOver(client, write, written) : written;
+    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
   }
 
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */

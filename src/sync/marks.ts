@@ -20,6 +20,11 @@ export const SOURCE_UID_ANNOTATION = 'relsync.dev/source-uid';
 /** On related copies: the hash of the content relsync wrote, to tell its own writes from drift. */
 export const CONTENT_HASH_ANNOTATION = 'relsync.dev/content-hash';
 /**
+ * On related copies whose status relsync writes too (a rule's syncStatus): the hash of that status,
+ * so that the event of relsync's own status write is told from someone's change of the status.
+ */
+export const STATUS_HASH_ANNOTATION = 'relsync.dev/status-hash';
+/**
  * On copies of primaries: the hash of what relsync applied, so that a field the source dropped
  * (which a comparison of the copy with the source cannot see: the copy may hold others' fields)
  * makes the copy out of date, and the next apply removes it.

@@ -16,7 +16,7 @@ import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { selectorQuery } from '../core/label-selector.js';
-import { isSelected, platformNamespaceType } from './primary-selection.js';
+import { isSelected, platformNamespaceType, selectionFingerprint } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
@@ -167,8 +167,11 @@ export class PrimaryReconciler {
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
-    if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || !(await isSelected(resource, primary, (ns) => reads.get(id.cluster, platformNamespaceType, '', ns)))) {
-      if (primary) confirmLive(reads);
+    let namespace: KubeObject | undefined;
+    const namespaceOf = async (ns: string) => (namespace = await reads.get(id.cluster, platformNamespaceType, '', ns));
+    if (!primary || primary.metadata.deletionTimestamp || isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) || !(await isSelected(resource, primary, namespaceOf))) {
+      // Confirmed live where something could be deleted (a primary relsync never synced has nothing to lose).
+      if (primary && (record || primary.metadata.finalizers?.includes(this.finalizer))) confirmLive(reads);
       if (primary && !primary.metadata.deletionTimestamp) this.deps.logger.debug({ primary: describeIdentity(id) }, 'not synced: not selected by the resource\'s selector or namespace selector, or one of relsync\'s copies');
       // The copy may be of the stored incarnation or of this one (deleted and created again since).
       return this.finalize(resource, id, primary, record?.copy, [record?.uid, primary?.metadata.uid]);
@@ -330,17 +333,17 @@ export class PrimaryReconciler {
     // A complete sync: what it acted on, for a sweep to compare its LISTs with (controller/sweep-skip.ts).
     // Not after a warning on the primary (a rule that cannot apply to it): a sweep's reconcile says it again.
     const warned = found.some((f) => f.warned);
-    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, synced, copy, outcomes) : null;
+    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, synced, copy, outcomes, namespace) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
   /** The versions of a complete sync, or null when any object it acted on has none to compare. */
-  private completeSync(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[]): PrimaryVersions | null {
+  private completeSync(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[], namespace: KubeObject | undefined): PrimaryVersions | null {
     const p = objectVersion(primary);
     const c = objectVersion(copy);
     if (!this.deps.fingerprint || p === undefined || c === undefined || outcomes.some((o) => !o.versions)) return null;
-    return { primary: p, copy: c, config: this.deps.fingerprint.of(resource) };
+    return { primary: p, copy: c, config: selectionFingerprint(resource, this.deps.fingerprint.of(resource), namespace && objectVersion(namespace)) };
   }
 
   /**

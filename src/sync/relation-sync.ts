@@ -30,7 +30,7 @@ import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
-import { CONTENT_HASH_ANNOTATION, marksFor } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -106,7 +106,7 @@ export class RelationSync {
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
-    const { desired, serialized, hash } = this.desiredOf(rule, source);
+    const { desired, serialized, hash, markHash } = this.desiredOf(rule, source);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
@@ -129,7 +129,8 @@ export class RelationSync {
       return { ...base, state: 'error', contentHash: null, message };
     }
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
-    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: hash } };
+    const status = desired.fields.status;
+    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...(status === undefined ? {} : { [STATUS_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(status)) }) } };
     const conflict = (): RelationOutcome => {
       metrics.conflicts.inc({ kind: 'related' });
       return {
@@ -211,14 +212,21 @@ export class RelationSync {
 
   /**
    * What a copy of `source` holds, serialized once (weighed against the size limit) and its keyed
-   * hash: the store keeps it, and a change whose hash equals the stored one needs no write.
+   * hash: the store keeps it, and a change whose hash equals the stored one needs no write. With
+   * the rule's `syncStatus`, the source's status too (written to the copy's status subresource,
+   * copy-writer.ts); `markHash` is then the hash without it, the one the copy's annotation carries,
+   * which the router compares with a hash of the copy's content (never its status) to recognise
+   * relsync's own writes.
    */
-  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string } {
+  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string } {
     // Converted when the copy is another type (a ConfigMap's data as a Secret's): the size limit,
     // the Secret-type refusal, the hash and the up-to-date check all judge what is written.
-    const desired = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
+    const content = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
+    const markHash = this.deps.hasher.hashSerialized(stableJson(content));
+    if (!rule.syncStatus || source.status === undefined) return { desired: content, serialized: stableJson(content), hash: markHash, markHash };
+    const desired = { ...content, fields: { ...content.fields, status: source.status } };
     const serialized = stableJson(desired);
-    return { desired, serialized, hash: this.deps.hasher.hashSerialized(serialized) };
+    return { desired, serialized, hash: this.deps.hasher.hashSerialized(serialized), markHash };
   }
 
   /**

@@ -134,6 +134,8 @@ describe('API faults', () => {
 
   it('keeps the work while the service cluster is unreachable and delivers it when it is back', async () => {
     const ns = await synced('outage', 'one');
+    // Leadership before the outage (a lease renewal slow under load may have started a term of its own) is not this test's.
+    const logBefore = relsync.log().length;
     await service.stopApiServer();
     const downAt = Date.now();
     await a.putConfigMap('outage', 'one-cfg', { v: 'during-outage' });
@@ -147,7 +149,7 @@ describe('API faults', () => {
     await eventually('change made during the outage synced', async () => (await svc.configMap(ns, 'one-cfg'))?.data?.v === 'during-outage', 90_000);
     await eventually('primary created during the outage synced', () => svc.configMap(ns, 'two-cfg'), 90_000);
     console.log(`service cluster down ${backAt - downAt} ms; converged ${Date.now() - backAt} ms after it was back`);
-    assert.equal(relsync.log().match(/"msg":"became the leader"/g)?.length, 2, 'led again in a second term');
+    assert.equal(relsync.log().slice(logBefore).match(/"msg":"became the leader"/g)?.length, 1, 'led again in a new term, once');
     await relsync.waitForLog('it kept trying while the service cluster was down', /could not wire up for a new term; will retry/);
     // The new term's reconciles waited for the watches they read to list (first-lists.ts): its
     // copies of the outage's changes were written (their own-write events logged) only after
@@ -161,7 +163,7 @@ describe('API faults', () => {
     });
     const [releasedAt, writtenAt] = [term.findIndex(released), term.findIndex(copyWritten)];
     assert.ok(releasedAt >= 0 && releasedAt < writtenAt, `released at line ${releasedAt} of the new term, first copy written at line ${writtenAt}`);
-    assert.equal(relsync.log().split('\n').filter(released).length, 2, 'said once per term');
+    assert.equal(relsync.log().slice(logBefore).split('\n').filter(released).length, 1, 'said once in the new term');
     stillTheSameProcess();
   });
 });

@@ -185,6 +185,11 @@ class MemoryClient implements ObjectClient {
     return this.write('replaceStatus', object, (current, next) => ({ ...current, status: next.status }));
   }
 
+  /** The status subresource, as every type here had one (the main write drops status). */
+  async applyStatus(object: KubeObject): Promise<KubeObject | undefined> {
+    return this.write('replaceStatus', object, (current, next) => ({ ...current, status: next.status }));
+  }
+
   async apply(object: KubeObject, fieldManager: string): Promise<KubeObject> {
     const ns = this.ns(object.metadata.namespace ?? '');
     const name = object.metadata.name ?? '';

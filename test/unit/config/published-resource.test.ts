@@ -263,7 +263,6 @@ describe('PublishedResource manifests', () => {
     const withField = (extra: string) => manifest.replace('    - identifier: config\n      origin: kcp\n', `    - identifier: config\n      origin: kcp\n${extra}`);
     const refused: Array<[string, RegExp]> = [
       ['      identityHash: abc\n', /spec\.related\[1\]\.identityHash: a related type from another APIExport is not supported/],
-      ['      syncStatus: true\n', /spec\.related\[1\]\.syncStatus: syncing a related object's status is not supported/],
       ['      cleanupPolicy: Sometimes\n', /spec\.related\[1\]\.cleanupPolicy: must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got "Sometimes"/],
     ];
     for (const [extra, expected] of refused) {
@@ -271,6 +270,8 @@ describe('PublishedResource manifests', () => {
       assert.equal(found.length, 1, `${extra}: ${found.join('\n')}`);
       assert.match(found[0]!, expected);
     }
+    const withStatus = parseConfig(configWith({ 'st.yaml': withField('      syncStatus: true\n') }), join(dir, 'relsync.yaml'));
+    assert.equal(withStatus.resources[0]!.related[1]!.syncStatus, true, 'syncStatus: the related object\'s status goes with it');
     for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n', '      cleanup: true\n', '      cleanupPolicy: Orphan\n']) {
       assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
     }

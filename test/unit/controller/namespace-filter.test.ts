@@ -30,6 +30,7 @@ describe('namespace filter', () => {
   let opened: OpenedStore;
   let filter: NamespaceFilter;
   let listedCalls: string[];
+  let enqueued: string[] = [];
 
   before(async () => {
     opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-nsfilter-')), 'relsync.db'));
@@ -40,17 +41,23 @@ describe('namespace filter', () => {
       resources: [resource],
       store,
       logger: pino({ level: 'silent' }),
+      enqueue: (key) => enqueued.push(`${key.id.cluster}/${key.id.namespace}/${key.id.name}`),
+      // What a LIST of the namespace finds: a primary the store does not know yet.
       primariesIn: async (cluster, _type, namespace) => {
         listedCalls.push(`${cluster}/${namespace}`);
-        return [db(cluster, namespace, 'stored'), db(cluster, namespace, 'new')];
+        return [db(cluster, namespace, 'new')];
       },
     });
   });
   after(async () => opened.close());
 
-  const names = async (cluster: string, o: KubeObject, change: string) => {
+  /** Reconciled at once (the stored primaries) and once the LIST answered (those it found). */
+  const names = async (cluster: string, o: KubeObject, change: string, keep = true) => {
     listedCalls = [];
-    return (await filter.changed(cluster, o, change)).map((k) => `${k.id.cluster}/${k.id.namespace}/${k.id.name}`).sort();
+    enqueued = [];
+    const now = (await filter.changed(cluster, o, change, keep)).map((k) => `${k.id.cluster}/${k.id.namespace}/${k.id.name}`);
+    await filter.settled();
+    return [...new Set([...now, ...enqueued])].sort();
   };
 
   it('reaches nothing at the first sight of a matching namespace in a LIST, and no LIST is made', async () => {
@@ -75,7 +82,14 @@ describe('namespace filter', () => {
 
   it('counts a first sight by an event (a watch resumed after a change made while stopped) as a change', async () => {
     assert.deepEqual(await names('b', ns('team', {}), 'MODIFIED'), ['b/team/other-tenant'], 'only that cluster\'s stored primaries');
-    assert.deepEqual(await names('c', ns('team', { sync: 'yes' }), 'ADDED'), ['c/team/new', 'c/team/stored']);
+    assert.deepEqual(await names('c', ns('team', { sync: 'yes' }), 'MODIFIED'), ['c/team/new'], 'nothing stored there: what the LIST finds');
+    assert.deepEqual(await names('d', ns('team', { sync: 'yes' }), 'ADDED'), [], 'a new namespace: its primaries come as events of their own, no LIST');
+    assert.deepEqual(listedCalls, []);
+  });
+
+  it('changes no verdict on a LIST page that may be older than events handled (a kcp workspace relist)', async () => {
+    assert.deepEqual(await names('a', ns('team', { sync: 'no' }), 'LIST', false), ['a/team/stored'], 'what it shows not matching: the stored primaries read their namespace');
+    assert.deepEqual(await names('a', ns('team', { sync: 'yes', x: '1' }), 'MODIFIED'), [], 'the verdict (matching) was not overwritten by the page');
   });
 
   it('at the first sight of a namespace that does not match, in a LIST, reaches its stored primaries', async () => {

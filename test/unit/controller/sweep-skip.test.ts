@@ -14,6 +14,7 @@ import { openStore } from '../../../src/store/database.js';
 import type { RelationRecord } from '../../../src/store/records.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
+import { selectionFingerprint } from '../../../src/sync/primary-selection.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-sweep-skip-'));
 const id = (cluster: string, resource: string, name: string, group = ''): ObjectIdentity => ({ cluster, group, resource, namespace: 'ns', name });
@@ -198,5 +199,16 @@ describe('sweep skip', () => {
     assert.equal(await check(await storeWith('synced', [{ ...synced, versions: null }])), false, 'a relation without versions');
     const unknown: PrimaryKey = { resource, id: id('tenant-a', 'databases', 'never-synced', 'demo.relsync.dev') };
     assert.equal(await check(await storeWith('synced', [synced]), {}, unknown), false, 'not in the store');
+  });
+
+  it('with a namespace selector, reconciles a primary whose namespace changed since its last complete sync (a relabel an event missed)', async () => {
+    const filtered = { ...resource, namespaceSelector: { requirements: [] } } as unknown as ResolvedResource;
+    const k: PrimaryKey = { resource: filtered, id: primary };
+    const namespace = { cluster: 'tenant-a', group: '', resource: 'namespaces', namespace: '', name: 'ns' };
+    const store = await storeWith('synced', [synced], { primary: '3/u3', copy: '4/u4', config: selectionFingerprint(filtered, 'config-1', '7/u7') });
+    assert.equal(await check(store, { listed: listing({ [identityKey(namespace)]: '7/u7' }) }, k), true, 'the namespace as the sync read it');
+    assert.equal(await check(store, { listed: listing({ [identityKey(namespace)]: '8/u7' }) }, k), false, 'the namespace changed since');
+    assert.equal(await check(store, { listed: listing({ [identityKey(namespace)]: '' }) }, k), false, 'the namespace is gone');
+    assert.equal(await check(store, {}, k), false, 'namespaces not listed: cannot tell');
   });
 });
