@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { buildSelector, labelKeyProblem, labelValueProblem, operatorValuesProblem } from '../core/label-selector.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
-import { parseJsonPath } from '../rules/json-path.js';
+import { parseJsonPath, type JsonPath } from '../rules/json-path.js';
+import { MUTATION_VARIABLES, type Mutation, type MutationRules } from '../rules/mutation.js';
 import type { NameRewrite, OwnerPointer, Provenance, RelatedFinder, RelatedRule, SelectorTemplate } from '../rules/rule.js';
 import { Template } from '../rules/template.js';
 import { hasManyClusters, type Config, type PublishedResource } from './config.js';
@@ -77,6 +78,8 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       const source = { group: rule.group, version: rule.version, resource: rule.resource, kind: rule.kind };
       const wrongType = rule.destination && destinationTypeProblem(source, rule.destination);
       if (wrongType) problems.push({ path: `${rw}.destination`, message: wrongType });
+      const statusless = rule.group === '' && (['configmaps', 'secrets'].includes(rule.resource ?? '') || ['ConfigMap', 'Secret'].includes(rule.kind ?? ''));
+      if (rule.syncStatus && statusless) problems.push({ path: `${rw}.syncStatus`, message: 'ConfigMaps and Secrets have no status to copy' });
       return {
         id: rule.id,
         origin: rule.origin,
@@ -89,12 +92,14 @@ export function compileConfig(raw: RawConfig, file: string): Config {
         provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
         cleanup: rule.origin === 'service' ? (rule.cleanupPolicy ?? 'MatchOrigin') : 'MatchOrigin',
         ...(rule.syncStatus ? { syncStatus: true } : {}),
+        ...(rule.mutation ? { mutation: mutations(rule.mutation, `${rw}.mutation`, template, problems) } : {}),
         where: rw,
       };
     });
     return {
       type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
       ...(res.versions ? { versions: res.versions } : {}),
+      ...(res.mutation ? { mutation: mutations(res.mutation, `${where}.mutation`, template, problems) } : {}),
       ...(res.copyAs ? { copyAs: { group: res.copyAs.group, version: res.copyAs.version, resource: res.copyAs.resource, kind: res.copyAs.kind } } : {}),
       selector,
       ...(namespaceSelector ? { namespaceSelector } : {}),
@@ -130,6 +135,44 @@ export function compileConfig(raw: RawConfig, file: string): Config {
   if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), hasManyClusters(config.platformClusters)));
   if (problems.length > 0) throw new ConfigError(file, problems);
   return config;
+}
+
+/**
+ * Mutation rules, checked here: a path without wildcards, a `spec` rule's on a copied field (not
+ * metadata or status: labels and annotations follow the copy policy), a `status` rule's under
+ * `status`; a pattern that compiles (applied to every match, as Go's ReplaceAllString does); a
+ * template over `value` and `object`.
+ */
+function mutations(raw: NonNullable<RawRelatedRule['mutation']>, where: string, template: (source: string, where: string, variables: readonly string[]) => Template, problems: ConfigProblem[]): MutationRules {
+  const one = (m: (typeof raw.spec)[number], at: string, status: boolean): Mutation | undefined => {
+    const given = m.delete ?? m.regex ?? m.template!;
+    const kind = m.delete ? 'delete' : m.regex ? 'regex' : 'template';
+    const pathAt = `${at}.${kind}.path`;
+    let path: JsonPath;
+    try {
+      path = parseJsonPath(given.path);
+    } catch (err) {
+      problems.push({ path: pathAt, message: (err as Error).message });
+      return undefined;
+    }
+    const first = path.steps[0];
+    const top = first && (first.kind === 'field' || first.kind === 'elementOrKey') ? first.name : undefined;
+    if (path.steps.some((s) => s.kind === 'all')) problems.push({ path: pathAt, message: 'a mutation names one value: no wildcards' });
+    else if (status && top !== 'status') problems.push({ path: pathAt, message: 'a status mutation\'s path starts with status' });
+    else if (!status && (top === undefined || ['apiVersion', 'kind', 'metadata', 'status'].includes(top))) problems.push({ path: pathAt, message: 'a spec mutation names a copied field (not apiVersion, kind, metadata or status: labels and annotations follow copy.labels and copy.annotations)' });
+    else if (m.delete) return { kind: 'delete', path, where: at };
+    else if (m.regex) {
+      try {
+        const pattern = m.regex.pattern ? new RegExp(m.regex.pattern, 'g') : undefined;
+        return { kind: 'regex', path, pattern, replacement: m.regex.replacement, where: at };
+      } catch (err) {
+        problems.push({ path: `${at}.regex.pattern`, message: (err as Error).message });
+      }
+    } else return { kind: 'template', path, template: template(m.template!.template, `${at}.template.template`, MUTATION_VARIABLES), where: at };
+    return undefined;
+  };
+  const list = (items: typeof raw.spec, side: 'spec' | 'status') => items.flatMap((m, i) => one(m, `${where}.${side}[${i}]`, side === 'status') ?? []);
+  return { spec: list(raw.spec, 'spec'), status: list(raw.status, 'status') };
 }
 
 /** A service-origin rule's provenance; safe by default: an ownerReference to the copy. */

@@ -6,6 +6,7 @@
 import type { TypeReference } from '../core/resource-type.js';
 import type { LabelSelector } from '../core/label-selector.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
+import type { MutationRules } from '../rules/mutation.js';
 import type { RelatedRule } from '../rules/rule.js';
 import type { CopyPolicy } from './copy-policy.js';
 import type { ConfigNotice } from './config-problem.js';
@@ -15,6 +16,8 @@ export interface PublishedResource {
   /** Versions the type may be synced at (the first every cluster serves, the first platform's preferred first); else `type.version`. */
   readonly versions?: readonly string[];
   readonly type: TypeReference;
+  /** What the copy holds differs from the primary (spec), and the status brought back from the copy's (status). */
+  readonly mutation?: MutationRules | undefined;
   /** The copies' type in the service cluster, when it is not `type` (config/schema.ts copyAs). */
   readonly copyAs?: TypeReference | undefined;
   readonly selector: LabelSelector | undefined;

@@ -19,6 +19,9 @@ const OBJECT_SPEC = {
   selector: { matchLabels: 'any', matchExpressions: 'any', rewrite: { regex: REGEX, template: TEMPLATE } },
 } as const;
 
+const MUTATION: Shape = { delete: { path: 'string' }, regex: { path: 'string', pattern: 'string', replacement: 'string' }, template: { path: 'string', template: 'string' } };
+const MUTATIONS: Shape = { spec: { '[]': MUTATION }, status: { '[]': MUTATION } };
+
 const RELATED: Shape = {
   identifier: 'any',
   origin: 'any',
@@ -31,19 +34,19 @@ const RELATED: Shape = {
   cleanupPolicy: 'any',
   projection: { group: 'any', version: 'any', resource: 'any' },
   object: { ...OBJECT_SPEC, namespace: OBJECT_SPEC },
-  mutation: 'any',
+  mutation: MUTATIONS,
   watch: { byOwner: 'any', bySelector: 'any' },
   syncStatus: 'boolean',
 };
 
-/** `spec` of a PublishedResource. Fields relsync refuses whole (mutation) are not looked into. */
+/** `spec` of a PublishedResource. */
 const SPEC: Shape = {
   resource: { apiGroup: 'any', version: 'any', versions: 'any', kind: 'any' },
   filter: { namespace: 'any', resource: 'any' },
   naming: { name: 'string', namespace: 'string' },
   enableWorkspacePaths: 'boolean',
   projection: { group: 'string', version: 'string', versions: 'any', kind: 'string', plural: 'string', scope: 'string', shortNames: 'any', categories: 'any' },
-  mutation: 'any',
+  mutation: MUTATIONS,
   related: { '[]': RELATED },
   synchronization: { enabled: 'boolean' },
 };

@@ -75,7 +75,6 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   }
   const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
   // Empty blocks (a Helm chart's defaults) change nothing: only what they would change is refused.
-  if (mutates(spec.mutation)) unsupported('spec.mutation', 'mutation rules');
   if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
   const source = record(spec.resource);
@@ -90,6 +89,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   }
 
   if (projects(spec.projection)) project(out, record(spec.projection), problem);
+  if (mutates(spec.mutation)) out.mutation = translateMutations(record(spec.mutation), 'spec.mutation', problem);
 
   const filter = record(spec.filter);
   if (filter.namespace !== undefined) out.namespaceSelector = filter.namespace;
@@ -129,7 +129,7 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   if (r.origin === 'kcp') rule.origin = 'platform';
   else if (r.origin === 'service') rule.origin = 'service';
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
-  if (mutates(r.mutation)) problem(`${at}.mutation`, 'mutation rules are not supported by relsync; remove them');
+  if (mutates(r.mutation)) rule.mutation = translateMutations(record(r.mutation), `${at}.mutation`, problem);
   // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
   if (r.identityHash !== undefined && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
   if (r.syncStatus === true) rule.syncStatus = true;
@@ -209,6 +209,37 @@ function regexRewrite(regex: Raw): Raw {
   const pattern = typeof regex.pattern === 'string' && regex.pattern !== '' ? regex.pattern : '^[\\s\\S]*$';
   const replacement = String(regex.replacement ?? '').replace(/\\(\d)/g, '$$$1');
   return { pattern, replacement };
+}
+
+/**
+ * Mutation rules, as api-syncagent reads them: gjson paths, Go regular expressions (`\\1`,
+ * `$1`, `${1}`, `${name}` in the replacement), Go templates over `.Value` and `.Object`.
+ */
+function translateMutations(m: Raw, at: string, problem: (path: string, message: string) => void): Raw {
+  const one = (raw: unknown, where: string): Raw => {
+    const r = record(raw);
+    const out: Raw = {};
+    for (const kind of ['delete', 'regex', 'template'] as const) {
+      if (r[kind] === undefined) continue;
+      const body = record(r[kind]);
+      const translated = gjsonToJsonPath(String(body.path ?? ''));
+      if ('problem' in translated) problem(`${where}.${kind}.path`, translated.problem);
+      const path = 'path' in translated ? translated.path : body.path;
+      if (kind === 'delete') out.delete = { path };
+      if (kind === 'regex') {
+        const replacement = String(body.replacement ?? '').replace(/\\(\d)/g, '$$$1').replace(/\$\{(\d+)\}/g, '$$$1').replace(/\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)/g, (_, a: string | undefined, b: string | undefined) => `$<${a ?? b}>`);
+        out.regex = { path, ...(typeof body.pattern === 'string' && body.pattern !== '' ? { pattern: body.pattern } : {}), replacement };
+      }
+      if (kind === 'template') {
+        const t = translateTemplate(String(body.template ?? ''));
+        if (t.problem) problem(`${where}.template.template`, t.problem);
+        out.template = { path, template: t.template ?? '' };
+      }
+    }
+    return out;
+  };
+  const list = (side: 'spec' | 'status') => (Array.isArray(m[side]) ? (m[side] as unknown[]) : []).map((raw, i) => one(raw, `${at}.${side}[${i}]`));
+  return { spec: list('spec'), status: list('status') };
 }
 
 /** The deprecated `$remote…` placeholders of `naming`, as relsync templates. */

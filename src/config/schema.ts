@@ -128,6 +128,20 @@ const provenanceSchema = z
   })
   .refine((p) => [p.ownerReference, p.label, p.anyInNamespace].filter((v) => v !== undefined).length === 1, 'give exactly one of "ownerReference", "label" or "anyInNamespace"');
 
+/** One mutation rule (rules/mutation.ts): exactly one of delete, regex, template. */
+const mutationSchema = z
+  .strictObject({
+    delete: z.strictObject({ path: z.string().min(1) }).optional(),
+    /** No pattern: the whole value is replaced. JavaScript syntax: `$1`, `$<name>` in the replacement. */
+    regex: z.strictObject({ path: z.string().min(1), pattern: z.string().optional(), replacement: z.string().default('') }).optional(),
+    /** The value becomes the rendered template (variables: value, object). */
+    template: z.strictObject({ path: z.string().min(1), template: z.string() }).optional(),
+  })
+  .refine((m) => [m.delete, m.regex, m.template].filter((v) => v !== undefined).length === 1, 'give exactly one of "delete", "regex" or "template"');
+
+/** Mutations of what a copy holds: `spec` of the copied fields, `status` of a status copied. */
+export const mutationRulesSchema = z.strictObject({ spec: z.array(mutationSchema).default([]), status: z.array(mutationSchema).default([]) });
+
 export const relatedRuleSchema = z
   .strictObject({
     id: z.string().regex(dnsLabel, 'must be a lowercase DNS label'),
@@ -160,6 +174,8 @@ export const relatedRuleSchema = z
      * (api-syncagent's syncStatus): an operator's status on a related object reaches the tenant.
      */
     syncStatus: z.boolean().optional(),
+    /** What the copies hold differs from their source at these paths (rules/mutation.ts). */
+    mutation: mutationRulesSchema.optional(),
   })
   .superRefine(oneOfResourceOrKind)
   .superRefine((rule, ctx) => {
@@ -197,6 +213,8 @@ export const publishedResourceSchema = z
      * the primary's fields as they are; the copy's status comes back as it is.
      */
     copyAs: typeSchema.optional(),
+    /** What the copy holds differs from the primary at these paths, and the status brought back from the copy's (rules/mutation.ts). */
+    mutation: mutationRulesSchema.optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
     /** Only primaries in namespaces whose labels match this selector are synced (a namespaced type); default: all. */

@@ -24,7 +24,7 @@ import { inverseOwner } from '../rules/inverse-owner.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
-import { contentOf, stableJson } from '../sync/content.js';
+import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource, STATUS_HASH_ANNOTATION } from '../sync/marks.js';
@@ -328,6 +328,6 @@ function isUnchangedRelatedCopy(object: KubeObject, agentName: string, hasher: C
   const written = object.metadata.annotations?.[CONTENT_HASH_ANNOTATION];
   // A copy whose status relsync writes (syncStatus) is unchanged only with that status, too.
   const status = object.metadata.annotations?.[STATUS_HASH_ANNOTATION];
-  if (status !== undefined && hasher.hashSerialized(stableJson(object.status ?? null)) !== status) return false;
+  if (status !== undefined && hasher.hashStatus(object.status) !== status) return false;
   return written !== undefined && markedSource(object, agentName) !== undefined && hasher.hash(contentOf(object)) === written;
 }

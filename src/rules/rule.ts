@@ -6,6 +6,7 @@
  */
 import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import type { JsonPath } from './json-path.js';
+import type { MutationRules } from './mutation.js';
 import type { Template } from './template.js';
 
 export type NameRewrite = { readonly kind: 'regex'; readonly pattern: RegExp; readonly replacement: string } | { readonly kind: 'template'; readonly template: Template };
@@ -70,6 +71,8 @@ export interface RelatedRule {
   readonly cleanup: CleanupPolicy;
   /** The source's status goes to the copy too (its status subresource, where the type has one). */
   readonly syncStatus?: boolean;
+  /** What the copies hold differs from their source at these paths. */
+  readonly mutation?: MutationRules;
   /** `resources[0].related[1]`, for messages. */
   readonly where: string;
 }

@@ -34,6 +34,11 @@ export class ContentHasher {
     return this.hashSerialized(stableJson(content));
   }
 
+  /** A status relsync copies (a related rule's syncStatus): apart from content hashes, so that neither can stand for the other. */
+  hashStatus(status: unknown): string {
+    return this.hashSerialized(`status\u0000${stableJson(status ?? {})}`);
+  }
+
   /** The same, of content the caller already serialized with stableJson (to weigh it, too). */
   hashSerialized(serialized: string): string {
     if (!this.key) throw new Error('the content-hash key is not loaded yet');

@@ -17,10 +17,10 @@ import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { isSubset, isUpToDate, type CopyContent } from './content.js';
+import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource, STATUS_HASH_ANNOTATION } from './marks.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -58,6 +58,15 @@ export interface Upsert {
    * error. A copy namespace of a primary is made before, by copy-namespaces.ts.
    */
   readonly createsNamespace?: boolean;
+  /**
+   * A related rule's syncStatus: the status the copy gets (written to its status subresource, and
+   * with the object itself for a type without one), its hash (the marks carry it too), and how it
+   * is judged up to date: `repair`, by the copy's status itself (a status someone changed is set
+   * back: copies on a platform, whose status only relsync writes); otherwise by the hash of what
+   * relsync wrote last (copies in the service cluster, whose operator may write their status too:
+   * only a change of the source's status is written, so relsync and the operator never take turns).
+   */
+  readonly status?: { readonly value: Record<string, unknown>; readonly hash: string; readonly repair: boolean } | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -86,13 +95,13 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing), write.existing);
     const created = await this.create(client, write);
-    if (created !== 'exists') return this.withStatus(client, write, created);
+    if (created !== 'exists') return this.withStatus(client, write, created, undefined);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    return this.withStatus(client, write, await this.update(client, write, now));
+    return this.withStatus(client, write, await this.update(client, write, now), now);
   }
 
   /**
@@ -100,10 +109,17 @@ export class CopyWriter {
    * not hold it, it is applied to the status subresource (the object's own write drops status
    * where the type has one), under relsync's field manager, the copy's uid as precondition.
    */
-  private async withStatus(client: ObjectClient, write: Upsert, written: KubeObject | 'conflict'): Promise<KubeObject | 'conflict'> {
-    const status = write.desired.fields.status;
-    if (written === 'conflict' || status === undefined || isSubset(status, written.status)) return written;
-    const applied = await client.applyStatus({ metadata: { name: write.copy.name, ...(write.copy.namespace ? { namespace: write.copy.namespace } : {}), ...(written.metadata.uid ? { uid: written.metadata.uid } : {}) }, status }, this.fieldManager);
+  private async withStatus(client: ObjectClient, write: Upsert, written: KubeObject | 'conflict', before: KubeObject | undefined): Promise<KubeObject | 'conflict'> {
+    const { status } = write;
+    if (written === 'conflict' || !status) return written;
+    // Held already (written with the object, for a type without a status subresource); or, judged by
+    // the hash, this very status was written before and whatever changed it since is not relsync's to undo.
+    if (stableJson(written.status ?? {}) === stableJson(status.value)) return written;
+    if (!status.repair && before?.metadata.annotations?.[STATUS_HASH_ANNOTATION] === status.hash) return written;
+    const { name, namespace } = write.copy;
+    // At the version just written: marks stripped in between (or anything else) answer 409, and the reconcile reads again.
+    const applied = await client.applyStatus({ metadata: { name, ...(namespace ? { namespace } : {}), uid: written.metadata.uid, resourceVersion: written.metadata.resourceVersion }, status: status.value }, this.fieldManager);
+    // No status subresource where the object's own write dropped the status (a virtual workspace that does not serve it): nothing more to try.
     if (!applied) return written;
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'status' });
     return this.recorded(write.copy, applied);
@@ -125,7 +141,7 @@ export class CopyWriter {
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     this.recorded(write.copy, written, resourceVersion);
-    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
+    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written, undefined);
   }
 
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
@@ -187,6 +203,8 @@ export class CopyWriter {
     const { copy, desired, marks } = write;
     return {
       ...desired.fields,
+      // Dropped by the API server where the type has a status subresource (withStatus writes it there).
+      ...(write.status ? { status: write.status.value } : {}),
       metadata: {
         name: copy.name,
         ...(copy.namespace ? { namespace: copy.namespace } : {}),
@@ -249,8 +267,14 @@ export class CopyWriter {
 
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
     if (!this.isMarkedCopyOf(read, write.source)) return 'conflict';
-    if (isUpToDate(write.desired, write.marks, read)) return read;
+    if (isUpToDate(write.desired, write.marks, read) && this.hasStatus(write, read)) return read;
     return this.applyOver(client, write, read);
+  }
+
+  /** Whether the copy holds the status it should (see Upsert.status); its marks (with the status hash) are judged with its content. */
+  private hasStatus(write: Upsert, copy: KubeObject): boolean {
+    const { status } = write;
+    return !status || !status.repair || stableJson(copy.status ?? {}) === stableJson(status.value);
   }
 
   /**

@@ -16,6 +16,7 @@ import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { selectorQuery } from '../core/label-selector.js';
+import { mutated } from '../rules/mutation.js';
 import { isSelected, platformNamespaceType, selectionFingerprint } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
@@ -242,7 +243,7 @@ export class PrimaryReconciler {
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    const copy = await this.syncCopy(reads, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
+    const copy = await this.syncCopy(reads, resource, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -260,7 +261,7 @@ export class PrimaryReconciler {
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    const synced = await this.syncStatus(primaries, current, copy, id);
+    const synced = await this.syncStatus(resource, primaries, current, copy, id);
 
     // Phase 1: what every rule resolves to without reading related objects
     // (names, rendered selectors) is stored before those objects are read, so
@@ -490,8 +491,12 @@ export class PrimaryReconciler {
   }
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
-  private async syncCopy(reads: ObjectReads, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
-    const desired = contentOf(primary, this.policy);
+  private async syncCopy(reads: ObjectReads, resource: ResolvedResource, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
+    // What the copy holds: the primary's fields, mutated (rules/mutation.ts); compared as mutated, so no write loop.
+    const content = contentOf(primary, this.policy);
+    const { result: fields, problems } = mutated(content.fields, resource.mutation?.spec ?? [], primary);
+    for (const p of problems) await this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the copy's ${p}`);
+    const desired = { ...content, fields };
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const marks = { labels: base.labels, annotations: { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)) } };
@@ -502,9 +507,13 @@ export class PrimaryReconciler {
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
-  private async syncStatus(primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
-    if (copy.status === undefined || deepEqual(copy.status, primary.status)) return primary;
-    return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status: copy.status }));
+  private async syncStatus(resource: ResolvedResource, primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
+    if (copy.status === undefined) return primary;
+    // The copy's status, mutated on its way back (rules/mutation.ts).
+    const { result, problems } = mutated({ status: copy.status }, resource.mutation?.status ?? [], copy);
+    for (const p of problems) await this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the status's ${p}`);
+    if (deepEqual(result.status, primary.status)) return primary;
+    return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status: result.status }));
   }
 
   /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */

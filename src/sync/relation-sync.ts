@@ -17,6 +17,7 @@ import { describeIdentity, identityKey, type ObjectIdentity } from '../core/iden
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
+import { mutated } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord, RelationVersions } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
@@ -106,7 +107,7 @@ export class RelationSync {
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
-    const { desired, serialized, hash, markHash } = this.desiredOf(rule, source);
+    const { desired, serialized, hash, markHash, status } = this.desiredOf(rule, source);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
@@ -129,8 +130,8 @@ export class RelationSync {
       return { ...base, state: 'error', contentHash: null, message };
     }
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
-    const status = desired.fields.status;
-    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...(status === undefined ? {} : { [STATUS_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(status)) }) } };
+    const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
+    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...statusMark } };
     const conflict = (): RelationOutcome => {
       metrics.conflicts.inc({ kind: 'related' });
       return {
@@ -169,7 +170,9 @@ export class RelationSync {
     }
     let written: KubeObject | 'conflict';
     try {
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true };
+      // A copy's status on a platform is relsync's alone (set back when changed); in the service cluster its operator may write it too.
+      const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name };
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite };
       written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
     } catch (err) {
@@ -213,20 +216,27 @@ export class RelationSync {
   /**
    * What a copy of `source` holds, serialized once (weighed against the size limit) and its keyed
    * hash: the store keeps it, and a change whose hash equals the stored one needs no write. With
-   * the rule's `syncStatus`, the source's status too (written to the copy's status subresource,
-   * copy-writer.ts); `markHash` is then the hash without it, the one the copy's annotation carries,
-   * which the router compares with a hash of the copy's content (never its status) to recognise
-   * relsync's own writes.
+   * the rule's `syncStatus`, the source's status goes beside it (`{}` when the source has none, so
+   * that what relsync wrote before goes): the stored hash covers it, `markHash` (the copy's
+   * content-hash annotation, which the router compares with a hash of the copy's content) does not,
+   * and `status.hash` is the copy's status-hash annotation.
    */
-  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string } {
-    // Converted when the copy is another type (a ConfigMap's data as a Secret's): the size limit,
-    // the Secret-type refusal, the hash and the up-to-date check all judge what is written.
-    const content = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
-    const markHash = this.deps.hasher.hashSerialized(stableJson(content));
-    if (!rule.syncStatus || source.status === undefined) return { desired: content, serialized: stableJson(content), hash: markHash, markHash };
-    const desired = { ...content, fields: { ...content.fields, status: source.status } };
+  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string } } {
+    // Mutated after the conversion (paths name the written type's fields); a problem leaves that rule's value as it was.
+    const converted = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
+    const desired = { ...converted, fields: mutated(converted.fields, rule.mutation?.spec ?? [], source).result };
     const serialized = stableJson(desired);
-    return { desired, serialized, hash: this.deps.hasher.hashSerialized(serialized), markHash };
+    const markHash = this.deps.hasher.hashSerialized(serialized);
+    if (!rule.syncStatus) return { desired, serialized, hash: markHash, markHash };
+    const value = (mutated({ status: source.status ?? {} }, rule.mutation?.status ?? [], source).result.status ?? {}) as Record<string, unknown>;
+    const statusText = stableJson(value);
+    return {
+      desired,
+      serialized: `${serialized}${statusText}`,
+      hash: this.deps.hasher.hashSerialized(`${serialized}\u0000status\u0000${statusText}`),
+      markHash,
+      status: { value, hash: this.deps.hasher.hashStatus(value) },
+    };
   }
 
   /**

@@ -31,7 +31,12 @@ describe('examples', () => {
 
   it('examples/api-syncagent/ is a valid config made of a PublishedResource', () => {
     const config = parseExample('api-syncagent/relsync.yaml', ['tenant-a.yaml', 'service.yaml']);
-    assert.deepEqual(config.resources[0]!.related.map((r) => `${r.id}:${r.origin}:${r.finder.kind}`), ['config:platform:reference', 'credentials:service:template']);
+    const [resource] = config.resources;
+    assert.deepEqual(resource!.related.map((r) => `${r.id}:${r.origin}:${r.finder.kind}:${r.cleanup}${r.syncStatus ? ':status' : ''}`), ['config:platform:reference:MatchOrigin', 'credentials:service:template:OnPrimaryDeletion', 'certificate:service:template:MatchOrigin:status']);
+    assert.deepEqual({ group: resource!.type.group, version: resource!.type.version, copyAs: resource!.copyAs?.group }, { group: 'databases.example.com', version: 'v1', copyAs: 'demo.relsync.dev' }, 'the projection is the tenants\' type, spec.resource the copies\'');
+    assert.ok(resource!.namespaceSelector, 'filter.namespace');
+    assert.deepEqual([resource!.mutation?.spec.map((m) => m.kind), resource!.mutation?.status.map((m) => m.kind)], [['template', 'delete'], ['regex']]);
+    assert.deepEqual(config.notices ?? [], [], 'nothing in it is read otherwise than api-syncagent reads it');
   });
 });
 

@@ -123,12 +123,12 @@ describe('PublishedResource manifests', () => {
   it('name what relsync does not support, and where', () => {
     const found = problems(configWith({
       'bad.yaml': manifest
-        .replace('  filter:', '  mutation: { spec: [{ delete: { path: spec.x } }] }\n  filter:')
+        .replace('  filter:', '  enableWorkspacePaths: true\n  filter:')
         .replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterPath }}-config"')
         .replace('origin: kcp\n      kind: ConfigMap\n      object:\n        selector', 'origin: elsewhere\n      kind: ConfigMap\n      object:\n        selector'),
     }));
     const all = found.join('\n');
-    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.mutation: .*not supported by relsync/);
+    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.enableWorkspacePaths: .*not supported by relsync/);
     assert.match(all, /document 1 spec\.related\[1\]\.object\.template\.template: template .*\.ClusterPath is not available/);
     assert.match(all, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
   });
@@ -219,7 +219,9 @@ describe('PublishedResource manifests', () => {
       ['  projection: { scope: Sideways }\n', /spec\.projection\.scope: must be "Namespaced" or "Cluster"/],
       ['  projection: { versions: [v1] }\n', /spec\.projection\.versions: must map each version/],
       ['  projection: { plurl: dbs }\n', /spec\.projection\.plurl: unknown field/],
-      ['  mutation: { spec: [{ delete: { path: spec.x } }] }\n', /spec\.mutation: mutation rules/],
+      ['  mutation: { spec: [{ delete: { path: metadata.labels.x } }] }\n', /PublishedResource 1 \(as resources\[0\]\.mutation\.spec\[0\]\.delete\.path\): a spec mutation names a copied field/],
+      ['  mutation: { spec: [{ delete: { path: "spec.items.#.x" } }] }\n', /\(as resources\[0\]\.mutation\.spec\[0\]\.delete\.path\): a mutation names one value: no wildcards/],
+      ['  mutation: { spec: [{ delet: { path: spec.x } }] }\n', /spec\.mutation\.spec\[0\]\.delet: unknown field/],
     ] as const) {
       assert.match(problems(configWith({ 'p.yaml': manifest.replace('  filter:', `${block}  filter:`) })).join('\n'), path, block);
     }
@@ -270,8 +272,9 @@ describe('PublishedResource manifests', () => {
       assert.equal(found.length, 1, `${extra}: ${found.join('\n')}`);
       assert.match(found[0]!, expected);
     }
-    const withStatus = parseConfig(configWith({ 'st.yaml': withField('      syncStatus: true\n') }), join(dir, 'relsync.yaml'));
-    assert.equal(withStatus.resources[0]!.related[1]!.syncStatus, true, 'syncStatus: the related object\'s status goes with it');
+    assert.match(problems(configWith({ 'st.yaml': withField('      syncStatus: true\n') })).join('\n'), /\(as resources\[0\]\.related\[1\]\.syncStatus\): ConfigMaps and Secrets have no status to copy/);
+    const certificates = manifest.replace('    - identifier: config\n      origin: kcp\n      kind: ConfigMap\n', '    - identifier: config\n      origin: kcp\n      group: cert-manager.io\n      version: v1\n      resource: certificates\n      syncStatus: true\n');
+    assert.equal(parseConfig(configWith({ 'st.yaml': certificates }), join(dir, 'relsync.yaml')).resources[0]!.related[1]!.syncStatus, true, 'syncStatus: the related object\'s status goes with it');
     for (const extra of ['      syncStatus: false\n', '      cleanupPolicy: MatchOrigin\n', '      cleanup: true\n      cleanupPolicy: MatchOrigin\n', '      watch: { byOwner: {} }\n', '      cleanup: true\n', '      cleanupPolicy: Orphan\n']) {
       assert.deepEqual(problems(configWith({ 'rel.yaml': withField(extra) })), [], extra);
     }
