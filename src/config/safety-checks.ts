@@ -96,11 +96,18 @@ export const describeProbe = (p: Probe) => `namespace "${p.namespace}" of cluste
 export function safetyProblems(resources: readonly PublishedResource[], clusters: readonly string[], manyClusters: boolean): Problem[] {
   const problems: Problem[] = [];
   const seen = new Map<string, string>();
+  const copies = new Map<string, string>();
   for (const res of resources) {
     const type = `${res.type.group}/${res.type.resource ?? ''}/${res.type.kind ?? ''}`;
     const first = seen.get(type);
     if (first) problems.push({ path: res.where, message: `the same primary type as ${first}: their copies would be taken for each other's; give each type once (one resource can have many related rules)` });
     else seen.set(type, res.where);
+    // As written (kind or resource): the same type given both ways is seen when the types are resolved.
+    const copy = res.copyAs ?? res.type;
+    const copyKey = `${copy.group}/${copy.resource ?? ''}/${copy.kind ?? ''}`;
+    const firstCopy = copies.get(copyKey);
+    if (firstCopy && !first) problems.push({ path: `${res.where}${res.copyAs ? '.copyAs' : ''}`, message: `the same copy type as ${firstCopy}: their copies would be taken for each other's; give each copy type once` });
+    else copies.set(copyKey, res.where);
 
     const met = manyClusters ? meeting([res.naming.namespace, res.naming.name], clusters) : undefined;
     if (met) {

@@ -123,3 +123,12 @@ describe('bad config', () => {
   });
   property('resync.schedule', fc.oneof(fc.string({ unit: fc.constantFrom('*', '/', ',', '-', ' ', '1', '5', '9', '60', 'MON', 'x'), maxLength: 14 }), fc.string()), (c, v) => (c.resync = { schedule: v }));
 });
+
+describe('copy types', () => {
+  it('refuses two resources whose copies would have one type, at the field that says so', () => {
+    const found = problemsOf((c) => {
+      c.resources.push({ group: 'other.example.com', resource: 'stores', copyAs: { group: 'demo.relsync.dev', resource: 'databases' }, related: [] });
+    });
+    assert.deepEqual(found, ['resources[1].copyAs: the same copy type as resources[0]: their copies would be taken for each other\'s; give each copy type once']);
+  });
+});
