@@ -12,6 +12,7 @@ import { parseJsonPath, type JsonPath } from '../rules/json-path.js';
 import { MUTATION_VARIABLES, type Mutation, type MutationRules } from '../rules/mutation.js';
 import type { NameRewrite, OwnerPointer, Provenance, RelatedFinder, RelatedRule, SelectorTemplate } from '../rules/rule.js';
 import { Template } from '../rules/template.js';
+import { linearRegExp } from '../util/linear-regexp.js';
 import { hasManyClusters, type Config, type PublishedResource } from './config.js';
 import { ConfigError, type ConfigProblem } from './config-problem.js';
 import { compileCopyPolicy } from './copy-policy.js';
@@ -92,7 +93,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
         provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
         cleanup: rule.origin === 'service' ? (rule.cleanupPolicy ?? 'MatchOrigin') : 'MatchOrigin',
         ...(rule.syncStatus ? { syncStatus: true } : {}),
-        ...(rule.mutation ? { mutation: mutations(rule.mutation, `${rw}.mutation`, template, problems) } : {}),
+        ...(rule.mutation ? { mutation: mutations(rule.mutation, `${rw}.mutation`, template, problems, { statusCopied: rule.syncStatus === true, statusHint: 'status mutations apply to a status copied, and this rule copies none: set syncStatus: true, or remove them' }) } : {}),
         where: rw,
       };
     });
@@ -143,7 +144,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
  * `status`; a pattern that compiles (applied to every match, as Go's ReplaceAllString does); a
  * template over `value` and `object`.
  */
-function mutations(raw: NonNullable<RawRelatedRule['mutation']>, where: string, template: (source: string, where: string, variables: readonly string[]) => Template, problems: ConfigProblem[]): MutationRules {
+function mutations(raw: NonNullable<RawRelatedRule['mutation']>, where: string, template: (source: string, where: string, variables: readonly string[]) => Template, problems: ConfigProblem[], options: { statusCopied: boolean; statusHint: string } = { statusCopied: true, statusHint: '' }): MutationRules {
   const one = (m: (typeof raw.spec)[number], at: string, status: boolean): Mutation | undefined => {
     const given = m.delete ?? m.regex ?? m.template!;
     const kind = m.delete ? 'delete' : m.regex ? 'regex' : 'template';
@@ -163,7 +164,7 @@ function mutations(raw: NonNullable<RawRelatedRule['mutation']>, where: string, 
     else if (m.delete) return { kind: 'delete', path, where: at };
     else if (m.regex) {
       try {
-        const pattern = m.regex.pattern ? new RegExp(m.regex.pattern, 'g') : undefined;
+        const pattern = m.regex.pattern ? linearRegExp(m.regex.pattern, 'g') : undefined;
         return { kind: 'regex', path, pattern, replacement: m.regex.replacement, where: at };
       } catch (err) {
         problems.push({ path: `${at}.regex.pattern`, message: (err as Error).message });
@@ -172,7 +173,9 @@ function mutations(raw: NonNullable<RawRelatedRule['mutation']>, where: string, 
     return undefined;
   };
   const list = (items: typeof raw.spec, side: 'spec' | 'status') => items.flatMap((m, i) => one(m, `${where}.${side}[${i}]`, side === 'status') ?? []);
-  return { spec: list(raw.spec, 'spec'), status: list(raw.status, 'status') };
+  const status = list(raw.status, 'status');
+  if (!options.statusCopied && status.length > 0) problems.push({ path: `${where}.status`, message: options.statusHint });
+  return { spec: list(raw.spec, 'spec'), status };
 }
 
 /** A service-origin rule's provenance; safe by default: an ownerReference to the copy. */

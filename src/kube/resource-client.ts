@@ -223,7 +223,8 @@ export class ResourceClient {
   }
 
   /**
-   * Server-side apply of `object`'s status to the status subresource under `fieldManager`, forced.
+   * Server-side apply of `object`'s status to the status subresource under `fieldManager`, forced;
+   * its uid and resourceVersion, when given, are preconditions.
    * Undefined when the type has no status subresource (404 from the subresource, the object being
    * there): its status was written with the object itself.
    */
@@ -231,7 +232,7 @@ export class ResourceClient {
     const { namespace, name } = object.metadata;
     try {
       return await this.connection.request<KubeObject>('PATCH', this.path(namespace, name, 'status'), {
-        body: this.withType({ metadata: { name, ...(namespace ? { namespace } : {}), ...(object.metadata.uid ? { uid: object.metadata.uid } : {}) }, status: object.status }),
+        body: this.withType({ metadata: { name, ...(namespace ? { namespace } : {}), ...(object.metadata.uid ? { uid: object.metadata.uid } : {}), ...(object.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) }, status: object.status }),
         contentType: 'application/apply-patch+yaml',
         query: { fieldManager, force: true },
       });

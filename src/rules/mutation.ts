@@ -28,8 +28,22 @@ export interface MutationRules {
   readonly status: readonly Mutation[];
 }
 
+/** The longest string a regex mutation rewrites (64 KiB: a few milliseconds at worst). */
+export const MAX_REGEX_INPUT = 65_536;
+
 /** The variables a mutation's template may use: the value at its path and the object copied. */
 export const MUTATION_VARIABLES = ['value', 'object'] as const;
+
+/**
+ * What a `spec` rule's template sees as `object`: the object without its status and without the
+ * metadata that changes at every write (resourceVersion, managedFields, generation, …) — a spec
+ * that followed them would change the copy, whose operator changes its status, which comes back to
+ * the primary: a loop.
+ */
+export function specView(object: { readonly metadata: { readonly name?: string | undefined; readonly namespace?: string | undefined; readonly labels?: Record<string, string> | undefined; readonly annotations?: Record<string, string> | undefined } } & Record<string, unknown>): Record<string, unknown> {
+  const { status: _status, metadata, ...rest } = object;
+  return { ...rest, metadata: { name: metadata.name, namespace: metadata.namespace, labels: metadata.labels, annotations: metadata.annotations } };
+}
 
 /**
  * `root` with `mutations` applied, in order, to a deep copy (the caller's object is not changed);
@@ -59,6 +73,8 @@ function apply(root: Record<string, unknown>, m: Mutation, object: unknown): str
   if (m.kind === 'regex') {
     if (current === undefined) return undefined;
     if (typeof current !== 'string') return `the value at ${m.path.source} is not a string`;
+    // Linear per match attempt, but a global replace tries every position: the work grows with the square of the length.
+    if (current.length > MAX_REGEX_INPUT) return `the value at ${m.path.source} is longer than ${MAX_REGEX_INPUT} characters and is not rewritten`;
     return write(parent, last, m.pattern ? current.replace(m.pattern, m.replacement) : m.replacement);
   }
   return write(parent, last, m.template.render({ value: current === undefined ? '' : typeof current === 'string' ? current : JSON.stringify(current), object }));

@@ -20,7 +20,7 @@ import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource, STATUS_HASH_ANNOTATION } from './marks.js';
+import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -62,11 +62,13 @@ export interface Upsert {
    * A related rule's syncStatus: the status the copy gets (written to its status subresource, and
    * with the object itself for a type without one), its hash (the marks carry it too), and how it
    * is judged up to date: `repair`, by the copy's status itself (a status someone changed is set
-   * back: copies on a platform, whose status only relsync writes); otherwise by the hash of what
-   * relsync wrote last (copies in the service cluster, whose operator may write their status too:
-   * only a change of the source's status is written, so relsync and the operator never take turns).
+   * back: copies on a platform, whose status only relsync writes); otherwise by `written`, the
+   * store's word that this relation was synced with this very status (copies in the service
+   * cluster, whose operator may write their status too: only a change of the source's status is
+   * written, so relsync and the operator never take turns; and a status write that failed after the
+   * object's is tried again, as the relation was not stored synced).
    */
-  readonly status?: { readonly value: Record<string, unknown>; readonly hash: string; readonly repair: boolean } | undefined;
+  readonly status?: { readonly value: Record<string, unknown>; readonly hash: string; readonly repair: boolean; readonly written: boolean } | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -95,13 +97,13 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing), write.existing);
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
     const created = await this.create(client, write);
-    if (created !== 'exists') return this.withStatus(client, write, created, undefined);
+    if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    return this.withStatus(client, write, await this.update(client, write, now), now);
+    return this.withStatus(client, write, await this.update(client, write, now));
   }
 
   /**
@@ -109,13 +111,13 @@ export class CopyWriter {
    * not hold it, it is applied to the status subresource (the object's own write drops status
    * where the type has one), under relsync's field manager, the copy's uid as precondition.
    */
-  private async withStatus(client: ObjectClient, write: Upsert, written: KubeObject | 'conflict', before: KubeObject | undefined): Promise<KubeObject | 'conflict'> {
+  private async withStatus(client: ObjectClient, write: Upsert, written: KubeObject | 'conflict'): Promise<KubeObject | 'conflict'> {
     const { status } = write;
     if (written === 'conflict' || !status) return written;
-    // Held already (written with the object, for a type without a status subresource); or, judged by
-    // the hash, this very status was written before and whatever changed it since is not relsync's to undo.
+    // Held already (written with the object, for a type without a status subresource); or (not
+    // `repair`) this very status was written before, and whatever changed it since is not relsync's to undo.
     if (stableJson(written.status ?? {}) === stableJson(status.value)) return written;
-    if (!status.repair && before?.metadata.annotations?.[STATUS_HASH_ANNOTATION] === status.hash) return written;
+    if (!status.repair && status.written) return written;
     const { name, namespace } = write.copy;
     // At the version just written: marks stripped in between (or anything else) answer 409, and the reconcile reads again.
     const applied = await client.applyStatus({ metadata: { name, ...(namespace ? { namespace } : {}), uid: written.metadata.uid, resourceVersion: written.metadata.resourceVersion }, status: status.value }, this.fieldManager);
@@ -141,7 +143,7 @@ export class CopyWriter {
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     this.recorded(write.copy, written, resourceVersion);
-    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written, undefined);
+    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
   }
 
   /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
@@ -274,7 +276,7 @@ export class CopyWriter {
   /** Whether the copy holds the status it should (see Upsert.status); its marks (with the status hash) are judged with its content. */
   private hasStatus(write: Upsert, copy: KubeObject): boolean {
     const { status } = write;
-    return !status || !status.repair || stableJson(copy.status ?? {}) === stableJson(status.value);
+    return !status || (status.repair ? stableJson(copy.status ?? {}) === stableJson(status.value) : status.written);
   }
 
   /**

@@ -16,7 +16,7 @@ import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { selectorQuery } from '../core/label-selector.js';
-import { mutated } from '../rules/mutation.js';
+import { mutated, specView } from '../rules/mutation.js';
 import { isSelected, platformNamespaceType, selectionFingerprint } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
@@ -31,7 +31,7 @@ import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import { contentOf, deepEqual, stableJson } from './content.js';
+import { contentOf, deepEqual, stableJson, type CopyContent } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { ConfigFingerprint } from './config-fingerprint.js';
 import { isServiceOriginCopy } from './copy-of.js';
@@ -210,7 +210,11 @@ export class PrimaryReconciler {
       await this.deleteOwnedCopy(resource, record.copy, id);
     }
 
-    const content = contentOf(primary, this.policy);
+    // What the copy holds: the primary's fields, mutated (rules/mutation.ts), judged (size, Secret
+    // type) and compared as mutated, so a mutation neither slips past a limit nor makes a write loop.
+    const unmutated = contentOf(primary, this.policy);
+    const mutation = mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
+    const content = { ...unmutated, fields: mutation.result };
     const tooBig = this.refusals.size(stableJson(content));
     if (tooBig) {
       // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
@@ -243,7 +247,8 @@ export class PrimaryReconciler {
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    const copy = await this.syncCopy(reads, resource, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
+    for (const p of mutation.problems) await this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
+    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -316,7 +321,7 @@ export class PrimaryReconciler {
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
         const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
-        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id, copied) });
+        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id, copied, undefined, before?.state === 'synced' ? before.contentHash : null) });
       }
     }
     const outcomes = await syncedTogether(work);
@@ -491,12 +496,8 @@ export class PrimaryReconciler {
   }
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
-  private async syncCopy(reads: ObjectReads, resource: ResolvedResource, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
-    // What the copy holds: the primary's fields, mutated (rules/mutation.ts); compared as mutated, so no write loop.
-    const content = contentOf(primary, this.policy);
-    const { result: fields, problems } = mutated(content.fields, resource.mutation?.spec ?? [], primary);
-    for (const p of problems) await this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the copy's ${p}`);
-    const desired = { ...content, fields };
+  /** `desired`: what the copy holds (the primary's content, mutated). */
+  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const marks = { labels: base.labels, annotations: { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)) } };

@@ -17,7 +17,7 @@ import { describeIdentity, identityKey, type ObjectIdentity } from '../core/iden
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
-import { mutated } from '../rules/mutation.js';
+import { mutated, specView } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord, RelationVersions } from '../store/records.js';
 import type { RelationStore } from '../store/relation-store.js';
@@ -66,7 +66,7 @@ export class RelationSync {
    * store says this synced relation last wrote or saw (edge-sync.ts): a copy in the service cluster
    * that the watches did not deliver is then updated at that version instead of read first.
    */
-  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true, writtenAt?: string): Promise<RelationOutcome> {
+  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true, writtenAt?: string, syncedHash?: string | null): Promise<RelationOutcome> {
     const { clusters, metrics } = this.deps;
     const { rule, primary } = input;
     const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
@@ -171,7 +171,8 @@ export class RelationSync {
     let written: KubeObject | 'conflict';
     try {
       // A copy's status on a platform is relsync's alone (set back when changed); in the service cluster its operator may write it too.
-      const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name };
+      // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
+      const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name, written: syncedHash === hash };
       const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite };
       written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
@@ -224,7 +225,7 @@ export class RelationSync {
   desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string } } {
     // Mutated after the conversion (paths name the written type's fields); a problem leaves that rule's value as it was.
     const converted = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
-    const desired = { ...converted, fields: mutated(converted.fields, rule.mutation?.spec ?? [], source).result };
+    const desired = { ...converted, fields: mutated(converted.fields, rule.mutation?.spec ?? [], specView(source)).result };
     const serialized = stableJson(desired);
     const markHash = this.deps.hasher.hashSerialized(serialized);
     if (!rule.syncStatus) return { desired, serialized, hash: markHash, markHash };

@@ -80,4 +80,29 @@ describe('mutation rules', () => {
     assert.match(all, /mutation\.spec\[0\]\.template\.template: .*unknown variable "cluster"/);
     assert.match(all, /give exactly one of "delete", "regex" or "template"/);
   });
+
+  it('runs a tenant\'s value through the pattern in linear time, and refuses what would not run so, or would mean something else than in Go', () => {
+    const rules = rulesFrom({ spec: [{ regex: { path: 'spec.name', pattern: '^(\\w+\\s?)*$', replacement: 'x' } }, { regex: { path: 'spec.blank', pattern: '\\s+$', replacement: '' } }] });
+    const started = performance.now();
+    const { result, problems } = mutated({ spec: { name: `${'a'.repeat(5000)}!`, blank: `${' '.repeat(70_000)}x` } }, rules.spec, {});
+    assert.ok(performance.now() - started < 2000, `took ${performance.now() - started} ms (backtracking takes minutes on 60 characters)`);
+    assert.equal(result.spec.name, `${'a'.repeat(5000)}!`, 'no match: unchanged');
+    assert.match(problems.join('\n'), /spec\[1\]: the value at spec\.blank is longer than 65536 characters and is not rewritten/);
+    const refused = [
+      ...problemsOf({ spec: [{ regex: { path: 'spec.x', pattern: '(a)\\1' } }] }),
+      ...problemsOf({ spec: [{ regex: { path: 'spec.x', pattern: 'a(?=b)' } }] }),
+      ...problemsOf({ spec: [{ regex: { path: 'spec.x', pattern: 'abc\\z' } }] }),
+      ...problemsOf({ spec: [{ regex: { path: 'spec.x', pattern: '[[:alpha:]]+' } }] }),
+    ].join('\n');
+    assert.match(refused, /backreferences and lookarounds are not supported/);
+    assert.match(refused, /\\z is Go syntax/);
+    assert.match(refused, /POSIX character classes/);
+  });
+
+  it('keeps an own __proto__ key where a path names one', () => {
+    const rules = rulesFrom({ spec: [{ template: { path: "spec['__proto__']", template: 'yes' } }] });
+    const { result } = mutated({ spec: {} }, rules.spec, {});
+    assert.ok(Object.hasOwn(result.spec, '__proto__'));
+    assert.equal(Object.getPrototypeOf(result.spec), Object.prototype);
+  });
 });
