@@ -107,7 +107,9 @@ export class RelationSync {
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
-    const { desired, serialized, hash, markHash, status } = this.desiredOf(rule, source);
+    const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
+    // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
+    for (const p of problems) await this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
@@ -222,14 +224,16 @@ export class RelationSync {
    * content-hash annotation, which the router compares with a hash of the copy's content) does not,
    * and `status.hash` is the copy's status-hash annotation.
    */
-  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string } } {
+  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string }; problems: string[] } {
     // Mutated after the conversion (paths name the written type's fields); a problem leaves that rule's value as it was.
     const converted = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
-    const desired = { ...converted, fields: mutated(converted.fields, rule.mutation?.spec ?? [], specView(source)).result };
+    const spec = mutated(converted.fields, rule.mutation?.spec ?? [], specView(source));
+    const desired = { ...converted, fields: spec.result };
     const serialized = stableJson(desired);
     const markHash = this.deps.hasher.hashSerialized(serialized);
-    if (!rule.syncStatus) return { desired, serialized, hash: markHash, markHash };
-    const value = (mutated({ status: source.status ?? {} }, rule.mutation?.status ?? [], source).result.status ?? {}) as Record<string, unknown>;
+    if (!rule.syncStatus) return { desired, serialized, hash: markHash, markHash, problems: spec.problems };
+    const statusMutation = mutated({ status: source.status ?? {} }, rule.mutation?.status ?? [], source);
+    const value = (statusMutation.result.status ?? {}) as Record<string, unknown>;
     const statusText = stableJson(value);
     return {
       desired,
@@ -237,6 +241,7 @@ export class RelationSync {
       hash: this.deps.hasher.hashSerialized(`${serialized}\u0000status\u0000${statusText}`),
       markHash,
       status: { value, hash: this.deps.hasher.hashStatus(value) },
+      problems: [...spec.problems, ...statusMutation.problems],
     };
   }
 

@@ -34,6 +34,8 @@ spec:
         spec:
           - delete: { path: data.scratch }
           - regex: { path: data.mode, pattern: "^debug$", replacement: "normal" }
+          # does not fit a ConfigMap (data.size is a string): said on the primary, nothing else changes
+          - template: { path: data.size.unit, template: "MiB" }
       object:
         reference:
           path: spec.configMapName
@@ -83,6 +85,8 @@ describe('mutation rules (PublishedResource spec.mutation, related[].mutation)',
     const related = await eventually('the related copy', () => svc.configMap(copyNs, 'orders-config'), 30_000);
     assert.deepEqual(related.data, { mode: 'normal', size: 's' });
     assert.equal((await a.database(NS, 'orders'))?.spec?.debug, true, 'the source keeps what the copy does not');
+    const problem = await eventually('the rule that did not fit, said on the primary', async () => (await a.events(NS, 'orders')).find((e) => e.reason === 'MutationProblem'), 30_000);
+    assert.match(problem.message ?? '', /the copy of .*orders-config: .*mutation\.spec\[2\]: the path \.?data\.size\.unit goes through something that is not a map/);
   });
 
   it('brings the status back mutated', async () => {

@@ -48,23 +48,25 @@ spec:
           template: "{{ .Object.metadata.name }}-credentials"
 `;
 
-/** The platform's Store CRD: what the projection publishes (namespaced, with a status subresource). */
-function storeCrd(dir: string): URL {
-  const path = join(dir, 'stores-crd.json');
+/** A namespaced CRD with a status subresource: the platform's Store (what the projection publishes), or another type in the service cluster. */
+function crd(dir: string, type: { group: string; version: string; plural: string }, kind: string): URL {
+  const path = join(dir, `${type.plural}-crd.json`);
   const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   writeFileSync(path, JSON.stringify({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${STORES.plural}.${STORES.group}` },
+    metadata: { name: `${type.plural}.${type.group}` },
     spec: {
-      group: STORES.group,
+      group: type.group,
       scope: 'Namespaced',
-      names: { plural: STORES.plural, singular: 'store', kind: 'Store', listKind: 'StoreList', shortNames: ['st'] },
-      versions: [{ name: STORES.version, served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status: open } } } }],
+      names: { plural: type.plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
+      versions: [{ name: type.version, served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status: open } } } }],
     },
   }));
   return pathToFileURL(path);
 }
+
+const MIRRORS = { group: 'demo.relsync.dev', version: 'v1alpha1', plural: 'mirrors' };
 
 const NS = 'proj';
 
@@ -76,6 +78,7 @@ describe('a projected primary (PublishedResource spec.projection)', () => {
   let dir: string;
   let configPath: string;
   let dbPath: string;
+  let svcObjects: CustomObjectsApi;
   let relsync: RelsyncProcess;
   const copyNs = defaultCopyNamespace('tenant-a', NS);
 
@@ -95,8 +98,10 @@ describe('a projected primary (PublishedResource spec.projection)', () => {
     clusters = await startClusters('tenant-a', 'service');
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    await installCrd(pa.kubeConfig, storeCrd(dir));
+    await installCrd(pa.kubeConfig, crd(dir, STORES, 'Store'));
+    await installCrd(ps.kubeConfig, crd(dir, MIRRORS, 'Mirror'));
     stores = pa.kubeConfig.makeApiClient(CustomObjectsApi);
+    svcObjects = ps.kubeConfig.makeApiClient(CustomObjectsApi);
     writeFileSync(join(dir, 'published.yaml'), MANIFEST);
     dbPath = join(dir, 'relsync.db');
     configPath = writeConfig(dir, {
@@ -161,5 +166,22 @@ describe('a projected primary (PublishedResource spec.projection)', () => {
     relsync = await startRelsync(configPath, join(dir, 'relsync-2.log'));
     await eventually('the orphaned Database copy deleted', async () => (await svc.database(copyNs, 'lost')) === undefined, 60_000);
     assert.ok(await svc.database(copyNs, 'marker'), 'the copy of a live Store stays');
+  });
+
+  it('a copy type changed in the config (another spec.resource) moves each copy: the old one is found through discovery and deleted', async () => {
+    await relsync.stop();
+    writeFileSync(join(dir, 'published.yaml'), MANIFEST.replace('kind: Database }', 'kind: Mirror }'));
+    relsync = await startRelsync(configPath, join(dir, 'relsync-3.log'));
+    const mirror = async () => {
+      try {
+        return (await svcObjects.getNamespacedCustomObject({ ...MIRRORS, namespace: copyNs, name: 'marker' })) as Database;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    };
+    await eventually('the copy of the new type', mirror, 60_000);
+    await eventually('the copy of the old type deleted', async () => (await svc.database(copyNs, 'marker')) === undefined, 60_000);
+    assert.equal((await mirror())?.spec?.engine, 'postgres');
   });
 });
