@@ -5,13 +5,13 @@
 // different policies, a released copy that must never be taken back silently, and a store lost
 // while the primary was deleted by hand.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { runCli, startRelsync, writeConfig, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const MANIFEST = `
@@ -81,16 +81,7 @@ describe('cleanup policies of related copies (a PublishedResource manifest)', ()
     clusters = await startClusters('tenant-a', 'service');
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    writeFileSync(join(dir, 'published.yaml'), MANIFEST);
-    dbPath = join(dir, 'relsync.db');
-    configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: dbPath },
-      limits: { relatedPerPrimary: 4 },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    ({ configPath, dbPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, MANIFEST, { limits: { relatedPerPrimary: 4 } }));
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await a.ensureNamespace(NS);
   });

@@ -3,13 +3,13 @@
 // holds its mutated content; drift of the copy is set back to the mutated value, and relsync's own
 // writes cause no further write (the up-to-date check compares with what was mutated).
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { metricTotal, startRelsync, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const MANIFEST = `
@@ -50,24 +50,14 @@ describe('mutation rules (PublishedResource spec.mutation, related[].mutation)',
   let relsync: RelsyncProcess;
   const copyNs = defaultCopyNamespace('tenant-a', NS);
 
-  const written = async (): Promise<number> => {
-    const text = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
-    return text.split('\n').filter((l) => l.startsWith('relsync_copies_written_total{')).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
-  };
+  const written = () => metricTotal(relsync.httpPort, 'relsync_copies_written_total');
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-mutation-'));
     clusters = await startClusters('tenant-a', 'service');
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    writeFileSync(join(dir, 'published.yaml'), MANIFEST);
-    const configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    const { configPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, MANIFEST);
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await a.ensureNamespace(NS);
   });

@@ -3,13 +3,13 @@
 // takes their copies away (as a primary that stops matching `filter.resource`); a relabel while
 // relsync was stopped is caught up at start. Real API servers, relsync as a real process.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startRelsync, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const MANIFEST = `
@@ -50,14 +50,7 @@ describe('a namespace filter (PublishedResource spec.filter.namespace)', () => {
     clusters = await startClusters('tenant-a', 'service');
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    writeFileSync(join(dir, 'published.yaml'), MANIFEST);
-    configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    ({ configPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, MANIFEST));
     for (const ns of ['ns-in', 'ns-out']) await a.ensureNamespace(ns);
     await label('ns-in', { 'relsync-sync': 'yes' });
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually, installCrd } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startRelsync, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, isNotFound, type ClusterClient, type Database } from '../harness/tenant.js';
 
 const STORES = { group: 'platform.relsync.dev', version: 'v1', plural: 'stores' };
@@ -102,15 +102,7 @@ describe('a projected primary (PublishedResource spec.projection)', () => {
     await installCrd(ps.kubeConfig, crd(dir, MIRRORS, 'Mirror'));
     stores = pa.kubeConfig.makeApiClient(CustomObjectsApi);
     svcObjects = ps.kubeConfig.makeApiClient(CustomObjectsApi);
-    writeFileSync(join(dir, 'published.yaml'), MANIFEST);
-    dbPath = join(dir, 'relsync.db');
-    configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: dbPath },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    ({ configPath, dbPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, MANIFEST));
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await a.ensureNamespace(NS);
   });

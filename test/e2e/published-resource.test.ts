@@ -1,13 +1,13 @@
 // relsync configured only by an api-syncagent PublishedResource manifest,
 // syncing both ways between real API servers (a Kubernetes platform cluster
 // here; kcp is the other kind of platform).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { checkPublishedDatabases, PUBLISHED_DATABASES } from '../harness/published-databases.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startRelsync, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 describe('a PublishedResource manifest as the config', () => {
@@ -21,14 +21,7 @@ describe('a PublishedResource manifest as the config', () => {
     clusters = await startClusters('tenant-a', 'service');
     const { 'tenant-a': pa, service: ps } = clusters.plane;
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    writeFileSync(join(dir, 'published.yaml'), PUBLISHED_DATABASES);
-    const configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    const { configPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, PUBLISHED_DATABASES);
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
   });
 

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually, installCrd } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { metricTotal, startRelsync, writePublishedConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, isNotFound, type ClusterClient } from '../harness/tenant.js';
 
 const CERTS = { group: 'certs.relsync.dev', version: 'v1', plural: 'certificates' };
@@ -103,10 +103,7 @@ describe('related objects\' status (syncStatus)', () => {
     const current = (await cert(api, namespace, name))!;
     await api.replaceNamespacedCustomObjectStatus({ ...CERTS, namespace, name, body: { ...current, status } });
   };
-  const relatedWrites = async (): Promise<number> => {
-    const text = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
-    return text.split('\n').filter((l) => l.startsWith('relsync_copies_written_total{') && l.includes('kind="related"')).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
-  };
+  const relatedWrites = () => metricTotal(relsync.httpPort, 'relsync_copies_written_total', (l) => l.includes('kind="related"'));
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-status-'));
@@ -116,14 +113,7 @@ describe('related objects\' status (syncStatus)', () => {
     await Promise.all([installCrd(pa.kubeConfig, certCrd(dir)), installCrd(ps.kubeConfig, certCrd(dir))]);
     certsA = pa.kubeConfig.makeApiClient(CustomObjectsApi);
     certsSvc = ps.kubeConfig.makeApiClient(CustomObjectsApi);
-    writeFileSync(join(dir, 'published.yaml'), MANIFEST);
-    const configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      publishedResourceFiles: ['published.yaml'],
-    });
+    const { configPath } = writePublishedConfig(dir, { platform: pa.kubeconfigPath, service: ps.kubeconfigPath }, MANIFEST);
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
     await a.ensureNamespace(NS);
   });

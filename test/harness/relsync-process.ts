@@ -42,6 +42,31 @@ export function writeConfig(dir: string, config: unknown, file = 'relsync.yaml')
   return path;
 }
 
+/**
+ * A config made only of one PublishedResource manifest (written to published.yaml) for one
+ * platform (`tenant-a`) and the service cluster; `extra`: more top-level config. Returns the config's
+ * path and the store's.
+ */
+export function writePublishedConfig(dir: string, kubeconfigs: { platform: string; service: string }, manifest: string, extra: Record<string, unknown> = {}): { configPath: string; dbPath: string } {
+  writeFileSync(join(dir, 'published.yaml'), manifest);
+  const dbPath = join(dir, 'relsync.db');
+  const configPath = writeConfig(dir, {
+    agentName: 'e2e',
+    platformClusters: [{ name: 'tenant-a', kubeconfig: kubeconfigs.platform }],
+    serviceCluster: { name: 'service', kubeconfig: kubeconfigs.service },
+    store: { path: dbPath },
+    publishedResourceFiles: ['published.yaml'],
+    ...extra,
+  });
+  return { configPath, dbPath };
+}
+
+/** The sum of a counter's series on relsync's /metrics whose labels `match` accepts. */
+export async function metricTotal(httpPort: number, name: string, match: (line: string) => boolean = () => true): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  return text.split('\n').filter((l) => l.startsWith(`${name}{`) && match(l)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+}
+
 export interface StartOptions {
   /** Another build's dist/src/cli/main.js, for a bench's before/after in one run. */
   readonly cli?: string;
