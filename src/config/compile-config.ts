@@ -20,8 +20,8 @@ import { destinationTypeProblem } from './related-types.js';
 import { safetyProblems } from './safety-checks.js';
 import type { RawConfig, RawRelatedRule, RawRewrite } from './schema.js';
 
-/** Variables a primary's templates may use. */
-export const primaryVariables = ['cluster', 'namespace', 'name', 'object'] as const;
+/** Variables a primary's templates may use (`clusterPath` only where the resource reads workspace paths). */
+export const primaryVariables = ['cluster', 'clusterPath', 'namespace', 'name', 'object'] as const;
 /** Variables of a reference rewrite: the primary's plus `value`, the source name. */
 export const rewriteVariables = [...primaryVariables, 'value'] as const;
 /** Variables of a selector or inverse rewrite: also `related`, the matched object. */
@@ -42,7 +42,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     return { name: c.name, kubeconfig, context: c.context, kcp };
   };
 
-  const template = (source: string, where: string, variables: readonly string[]): Template => {
+  const templateOf = (source: string, where: string, variables: readonly string[]): Template => {
     try {
       return Template.parse(source, variables);
     } catch (err) {
@@ -62,6 +62,12 @@ export function compileConfig(raw: RawConfig, file: string): Config {
 
   const resources: PublishedResource[] = raw.resources.map((res, i) => {
     const where = `resources[${i}]`;
+    // `clusterPath` is there only when the resource reads it: anywhere else it would render empty, and names of two workspaces would meet.
+    const template = (source: string, at: string, variables: readonly string[]): Template => {
+      const parsed = templateOf(source, at, variables);
+      if (!res.workspacePath && parsed.uses('clusterPath')) problems.push({ path: at, message: `{{ clusterPath }} is the primary's kcp workspace path, read only with workspacePath: true on ${where} (a PublishedResource's spec.enableWorkspacePaths)` });
+      return parsed;
+    };
     let selector;
     if (res.selector) {
       const built = buildSelector(res.selector);
@@ -101,6 +107,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       type: { group: res.group, version: res.version, resource: res.resource, kind: res.kind },
       ...(res.versions ? { versions: res.versions } : {}),
       ...(res.mutation ? { mutation: mutations(res.mutation, `${where}.mutation`, template, problems) } : {}),
+      ...(res.workspacePath ? { workspacePath: true } : {}),
       ...(res.copyAs ? { copyAs: { group: res.copyAs.group, version: res.copyAs.version, resource: res.copyAs.resource, kind: res.copyAs.kind } } : {}),
       selector,
       ...(namespaceSelector ? { namespaceSelector } : {}),

@@ -73,9 +73,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
       return { resource: undefined, problems, notices };
     }
   }
-  const unsupported = (path: string, what: string) => problem(path, `${what} is not supported by relsync; remove it (see "Coming from api-syncagent" in the README)`);
   // Empty blocks (a Helm chart's defaults) change nothing: only what they would change is refused.
-  if (spec.enableWorkspacePaths) unsupported('spec.enableWorkspacePaths', 'workspace path labels');
 
   const source = record(spec.resource);
   const versions = Array.isArray(source.versions) ? source.versions : [];
@@ -88,6 +86,7 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
     if (version !== undefined) out.version = version;
   }
 
+  if (spec.enableWorkspacePaths === true) out.workspacePath = true;
   if (projects(spec.projection)) project(out, record(spec.projection), problem);
   if (mutates(spec.mutation)) out.mutation = translateMutations(record(spec.mutation), 'spec.mutation', problem);
 
@@ -252,7 +251,7 @@ function placeholdersToTemplate(text: string): string {
     .replaceAll('$remoteName', '{{ name }}');
 }
 
-const variables: Record<string, string> = { ClusterName: 'cluster', Object: 'object', Value: 'value', Related: 'related' };
+const variables: Record<string, string> = { ClusterName: 'cluster', ClusterPath: 'clusterPath', Object: 'object', Value: 'value', Related: 'related' };
 
 /**
  * A Go template of api-syncagent as a relsync template: `.ClusterName`,

@@ -73,7 +73,8 @@ function probes(clusters: readonly string[], across: Across): Array<readonly [Pr
 }
 
 function contextOf(p: Probe): Record<string, unknown> {
-  return { cluster: p.cluster, namespace: p.namespace, name: p.name, object: { metadata: { name: p.name, namespace: p.namespace } } };
+  // A workspace path is as distinct as the logical cluster it names.
+  return { cluster: p.cluster, clusterPath: `root:${p.cluster}`, namespace: p.namespace, name: p.name, object: { metadata: { name: p.name, namespace: p.namespace } } };
 }
 
 /** Which sources must not meet: those of different clusters, and those of different namespaces of one cluster. */

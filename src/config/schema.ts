@@ -215,6 +215,12 @@ export const publishedResourceSchema = z
     copyAs: typeSchema.optional(),
     /** What the copy holds differs from the primary at these paths, and the status brought back from the copy's (rules/mutation.ts). */
     mutation: mutationRulesSchema.optional(),
+    /**
+     * On kcp: read each primary's workspace path (`root:org:team`, its LogicalCluster's `kcp.io/path`),
+     * marked on its copy and given to templates as `clusterPath` (api-syncagent's enableWorkspacePaths).
+     * The APIExport needs a permission claim on logicalclusters.core.kcp.io. Default false.
+     */
+    workspacePath: z.boolean().optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
     /** Only primaries in namespaces whose labels match this selector are synced (a namespaced type); default: all. */

@@ -29,6 +29,7 @@ import type { ClusterAccess } from './cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyWriter } from './copy-writer.js';
 import { SOURCE_UID_ANNOTATION } from './marks.js';
+import type { WorkspacePaths } from './workspace-paths.js';
 import type { ObjectReads } from './object-reads.js';
 import type { RelatedFinder } from './related-finder.js';
 import type { RelationSync } from './relation-sync.js';
@@ -51,6 +52,7 @@ export interface EdgeSyncDeps {
   readonly relations: RelationSync;
   readonly writer: Pick<CopyWriter, 'isMarkedCopyOf'>;
   readonly metrics: SyncMetrics;
+  readonly paths: Pick<WorkspacePaths, 'cached'>;
 }
 
 export class EdgeSync {
@@ -85,7 +87,10 @@ export class EdgeSync {
     if (!copy || copy.metadata.deletionTimestamp || !this.deps.writer.isMarkedCopyOf(copy, id) || (copyUid !== undefined && copyUid !== record.uid)) return 'full';
 
     const stored = await store.relationsOf(id);
-    const context = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
+    // A workspace path not read yet is the full reconcile's to read (and to report).
+    const clusterPath = resource.workspacePath ? this.deps.paths.cached(id.cluster) : undefined;
+    if (resource.workspacePath && clusterPath === undefined) return 'full';
+    const context = { cluster: id.cluster, ...(clusterPath !== undefined ? { clusterPath } : {}), namespace: id.namespace, name: id.name, object: primary };
     for (const edge of edges) {
       const relation = stored.find((r) => r.ruleId === edge.ruleId && sameIdentity(r.source, edge.source) && sameIdentity(r.destination, edge.destination));
       const rule = resource.rules.find((r) => r.id === edge.ruleId);

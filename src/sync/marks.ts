@@ -31,6 +31,13 @@ export const STATUS_HASH_ANNOTATION = 'relsync.dev/status-hash';
  */
 export const APPLIED_HASH_ANNOTATION = 'relsync.dev/applied-hash';
 
+/**
+ * On copies of primaries of a resource with workspacePath (api-syncagent's enableWorkspacePaths):
+ * the kcp workspace path of the primary's workspace (`root:org:team`), for people and tools that
+ * know workspaces by path, where the source annotations name the logical cluster.
+ */
+export const SOURCE_WORKSPACE_PATH_ANNOTATION = 'relsync.dev/source-workspace-path';
+
 /** The field manager relsync's applies use: the fields of a copy it owns are the ones it copies. */
 export function fieldManagerName(agentName: string): string {
   return `relsync-${agentName}`.slice(0, 128);

@@ -40,7 +40,8 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION } from './marks.js';
+import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, SOURCE_WORKSPACE_PATH_ANNOTATION } from './marks.js';
+import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
@@ -98,6 +99,7 @@ export class PrimaryReconciler {
   private readonly relations: RelationSync;
   /** A change that concerns one relation, synced alone (edge-sync.ts). */
   private readonly edges: EdgeSync;
+  private readonly paths: WorkspacePaths;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -108,7 +110,8 @@ export class PrimaryReconciler {
     this.writer = new CopyWriter(deps);
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
-    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer });
+    this.paths = new WorkspacePaths(deps.clusters);
+    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths });
   }
 
   /**
@@ -194,7 +197,19 @@ export class PrimaryReconciler {
       return done;
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);
-    const context: TemplateContext = { cluster: id.cluster, namespace: id.namespace, name: id.name, object: primary };
+    let workspacePath: string | undefined;
+    if (resource.workspacePath) {
+      try {
+        workspacePath = await this.paths.of(reads, id.cluster);
+      } catch (err) {
+        if (!(err instanceof WorkspacePathError)) throw err;
+        // Until the claim is accepted: looked at again as a conflict is (no event says when it is).
+        await this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
+        await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
+        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+      }
+    }
+    const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context);
     const copyName = resource.naming.name.render(context);
     const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
@@ -248,7 +263,7 @@ export class PrimaryReconciler {
     }
 
     for (const p of mutation.problems) await this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
-    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined).catch(async (err: unknown) => {
+    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined, workspacePath).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -497,10 +512,12 @@ export class PrimaryReconciler {
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
   /** `desired`: what the copy holds (the primary's content, mutated). */
-  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean): Promise<KubeObject | 'conflict'> {
+  /** `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on the copy). */
+  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
-    const marks = { labels: base.labels, annotations: { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)) } };
+    const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)), ...(workspacePath !== undefined ? { [SOURCE_WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
+    const marks = { labels: base.labels, annotations };
     // A new primary's copy that the watches did not deliver is not read: the write is a create the
     // API server refuses when anything has the name, and the copy is read after (copy-writer.ts).
     const existing = !known && reads.peek ? reads.peek(copyId.cluster, copies.type, copyId.namespace, copyId.name)?.object : await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);

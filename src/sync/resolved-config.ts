@@ -10,6 +10,7 @@ import { importedPath } from '../config/published-resource-files.js';
 import { sameType, type ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { ResolvedRule } from '../rules/rule.js';
+import { logicalClusterType } from './workspace-paths.js';
 
 export interface ResolvedResource extends PublishedResource {
   /** The primaries' type, on the platforms. */
@@ -59,6 +60,12 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
       if (!primaryType.namespaced) throw new ResolveError(`${res.where}.namespaceSelector: ${primaryType.resource} are cluster-scoped: they have no namespace to select`);
       // Read on the platforms; through a kcp APIExport only with a permission claim on namespaces.
       await at(platform, `${res.where}.namespaceSelector (the platform's namespaces; on kcp, the APIExport needs a permission claim on them)`, { group: '', version: 'v1', resource: 'namespaces' });
+    }
+    if (res.workspacePath) {
+      // Read in each workspace through a kcp APIExport, which serves LogicalClusters only with a permission claim on them.
+      for (const kcp of clusters.platforms.filter((p) => p.kind === 'kcp')) {
+        await at(kcp.name, `${res.where}.workspacePath (the workspaces' LogicalClusters: the APIExport needs a permission claim on logicalclusters.core.kcp.io)`, logicalClusterType);
+      }
     }
     // One given by kind and one by resource are only seen to be the same type here (config/safety-checks.ts sees the rest).
     const twin = out.find((r) => r.primaryType.group === primaryType.group && r.primaryType.resource === primaryType.resource);

@@ -120,17 +120,22 @@ describe('PublishedResource manifests', () => {
     assert.equal(config.resources.length, 2);
   });
 
-  it('name what relsync does not support, and where', () => {
-    const found = problems(configWith({
-      'bad.yaml': manifest
-        .replace('  filter:', '  enableWorkspacePaths: true\n  filter:')
-        .replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterPath }}-config"')
-        .replace('origin: kcp\n      kind: ConfigMap\n      object:\n        selector', 'origin: elsewhere\n      kind: ConfigMap\n      object:\n        selector'),
-    }));
-    const all = found.join('\n');
-    assert.match(all, /publishedResourceFiles\[0\] \(bad\.yaml\) document 1 spec\.enableWorkspacePaths: .*not supported by relsync/);
-    assert.match(all, /document 1 spec\.related\[1\]\.object\.template\.template: template .*\.ClusterPath is not available/);
-    assert.match(all, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
+  it('read enableWorkspacePaths: the path is `clusterPath` in templates, and only there', () => {
+    const withPath = manifest.replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterPath | replace \\":\\" \\"-\\" }}-config"');
+    const config = parseConfig(configWith({ 'paths.yaml': withPath.replace('  filter:', '  enableWorkspacePaths: true\n  filter:') }), join(dir, 'relsync.yaml'));
+    const resource = config.resources[0]!;
+    assert.equal(resource.workspacePath, true);
+    const rule = resource.related[1]!;
+    assert.ok(rule.finder.kind === 'template');
+    assert.equal(rule.finder.name.render({ cluster: '2x7yq', clusterPath: 'root:org:team', namespace: 'default', name: 'db', object: {} }), 'root-org-team-config');
+    // Without it the path would render empty, and two workspaces' names would meet: refused, naming the field.
+    const found = problems(configWith({ 'bad.yaml': withPath })).join('\n');
+    assert.match(found, /publishedResourceFiles\[0\] \(bad\.yaml\) PublishedResource 1 \(as resources\[0\]\.related\[1\]\.template\.name\): \{\{ clusterPath \}\} is the primary's kcp workspace path, read only with workspacePath: true .*spec\.enableWorkspacePaths/);
+    const origin = problems(configWith({ 'bad.yaml': manifest.replace('origin: kcp\n      kind: ConfigMap\n      object:\n        selector', 'origin: elsewhere\n      kind: ConfigMap\n      object:\n        selector') })).join('\n');
+    assert.match(origin, /document 1 spec\.related\[2\]\.origin: must be "kcp" or "service"/);
+    const own = `platformClusters: [{ name: tenant-a, kubeconfig: ${kubeconfig} }]\nresources: [{ group: g.example, kind: K, version: v1, naming: { name: '{{ hash clusterPath name }}' } }]\n`;
+    assert.match(problems(own).join('\n'), /resources\[0\]\.naming\.name: \{\{ clusterPath \}\} .* workspacePath: true on resources\[0\]/);
+    assert.match(problems(configWith({ 'v.yaml': manifest.replace('"{{- .Object.metadata.name -}}-config"', '"{{ .ClusterID }}-config"') })).join('\n'), /\.ClusterID is not available in relsync/);
   });
 
   it('read a related type by group, version and resource, and its projection as the destination: ConfigMap ↔ Secret or nothing', () => {
