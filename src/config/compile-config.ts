@@ -99,6 +99,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
         provenance: rule.origin === 'service' ? provenance(rule.provenance, `${rw}.provenance`, template, problems) : undefined,
         cleanup: rule.origin === 'service' ? (rule.cleanupPolicy ?? 'MatchOrigin') : 'MatchOrigin',
         ...(rule.syncStatus ? { syncStatus: true } : {}),
+        ...(rule.identityHash ? { identityHash: rule.identityHash } : {}),
         ...(rule.mutation ? { mutation: mutations(rule.mutation, `${rw}.mutation`, template, problems, { statusCopied: rule.syncStatus === true, statusHint: 'status mutations apply to a status copied, and this rule copies none: set syncStatus: true, or remove them' }) } : {}),
         where: rw,
       };

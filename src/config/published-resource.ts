@@ -129,8 +129,8 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   else if (r.origin === 'service') rule.origin = 'service';
   else problem(`${at}.origin`, `must be "kcp" or "service", got ${JSON.stringify(r.origin)}`);
   if (mutates(r.mutation)) rule.mutation = translateMutations(record(r.mutation), `${at}.mutation`, problem);
-  // Fields whose meaning relsync does not (yet) give: refused rather than read as something else.
-  if (r.identityHash !== undefined && r.identityHash !== '') problem(`${at}.identityHash`, 'a related type from another APIExport is not supported by relsync yet; remove the rule (see "Coming from api-syncagent" in the README)');
+  // Another export's type, reached through the primary's export (whose claim relsync checks at start).
+  if (r.identityHash !== undefined && r.identityHash !== '') rule.identityHash = r.identityHash;
   if (r.syncStatus === true) rule.syncStatus = true;
   // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, else Orphan (its default).
   const given = (v: unknown) => v !== undefined && v !== '';

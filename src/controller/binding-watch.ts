@@ -21,11 +21,9 @@ import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { LogicalClusters } from '../kube/logical-clusters.js';
 import type { ChangeType, WatchHandler } from '../kube/list-watch.js';
 import type { KubeObject } from '../core/object.js';
-import type { ResourceType } from '../core/resource-type.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ObjectIdentity } from '../core/identity.js';
 
-export const apiBindingType: ResourceType = { group: 'apis.kcp.io', version: 'v1alpha1', resource: 'apibindings', kind: 'APIBinding', namespaced: false };
 
 export interface BindingWatchOptions {
   /** The kcp platform's configured name. */

@@ -10,7 +10,7 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { EndpointPendingError } from '../kube/kcp-endpoint.js';
 import { typeName } from '../core/resource-type.js';
-import { apiBindingType } from './binding-watch.js';
+import { apiBindingType } from '../core/kcp-types.js';
 import type { EventRouter } from './event-router.js';
 import type { PlannedWatch } from './watch-plan.js';
 import { Backoff } from '../util/backoff.js';

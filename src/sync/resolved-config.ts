@@ -9,8 +9,9 @@ import { TypeNotServedError } from '../kube/discovery.js';
 import { importedPath } from '../config/published-resource-files.js';
 import { sameType, type ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
-import type { ResolvedRule } from '../rules/rule.js';
-import { logicalClusterType } from './workspace-paths.js';
+import type { RelatedRule, ResolvedRule } from '../rules/rule.js';
+import { claimProblem } from './export-claims.js';
+import { apiBindingType, logicalClusterType } from '../core/kcp-types.js';
 
 export interface ResolvedResource extends PublishedResource {
   /** The primaries' type, on the platforms. */
@@ -84,6 +85,7 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
       const [sourceCluster, destCluster] = rule.origin === 'platform' ? [platform, service] : [service, platform];
       const sourceType = await at(sourceCluster, rule.where, rule.source);
       const destinationType = await at(destCluster, `${rule.where}.destination`, rule.destination);
+      if (rule.identityHash !== undefined) await checkClaim(clusters, rule, rule.origin === 'platform' ? sourceType : destinationType);
       rules.push({ ...rule, sourceType, destinationType });
     }
     out.push({ ...res, primaryType, copyType, rules });
@@ -132,4 +134,19 @@ async function sharedVersion(clusters: ClusterSet, service: string, res: Publish
   }
   const sides = [...served].map(([cluster, versions]) => `${cluster === service ? 'the service cluster' : 'the platform'} ${cluster} serves ${versions.join(', ') || 'none'}`);
   throw new ResolveError(`${where}: none of ${listed.join(', ')} serves ${res.type.resource ?? res.type.kind} on every side (of ${res.type.group || 'the core group'}, ${sides.join('; ')})`);
+}
+
+/** A rule's `identityHash`: kcp platforms only, and each one's export must claim the type of that export (export-claims.ts). */
+async function checkClaim(clusters: ClusterSet, rule: RelatedRule, platformType: ResourceType): Promise<void> {
+  const kcp = clusters.platforms.filter((p) => p.kind === 'kcp');
+  if (kcp.length === 0) throw new ResolveError(`${rule.where}.identityHash: names another kcp APIExport, and no platform is kcp`);
+  for (const platform of kcp) {
+    let problem;
+    try {
+      problem = await claimProblem(clusters.client(platform.name, apiBindingType), platformType, rule.identityHash!);
+    } catch (err) {
+      throw new ResolveError(`${rule.where}.identityHash: reading what the APIExport claims (its APIBindings): ${(err as Error).message}`, { cause: err });
+    }
+    if (problem) throw new ResolveError(`${rule.where}.identityHash: ${problem}`);
+  }
 }

@@ -3,21 +3,27 @@
  * `workspacePath: true` (api-syncagent's `enableWorkspacePaths`): the
  * `kcp.io/path` annotation of the workspace's LogicalCluster object, named
  * `cluster`, read through the APIExport's virtual workspace (the export
- * needs a permission claim on `logicalclusters.core.kcp.io`). A logical
- * cluster's path never changes (kcp cannot move or rename a workspace), so
- * each is read once and remembered, in a map of bounded size. A cluster
- * that is not a kcp workspace has no path but its name.
+ * needs a permission claim on `logicalclusters.core.kcp.io`). kcp never
+ * moves or renames a workspace, but the annotation is the tenant's to
+ * write: kcp v0.28.1 lets a workspace's admin set it to any text (measured:
+ * a PUT by a user with cluster-admin in the workspace changed it). So the
+ * path is like a label of the tenant's: it names nothing relsync trusts
+ * (marks and copy namespaces name the logical cluster), safety checks take
+ * it for forged (config/safety-checks.ts), and it is read again after
+ * PATH_TTL_MS, in a map of bounded size. A cluster that is not a kcp
+ * workspace has no path but its name.
  */
-import type { ResourceType } from '../core/resource-type.js';
+import { logicalClusterType } from '../core/kcp-types.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import type { ClusterAccess } from './cluster-access.js';
 import type { ObjectReads } from './object-reads.js';
 
-export const logicalClusterType: ResourceType = { group: 'core.kcp.io', version: 'v1alpha1', resource: 'logicalclusters', kind: 'LogicalCluster', namespaced: false };
 /** The one LogicalCluster object every kcp workspace has. */
 const LOGICAL_CLUSTER_NAME = 'cluster';
 const PATH_ANNOTATION = 'kcp.io/path';
+/** How long a path read is used: a changed one reaches a copy at the primary's next reconcile after that. */
+const PATH_TTL_MS = 10 * 60_000;
 
 /** Why a workspace's path could not be read: the tenant's to see (an Event), and the reconcile retries. */
 export class WorkspacePathError extends Error {
@@ -49,7 +55,7 @@ export class WorkspacePaths {
     const path = object.metadata.annotations?.[PATH_ANNOTATION];
     // Never a stand-in: a name template that reads the path would make every such workspace's copies meet.
     if (!path) throw new WorkspacePathError(`this workspace's LogicalCluster has no ${PATH_ANNOTATION} annotation: relsync cannot tell its workspace path`);
-    this.known.set(cluster, path, 60 * 60_000);
+    this.known.set(cluster, path, PATH_TTL_MS);
     return path;
   }
 }

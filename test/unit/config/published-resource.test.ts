@@ -269,7 +269,7 @@ describe('PublishedResource manifests', () => {
   it('refuse related fields whose meaning relsync does not give, and accept those it does', () => {
     const withField = (extra: string) => manifest.replace('    - identifier: config\n      origin: kcp\n', `    - identifier: config\n      origin: kcp\n${extra}`);
     const refused: Array<[string, RegExp]> = [
-      ['      identityHash: abc\n', /spec\.related\[1\]\.identityHash: a related type from another APIExport is not supported/],
+      ['      identityHash: abc\n', /\(as resources\[0\]\.related\[1\]\.identityHash\): must be an APIExport's status\.identityHash \(64 hex digits\)/],
       ['      cleanupPolicy: Sometimes\n', /spec\.related\[1\]\.cleanupPolicy: must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got "Sometimes"/],
     ];
     for (const [extra, expected] of refused) {
@@ -277,6 +277,8 @@ describe('PublishedResource manifests', () => {
       assert.equal(found.length, 1, `${extra}: ${found.join('\n')}`);
       assert.match(found[0]!, expected);
     }
+    const hash = 'b55b1895f22c7c9b27786e1b2c6b3e4c700b6d601aa1080eb7f7f8854996ebe8';
+    assert.equal(parseConfig(configWith({ 'id.yaml': withField(`      identityHash: ${hash}\n`) }), join(dir, 'relsync.yaml')).resources[0]!.related[1]!.identityHash, hash, 'another export\'s type, checked against the claim at start');
     assert.match(problems(configWith({ 'st.yaml': withField('      syncStatus: true\n') })).join('\n'), /\(as resources\[0\]\.related\[1\]\.syncStatus\): ConfigMaps and Secrets have no status to copy/);
     const certificates = manifest.replace('    - identifier: config\n      origin: kcp\n      kind: ConfigMap\n', '    - identifier: config\n      origin: kcp\n      group: cert-manager.io\n      version: v1\n      resource: certificates\n      syncStatus: true\n');
     assert.equal(parseConfig(configWith({ 'st.yaml': certificates }), join(dir, 'relsync.yaml')).resources[0]!.related[1]!.syncStatus, true, 'syncStatus: the related object\'s status goes with it');

@@ -43,6 +43,9 @@ describe('configs that would let a tenant reach what is not its own', () => {
     ] as const) {
       assert.match(problems(db(`, naming: { namespace: '${template}' }`)), new RegExp(`resources\\[0\\]\\.naming: renders the same copy for .*${pair.source}`), template);
     }
+    // A workspace path is the tenant's to write (kcp lets a workspace's admin change it): it keeps no one apart.
+    assert.match(problems(db(`, workspacePath: true, naming: { namespace: '{{ replace ":" "-" clusterPath }}-{{ namespace }}' }`)), /resources\[0\]\.naming: renders the same copy for .*cluster "acme"/);
+    assert.equal(problems(db(`, workspacePath: true, naming: { namespace: '{{ replace ":" "-" clusterPath }}-{{ hash cluster namespace | trunc 16 }}' }`)), '');
     assert.match(problems(db(', naming: { namespace: x, name: "{{ cluster }}-{{ name }}" }')), /namespace "billing" of cluster "acme" and namespace "billing" of cluster "acme-prod"/, 'cluster and name joined');
     assert.equal(problems(db(', naming: { namespace: "{{ cluster }}-{{ hash cluster namespace | trunc 16 }}" }')), '');
     assert.equal(problems(db(', naming: { namespace: "x", name: "{{ hash cluster namespace name | trunc 20 }}" }')), '', 'a name that keeps them apart is as good');
