@@ -36,6 +36,17 @@ export class CopyRefusals {
     }
     return `relsync may not ${verb} ${what} in cluster ${cluster} (check its RBAC)`;
   }
+
+  /**
+   * Why a kcp workspace does not serve a type the APIExport claims (kcp's 404 of the path: another
+   * export's type, which the workspace does not bind), or undefined elsewhere (a 404 of a path is
+   * no such proof on a Kubernetes cluster).
+   */
+  notServed(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): string | undefined {
+    if (this.clusters.get(cluster).kind !== 'logical') return undefined;
+    const what = type.group ? `${type.resource}.${type.group}` : type.resource;
+    return `this workspace does not serve ${what} of the export the APIExport's permission claim names: bind that export in the workspace`;
+  }
 }
 
 function isSecret(type: Pick<ResourceType, 'group' | 'resource'>): boolean {

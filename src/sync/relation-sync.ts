@@ -15,7 +15,7 @@ import { compositeKey } from '../core/composite-key.js';
 import { sameType } from '../core/resource-type.js';
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
-import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { ApiError, isConflict, isForbidden, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
 import { mutated, specView } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
@@ -73,27 +73,32 @@ export class RelationSync {
     const sources = clusters.client(pair.source.cluster, rule.sourceType);
     const dests = clusters.client(pair.destination.cluster, rule.destinationType);
     // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
-    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string }> => {
+    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string; notServed?: boolean }> => {
       try {
         return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
       } catch (err) {
-        if (!isForbidden(err)) throw err;
-        return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
+        if (isForbidden(err)) return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
+        // A claimed type the workspace lacks (another export's, which it does not bind): kcp's 404 of the path.
+        const notServed = isNotFound(err) && !isObjectNotFound(err, id.name) ? this.deps.refusals.notServed(id.cluster, client.type) : undefined;
+        if (notServed) return { forbidden: `rule ${rule.id}: ${notServed}`, notServed: true };
+        throw err;
       }
     };
-    const refusedRead = async (forbidden: string): Promise<RelationOutcome> => {
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', forbidden);
-      return { ...base, state: 'error', contentHash: null, message: forbidden };
+    const refusedRead = async (refused: { forbidden?: string; notServed?: boolean }): Promise<RelationOutcome> => {
+      const message = refused.forbidden!;
+      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      // Not served may be a moment's (a binding on its way): looked at again, as a missing namespace is.
+      return { ...base, state: 'error', contentHash: null, message, ...(refused.notServed ? { retrySoon: true } : {}) };
     };
     const sourceRead = await read(sources, pair.source);
-    if (sourceRead.forbidden !== undefined) return refusedRead(sourceRead.forbidden);
+    if (sourceRead.forbidden !== undefined) return refusedRead(sourceRead);
     // A source that is not provably the copy's reads as absent, with the same message: the tenant
     // learns nothing about the provider's objects, not even that one of that name exists.
     const source = sourceRead.object && !this.deps.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.deps.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
 
     if (!source) {
       const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead);
       const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
       if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
         // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
@@ -124,7 +129,7 @@ export class RelationSync {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
       const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead);
       if (destRead.object) confirmLive(reads);
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
@@ -156,7 +161,7 @@ export class RelationSync {
     if (known) existing = known.object;
     else if (atVersion === undefined && (copied || !reads.peek)) {
       const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead.forbidden);
+      if (destRead.forbidden !== undefined) return refusedRead(destRead);
       existing = destRead.object;
     }
     if (existing && !this.deps.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
@@ -194,6 +199,8 @@ export class RelationSync {
         await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
         throw err;
       }
+      const notServed = isNotFound(err) && !isObjectNotFound(err, pair.destination.name) ? this.deps.refusals.notServed(pair.destination.cluster, rule.destinationType) : undefined;
+      if (notServed) return refusedRead({ forbidden: `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${notServed}`, notServed: true });
       // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
       await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);

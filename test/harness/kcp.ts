@@ -149,15 +149,27 @@ async function create(kcp: Kcp, workspace: string, apiPath: string, body: unknow
 
 /** Workspaces under root, Ready; returns each one's logical cluster name. */
 export async function createWorkspaces(kcp: Kcp, ...names: string[]): Promise<Record<string, string>> {
-  for (const name of names) await create(kcp, 'root', '/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+  return createWorkspacesIn(kcp, 'root', ...names);
+}
+
+/** Workspaces under the workspace `parent` (a path, `root:org`), Ready; returns each one's logical cluster name. */
+export async function createWorkspacesIn(kcp: Kcp, parent: string, ...names: string[]): Promise<Record<string, string>> {
+  for (const name of names) await create(kcp, parent, '/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
   const clusters: Record<string, string> = {};
   for (const name of names) {
-    clusters[name] = await eventually(`workspace ${name} Ready`, async () => {
-      const ws = await kcp.request<{ status?: { phase?: string }; spec?: { cluster?: string } }>('GET', `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
+    clusters[name] = await eventually(`workspace ${parent}:${name} Ready`, async () => {
+      const ws = await kcp.request<{ status?: { phase?: string }; spec?: { cluster?: string } }>('GET', `/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
       return ws.body.status?.phase === 'Ready' ? ws.body.spec?.cluster : undefined;
     }, 120_000);
   }
   return clusters;
+}
+
+/** A permission claim beyond the example export's (ConfigMaps, Secrets, Events): a LogicalCluster's, another export's type (by its identity). */
+export interface Claim {
+  readonly group: string;
+  readonly resource: string;
+  readonly identityHash?: string;
 }
 
 export const DATABASE_EXPORT = 'demo.relsync.dev';
@@ -165,7 +177,7 @@ export const DATABASE_EXPORT = 'demo.relsync.dev';
 const examples = fileURLToPath(new URL('../../../examples/kcp/', import.meta.url));
 interface Manifest {
   metadata: { name: string };
-  spec: { resources?: Array<{ schema: string }>; reference?: unknown; permissionClaims?: Array<{ resource: string }> };
+  spec: { resources?: Array<{ schema: string }>; reference?: unknown; permissionClaims?: Array<{ resource: string } & Record<string, unknown>> };
 }
 const manifests = (file: string): Manifest[] => parseAllDocuments(readFileSync(join(examples, file), 'utf8')).map((d) => d.toJS() as Manifest);
 
@@ -176,24 +188,39 @@ const manifests = (file: string): Manifest[] => parseAllDocuments(readFileSync(j
  * shows the objects of every export that shares a schema in each one's
  * wildcard list (and forbids reading them).
  */
-export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT, options: { shareSchema?: boolean } = {}): Promise<void> {
+export async function createDatabaseExport(kcp: Kcp, provider: string, exportName = DATABASE_EXPORT, options: { shareSchema?: boolean; claims?: readonly Claim[] } = {}): Promise<void> {
   const [schema, apiExport] = manifests('database-export.yaml') as [Manifest, Manifest];
   if (exportName !== DATABASE_EXPORT) {
     if (!options.shareSchema) schema.metadata.name = `${exportName}.databases.demo.relsync.dev`;
     apiExport.metadata.name = exportName;
     apiExport.spec.resources![0]!.schema = schema.metadata.name;
   }
+  for (const claim of options.claims ?? []) apiExport.spec.permissionClaims!.push({ ...claim, verbs: ['*'] });
   await create(kcp, provider, '/apis/apis.kcp.io/v1alpha1/apiresourceschemas', schema);
   await create(kcp, provider, '/apis/apis.kcp.io/v1alpha2/apiexports', apiExport);
 }
 
-/** Binds the export in a consumer workspace, accepting its claims; waits until Ready. */
-export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT, acceptOnly?: readonly string[]): Promise<void> {
+/**
+ * Binds the export in a consumer workspace, accepting its claims (`acceptOnly`: only those of these
+ * resources; `claims`: the export's claims beyond the example's, accepted too); waits until Ready.
+ */
+export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPath: string, exportName = DATABASE_EXPORT, acceptOnly?: readonly string[], claims: readonly Claim[] = []): Promise<void> {
   const [binding] = manifests('database-binding.yaml') as [Manifest];
   binding.metadata.name = exportName;
   binding.spec.reference = { export: { path: providerPath, name: exportName } };
+  binding.spec.permissionClaims!.push(...claims.map((c) => ({ ...c, verbs: ['*'], selector: { matchAll: true }, state: 'Accepted' })));
   // a consumer that accepts only some of the claims
   if (acceptOnly) binding.spec.permissionClaims = binding.spec.permissionClaims!.filter((c) => acceptOnly.includes(c.resource));
+  await bind(kcp, consumer, binding);
+}
+
+/** Binds an export that claims nothing (a type the consumer uses besides the Databases). */
+export async function bindExport(kcp: Kcp, consumer: string, providerPath: string, exportName: string): Promise<void> {
+  const binding = { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: exportName }, spec: { reference: { export: { path: providerPath, name: exportName } } } };
+  await bind(kcp, consumer, binding);
+}
+
+async function bind(kcp: Kcp, consumer: string, binding: { readonly metadata: { readonly name: string } }): Promise<void> {
   // Right after the export is made, kcp may not yet know it may be bound ("no permission to bind"): asked again.
   await eventually(`APIBinding in ${consumer} created`, async () => {
     const res = await kcp.request('POST', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings`, binding);
@@ -202,9 +229,28 @@ export async function bindDatabaseExport(kcp: Kcp, consumer: string, providerPat
     throw new Error(`POST /clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings: ${res.status} ${JSON.stringify(res.body)}`);
   }, 30_000);
   await eventually(`APIBinding in ${consumer} Ready`, async () => {
-    const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${exportName}`);
+    const b = await kcp.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/clusters/${consumer}/apis/apis.kcp.io/v1alpha2/apibindings/${binding.metadata.name}`);
     return b.body.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
   }, 120_000);
+}
+
+export const BACKUPS = { group: 'backup.relsync.dev', version: 'v1', plural: 'backups' } as const;
+
+/**
+ * An export of a Backup type (BACKUPS) in the workspace `provider`, as another provider makes one;
+ * returns its identity hash, which an export that claims its Backups names.
+ */
+export async function createBackupExport(kcp: Kcp, provider: string, exportName: string = BACKUPS.group): Promise<string> {
+  const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const schema = `v1.${BACKUPS.plural}.${BACKUPS.group}`;
+  await create(kcp, provider, '/apis/apis.kcp.io/v1alpha1/apiresourceschemas', {
+    apiVersion: 'apis.kcp.io/v1alpha1',
+    kind: 'APIResourceSchema',
+    metadata: { name: schema },
+    spec: { group: BACKUPS.group, names: { kind: 'Backup', listKind: 'BackupList', plural: BACKUPS.plural, singular: 'backup' }, scope: 'Namespaced', versions: [{ name: BACKUPS.version, served: true, storage: true, schema: { type: 'object', properties: { spec: open } } }] },
+  });
+  await create(kcp, provider, '/apis/apis.kcp.io/v1alpha2/apiexports', { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIExport', metadata: { name: exportName }, spec: { resources: [{ name: BACKUPS.plural, group: BACKUPS.group, schema, storage: { crd: {} } }] } });
+  return eventually(`APIExport ${exportName} has its identity`, async () => (await kcp.request<{ status?: { identityHash?: string } }>('GET', `/clusters/${provider}/apis/apis.kcp.io/v1alpha2/apiexports/${exportName}`)).body.status?.identityHash, 60_000);
 }
 
 /**
