@@ -100,6 +100,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
         cleanup: rule.origin === 'service' ? (rule.cleanupPolicy ?? 'MatchOrigin') : 'MatchOrigin',
         ...(rule.syncStatus ? { syncStatus: true } : {}),
         ...(rule.identityHash ? { identityHash: rule.identityHash } : {}),
+        ...(rule.adopt ? { adopt: true } : {}),
         ...(rule.mutation ? { mutation: mutations(rule.mutation, `${rw}.mutation`, template, problems, { statusCopied: rule.syncStatus === true, statusHint: 'status mutations apply to a status copied, and this rule copies none: set syncStatus: true, or remove them' }) } : {}),
         where: rw,
       };
@@ -109,6 +110,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       ...(res.versions ? { versions: res.versions } : {}),
       ...(res.mutation ? { mutation: mutations(res.mutation, `${where}.mutation`, template, problems) } : {}),
       ...(res.workspacePath ? { workspacePath: true } : {}),
+      ...(res.adopt ? { adopt: true } : {}),
       ...(res.copyAs ? { copyAs: { group: res.copyAs.group, version: res.copyAs.version, resource: res.copyAs.resource, kind: res.copyAs.kind } } : {}),
       selector,
       ...(namespaceSelector ? { namespaceSelector } : {}),

@@ -20,6 +20,8 @@ export interface PublishedResource {
   readonly mutation?: MutationRules | undefined;
   /** The copies' type in the service cluster, when it is not `type` (config/schema.ts copyAs). */
   readonly copyAs?: TypeReference | undefined;
+  /** An object in a copy's place that its owner granted to the primary is taken over (sync/adoption.ts). */
+  readonly adopt?: boolean | undefined;
   /** Read each primary's kcp workspace path: marked on its copy, `clusterPath` in templates. */
   readonly workspacePath?: boolean | undefined;
   readonly selector: LabelSelector | undefined;

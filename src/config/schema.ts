@@ -181,6 +181,12 @@ export const relatedRuleSchema = z
      * the primary's export (api-syncagent's identityHash). relsync reaches it through the primary's
      * export, which must claim it with this identity; checked at start.
      */
+    /**
+     * An object in a copy's place that is not relsync's is taken over (adopted) when its owner
+     * granted it with the relsync.dev/adopt annotation naming exactly this source (sync/adoption.ts);
+     * default false: it is a conflict, left untouched.
+     */
+    adopt: z.boolean().optional(),
     identityHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be an APIExport\'s status.identityHash (64 hex digits)').optional(),
   })
   .superRefine(oneOfResourceOrKind)
@@ -227,6 +233,8 @@ export const publishedResourceSchema = z
      * The APIExport needs a permission claim on logicalclusters.core.kcp.io. Default false.
      */
     workspacePath: z.boolean().optional(),
+    /** As a related rule's `adopt`, for the copies of the primaries: an existing object granted to a primary becomes its copy. */
+    adopt: z.boolean().optional(),
     /** Only primaries matching this selector are synced; default: all. */
     selector: labelSelectorSchema.optional(),
     /** Only primaries in namespaces whose labels match this selector are synced (a namespaced type); default: all. */

@@ -73,6 +73,8 @@ export interface RelatedRule {
   readonly syncStatus?: boolean;
   /** What the copies hold differs from their source at these paths. */
   readonly mutation?: MutationRules;
+  /** An object in a copy's place that its owner granted to the source is taken over (sync/adoption.ts). */
+  readonly adopt?: boolean;
   /** On kcp: the identity of the APIExport of the platform-side type, when it is another export's (claimed by the primary's). */
   readonly identityHash?: string;
   /** `resources[0].related[1]`, for messages. */

@@ -20,7 +20,8 @@ import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { ADOPT_ANNOTATION, AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -69,6 +70,12 @@ export interface Upsert {
    * object's is tried again, as the relation was not stored synced).
    */
   readonly status?: { readonly value: Record<string, unknown>; readonly hash: string; readonly repair: boolean; readonly written: boolean } | undefined;
+  /**
+   * The resource or rule has `adopt: true`: an object in the copy's place that is not relsync's is
+   * taken over when its owner granted it to this source (adoption.ts); `announce` is told when one
+   * was, `refused` why one in the way was not.
+   */
+  readonly adopt?: { readonly announce: () => Promise<void>; readonly refused: (reason: string) => void } | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -268,9 +275,40 @@ export class CopyWriter {
   }
 
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
-    if (!this.isMarkedCopyOf(read, write.source)) return 'conflict';
-    if (isUpToDate(write.desired, write.marks, read) && this.hasStatus(write, read)) return read;
-    return this.applyOver(client, write, read);
+    let current = read;
+    if (!this.isMarkedCopyOf(current, write.source)) {
+      const adopted = write.adopt ? await this.adopt(client, write, write.adopt) : 'conflict';
+      if (adopted === 'conflict') return 'conflict';
+      current = adopted;
+    }
+    if (isUpToDate(write.desired, write.marks, current) && this.hasStatus(write, current)) return current;
+    return this.applyOver(client, write, current);
+  }
+
+  /**
+   * Takes over the object in the copy's place when its owner granted it (adoption.ts), decided on a
+   * live read (a cached one may be behind the grant's removal): one merge patch, with the uid and
+   * the resourceVersion read as preconditions (a change in between answers 409, and the reconcile
+   * reads again), adds relsync's marks and removes the grant, so that it is used once. The caller
+   * then applies the copy over it, as over any of its copies: relsync's fields become the source's,
+   * and fields relsync does not copy stay as they were.
+   */
+  private async adopt(client: ObjectClient, write: Upsert, adopt: NonNullable<Upsert['adopt']>): Promise<KubeObject | 'conflict'> {
+    const { copy } = write;
+    const live = await client.get(copy.namespace, copy.name);
+    if (!live) throw new Error(`${copy.name} went while relsync was deciding whether to adopt it; trying again`);
+    if (this.isMarkedCopyOf(live, write.source)) return live;
+    const refusal = adoptionRefusal(live, this.deps.agentName, write.source);
+    if (refusal) {
+      adopt.refused(refusal);
+      return 'conflict';
+    }
+    const { uid, resourceVersion } = live.metadata;
+    const adopted = await client.mergePatch(copy.namespace, copy.name, { metadata: { uid, resourceVersion, labels: write.marks.labels, annotations: { ...write.marks.annotations, [ADOPT_ANNOTATION]: null } } });
+    this.recorded(copy, adopted, resourceVersion);
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'adopt' });
+    await adopt.announce();
+    return adopted;
   }
 
   /** Whether the copy holds the status it should (see Upsert.status); its marks (with the status hash) are judged with its content. */

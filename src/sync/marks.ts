@@ -38,6 +38,21 @@ export const APPLIED_HASH_ANNOTATION = 'relsync.dev/applied-hash';
  */
 export const SOURCE_WORKSPACE_PATH_ANNOTATION = 'relsync.dev/source-workspace-path';
 
+/**
+ * On an object that is in a copy's place and not relsync's: the grant, written by whoever owns the
+ * object, that lets this agent take it over as the copy of one source (adoption, for a resource or
+ * rule with `adopt: true`). Its value is adoptionGrant()'s: the agent and the source's whole
+ * identity, so that no other source (another tenant's, whatever its names) matches it. relsync
+ * removes it when it adopts, and never copies a `relsync.dev/` key from a source.
+ */
+export const ADOPT_ANNOTATION = 'relsync.dev/adopt';
+
+/** The grant's value for `source`: JSON with the agent and the identity, keys in a fixed order. */
+export function adoptionGrant(agentName: string, source: ObjectIdentity): string {
+  const { cluster, group, resource, namespace, name } = source;
+  return JSON.stringify({ agent: agentName, cluster, group, resource, namespace, name });
+}
+
 /** The field manager relsync's applies use: the fields of a copy it owns are the ones it copies. */
 export function fieldManagerName(agentName: string): string {
   return `relsync-${agentName}`.slice(0, 128);

@@ -31,7 +31,7 @@ import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
-import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
+import { ADOPT_ANNOTATION, adoptionGrant, CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -164,11 +164,14 @@ export class RelationSync {
       if (destRead.forbidden !== undefined) return refusedRead(destRead);
       existing = destRead.object;
     }
-    if (existing && !this.deps.writer.isMarkedCopyOf(existing, pair.source)) return conflict();
+    // Not relsync's: a conflict, unless the rule adopts and the writer finds it granted (adoption.ts).
+    const foreign = existing !== undefined && !this.deps.writer.isMarkedCopyOf(existing, pair.source);
+    if (foreign && !rule.adopt) return conflict();
     // A service-side destination namespace of the rule's own (namespace.destination) serves this
-    // primary's source namespace, as a copy namespace does: one that serves another source is a conflict.
+    // primary's source namespace, as a copy namespace does: one that serves another source is a conflict
+    // (also for an object granted for adoption there).
     const destNamespace = pair.destination.namespace;
-    if (!existing && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
+    if ((!existing || foreign) && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
       const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
       if (taken) {
         metrics.conflicts.inc({ kind: 'related' });
@@ -180,7 +183,8 @@ export class RelationSync {
       // A copy's status on a platform is relsync's alone (set back when changed); in the service cluster its operator may write it too.
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
       const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name, written: syncedHash === hash };
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite };
+      const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite, adopt };
       written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
     } catch (err) {
@@ -214,6 +218,19 @@ export class RelationSync {
    * replaced, deleted, its namespace gone, or moved on by another primary's write of a copy they
    * share), decided on a live read as any write is.
    */
+  /**
+   * For a rule with `adopt: true`: a Normal Event on the primary when its copy was adopted; why an
+   * object in the way was not goes to relsync's log only (the provider's: the tenant learns nothing
+   * of an object in the service cluster), with the grant that would let relsync adopt it.
+   */
+  private adoption(owner: ObjectIdentity, primary: KubeObject, rule: ResolvedRule, pair: RelatedPair): NonNullable<Upsert['adopt']> {
+    return {
+      announce: () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
+      refused: (reason) =>
+        this.deps.logger.warn({ rule: rule.where, object: describeIdentity(pair.destination), source: describeIdentity(pair.source), reason, grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.deps.agentName, pair.source)}` }, 'an object in a copy\'s place is not adopted'),
+    };
+  }
+
   private async atVersionOrLive(dests: ObjectClient, write: Upsert, version: string): Promise<KubeObject | 'conflict'> {
     try {
       return await this.deps.writer.updateAt(dests, write, version);

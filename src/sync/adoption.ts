@@ -1,0 +1,33 @@
+/**
+ * Adoption: an object that is in a copy's place and not relsync's becomes
+ * the copy, when the config allows it (`adopt: true` on the resource or the
+ * rule) and the object's owner granted it to exactly that source (marks.ts
+ * ADOPT_ANNOTATION). Without both it is a conflict, as before: relsync never
+ * takes over an object on its name alone. The grant is written by whoever
+ * may write the object — in the service cluster the provider (no tenant
+ * writes there, and relsync never copies a `relsync.dev/` key from a
+ * source), on a platform the tenant, for its own object — and names the
+ * source's whole identity with its logical cluster, which no tenant chooses.
+ * What the grant cannot say, this checks too: the object is not being
+ * deleted, carries no agent's marks (another relsync instance's, or a
+ * release's leftovers), and has no controller (a second writer would fight
+ * relsync over it).
+ */
+import type { ObjectIdentity } from '../core/identity.js';
+import type { KubeObject } from '../core/object.js';
+import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, isRelsyncKey } from './marks.js';
+
+/** Why relsync (agent `agentName`) may not adopt `object` as the copy of `source`, or undefined when it may. */
+export function adoptionRefusal(object: KubeObject, agentName: string, source: ObjectIdentity): string | undefined {
+  const grant = object.metadata.annotations?.[ADOPT_ANNOTATION];
+  if (grant === undefined) return `it has no ${ADOPT_ANNOTATION} annotation granting it`;
+  if (grant !== adoptionGrant(agentName, source)) return `its ${ADOPT_ANNOTATION} annotation grants it to another agent or source (it must be exactly ${adoptionGrant(agentName, source)})`;
+  if (object.metadata.deletionTimestamp) return 'it is being deleted';
+  const agent = object.metadata.labels?.[AGENT_LABEL];
+  if (agent !== undefined) return `it carries the marks of relsync agent "${agent}"`;
+  const marks = [...Object.keys(object.metadata.labels ?? {}), ...Object.keys(object.metadata.annotations ?? {})].filter((k) => isRelsyncKey(k) && k !== ADOPT_ANNOTATION);
+  if (marks.length > 0) return `it carries relsync's keys ${marks.join(', ')}`;
+  const controller = object.metadata.ownerReferences?.find((r) => r.controller === true);
+  if (controller) return `it has a controller (${controller.kind} ${controller.name}), which would write it too`;
+  return undefined;
+}
