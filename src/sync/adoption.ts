@@ -13,15 +13,17 @@
  * release's leftovers), and has no controller (a second writer would fight
  * relsync over it).
  */
-import type { ObjectIdentity } from '../core/identity.js';
+import type { Logger } from 'pino';
+import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
+import { ExpiringMap } from '../util/expiring-map.js';
 import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, isRelsyncKey } from './marks.js';
 
 /** Why relsync (agent `agentName`) may not adopt `object` as the copy of `source`, or undefined when it may. */
 export function adoptionRefusal(object: KubeObject, agentName: string, source: ObjectIdentity): string | undefined {
   const grant = object.metadata.annotations?.[ADOPT_ANNOTATION];
   if (grant === undefined) return `it has no ${ADOPT_ANNOTATION} annotation granting it`;
-  if (grant !== adoptionGrant(agentName, source)) return `its ${ADOPT_ANNOTATION} annotation grants it to another agent or source (it must be exactly ${adoptionGrant(agentName, source)})`;
+  if (grant !== adoptionGrant(agentName, source)) return `its ${ADOPT_ANNOTATION} annotation grants it to another agent or source`;
   if (object.metadata.deletionTimestamp) return 'it is being deleted';
   const agent = object.metadata.labels?.[AGENT_LABEL];
   if (agent !== undefined) return `it carries the marks of relsync agent "${agent}"`;
@@ -30,4 +32,25 @@ export function adoptionRefusal(object: KubeObject, agentName: string, source: O
   const controller = object.metadata.ownerReferences?.find((r) => r.controller === true);
   if (controller) return `it has a controller (${controller.kind} ${controller.name}), which would write it too`;
   return undefined;
+}
+
+/**
+ * Why an object in a copy's place was not adopted, for the provider's log (never an Event: the
+ * tenant learns nothing of an object in the service cluster), with the grant that would let relsync
+ * adopt it. Once per object and source in ten minutes: a conflict is looked at again every 30 s.
+ */
+export class AdoptionRefusals {
+  private readonly told = new ExpiringMap<string, true>(1_000);
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly agentName: string,
+  ) {}
+
+  note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string): void {
+    const key = `${describeIdentity(object)}\u0000${describeIdentity(source)}\u0000${reason}`;
+    if (this.told.get(key)) return;
+    this.told.set(key, true, 10 * 60_000);
+    this.logger.warn({ rule: where, object: describeIdentity(object), source: describeIdentity(source), reason, grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.agentName, source)}` }, "an object in a copy's place is not adopted");
+  }
 }

@@ -40,8 +40,9 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { ADOPT_ANNOTATION, adoptionGrant, APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, SOURCE_WORKSPACE_PATH_ANNOTATION } from './marks.js';
+import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, SOURCE_WORKSPACE_PATH_ANNOTATION } from './marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
+import { AdoptionRefusals } from './adoption.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
@@ -100,6 +101,7 @@ export class PrimaryReconciler {
   /** A change that concerns one relation, synced alone (edge-sync.ts). */
   private readonly edges: EdgeSync;
   private readonly paths: WorkspacePaths;
+  private readonly adoptionRefusals: AdoptionRefusals;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -111,6 +113,7 @@ export class PrimaryReconciler {
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
     this.paths = new WorkspacePaths(deps.clusters);
+    this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName);
     this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths });
   }
 
@@ -263,7 +266,7 @@ export class PrimaryReconciler {
     }
 
     for (const p of mutation.problems) await this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
-    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt === true).catch(async (err: unknown) => {
+    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt ? resource.where : undefined).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -512,8 +515,8 @@ export class PrimaryReconciler {
 
   /** `known`: the store knows this primary (its copy was written, or found in the way). */
   /** `desired`: what the copy holds (the primary's content, mutated). */
-  /** `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on the copy). */
-  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adoptCopies: boolean): Promise<KubeObject | 'conflict'> {
+  /** `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on the copy); `adopting`: the resource's place in the config, when it adopts. */
+  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)), ...(workspacePath !== undefined ? { [SOURCE_WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
@@ -522,10 +525,10 @@ export class PrimaryReconciler {
     // API server refuses when anything has the name, and the copy is read after (copy-writer.ts).
     const existing = !known && reads.peek ? reads.peek(copyId.cluster, copies.type, copyId.namespace, copyId.name)?.object : await reads.get(copyId.cluster, copies.type, copyId.namespace, copyId.name);
     // resources[].adopt: a Normal Event on the primary when one was; why an object in the way was not goes to the provider's log only.
-    const adopt = adoptCopies
+    const adopt = adopting !== undefined
       ? {
           announce: () => this.deps.recorder.normal(id.cluster, primary, 'Adopted', `relsync adopted ${describeIdentity(copyId)} in the service cluster as this object's copy, as its owner granted`),
-          refused: (reason: string) => this.deps.logger.warn({ primary: describeIdentity(id), copy: describeIdentity(copyId), reason, grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.deps.agentName, id)}` }, 'an object in a copy\'s place is not adopted'),
+          refused: (reason: string) => this.adoptionRefusals.note(adopting, copyId, id, reason),
         }
       : undefined;
     return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt });

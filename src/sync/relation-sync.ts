@@ -31,7 +31,8 @@ import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
-import { ADOPT_ANNOTATION, adoptionGrant, CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
+import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
+import { AdoptionRefusals } from './adoption.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -57,7 +58,11 @@ export interface RelationSyncDeps {
 }
 
 export class RelationSync {
-  constructor(private readonly deps: RelationSyncDeps) {}
+  private readonly refusals: AdoptionRefusals;
+
+  constructor(private readonly deps: RelationSyncDeps) {
+    this.refusals = new AdoptionRefusals(deps.logger, deps.agentName);
+  }
 
   /**
    * `copied`: whether the store says this relation's copy was written (synced, or in conflict with an
@@ -226,8 +231,7 @@ export class RelationSync {
   private adoption(owner: ObjectIdentity, primary: KubeObject, rule: ResolvedRule, pair: RelatedPair): NonNullable<Upsert['adopt']> {
     return {
       announce: () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
-      refused: (reason) =>
-        this.deps.logger.warn({ rule: rule.where, object: describeIdentity(pair.destination), source: describeIdentity(pair.source), reason, grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.deps.agentName, pair.source)}` }, 'an object in a copy\'s place is not adopted'),
+      refused: (reason) => this.refusals.note(rule.where, pair.destination, pair.source, reason),
     };
   }
 
