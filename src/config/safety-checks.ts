@@ -139,6 +139,9 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
       if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('object')) {
         problems.push({ path: `${rule.where}.provenance.label.value`, message: 'reads the object, which the tenant writes: it could name any value; build it from cluster, namespace and name' });
       }
+      if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('clusterPath')) {
+        problems.push({ path: `${rule.where}.provenance.label.value`, message: "reads the workspace path, which the tenant writes (kcp lets a workspace's admin set it): it could name another tenant's value; build it from cluster, namespace and name" });
+      }
       if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
         problems.push({
           path: `${rule.where}.provenance`,

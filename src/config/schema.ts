@@ -177,16 +177,16 @@ export const relatedRuleSchema = z
     /** What the copies hold differs from their source at these paths (rules/mutation.ts). */
     mutation: mutationRulesSchema.optional(),
     /**
-     * On kcp: the identity of the APIExport the rule's platform-side type comes from, when it is not
-     * the primary's export (api-syncagent's identityHash). relsync reaches it through the primary's
-     * export, which must claim it with this identity; checked at start.
-     */
-    /**
      * An object in a copy's place that is not relsync's is taken over (adopted) when its owner
      * granted it with the relsync.dev/adopt annotation naming exactly this source (sync/adoption.ts);
      * default false: it is a conflict, left untouched.
      */
     adopt: z.boolean().optional(),
+    /**
+     * On kcp: the identity of the APIExport the rule's platform-side type comes from, when it is not
+     * the primary's export (api-syncagent's identityHash). relsync reaches it through the primary's
+     * export, which must claim it with this identity; checked at start.
+     */
     identityHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be an APIExport\'s status.identityHash (64 hex digits)').optional(),
   })
   .superRefine(oneOfResourceOrKind)

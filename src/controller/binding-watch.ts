@@ -24,7 +24,6 @@ import type { KubeObject } from '../core/object.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ObjectIdentity } from '../core/identity.js';
 
-
 export interface BindingWatchOptions {
   /** The kcp platform's configured name. */
   readonly platform: string;

@@ -24,6 +24,13 @@ interface EndpointSlice {
   status?: { endpoints?: Array<{ url?: string }> };
 }
 
+/** A permission claim of an APIExport (apis.kcp.io/v1alpha2). */
+export interface ExportClaim {
+  readonly group?: string;
+  readonly resource?: string;
+  readonly identityHash?: string;
+}
+
 export class KcpEndpoint {
   private url: string | undefined;
 
@@ -57,6 +64,22 @@ export class KcpEndpoint {
     if (!urls[0]!.startsWith('https://')) throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls[0]}, not an https URL`);
     this.url = urls[0]!.replace(/\/+$/, '');
     return this.url;
+  }
+
+  /**
+   * The export's permission claims, read from the APIExport in the kubeconfig's workspace (named
+   * by the virtual workspace URL's last segment, `/services/apiexport/<cluster>/<export>`). Needs
+   * `get` on it, which relsync asks for only to check a rule's identityHash.
+   */
+  async permissionClaims(): Promise<ExportClaim[]> {
+    const name = decodeURIComponent(new URL(await this.resolve()).pathname.split('/').filter(Boolean).at(-1) ?? '');
+    try {
+      const apiExport = await this.provider.request<{ spec?: { permissionClaims?: ExportClaim[] } }>('GET', `/apis/apis.kcp.io/v1alpha2/apiexports/${encodeURIComponent(name)}`);
+      return apiExport.spec?.permissionClaims ?? [];
+    } catch (err) {
+      if (isNotFound(err)) throw new Error(`cluster ${this.provider.name}: no APIExport "${name}" in the kubeconfig's workspace, whose claims relsync must read`, { cause: err });
+      throw err;
+    }
   }
 
   /** The base for requests across all bound workspaces. */

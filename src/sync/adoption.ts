@@ -37,7 +37,8 @@ export function adoptionRefusal(object: KubeObject, agentName: string, source: O
 /**
  * Why an object in a copy's place was not adopted, for the provider's log (never an Event: the
  * tenant learns nothing of an object in the service cluster), with the grant that would let relsync
- * adopt it. Once per object and source in ten minutes: a conflict is looked at again every 30 s.
+ * adopt it where the object has none. Once per object, source and reason in ten minutes: a conflict
+ * is looked at again every 30 s.
  */
 export class AdoptionRefusals {
   private readonly told = new ExpiringMap<string, true>(1_000);
@@ -47,10 +48,12 @@ export class AdoptionRefusals {
     private readonly agentName: string,
   ) {}
 
-  note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string): void {
+  /** `suggestGrant`: the object has no grant (one granted to someone else is never "corrected" from this log). */
+  note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string, suggestGrant: boolean): void {
     const key = `${describeIdentity(object)}\u0000${describeIdentity(source)}\u0000${reason}`;
     if (this.told.get(key)) return;
     this.told.set(key, true, 10 * 60_000);
-    this.logger.warn({ rule: where, object: describeIdentity(object), source: describeIdentity(source), reason, grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.agentName, source)}` }, "an object in a copy's place is not adopted");
+    const grant = suggestGrant ? { grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.agentName, source)}` } : {};
+    this.logger.warn({ rule: where, object: describeIdentity(object), source: describeIdentity(source), reason, ...grant }, "an object in a copy's place is not adopted");
   }
 }

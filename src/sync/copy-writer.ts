@@ -18,9 +18,9 @@ import type { KubeObject } from '../core/object.js';
 import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
-import { oldRecordOf, upgradedManagedFields, type OldRecord } from './field-ownership.js';
+import { oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { ADOPT_ANNOTATION, AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
 import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -73,9 +73,9 @@ export interface Upsert {
   /**
    * The resource or rule has `adopt: true`: an object in the copy's place that is not relsync's is
    * taken over when its owner granted it to this source (adoption.ts); `announce` is told when one
-   * was, `refused` why one in the way was not.
+   * was, `refused` why one in the way was not (and whether the grant that would do it may be suggested).
    */
-  readonly adopt?: { readonly announce: () => Promise<void>; readonly refused: (reason: string) => void } | undefined;
+  readonly adopt?: { readonly announce: () => Promise<void>; readonly refused: (reason: string, suggestGrant: boolean) => void } | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -275,40 +275,69 @@ export class CopyWriter {
   }
 
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
-    let current = read;
-    if (!this.isMarkedCopyOf(current, write.source)) {
-      const adopted = write.adopt ? await this.adopt(client, write, write.adopt) : 'conflict';
-      if (adopted === 'conflict') return 'conflict';
-      current = adopted;
-    }
-    if (isUpToDate(write.desired, write.marks, current) && this.hasStatus(write, current)) return current;
-    return this.applyOver(client, write, current);
+    if (!this.isMarkedCopyOf(read, write.source)) return write.adopt ? this.adopt(client, write, write.adopt, read) : 'conflict';
+    // An adoption whose last step did not land (see adopt()): finished first.
+    const finished = write.adopt && read.metadata.annotations?.[ADOPT_ANNOTATION] === adoptionGrant(this.deps.agentName, write.source) ? await this.finishAdoption(client, write, write.adopt, read) : read;
+    if (isUpToDate(write.desired, write.marks, finished) && this.hasStatus(write, finished)) return finished;
+    return this.applyOver(client, write, finished);
   }
 
   /**
-   * Takes over the object in the copy's place when its owner granted it (adoption.ts), decided on a
-   * live read (a cached one may be behind the grant's removal): one merge patch, with the uid and
-   * the resourceVersion read as preconditions (a change in between answers 409, and the reconcile
-   * reads again), adds relsync's marks and removes the grant, so that it is used once. The caller
-   * then applies the copy over it, as over any of its copies: relsync's fields become the source's,
-   * and fields relsync does not copy stay as they were.
+   * Takes over the object in the copy's place when its owner granted it (adoption.ts). The grant is
+   * looked for in the object as read (from the watches, maybe: one without a grant is refused
+   * without a request, as a conflict is looked at again every 30 s) and decided on a live read.
+   * The copy is applied over it first, marks included, at the version read (a change in between
+   * answers 409, and the reconcile reads again): an apply the API server refuses (an immutable
+   * field, admission) leaves the object as it was, grant and all. Then finishAdoption.
    */
-  private async adopt(client: ObjectClient, write: Upsert, adopt: NonNullable<Upsert['adopt']>): Promise<KubeObject | 'conflict'> {
+  private async adopt(client: ObjectClient, write: Upsert, adopt: NonNullable<Upsert['adopt']>, read: KubeObject): Promise<KubeObject | 'conflict'> {
     const { copy } = write;
-    const live = await client.get(copy.namespace, copy.name);
-    if (!live) throw new Error(`${copy.name} went while relsync was deciding whether to adopt it; trying again`);
-    if (this.isMarkedCopyOf(live, write.source)) return live;
-    const refusal = adoptionRefusal(live, this.deps.agentName, write.source);
-    if (refusal) {
-      adopt.refused(refusal);
+    if (read.metadata.annotations?.[ADOPT_ANNOTATION] === undefined) {
+      adopt.refused(adoptionRefusal(read, this.deps.agentName, write.source) ?? 'no grant', true);
       return 'conflict';
     }
-    const { uid, resourceVersion } = live.metadata;
-    const adopted = await client.mergePatch(copy.namespace, copy.name, { metadata: { uid, resourceVersion, labels: write.marks.labels, annotations: { ...write.marks.annotations, [ADOPT_ANNOTATION]: null } } });
-    this.recorded(copy, adopted, resourceVersion);
+    const live = await client.get(copy.namespace, copy.name);
+    if (!live) throw new Error(`${copy.name} went while relsync was deciding whether to adopt it; trying again`);
+    if (this.isMarkedCopyOf(live, write.source)) return this.update(client, write, live);
+    const refusal = adoptionRefusal(live, this.deps.agentName, write.source);
+    if (refusal) {
+      // A grant for someone else is not to be "corrected" from relsync's log: no grant is suggested then.
+      adopt.refused(refusal, live.metadata.annotations?.[ADOPT_ANNOTATION] === undefined);
+      return 'conflict';
+    }
+    const applied = await this.applyOver(client, write, live);
+    if (applied === 'conflict') return 'conflict';
+    return this.finishAdoption(client, write, adopt, applied);
+  }
+
+  /**
+   * The last step of an adoption, on the object as relsync's apply left it: one JSON patch, tested
+   * against its uid, resourceVersion and the grant, removes the grant (it is used once) and the
+   * other managers' claims on the fields relsync applies (field-ownership.ts takenOverManagedFields),
+   * so that a field the source drops later goes from the copy as from any other. Should it not land
+   * (a change in between), the next reconcile finds the marked copy with its grant and does it then.
+   */
+  private async finishAdoption(client: ObjectClient, write: Upsert, adopt: NonNullable<Upsert['adopt']>, applied: KubeObject): Promise<KubeObject> {
+    const { copy } = write;
+    const grantPath = `/metadata/annotations/${ADOPT_ANNOTATION.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const managedFields = takenOverManagedFields(applied.metadata.managedFields, this.fieldManager);
+    const finished = await client
+      .jsonPatch(copy.namespace, copy.name, [
+        { op: 'test', path: '/metadata/uid', value: applied.metadata.uid },
+        { op: 'test', path: '/metadata/resourceVersion', value: applied.metadata.resourceVersion },
+        { op: 'test', path: grantPath, value: adoptionGrant(this.deps.agentName, write.source) },
+        { op: 'remove', path: grantPath },
+        ...(managedFields ? [{ op: 'replace' as const, path: '/metadata/managedFields', value: managedFields }] : []),
+      ])
+      .catch((err: unknown) => {
+        // A failed `test` answers 422: changed since, a conflict like any other, retried live.
+        if (err instanceof ApiError && err.statusCode === 422) throw new ApiError('PATCH', `${copy.namespace}/${copy.name}`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: `changed while relsync adopted it: ${err.message}` }));
+        throw err;
+      });
+    this.recorded(copy, finished, applied.metadata.resourceVersion);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'adopt' });
     await adopt.announce();
-    return adopted;
+    return finished;
   }
 
   /** Whether the copy holds the status it should (see Upsert.status); its marks (with the status hash) are judged with its content. */

@@ -110,6 +110,60 @@ function splitOldFields(fieldsV1: Record<string, unknown>, old: OldRecord): { mi
 }
 
 /** The union of two FieldsV1 sets (nested objects whose keys are `f:name`, `k:{…}`, `v:…`, `.`). */
+/**
+ * An adopted object's managed fields once relsync owns alone what it applies (sync/adoption.ts):
+ * every other entry of the main resource loses the fields of `manager`'s Apply entry, and an
+ * entry left with nothing goes. Without this the previous owner (an older agent, kubectl) would
+ * keep co-owning what relsync copies, and a field the source drops later would stay on the copy
+ * for good. Undefined when there is nothing to take over.
+ */
+export function takenOverManagedFields(managedFields: unknown, manager: string): ManagedFieldsEntry[] | undefined {
+  if (!Array.isArray(managedFields)) return undefined;
+  const entries = managedFields as ManagedFieldsEntry[];
+  const applied = entries.find((e) => e.operation === 'Apply' && e.manager === manager && !e.subresource);
+  if (!applied?.fieldsV1) return undefined;
+  let changed = false;
+  const out: ManagedFieldsEntry[] = [];
+  for (const e of entries) {
+    if (e === applied || e.subresource || e.fieldsType !== 'FieldsV1' || !e.fieldsV1) {
+      out.push(e);
+      continue;
+    }
+    const left = subtractFields(e.fieldsV1, applied.fieldsV1);
+    if (stable(left) === stable(e.fieldsV1)) {
+      out.push(e);
+      continue;
+    }
+    changed = true;
+    if (Object.keys(left).length > 0) out.push({ ...e, fieldsV1: left });
+  }
+  return changed ? out : undefined;
+}
+
+/**
+ * `theirs` without what `mine` owns, in FieldsV1's trie (`f:`/`k:`/`v:`/`i:` keys, `.` for the
+ * node itself, `{}` for a field owned whole): a field mine owns whole, or that theirs owns whole
+ * and mine owns any of, goes from theirs.
+ */
+function subtractFields(theirs: Record<string, unknown>, mine: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(theirs)) {
+    const m = mine[k];
+    if (m === undefined) {
+      out[k] = v;
+      continue;
+    }
+    if (!isObject(v) || !isObject(m) || Object.keys(v).length === 0 || Object.keys(m).length === 0) continue;
+    const left = subtractFields(v, m);
+    if (Object.keys(left).length > 0) out[k] = left;
+  }
+  return out;
+}
+
+function stable(v: unknown): string {
+  return JSON.stringify(v);
+}
+
 function unionFields(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {

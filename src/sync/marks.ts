@@ -33,10 +33,12 @@ export const APPLIED_HASH_ANNOTATION = 'relsync.dev/applied-hash';
 
 /**
  * On copies of primaries of a resource with workspacePath (api-syncagent's enableWorkspacePaths):
- * the kcp workspace path of the primary's workspace (`root:org:team`), for people and tools that
- * know workspaces by path, where the source annotations name the logical cluster.
+ * the kcp workspace path of the primary's workspace (`root:org:team`) as the workspace states it,
+ * for people and tools that know workspaces by path. Tenant data (a workspace's admin can rewrite
+ * it, see workspace-paths.ts), unlike the source-* marks, which name the logical cluster: never
+ * read to decide anything.
  */
-export const SOURCE_WORKSPACE_PATH_ANNOTATION = 'relsync.dev/source-workspace-path';
+export const WORKSPACE_PATH_ANNOTATION = 'relsync.dev/workspace-path';
 
 /**
  * On an object that is in a copy's place and not relsync's: the grant, written by whoever owns the

@@ -40,7 +40,7 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, SOURCE_WORKSPACE_PATH_ANNOTATION } from './marks.js';
+import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import { AdoptionRefusals } from './adoption.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
@@ -513,13 +513,16 @@ export class PrimaryReconciler {
     return this.writePrimary(id, primary.metadata.resourceVersion, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
   }
 
-  /** `known`: the store knows this primary (its copy was written, or found in the way). */
-  /** `desired`: what the copy holds (the primary's content, mutated). */
-  /** `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on the copy); `adopting`: the resource's place in the config, when it adopts. */
+  /**
+   * Writes the primary's copy. `desired`: what the copy holds (the primary's content, mutated);
+   * `known`: the store knows this primary (its copy was written, or found in the way);
+   * `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on
+   * the copy); `adopting`: the resource's place in the config, when it adopts (sync/adoption.ts).
+   */
   private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
-    const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)), ...(workspacePath !== undefined ? { [SOURCE_WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
+    const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
     const marks = { labels: base.labels, annotations };
     // A new primary's copy that the watches did not deliver is not read: the write is a create the
     // API server refuses when anything has the name, and the copy is read after (copy-writer.ts).
@@ -528,7 +531,7 @@ export class PrimaryReconciler {
     const adopt = adopting !== undefined
       ? {
           announce: () => this.deps.recorder.normal(id.cluster, primary, 'Adopted', `relsync adopted ${describeIdentity(copyId)} in the service cluster as this object's copy, as its owner granted`),
-          refused: (reason: string) => this.adoptionRefusals.note(adopting, copyId, id, reason),
+          refused: (reason: string, suggestGrant: boolean) => this.adoptionRefusals.note(adopting, copyId, id, reason, suggestGrant),
         }
       : undefined;
     return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt });

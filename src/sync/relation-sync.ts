@@ -83,8 +83,7 @@ export class RelationSync {
         return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
       } catch (err) {
         if (isForbidden(err)) return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
-        // A claimed type the workspace lacks (another export's, which it does not bind): kcp's 404 of the path.
-        const notServed = isNotFound(err) && !isObjectNotFound(err, id.name) ? this.deps.refusals.notServed(id.cluster, client.type) : undefined;
+        const notServed = this.notServed(err, rule, id);
         if (notServed) return { forbidden: `rule ${rule.id}: ${notServed}`, notServed: true };
         throw err;
       }
@@ -208,7 +207,7 @@ export class RelationSync {
         await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
         throw err;
       }
-      const notServed = isNotFound(err) && !isObjectNotFound(err, pair.destination.name) ? this.deps.refusals.notServed(pair.destination.cluster, rule.destinationType) : undefined;
+      const notServed = this.notServed(err, rule, pair.destination);
       if (notServed) return refusedRead({ forbidden: `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${notServed}`, notServed: true });
       // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
@@ -219,10 +218,16 @@ export class RelationSync {
   }
 
   /**
-   * The write at the stored version; when the copy is no longer as relsync left it (changed,
-   * replaced, deleted, its namespace gone, or moved on by another primary's write of a copy they
-   * share), decided on a live read as any write is.
+   * A type of another APIExport (a rule's identityHash) that a workspace does not serve: kcp answers
+   * a 404 of the whole path in a workspace that does not bind that export. Said so for such a rule's
+   * platform-side objects only; any other 404 (a missing namespace, an object) is not this.
    */
+  private notServed(err: unknown, rule: ResolvedRule, id: ObjectIdentity): string | undefined {
+    if (rule.identityHash === undefined || id.cluster === this.deps.clusters.service.name) return undefined;
+    if (!isNotFound(err) || isObjectNotFound(err, id.name) || /namespaces? "[^"]*" not found/.test((err as Error).message)) return undefined;
+    return this.deps.refusals.notServed(id.cluster, rule.origin === 'platform' ? rule.sourceType : rule.destinationType);
+  }
+
   /**
    * For a rule with `adopt: true`: a Normal Event on the primary when its copy was adopted; why an
    * object in the way was not goes to relsync's log only (the provider's: the tenant learns nothing
@@ -231,10 +236,15 @@ export class RelationSync {
   private adoption(owner: ObjectIdentity, primary: KubeObject, rule: ResolvedRule, pair: RelatedPair): NonNullable<Upsert['adopt']> {
     return {
       announce: () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
-      refused: (reason) => this.refusals.note(rule.where, pair.destination, pair.source, reason),
+      refused: (reason, suggestGrant) => this.refusals.note(rule.where, pair.destination, pair.source, reason, suggestGrant),
     };
   }
 
+  /**
+   * The write at the stored version; when the copy is no longer as relsync left it (changed,
+   * replaced, deleted, its namespace gone, or moved on by another primary's write of a copy they
+   * share), decided on a live read as any write is.
+   */
   private async atVersionOrLive(dests: ObjectClient, write: Upsert, version: string): Promise<KubeObject | 'conflict'> {
     try {
       return await this.deps.writer.updateAt(dests, write, version);

@@ -11,7 +11,8 @@ import { sameType, type ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { RelatedRule, ResolvedRule } from '../rules/rule.js';
 import { claimProblem } from './export-claims.js';
-import { apiBindingType, logicalClusterType } from '../core/kcp-types.js';
+import { logicalClusterType } from '../core/kcp-types.js';
+import { isForbidden } from '../kube/api-error.js';
 
 export interface ResolvedResource extends PublishedResource {
   /** The primaries' type, on the platforms. */
@@ -141,12 +142,14 @@ async function checkClaim(clusters: ClusterSet, rule: RelatedRule, platformType:
   const kcp = clusters.platforms.filter((p) => p.kind === 'kcp');
   if (kcp.length === 0) throw new ResolveError(`${rule.where}.identityHash: names another kcp APIExport, and no platform is kcp`);
   for (const platform of kcp) {
-    let problem;
+    let claims;
     try {
-      problem = await claimProblem(clusters.client(platform.name, apiBindingType), platformType, rule.identityHash!);
+      claims = await platform.endpoint!.permissionClaims();
     } catch (err) {
-      throw new ResolveError(`${rule.where}.identityHash: reading what the APIExport claims (its APIBindings): ${(err as Error).message}`, { cause: err });
+      const hint = isForbidden(err) ? ' (relsync needs get on the APIExport for this: see examples/kcp/agent-rbac.yaml)' : '';
+      throw new ResolveError(`${rule.where}.identityHash: reading the APIExport's permission claims: ${(err as Error).message}${hint}`, { cause: err });
     }
+    const problem = claimProblem(claims, platformType, rule.identityHash!);
     if (problem) throw new ResolveError(`${rule.where}.identityHash: ${problem}`);
   }
 }

@@ -30,9 +30,16 @@ export class WorkspacePathError extends Error {
   override name = 'WorkspacePathError';
 }
 
+/** kcp's path grammar (workspace names joined by `:`), and a cap far above any real path: text the tenant wrote is held and copied. */
+const PATH = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_PATH_LENGTH = 512;
+/** A workspace whose path could not be read is not asked again for each of its primaries. */
+const FAILURE_TTL_MS = 30_000;
+
 export class WorkspacePaths {
   /** Bounded by the workspaces bound to the export; an entry that ages out is read again. */
   private readonly known = new ExpiringMap<string, string>(10_000);
+  private readonly failed = new ExpiringMap<string, string>(10_000);
 
   constructor(private readonly clusters: Pick<ClusterAccess, 'get'>) {}
 
@@ -44,6 +51,19 @@ export class WorkspacePaths {
   async of(reads: ObjectReads, cluster: string): Promise<string> {
     const known = this.cached(cluster);
     if (known !== undefined) return known;
+    const failed = this.failed.get(cluster);
+    if (failed !== undefined) throw new WorkspacePathError(failed);
+    try {
+      const path = await this.read(reads, cluster);
+      this.known.set(cluster, path, PATH_TTL_MS);
+      return path;
+    } catch (err) {
+      if (err instanceof WorkspacePathError) this.failed.set(cluster, err.message, FAILURE_TTL_MS);
+      throw err;
+    }
+  }
+
+  private async read(reads: ObjectReads, cluster: string): Promise<string> {
     let object;
     try {
       object = await reads.get(cluster, logicalClusterType, '', LOGICAL_CLUSTER_NAME);
@@ -55,7 +75,7 @@ export class WorkspacePaths {
     const path = object.metadata.annotations?.[PATH_ANNOTATION];
     // Never a stand-in: a name template that reads the path would make every such workspace's copies meet.
     if (!path) throw new WorkspacePathError(`this workspace's LogicalCluster has no ${PATH_ANNOTATION} annotation: relsync cannot tell its workspace path`);
-    this.known.set(cluster, path, PATH_TTL_MS);
+    if (path.length > MAX_PATH_LENGTH || !PATH.test(path)) throw new WorkspacePathError(`this workspace's LogicalCluster states a ${PATH_ANNOTATION} that is not a workspace path (names of lowercase letters, digits and '-', joined by ':', at most ${MAX_PATH_LENGTH} characters)`);
     return path;
   }
 }

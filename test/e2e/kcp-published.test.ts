@@ -146,9 +146,9 @@ describe('a PublishedResource on kcp: workspace paths and a related type of anot
     const t1 = team('team-1');
     await t1.createDatabase('default', 'orders', {});
     // The tenant claims another workspace's path on its own object: relsync's marks are relsync's (never copied).
-    await t1.updateDatabase('default', 'orders', (db) => void (db.metadata.annotations = { ...db.metadata.annotations, 'relsync.dev/source-workspace-path': 'root:org:team-2' }));
+    await t1.updateDatabase('default', 'orders', (db) => void (db.metadata.annotations = { ...db.metadata.annotations, 'relsync.dev/workspace-path': 'root:org:team-2' }));
     const copy = await eventually('the copy, named by the path', () => svc.database(copyNs('team-1'), 'orders-root-org-team-1'), 60_000);
-    assert.equal(copy.metadata?.annotations?.['relsync.dev/source-workspace-path'], 'root:org:team-1');
+    assert.equal(copy.metadata?.annotations?.['relsync.dev/workspace-path'], 'root:org:team-1');
     assert.equal(copy.metadata?.annotations?.['relsync.dev/source-cluster'], lc['team-1'], 'the marks name the logical cluster, which no tenant can write');
   });
 

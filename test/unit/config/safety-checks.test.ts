@@ -72,6 +72,8 @@ describe('configs that would let a tenant reach what is not its own', () => {
     assert.match(problems(rule('inverse: { label: o, namespaceFrom: { label: n } }, provenance: { anyInNamespace: true }')), /anyInNamespace with inverse\.namespaceFrom/);
     assert.match(problems(rule('template: { name: x }, provenance: { anyInNamespace: true }', ', naming: { namespace: shared, name: "{{ hash cluster namespace name | trunc 20 }}" }')), /does not keep to one tenant namespace/);
     assert.equal(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ cluster }}.{{ name }}" } }')), '');
+    // A workspace path is the tenant's to write: tenant A could state B's and meet B's label value.
+    assert.match(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ clusterPath }}.{{ name }}" } }', ', workspacePath: true')), /related\[0\]\.provenance\.label\.value: reads the workspace path, which the tenant writes/);
   });
 
   it('refuses a constant namespace that is not a namespace name', () => {

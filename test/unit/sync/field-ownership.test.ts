@@ -5,7 +5,7 @@
 // kube-apiserver v1.36 wrote them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { oldRecordOf, upgradedManagedFields } from '../../../src/sync/field-ownership.js';
+import { oldRecordOf, takenOverManagedFields, upgradedManagedFields } from '../../../src/sync/field-ownership.js';
 
 const created = { manager: 'unknown', operation: 'Update', apiVersion: 'v1', time: '2026-12-01T10:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:a': {}, 'f:b': {} }, 'f:metadata': { 'f:labels': { '.': {}, 'f:relsync.dev/agent': {} } } } };
 const old = { labels: [], annotations: [] };
@@ -52,5 +52,27 @@ describe('field ownership upgrade', () => {
     assert.deepEqual(oldRecordOf({ 'relsync.dev/copied-annotations': 'x' }), { labels: [], annotations: ['x'] });
     assert.equal(oldRecordOf({ 'relsync.dev/content-hash': 'h' }), undefined);
     assert.equal(oldRecordOf(undefined), undefined);
+  });
+});
+
+describe('field ownership taken over at adoption', () => {
+  const applied = { manager: 'relsync-e2e', operation: 'Apply', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { 'f:v': {}, 'f:extra': {} }, 'f:metadata': { 'f:labels': { 'f:relsync.dev/agent': {} } } } };
+  const before = { manager: 'api-syncagent', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:v': {}, 'f:extra': {}, 'f:provider': {} }, 'f:metadata': { 'f:annotations': { '.': {}, 'f:relsync.dev/adopt': {} } } } };
+
+  it("takes relsync's applied fields from every other entry, and keeps what relsync does not copy theirs", () => {
+    const out = takenOverManagedFields([before, applied, status], 'relsync-e2e')!;
+    assert.deepEqual(out.map((e) => e.manager), ['api-syncagent', 'relsync-e2e', 'unknown']);
+    assert.deepEqual(out[0]!.fieldsV1, { 'f:data': { '.': {}, 'f:provider': {} }, 'f:metadata': { 'f:annotations': { '.': {}, 'f:relsync.dev/adopt': {} } } });
+    assert.deepEqual(out[2], status, 'the status subresource\'s entry is not the copy\'s');
+  });
+
+  it('drops an entry left with nothing, and does nothing when there is nothing to take', () => {
+    const only = { ...before, fieldsV1: { 'f:data': { 'f:v': {} } } };
+    assert.deepEqual(takenOverManagedFields([only, applied], 'relsync-e2e')!.map((e) => e.manager), ['relsync-e2e']);
+    assert.equal(takenOverManagedFields([operator, applied], 'relsync-e2e'), undefined, 'another manager\'s other fields');
+    assert.equal(takenOverManagedFields([before], 'relsync-e2e'), undefined, 'nothing applied yet');
+    // A field the other manager owns whole (atomic) and relsync applies part of goes whole.
+    const atomic = { ...before, fieldsV1: { 'f:data': {} } };
+    assert.deepEqual(takenOverManagedFields([atomic, applied], 'relsync-e2e')!.map((e) => e.manager), ['relsync-e2e']);
   });
 });
