@@ -9,7 +9,7 @@
  * kubeconfig's (the provider's) workspace, which kcp fills in once a
  * workspace binds the export. It is looked up on first use and kept.
  */
-import { isNotFound } from './api-error.js';
+import { isNotFound, isObjectNotFound } from './api-error.js';
 import type { Connection } from './connection.js';
 
 /** The annotation kcp puts on every object it serves from a wildcard request. */
@@ -72,14 +72,18 @@ export class KcpEndpoint {
    * `get` on it, which relsync asks for only to check a rule's identityHash.
    */
   async permissionClaims(): Promise<ExportClaim[]> {
-    const name = decodeURIComponent(new URL(await this.resolve()).pathname.split('/').filter(Boolean).at(-1) ?? '');
+    const [cluster, name] = new URL(await this.resolve()).pathname.split('/').filter(Boolean).slice(-2).map(decodeURIComponent) as [string, string];
+    let apiExport: { metadata?: { annotations?: Record<string, string> }; spec?: { permissionClaims?: ExportClaim[] } };
     try {
-      const apiExport = await this.provider.request<{ spec?: { permissionClaims?: ExportClaim[] } }>('GET', `/apis/apis.kcp.io/v1alpha2/apiexports/${encodeURIComponent(name)}`);
-      return apiExport.spec?.permissionClaims ?? [];
+      apiExport = await this.provider.request('GET', `/apis/apis.kcp.io/v1alpha2/apiexports/${encodeURIComponent(name)}`);
     } catch (err) {
-      if (isNotFound(err)) throw new Error(`cluster ${this.provider.name}: no APIExport "${name}" in the kubeconfig's workspace, whose claims relsync must read`, { cause: err });
+      if (isObjectNotFound(err, name)) throw new Error(`cluster ${this.provider.name}: no APIExport "${name}" in the kubeconfig's workspace, whose claims relsync must read (the kubeconfig must point at the export's workspace)`, { cause: err });
       throw err;
     }
+    // An endpoint slice may name an export of another workspace: one of the same name here is not it.
+    const here = apiExport.metadata?.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+    if (here !== cluster) throw new Error(`cluster ${this.provider.name}: the APIExport "${name}" served at ${cluster} is not the one in the kubeconfig's workspace (${here ?? 'unknown'}); point the kubeconfig at the export's workspace`);
+    return apiExport.spec?.permissionClaims ?? [];
   }
 
   /** The base for requests across all bound workspaces. */

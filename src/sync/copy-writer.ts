@@ -276,8 +276,10 @@ export class CopyWriter {
 
   private async update(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
     if (!this.isMarkedCopyOf(read, write.source)) return write.adopt ? this.adopt(client, write, write.adopt, read) : 'conflict';
-    // An adoption whose last step did not land (see adopt()): finished first.
-    const finished = write.adopt && read.metadata.annotations?.[ADOPT_ANNOTATION] === adoptionGrant(this.deps.agentName, write.source) ? await this.finishAdoption(client, write, write.adopt, read) : read;
+    // An adoption whose last step did not land (see adopt()): finished first, on a live read (the
+    // watches and LISTs drop managed fields, which the last step rewrites). Said no second time.
+    const finished = write.adopt && read.metadata.annotations?.[ADOPT_ANNOTATION] === adoptionGrant(this.deps.agentName, write.source) ? await this.finishAdoptionLive(client, write) : read;
+    if (finished === 'conflict') return 'conflict';
     if (isUpToDate(write.desired, write.marks, finished) && this.hasStatus(write, finished)) return finished;
     return this.applyOver(client, write, finished);
   }
@@ -305,9 +307,20 @@ export class CopyWriter {
       adopt.refused(refusal, live.metadata.annotations?.[ADOPT_ANNOTATION] === undefined);
       return 'conflict';
     }
-    const applied = await this.applyOver(client, write, live);
+    // Not folded first (applyOver's upgrade is for relsync's own copies): the last step takes every other manager's claim over.
+    const applied = await this.applyOver(client, write, live, false);
     if (applied === 'conflict') return 'conflict';
-    return this.finishAdoption(client, write, adopt, applied);
+    const finished = await this.finishAdoption(client, write, applied);
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'adopt' });
+    await adopt.announce();
+    return finished;
+  }
+
+  private async finishAdoptionLive(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
+    const live = await client.get(write.copy.namespace, write.copy.name);
+    if (!live) throw new Error(`${write.copy.name} went while relsync finished adopting it; trying again`);
+    if (!this.isMarkedCopyOf(live, write.source)) return 'conflict';
+    return live.metadata.annotations?.[ADOPT_ANNOTATION] === adoptionGrant(this.deps.agentName, write.source) ? this.finishAdoption(client, write, live) : live;
   }
 
   /**
@@ -317,27 +330,29 @@ export class CopyWriter {
    * so that a field the source drops later goes from the copy as from any other. Should it not land
    * (a change in between), the next reconcile finds the marked copy with its grant and does it then.
    */
-  private async finishAdoption(client: ObjectClient, write: Upsert, adopt: NonNullable<Upsert['adopt']>, applied: KubeObject): Promise<KubeObject> {
+  private async finishAdoption(client: ObjectClient, write: Upsert, applied: KubeObject): Promise<KubeObject> {
     const { copy } = write;
     const grantPath = `/metadata/annotations/${ADOPT_ANNOTATION.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const grant = adoptionGrant(this.deps.agentName, write.source);
     const managedFields = takenOverManagedFields(applied.metadata.managedFields, this.fieldManager);
     const finished = await client
       .jsonPatch(copy.namespace, copy.name, [
         { op: 'test', path: '/metadata/uid', value: applied.metadata.uid },
         { op: 'test', path: '/metadata/resourceVersion', value: applied.metadata.resourceVersion },
-        { op: 'test', path: grantPath, value: adoptionGrant(this.deps.agentName, write.source) },
+        { op: 'test', path: grantPath, value: grant },
         { op: 'remove', path: grantPath },
         ...(managedFields ? [{ op: 'replace' as const, path: '/metadata/managedFields', value: managedFields }] : []),
       ])
-      .catch((err: unknown) => {
-        // A failed `test` answers 422: changed since, a conflict like any other, retried live.
-        if (err instanceof ApiError && err.statusCode === 422) throw new ApiError('PATCH', `${copy.namespace}/${copy.name}`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: `changed while relsync adopted it: ${err.message}` }));
-        throw err;
+      .catch(async (err: unknown) => {
+        if (!(err instanceof ApiError) || err.statusCode !== 422) throw err;
+        // A failed `test` answers 422: changed since, a conflict like any other, retried live. Any
+        // other 422 (an admission policy's) is the API server's refusal, and stays one.
+        const now = await client.get(copy.namespace, copy.name);
+        const same = now !== undefined && now.metadata.uid === applied.metadata.uid && now.metadata.resourceVersion === applied.metadata.resourceVersion && now.metadata.annotations?.[ADOPT_ANNOTATION] === grant;
+        if (same) throw err;
+        throw new ApiError('PATCH', `${copy.namespace}/${copy.name}`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: `changed while relsync adopted it: ${err.message}` }));
       });
-    this.recorded(copy, finished, applied.metadata.resourceVersion);
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'adopt' });
-    await adopt.announce();
-    return finished;
+    return this.recorded(copy, finished, applied.metadata.resourceVersion);
   }
 
   /** Whether the copy holds the status it should (see Upsert.status); its marks (with the status hash) are judged with its content. */
@@ -355,10 +370,10 @@ export class CopyWriter {
     return oldRecordOf(copy.metadata.annotations) !== undefined || upgradedManagedFields(copy.metadata.managedFields, this.fieldManager) !== undefined;
   }
 
-  /** Applies `write` over `read` (relsync's copy), after folding what needsUpgrade() finds. */
-  private async applyOver(client: ObjectClient, write: Upsert, read: KubeObject): Promise<KubeObject | 'conflict'> {
+  /** Applies `write` over `read` (relsync's copy), after folding what needsUpgrade() finds (unless `upgrade` is false: an adoption's own object). */
+  private async applyOver(client: ObjectClient, write: Upsert, read: KubeObject, upgrade = true): Promise<KubeObject | 'conflict'> {
     let current = read;
-    if (this.needsUpgrade(current)) {
+    if (upgrade && this.needsUpgrade(current)) {
       const upgraded = await this.upgradeOwnership(client, write, oldRecordOf(current.metadata.annotations));
       if (upgraded === 'conflict') return 'conflict';
       if (upgraded) current = upgraded;

@@ -109,7 +109,6 @@ function splitOldFields(fieldsV1: Record<string, unknown>, old: OldRecord): { mi
   return { mine, theirs: Object.keys(theirs).length > 0 ? theirs : undefined };
 }
 
-/** The union of two FieldsV1 sets (nested objects whose keys are `f:name`, `k:{…}`, `v:…`, `.`). */
 /**
  * An adopted object's managed fields once relsync owns alone what it applies (sync/adoption.ts):
  * every other entry of the main resource loses the fields of `manager`'s Apply entry, and an
@@ -125,7 +124,8 @@ export function takenOverManagedFields(managedFields: unknown, manager: string):
   let changed = false;
   const out: ManagedFieldsEntry[] = [];
   for (const e of entries) {
-    if (e === applied || e.subresource || e.fieldsType !== 'FieldsV1' || !e.fieldsV1) {
+    // Another version's field paths may differ (a CRD's schemas): only entries of the applied version are trimmed.
+    if (e === applied || e.subresource || e.fieldsType !== 'FieldsV1' || !e.fieldsV1 || e.apiVersion !== applied.apiVersion) {
       out.push(e);
       continue;
     }
@@ -164,6 +164,7 @@ function stable(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** The union of two FieldsV1 sets (nested objects whose keys are `f:name`, `k:{…}`, `v:…`, `.`). */
 function unionFields(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {

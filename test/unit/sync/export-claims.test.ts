@@ -16,5 +16,7 @@ describe('the claim on a type of another APIExport (identityHash)', () => {
     assert.match(claimProblem([backups], backups, ours) ?? '', /of no other export \(no identityHash\)/);
     assert.match(claimProblem([{ ...backups, group: 'other.example', identityHash: ours }], backups, ours) ?? '', /claims no backups\.backup\.relsync\.dev: add a permission claim on it with identityHash a{64}/);
     assert.match(claimProblem([], backups, ours) ?? '', /claims no backups/);
+    // Two claims on the name: never "the first one".
+    assert.match(claimProblem([{ ...backups, identityHash: ours }, { ...backups, identityHash: lookAlike }], backups, ours) ?? '', /of the export with identity b{64}/);
   });
 });

@@ -37,6 +37,9 @@ describe('workspace paths', () => {
     assert.equal(await paths.of(r, 'tenant-a'), 'tenant-a');
     assert.equal(r.count, 1);
     assert.equal(paths.cached('lc-2'), undefined, 'never read: an edge sync takes the full reconcile');
+    // The longest path taken, and one more character refused.
+    assert.equal(await paths.of(reads(() => logicalCluster(`r${'a'.repeat(511)}`)), 'lc-3'), `r${'a'.repeat(511)}`);
+    await assert.rejects(paths.of(reads(() => logicalCluster(`r${'a'.repeat(512)}`)), 'lc-4'), /not a workspace path/);
   });
 
   it('refuses what is not a workspace path (the tenant writes it), a missing one, and a LogicalCluster it may not read, asking again only after a while', async () => {
