@@ -167,7 +167,7 @@ describe('adoption of existing objects, granted one source at a time', () => {
       const cm = await svc.configMap(SHARED, 'orders-config');
       return cm?.metadata?.annotations?.['relsync.dev/source-cluster'] === 'tenant-b' ? cm : undefined;
     }, 30_000);
-    assert.deepEqual(now.data, { v: 'from-b' }, 'nothing of A\'s, nor of the provider\'s, in B\'s copy');
+    assert.deepEqual(now.data, { v: 'from-b-2' }, 'nothing of A\'s, nor of the provider\'s, in B\'s copy');
     assert.ok(await svc.configMap(SHARED, 'orders-notes'), 'the one never adopted stays');
   });
 });
