@@ -4,14 +4,19 @@
  * 1 runtime failure, 2 invalid config or arguments.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { logLevels } from '../util/logger.js';
+import { readFileSync } from 'node:fs';
+import { logFormats, logLevels } from '../util/logger.js';
 import { runCommand } from './run-command.js';
 import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
 import { inspectOwners, inspectPrimary, inspectWorkspaces } from './inspect-command.js';
 
+/** The version of the package this runs from (dist/src/cli/ → the package's root). */
+const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 const program = new Command('relsync')
+  .version(version, '-V, --version', 'print the version and exit')
   .description('Sync agent: copies primary objects from platform clusters into a service cluster, copies status back, and keeps their related resources in sync both ways.')
   .showHelpAfterError()
   .exitOverride((err) => {
@@ -29,6 +34,7 @@ program
   .description('run the agent: watch, route, reconcile until SIGTERM/SIGINT')
   .requiredOption('-c, --config <file>', 'config file (YAML)')
   .addOption(new Option('--log-level <level>', 'log level').choices(logLevels).default('info'))
+  .addOption(new Option('--log-format <format>', 'log lines as JSON (for collectors) or text (for people)').choices(logFormats).default('json'))
   .option('--http-port <port>', 'port for /healthz, /readyz and /metrics (0: any free port)', port, 8080)
   .option('--no-http', 'serve no HTTP endpoints')
   .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
@@ -39,6 +45,7 @@ program
   .description('run one full-resync sweep (relist everything, repair, prune) and exit with a summary')
   .requiredOption('-c, --config <file>', 'config file (YAML)')
   .addOption(new Option('--log-level <level>', 'log level').choices(logLevels).default('warn'))
+  .addOption(new Option('--log-format <format>', 'log lines (on stderr) as JSON or text').choices(logFormats).default('json'))
   .addOption(new Option('-o, --output <format>', 'summary format').choices(['text', 'json']).default('text'))
   .option('--force', 'sweep even while a relsync leader holds the lease (it races the leader)')
   .action(sweepCommand);

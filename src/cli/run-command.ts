@@ -4,18 +4,19 @@ import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
 import { acquireReplicaLock } from '../store/replica-lock.js';
 import { ResolveError } from '../sync/resolved-config.js';
-import { createLogger } from '../util/logger.js';
+import { createLogger, type LogFormat } from '../util/logger.js';
 
 export interface RunOptions {
   readonly config: string;
   readonly logLevel: LevelWithSilent;
+  readonly logFormat: LogFormat;
   readonly httpPort: number;
   readonly http: boolean;
   readonly shutdownTimeout: number;
 }
 
 export async function runCommand(options: RunOptions): Promise<void> {
-  const logger = createLogger(options.logLevel);
+  const logger = createLogger(options.logLevel, false, options.logFormat);
   const config = loadConfigOrExit(options.config);
   for (const notice of config.notices ?? []) logger[notice.level]({ where: notice.path }, notice.message);
   let store;

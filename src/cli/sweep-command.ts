@@ -3,12 +3,12 @@ import { loadConfigOrExit } from './load-config-or-exit.js';
 import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
 import { ResolveError } from '../sync/resolved-config.js';
-import { createLogger } from '../util/logger.js';
+import { createLogger, type LogFormat } from '../util/logger.js';
 
 /** `relsync sweep`: one full-resync sweep, a summary, exit 0 (1 when a primary failed). */
-export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; output: 'text' | 'json'; force?: boolean }): Promise<void> {
+export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; logFormat: LogFormat; output: 'text' | 'json'; force?: boolean }): Promise<void> {
   // Logs to stderr: stdout is the summary (JSON with -o json).
-  const logger = createLogger(options.logLevel, true);
+  const logger = createLogger(options.logLevel, true, options.logFormat);
   const config = loadConfigOrExit(options.config);
   const store = await openStore(config.storePath).catch((err: Error) => {
     console.error(err.message);

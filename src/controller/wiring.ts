@@ -43,6 +43,8 @@ import { SweepReads } from './sweep-snapshot.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
 import { Backoff } from '../util/backoff.js';
+import { asReconcile } from '../util/log-context.js';
+import { isLastingRefusal } from '../kube/api-error.js';
 import { sleep } from '../util/sleep.js';
 
 export interface Wiring {
@@ -157,8 +159,16 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
       lane: (key) => key.id.cluster,
       maxPerLane: hasManyClusters(config.platformClusters) ? Math.max(1, config.workers - 1) : config.workers,
+      // What the API server keeps refusing (invalid, denied, forbidden) backs off to 1,000 s, as
+      // controller-runtime's default does; an outage's retries stay within 60 s, so that recovery is seen soon.
+      backoffMaxMsFor: (err) => (isLastingRefusal(err) ? 1_000_000 : undefined),
+      // Each reconcile's log lines, the failure's included, carry its id (util/log-context.ts).
+      runAs: asReconcile,
       onError: (item, err, retryInMs) =>
-        logger.warn({ primary: describeIdentity(item.id), err: (err as Error).message, retryInMs }, retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry'),
+        logger.warn(
+          { primary: describeIdentity(item.id), err: (err as Error).message, ...(logger.isLevelEnabled('debug') ? { stack: (err as Error).stack } : {}), retryInMs },
+          retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry',
+        ),
       onProcessed: (item, ms, outcome) => {
         metrics.reconciles.inc({ outcome });
         metrics.reconcileDuration.observe(ms / 1000);

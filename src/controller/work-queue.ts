@@ -36,12 +36,19 @@ export interface WorkQueueOptions<T> {
   readonly maxPerLane?: number;
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
+  /**
+   * The backoff's ceiling for this failure, when it is not backoffMaxMs: what keeps failing for its
+   * own reasons may wait longer than an outage's retries should. A fresh add still runs at once.
+   */
+  readonly backoffMaxMsFor?: (err: unknown) => number | undefined;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
   readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
   /** Time for delays and durations; default the system's (tests move a fake one). */
   readonly clock?: Clock;
   /** Random source for the backoff's jitter; default Math.random. */
   readonly random?: () => number;
+  /** Runs each item's handling, with its onError and onProcessed, inside `work`'s context (a reconcile's log context); default: as it is. */
+  readonly runAs?: (work: () => Promise<void>) => Promise<void>;
   /** Whether an item may run now; one that may not is held until release(). Default: every item may. */
   readonly gate?: (item: T) => boolean;
 }
@@ -201,35 +208,41 @@ export class WorkQueue<T> {
       const item = this.items.get(key)!;
       // What is added while it runs is the next run's item alone, not merged with this one.
       this.items.delete(key);
-      const started = this.clock.now();
-      let outcome: Outcome = 'ok';
-      try {
-        const result = await handle(item);
-        this.failures.delete(key);
-        if (result.requeueAfterMs !== undefined) {
-          outcome = 'requeue';
-          this.addAfter(item, result.requeueAfterMs);
-        }
-      } catch (err) {
-        outcome = 'error';
-        const attempt = this.failures.get(key) ?? 0;
-        this.failures.set(key, attempt + 1);
-        // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
-        // (a Retry-After over 5 minutes counts as 5 minutes).
-        const retryAfterMs = retryAfterOf(err) * 1000;
-        const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, this.options.backoffMaxMs ?? 60_000, this.options.random), retryAfterMs);
-        this.options.onError?.(item, err, delay);
-        this.addAfter(item, delay);
-      } finally {
-        this.processing.delete(key);
-        this.lanes.done(key);
-        this.options.onProcessed?.(item, this.clock.now() - started, outcome);
-        for (const resolve of waiting) resolve(outcome);
-        if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item, { ignoreGate: this.bypass.delete(key) });
-        else if (!this.queued.has(key) && !this.held.has(key) && !this.timers.has(key)) this.items.delete(key);
-        // A lane that was at its cap may take work again.
-        this.wake?.();
+      await (this.options.runAs ?? ((work) => work()))(() => this.process(key, item, waiting, handle));
+    }
+  }
+
+  /** One run of `key`: the handler, then its retry or requeue, the counts and the waiters. */
+  private async process(key: string, item: T, waiting: ReadonlyArray<(outcome: Outcome) => void>, handle: (item: T) => Promise<Result>): Promise<void> {
+    const started = this.clock.now();
+    let outcome: Outcome = 'ok';
+    try {
+      const result = await handle(item);
+      this.failures.delete(key);
+      if (result.requeueAfterMs !== undefined) {
+        outcome = 'requeue';
+        this.addAfter(item, result.requeueAfterMs);
       }
+    } catch (err) {
+      outcome = 'error';
+      const attempt = this.failures.get(key) ?? 0;
+      this.failures.set(key, attempt + 1);
+      // An API server that said when to come back (429, 503 with Retry-After) is not asked sooner
+      // (a Retry-After over 5 minutes counts as 5 minutes).
+      const retryAfterMs = retryAfterOf(err) * 1000;
+      const maxMs = this.options.backoffMaxMsFor?.(err) ?? this.options.backoffMaxMs ?? 60_000;
+      const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, maxMs, this.options.random), retryAfterMs);
+      this.options.onError?.(item, err, delay);
+      this.addAfter(item, delay);
+    } finally {
+      this.processing.delete(key);
+      this.lanes.done(key);
+      this.options.onProcessed?.(item, this.clock.now() - started, outcome);
+      for (const resolve of waiting) resolve(outcome);
+      if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item, { ignoreGate: this.bypass.delete(key) });
+      else if (!this.queued.has(key) && !this.held.has(key) && !this.timers.has(key)) this.items.delete(key);
+      // A lane that was at its cap may take work again.
+      this.wake?.();
     }
   }
 }

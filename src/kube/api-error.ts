@@ -60,6 +60,15 @@ export function isObjectNotFound(err: unknown, name: string): boolean {
   return err instanceof ApiError && err.statusCode === 404 && err.isStatus && err.reason === 'NotFound' && err.detailsName === name;
 }
 
+/**
+ * A refusal that repeating the same request will not change: a 4xx other than throttling (429),
+ * a conflict (409), a timeout (408) or credentials (401, which a rotation settles). Retries of it
+ * may back off far (work-queue.ts); an outage's should not.
+ */
+export function isLastingRefusal(err: unknown): boolean {
+  return err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && ![401, 408, 409, 429].includes(err.statusCode);
+}
+
 export function isConflict(err: unknown): boolean {
   return err instanceof ApiError && err.statusCode === 409;
 }

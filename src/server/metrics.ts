@@ -44,7 +44,9 @@ export class Metrics {
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'relsync_process_' });
+    // Unprefixed, as every Node.js exporter names them (process_cpu_seconds_total, nodejs_heap_size_used_bytes):
+    // the names process dashboards already use. (Before 0.2 they were relsync_process_process_*, a doubled prefix.)
+    collectDefaultMetrics({ register: this.registry });
   }
 
   observeFanout(cluster: string, count: number, ownWrite = false): void {

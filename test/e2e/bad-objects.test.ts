@@ -187,7 +187,7 @@ describe('objects at the limits and objects that break the rules', () => {
     await a.createDatabase(NS, 'plain', { configMapName: 'plain-cfg' });
     await eventually('an ordinary primary syncs after all of the above', () => svc.configMap(copyNs, 'plain-cfg'), 20_000);
     assert.equal(relsync.child.exitCode, null);
-    assert.doesNotMatch(relsync.log(), /"level":(50|60)/, 'no error or fatal log line');
+    assert.doesNotMatch(relsync.log(), /"level":"(error|fatal)"/, 'no error or fatal log line');
   });
 
   it('refuses a store file it cannot write, at start, with a clear error', async () => {

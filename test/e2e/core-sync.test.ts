@@ -290,7 +290,17 @@ describe('core sync', () => {
     const values = ['s3cret', 'rotated', 'only-b'];
     const forms = values.flatMap((v) => [v, Buffer.from(v).toString('base64').replace(/=+$/, '')]);
     const logs = readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => readFileSync(join(dir, f), 'utf8')).join('\n');
-    assert.ok(logs.length > 1000 && /"level":20/.test(logs), 'debug logs were captured');
+    assert.ok(logs.length > 1000 && /"level":"debug"/.test(logs), 'debug logs were captured');
+    // A reconcile's lines carry its id (util/log-context.ts); a watch event's, routed outside any reconcile, none.
+    const lines = logs.split('\n').flatMap((l) => {
+      try {
+        return [JSON.parse(l) as { reconcile?: string; msg?: string }];
+      } catch {
+        return [];
+      }
+    });
+    assert.ok(lines.some((l) => typeof l.reconcile === 'string' && /^[0-9a-f]{8}$/.test(l.reconcile)), 'lines of reconciles carry their id');
+    assert.ok(lines.filter((l) => l.msg === 'routed event').every((l) => l.reconcile === undefined), 'a routed event is no reconcile\'s');
     const store = readdirSync(dir).filter((f) => f.startsWith('relsync.db')).map((f) => readFileSync(join(dir, f)).toString('latin1')).join('');
     const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
     const events = JSON.stringify([...(await a.core.listEventForAllNamespaces()).items, ...(await b.core.listEventForAllNamespaces()).items]);

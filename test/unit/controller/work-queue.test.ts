@@ -272,4 +272,35 @@ describe('work queue on a fake clock', () => {
     ac.abort();
     await done;
   });
+
+  it('backs off to its far ceiling what keeps being refused, to 60 s an outage, and runs a fresh change at once', async () => {
+    const clock = new FakeClock();
+    const runs: Array<{ key: string; at: number }> = [];
+    let fixed = false;
+    // As wiring.ts: a lasting refusal (here any error named "refused") may wait 1,000 s; anything else 60 s.
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 2, clock, random: () => 1, backoffInitialMs: 500, backoffMaxMsFor: (err) => ((err as Error).message === 'refused' ? 1_000_000 : undefined) });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      runs.push({ key, at: clock.now() });
+      if (key === 'refused' && !fixed) throw new Error('refused');
+      if (key === 'outage') throw new Error('503');
+      return {};
+    });
+    queue.add('refused');
+    queue.add('outage');
+    await settle();
+    // 14 failures each: 500 ms doubling, capped.
+    for (let i = 0; i < 40; i++) await clock.advance(60_000);
+    const gaps = (key: string) => runs.filter((r) => r.key === key).map((r, i, all) => (i === 0 ? 0 : r.at - all[i - 1]!.at));
+    assert.ok(Math.max(...gaps('outage')) <= 60_000, `an outage's retries stay within 60 s (${gaps('outage').join(', ')})`);
+    assert.ok(Math.max(...gaps('refused')) > 60_000, `a lasting refusal's go past 60 s (${gaps('refused').join(', ')})`);
+    // The cause fixed (the primary changed): the change runs now, not at the pending retry.
+    fixed = true;
+    const before = runs.length;
+    queue.add('refused');
+    await settle();
+    assert.deepEqual(runs.slice(before).filter((r) => r.key === 'refused'), [{ key: 'refused', at: clock.now() }]);
+    ac.abort();
+    await done;
+  });
 });
