@@ -65,6 +65,17 @@ if (suites.includes('e2e')) {
   console.log(`run-tests: using kcp from ${env.RELSYNC_KCP_ASSETS}`);
 }
 
+// helm, for the chart's test (deploy/helm/relsync): built the same way by scripts/build-helm.sh.
+if (suites.includes('e2e')) {
+  const build = spawnSync('bash', ['scripts/build-helm.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env });
+  if (build.status !== 0) {
+    console.error('run-tests: could not build helm (see the output above); the Helm chart test cannot run');
+    process.exit(1);
+  }
+  env.RELSYNC_HELM_ASSETS = build.stdout.trim().split('\n').pop();
+  console.log(`run-tests: using helm from ${env.RELSYNC_HELM_ASSETS}`);
+}
+
 // Files run two at a time (below), the longest first, so that none is left running alone at the
 // end: these took 30 s or more each on this 2-core machine; the rest follow in name order.
 const slowFirst = ['tenant-memory', 'api-faults', 'kcp-sync', 'write-faults', 'ownership-gc', 'restart-and-sweeps', 'copy-namespaces', 'watch-liveness'];

@@ -1,0 +1,97 @@
+// deploy/helm/relsync: linted and rendered by a real helm (built from its Go module), its output
+// accepted by a real API server (server-side dry run), in both modes; once applied, relsync's
+// ServiceAccount may do what the kustomize base (deploy/) lets it do, and the two render the same
+// RBAC rules.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { kubectlPath, startControlPlane, type ControlPlane } from '../harness/control-plane.js';
+import { helmPath } from '../harness/helm.js';
+import { installCrd } from '../harness/kube.js';
+
+const chart = fileURLToPath(new URL('../../../deploy/helm/relsync', import.meta.url));
+const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
+
+interface Manifest {
+  kind: string;
+  metadata: { name: string };
+  rules?: unknown[];
+  data?: Record<string, string>;
+  spec?: { template: { spec: { serviceAccountName?: string; containers: Array<{ name: string; args?: string[] }> } } };
+}
+const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS() as Manifest | null).filter((d): d is Manifest => d !== null);
+
+describe('the Helm chart', () => {
+  let plane: ControlPlane;
+  const helm = (...args: string[]) => spawnSync(helmPath(), args, { encoding: 'utf8' });
+  const kubectl = (args: string[], input?: string) => spawnSync(kubectlPath(), ['--kubeconfig', plane.kubeconfigPath, ...args], { encoding: 'utf8', input });
+  const render = (...set: string[]) => {
+    const out = helm('template', 'relsync', chart, '--namespace', 'relsync-system', ...set.flatMap((s) => ['--set', s]));
+    assert.equal(out.status, 0, out.stderr);
+    return out.stdout;
+  };
+
+  before(async () => {
+    plane = await startControlPlane('helm');
+    await installCrd(plane.kubeConfig);
+    assert.equal(kubectl(['create', 'namespace', 'relsync-system']).status, 0);
+  });
+  after(async () => {
+    await plane?.stop();
+  });
+
+  it('lints clean in both modes, and refuses a mode it does not know', () => {
+    for (const mode of ['sidecar', 'standalone']) {
+      const out = helm('lint', '--strict', chart, '--set', `mode=${mode}`);
+      assert.equal(out.status, 0, `${mode}: ${out.stdout}${out.stderr}`);
+    }
+    const bad = helm('template', 'relsync', chart, '--set', 'mode=daemonset');
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /mode must be sidecar or standalone, got "daemonset"/);
+  });
+
+  it('renders what a real API server accepts, in both modes (server-side dry run)', () => {
+    for (const mode of ['sidecar', 'standalone']) {
+      const out = kubectl(['apply', '--dry-run=server', '-n', 'relsync-system', '-f', '-'], render(`mode=${mode}`));
+      assert.equal(out.status, 0, `${mode}: ${out.stderr}`);
+      for (const kind of ['serviceaccount/relsync', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', `deployment.apps/${mode === 'sidecar' ? 'database-operator' : 'relsync'}`]) {
+        assert.ok(out.stdout.includes(kind), `${mode}: ${kind} in:\n${out.stdout}`);
+      }
+    }
+  });
+
+  it('grants exactly the RBAC rules of the kustomize base, and the config relsync runs with is the base\'s', () => {
+    const chartDocs = docs(render());
+    const base = docs(readFileSync(`${deploy}/rbac.yaml`, 'utf8'));
+    const rules = (all: Manifest[], kind: string) => all.find((d) => d.kind === kind)?.rules;
+    assert.deepEqual(rules(chartDocs, 'ClusterRole'), rules(base, 'ClusterRole'));
+    assert.deepEqual(rules(chartDocs, 'Role'), rules(base, 'Role'));
+    const config = chartDocs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'relsync-config')!;
+    const parse = (text: string) => parseAllDocuments(text)[0]!.toJS() as unknown;
+    assert.deepEqual(parse(config.data!['config.yaml']!), parse(readFileSync(`${deploy}/config.yaml`, 'utf8')));
+    assert.deepEqual(parse(config.data!['service-kubeconfig.yaml']!), parse(readFileSync(`${deploy}/service-kubeconfig.yaml`, 'utf8')));
+  });
+
+  it('runs relsync beside the operator (sidecar) or alone (standalone), with its own identity either way', () => {
+    const deployment = (mode: string) => docs(render(`mode=${mode}`)).find((d) => d.kind === 'Deployment')!.spec!.template.spec;
+    const sidecar = deployment('sidecar');
+    assert.deepEqual(sidecar.containers.map((c) => c.name), ['operator', 'relsync']);
+    assert.equal(sidecar.serviceAccountName, 'database-operator');
+    const standalone = deployment('standalone');
+    assert.deepEqual(standalone.containers.map((c) => c.name), ['relsync']);
+    assert.equal(standalone.serviceAccountName, 'relsync');
+    assert.deepEqual(standalone.containers[0]!.args, ['run', '--config', '/etc/relsync/config.yaml', '--http-port', '8080', '--log-level', 'info', '--log-format', 'json']);
+    // Applied for real: relsync's ServiceAccount may do what relsync does, and the operator none of it.
+    const applied = kubectl(['apply', '-n', 'relsync-system', '-f', '-'], render());
+    assert.equal(applied.status, 0, applied.stderr);
+    const can = (as: string, verb: string, resource: string, namespace = 'tenant-a-ns') => kubectl(['auth', 'can-i', verb, resource, '--as', `system:serviceaccount:relsync-system:${as}`, '-n', namespace]).stdout.trim();
+    assert.equal(can('relsync', 'patch', 'databases.demo.relsync.dev'), 'yes');
+    assert.equal(can('relsync', 'update', 'leases.coordination.k8s.io/relsync-demo', 'relsync-system'), 'yes');
+    assert.equal(can('relsync', 'update', 'leases.coordination.k8s.io/other', 'relsync-system'), 'no');
+    assert.equal(can('relsync', 'patch', 'secrets'), 'no');
+    assert.equal(can('database-operator', 'create', 'namespaces'), 'no');
+  });
+});
