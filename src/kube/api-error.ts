@@ -61,12 +61,16 @@ export function isObjectNotFound(err: unknown, name: string): boolean {
 }
 
 /**
- * A refusal that repeating the same request will not change: a 4xx other than throttling (429),
- * a conflict (409), a timeout (408) or credentials (401, which a rotation settles). Retries of it
- * may back off far (work-queue.ts); an outage's should not.
+ * A refusal that repeating the same request will not change until someone changes something: the
+ * API server's own Status (not a proxy's line) saying the request is invalid (400, 422), forbidden
+ * (403), not allowed (405) or too large or of a kind it does not take (413, 415). Not: a namespace
+ * being terminated or a quota exceeded (403s that pass by themselves), a path not served (404: a
+ * type on its way), a conflict, throttling, a timeout or credentials (401, which a rotation
+ * settles). Retries of it may back off far (work-queue.ts); an outage's should not.
  */
 export function isLastingRefusal(err: unknown): boolean {
-  return err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && ![401, 408, 409, 429].includes(err.statusCode);
+  if (!(err instanceof ApiError) || !err.isStatus || ![400, 403, 405, 413, 415, 422].includes(err.statusCode)) return false;
+  return !(err.statusCode === 403 && /being terminated|exceeded quota/.test(err.message));
 }
 
 export function isConflict(err: unknown): boolean {

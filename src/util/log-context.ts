@@ -15,7 +15,7 @@ const storage = new AsyncLocalStorage<LogContext>();
 
 /** Runs `work` as one reconcile: its log lines carry a fresh id. */
 export function asReconcile<R>(work: () => Promise<R>): Promise<R> {
-  return storage.run({ reconcile: randomBytes(4).toString('hex') }, work);
+  return storage.run({ reconcile: randomBytes(8).toString('hex') }, work);
 }
 
 /** The fields of the work in progress, for each log line (none outside a reconcile). */

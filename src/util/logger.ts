@@ -50,7 +50,17 @@ export function textLine(json: string): string {
     return json;
   }
   const { time, level, msg, component: _component, ...fields } = entry;
-  const value = (v: unknown) => (typeof v === 'string' && /^[\w./:@-]+$/.test(v) ? v : JSON.stringify(v));
+  const value = (v: unknown) => (typeof v === 'string' && /^[\w./:@-]+$/.test(v) ? v : quoted(v));
   const rest = Object.entries(fields).map(([k, v]) => `${k}=${value(v)}`);
-  return [String(time ?? ''), String(level ?? '').toUpperCase().padEnd(5), String(msg ?? ''), ...rest].join(' ').trim();
+  // One entry, one line, its fields its own: a message (an API server's text, a webhook's) with a
+  // line break, a character that moves text around, or what could pass for a field is quoted.
+  const text = String(msg ?? '');
+  // eslint-disable-next-line no-control-regex -- control characters are what this finds
+  const message = /[\u0000-\u001f\u007f\u0085\u2028\u2029\u202a-\u202e\u2066-\u2069"=]/.test(text) ? `msg=${quoted(text)}` : text;
+  return [String(time ?? ''), String(level ?? '').toUpperCase().padEnd(5), message, ...rest].join(' ').trim();
+}
+
+/** JSON text, with what JSON leaves as it is but a terminal shows otherwise escaped too: line separators and bidi controls. */
+function quoted(v: unknown): string {
+  return (JSON.stringify(v) ?? 'undefined').replace(/[\u0085\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -62,7 +62,7 @@ describe('objects at the limits and objects that break the rules', () => {
 
   const warnings = async (primary: string, reason: string) => (await a.events(NS, primary)).filter((e) => e.reason === reason);
   const logged = (primary: string, reason: string) =>
-    relsync.waitForLog(`${reason} warning for ${primary}`, (l) => l.includes(`"reason":"${reason}"`) && l.includes(`"object":"${NS}/${primary}"`) && l.includes('"level":40'));
+    relsync.waitForLog(`${reason} warning for ${primary}`, (l) => l.includes(`"reason":"${reason}"`) && l.includes(`"object":"${NS}/${primary}"`) && l.includes('"level":"warn"'));
 
   it('syncs names at the 253-character limit, labels at their limits, and a namespace name of 63 characters', async () => {
     const name = `d${long('n', 252)}`;

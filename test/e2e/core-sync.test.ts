@@ -299,7 +299,7 @@ describe('core sync', () => {
         return [];
       }
     });
-    assert.ok(lines.some((l) => typeof l.reconcile === 'string' && /^[0-9a-f]{8}$/.test(l.reconcile)), 'lines of reconciles carry their id');
+    assert.ok(lines.some((l) => typeof l.reconcile === 'string' && /^[0-9a-f]{16}$/.test(l.reconcile)), 'lines of reconciles carry their id');
     assert.ok(lines.filter((l) => l.msg === 'routed event').every((l) => l.reconcile === undefined), 'a routed event is no reconcile\'s');
     const store = readdirSync(dir).filter((f) => f.startsWith('relsync.db')).map((f) => readFileSync(join(dir, f)).toString('latin1')).join('');
     const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();

@@ -4,7 +4,9 @@
 // RBAC rules.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
@@ -75,11 +77,32 @@ describe('the Helm chart', () => {
     assert.deepEqual(parse(config.data!['service-kubeconfig.yaml']!), parse(readFileSync(`${deploy}/service-kubeconfig.yaml`, 'utf8')));
   });
 
+  it('renders what a provider sets: kubeconfig files of many lines, an existing Secret, no RBAC, an image tag', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-helm-'));
+    const kubeconfig = join(dir, 'tenant-a.yaml');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n# "quotes" and: colons\nclusters: []\n');
+    const set = helm('template', 'relsync', chart, '--namespace', 'relsync-system', '--set-file', `platformKubeconfigs.files.tenant-a\\.yaml=${kubeconfig}`, '--set-string', 'image.tag=0.10');
+    assert.equal(set.status, 0, set.stderr);
+    const secret = docs(set.stdout).find((d) => d.kind === 'Secret' && d.metadata.name === 'relsync-platform-kubeconfigs') as unknown as { stringData: Record<string, string> };
+    assert.equal(secret.stringData['tenant-a.yaml'], readFileSync(kubeconfig, 'utf8'), 'the file as it is');
+    assert.match(set.stdout, /image: "relsync:0\.10"/);
+    const none = docs(render('rbac.create=false', 'platformKubeconfigs.create=false'));
+    assert.deepEqual(none.filter((d) => /Role/.test(d.kind) || d.metadata.name === 'relsync-platform-kubeconfigs').map((d) => d.kind), []);
+    const out = kubectl(['apply', '--dry-run=server', '-f', '-'], render('rbac.create=false', 'platformKubeconfigs.create=false'));
+    assert.equal(out.status, 0, out.stderr);
+    assert.ok(out.stdout.includes('deployment.apps/database-operator'), 'every namespaced object names the release\'s namespace (no -n given)');
+  });
+
   it('runs relsync beside the operator (sidecar) or alone (standalone), with its own identity either way', () => {
     const deployment = (mode: string) => docs(render(`mode=${mode}`)).find((d) => d.kind === 'Deployment')!.spec!.template.spec;
     const sidecar = deployment('sidecar');
     assert.deepEqual(sidecar.containers.map((c) => c.name), ['operator', 'relsync']);
     assert.equal(sidecar.serviceAccountName, 'database-operator');
+    // The pod's token is the operator's: relsync's container has an empty directory in its place, and the operator none of relsync's credentials.
+    const [operator, relsync] = sidecar.containers as Array<{ volumeMounts?: Array<{ name: string; mountPath: string }> }>;
+    const tokenMount = relsync!.volumeMounts!.find((m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
+    assert.ok(tokenMount && (sidecar as unknown as { volumes: Array<{ name: string; emptyDir?: object }> }).volumes.find((v) => v.name === tokenMount.name)?.emptyDir, 'relsync does not get the operator\'s token');
+    assert.deepEqual((operator!.volumeMounts ?? []).filter((m) => m.name === 'relsync-token' || m.name === 'kubeconfigs'), []);
     const standalone = deployment('standalone');
     assert.deepEqual(standalone.containers.map((c) => c.name), ['relsync']);
     assert.equal(standalone.serviceAccountName, 'relsync');

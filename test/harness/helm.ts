@@ -9,7 +9,8 @@ import { join } from 'node:path';
 export const HELM_VERSION = 'v4.3.2';
 
 export function helmPath(): string {
-  const candidates = [process.env.RELSYNC_HELM_ASSETS, join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'relsync', 'helm', HELM_VERSION)];
+  const cache = process.env.RELSYNC_HELM_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'relsync', 'helm');
+  const candidates = [process.env.RELSYNC_HELM_ASSETS, join(cache, HELM_VERSION)];
   for (const dir of candidates) if (dir && existsSync(join(dir, 'helm'))) return join(dir, 'helm');
   throw new Error(`no helm binary found (RELSYNC_HELM_ASSETS=${process.env.RELSYNC_HELM_ASSETS ?? '<unset>'}, cache for ${HELM_VERSION}); build it with 'bash scripts/build-helm.sh'`);
 }

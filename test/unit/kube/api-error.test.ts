@@ -3,7 +3,7 @@
 // reported by its size only, so it never reaches logs, Events or the store.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError, isObjectNotFound } from '../../../src/kube/api-error.js';
+import { ApiError, isLastingRefusal, isObjectNotFound } from '../../../src/kube/api-error.js';
 
 describe('API errors', () => {
   it('says what a Status says, and which object it is about', () => {
@@ -38,6 +38,26 @@ describe('API errors', () => {
       const err = new ApiError('PUT', '/api/v1/namespaces/a/secrets/s', 500, body);
       assert.doesNotMatch(err.message, /hunter2|aHVudGVyMg|password/, body);
       assert.match(err.message, /an answer of \d+ bytes that is not a Kubernetes Status/);
+    }
+  });
+
+  it('tells a lasting refusal (backed off to 1,000 s) from what passes by itself', () => {
+    const status = (code: number, reason: string, message: string) => new ApiError('PATCH', '/x', code, JSON.stringify({ kind: 'Status', code, reason, message }));
+    for (const [code, reason] of [[400, 'BadRequest'], [403, 'Forbidden'], [405, 'MethodNotAllowed'], [413, 'RequestEntityTooLarge'], [415, 'UnsupportedMediaType'], [422, 'Invalid']] as const) {
+      assert.equal(isLastingRefusal(status(code, reason, 'no')), true, `${code}`);
+    }
+    for (const err of [
+      status(403, 'Forbidden', 'unable to create new content in namespace x because it is being terminated'),
+      status(403, 'Forbidden', 'exceeded quota: compute, requested: pods=1'),
+      status(404, 'NotFound', 'the server could not find the requested resource'),
+      status(409, 'Conflict', 'the object has been modified'),
+      status(429, 'TooManyRequests', 'slow down'),
+      status(401, 'Unauthorized', 'token expired'),
+      status(500, 'InternalError', 'etcd'),
+      new ApiError('PATCH', '/x', 403, 'Forbidden (a proxy)'),
+      new Error('socket hang up'),
+    ]) {
+      assert.equal(isLastingRefusal(err), false, String(err));
     }
   });
 });

@@ -24,7 +24,7 @@ describe('logs', () => {
     const parsed = lines.map((l) => JSON.parse(l) as { level: string; msg: string; reconcile?: string });
     assert.deepEqual(parsed.map((p) => p.level), ['info', 'debug', 'warn', 'info']);
     assert.equal(parsed[0]!.reconcile, undefined);
-    assert.match(parsed[1]!.reconcile ?? '', /^[0-9a-f]{8}$/);
+    assert.match(parsed[1]!.reconcile ?? '', /^[0-9a-f]{16}$/);
     assert.equal(parsed[2]!.reconcile, parsed[1]!.reconcile, 'the same id across an await');
     assert.notEqual(parsed[3]!.reconcile, parsed[1]!.reconcile);
   });
@@ -36,5 +36,12 @@ describe('logs', () => {
     captured(lines, true).info({ cluster: 'tenant-a' }, 'watch started');
     assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}watch started cluster=tenant-a$/);
     assert.equal(textLine('not json'), 'not json', 'a line that is not JSON passes as it is');
+    // A message or a value with a line break stays on its line (no forged log lines).
+    const forged = textLine(JSON.stringify({ level: 'info', time: 't', msg: 'denied: x\n2026-12-05T07:00:00.000Z INFO  all fine', err: 'a\nb' }));
+    assert.equal(forged.split('\n').length, 1, forged);
+    assert.ok(forged.includes('msg="denied: x\\n2026') && forged.includes('err="a\\nb"'), forged);
+    // Nor fields of its own: a message that could pass for fields is quoted whole.
+    assert.match(textLine(JSON.stringify({ level: 'warn', time: 't', msg: 'denied reconcile=deadbeef primary=other/x' })), /^t WARN {2}msg="denied reconcile=deadbeef primary=other\/x"$/);
+    assert.ok(!/[\u2028\u202e]/.test(textLine(JSON.stringify({ level: 'info', time: 't', msg: 'a\u202eb', v: 'c\u2028d' }))), 'no line separators or bidi controls pass');
   });
 });
