@@ -68,6 +68,8 @@ export interface HealthServerOptions {
   readonly port: number;
   readonly metrics: Metrics;
   readonly readiness: Readiness;
+  /** The Lease this process campaigns for, and whether it leads now (leader_election_master_status). */
+  readonly lease?: { readonly name: string; readonly leading: () => boolean };
   readonly logger: Logger;
   /** The SQLite file, whose size (with its WAL) /metrics reports. */
   readonly storePath: string;
@@ -93,6 +95,8 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     readiness: options.readiness,
     logger: options.logger,
     beforeScrape: async () => {
+      // 1 while this process reconciles (the leader, or the one instance with leader election off).
+      if (options.lease) metrics.leaderStatus.set({ name: options.lease.name }, options.lease.leading() ? 1 : 0);
       const w = options.wiring();
       if (!w) return;
       const counts = await w.store.counts();
@@ -100,6 +104,10 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       metrics.storeRows.set({ table: 'relations' }, counts.relations);
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
+      metrics.workqueueDepth.set({ name: 'relsync' }, w.queue.depth);
+      const running = w.queue.running();
+      metrics.workqueueUnfinished.set({ name: 'relsync' }, running.reduce((a, b) => a + b, 0) / 1000);
+      metrics.workqueueLongest.set({ name: 'relsync' }, Math.max(0, ...running) / 1000);
       metrics.queueRetrying.set(w.queue.retrying);
       metrics.queueHeld.set(w.queue.waiting);
       const cache = w.cache?.stats();

@@ -141,6 +141,7 @@ export class Manager {
         port,
         metrics: this.metrics,
         readiness: { notReady: () => this.notReady(), notLive: () => this.notLive(), role: () => this.role() },
+        lease: { name: this.options.config.leaderElection.name, leading: () => this.wiring !== undefined && (this.options.config.leaderElection.enabled ? this.status.role() === 'leader' : true) },
         logger: this.options.logger,
         storePath: this.options.store.path,
         wiring: () => this.wiring,

@@ -89,7 +89,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   const db = options.store.db;
   const logical = await LogicalClusters.load(new LogicalClusterStore(db));
   const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
-    observer: (cluster, method, code) => metrics.apiRequests.inc({ cluster, method, code: String(code) }),
+    observer: (cluster, method, code) => {
+      metrics.apiRequests.inc({ cluster, method, code: String(code) });
+      metrics.restClientRequests.inc({ code: String(code), method, host: cluster });
+    },
     limitObserver: (cluster, limit, throttled) => {
       metrics.clientConcurrencyLimit.set({ cluster }, limit);
       if (throttled) metrics.clientThrottled.inc({ cluster });
@@ -164,19 +167,24 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       backoffMaxMsFor: (err) => (isLastingRefusal(err) ? 1_000_000 : undefined),
       // Each reconcile's log lines, the failure's included, carry its id (util/log-context.ts).
       runAs: asReconcile,
-      onError: (item, err, retryInMs) =>
+      onStarted: (_item, waitedMs) => metrics.workqueueQueueDuration.observe({ name: 'relsync' }, waitedMs / 1000),
+      onError: (item, err, retryInMs) => {
+        metrics.workqueueRetries.inc({ name: 'relsync' });
         logger.warn(
           { primary: describeIdentity(item.id), err: (err as Error).message, ...(logger.isLevelEnabled('debug') ? { stack: (err as Error).stack } : {}), retryInMs },
           retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry',
-        ),
+        );
+      },
       onProcessed: (item, ms, outcome) => {
         metrics.reconciles.inc({ outcome });
+        metrics.workqueueWorkDuration.observe({ name: 'relsync' }, ms / 1000);
         metrics.reconcileDuration.observe(ms / 1000);
         if (outcome !== 'error') checkpointer.noteDone(item.id);
       },
     });
     // Every way into the queue notes the primary first: a sweep then reads it live, and a checkpoint never gets ahead of it.
     const queueKey = (key: PrimaryKey) => {
+      metrics.workqueueAdds.inc({ name: 'relsync' });
       sweepReads.noteChanged(key.id);
       checkpointer.noteQueued(key.id);
       queue.add(key);

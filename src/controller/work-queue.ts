@@ -43,6 +43,8 @@ export interface WorkQueueOptions<T> {
   readonly backoffMaxMsFor?: (err: unknown) => number | undefined;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
   readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
+  /** A run begins, `waitedMs` after its key was queued (workqueue_queue_duration_seconds). */
+  readonly onStarted?: (item: T, waitedMs: number) => void;
   /** Time for delays and durations; default the system's (tests move a fake one). */
   readonly clock?: Clock;
   /** Random source for the backoff's jitter; default Math.random. */
@@ -69,6 +71,9 @@ export class WorkQueue<T> {
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly failures = new Map<string, number>();
+  /** When each queued key was queued, and when each running key started: as many as are queued and running. */
+  private readonly queuedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(outcome: Outcome) => void>>();
   private wake: (() => void) | undefined;
   private stopped = false;
@@ -124,8 +129,15 @@ export class WorkQueue<T> {
     return released;
   }
 
+  /** How long each run in progress has been running, in ms (workqueue_unfinished_work_seconds, longest_running_processor). */
+  running(): number[] {
+    const now = this.clock.now();
+    return [...this.startedAt.values()].map((at) => now - at);
+  }
+
   private enqueue(key: string, item: T): void {
     this.queued.add(key);
+    this.queuedAt.set(key, this.clock.now());
     this.lanes.push(this.options.lane?.(item) ?? '', key);
     this.wake?.();
   }
@@ -215,6 +227,10 @@ export class WorkQueue<T> {
   /** One run of `key`: the handler, then its retry or requeue, the counts and the waiters. */
   private async process(key: string, item: T, waiting: ReadonlyArray<(outcome: Outcome) => void>, handle: (item: T) => Promise<Result>): Promise<void> {
     const started = this.clock.now();
+    this.startedAt.set(key, started);
+    const queuedAt = this.queuedAt.get(key);
+    this.queuedAt.delete(key);
+    if (queuedAt !== undefined) this.options.onStarted?.(item, started - queuedAt);
     let outcome: Outcome = 'ok';
     try {
       const result = await handle(item);
@@ -235,6 +251,7 @@ export class WorkQueue<T> {
       this.options.onError?.(item, err, delay);
       this.addAfter(item, delay);
     } finally {
+      this.startedAt.delete(key);
       this.processing.delete(key);
       this.lanes.done(key);
       this.options.onProcessed?.(item, this.clock.now() - started, outcome);

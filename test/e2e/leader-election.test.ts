@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import type { ControlPlane } from '../harness/control-plane.js';
 import { eventually } from '../harness/kube.js';
-import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { metricGauge, metricTotal, runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const LEASE_SECONDS = 4;
@@ -61,6 +61,20 @@ describe('leader election', () => {
     await a.createDatabase('le', 'one', { configMapName: 'cfg-1' });
     await eventually('the leader syncs', () => svc.configMap(ns, 'cfg-1'));
     assert.doesNotMatch(second!.log(), /"msg":"relsync started"/, 'the standby does not watch or reconcile');
+    // The names controller-runtime and client-go export, which dashboards and alerts already use.
+    const lease = (l: string) => l.includes('name="relsync-e2e"');
+    assert.equal(await metricGauge(first.httpPort, 'leader_election_master_status', lease), 1, 'the leader says so');
+    assert.equal(await metricGauge(second!.httpPort, 'leader_election_master_status', lease), 0, 'the standby says so');
+    const queue = (l: string) => l.includes('name="relsync"');
+    assert.ok((await metricTotal(first.httpPort, 'workqueue_adds_total', queue)) > 0);
+    assert.ok((await metricTotal(first.httpPort, 'workqueue_work_duration_seconds_count', queue)) > 0);
+    assert.ok((await metricTotal(first.httpPort, 'workqueue_queue_duration_seconds_count', queue)) > 0);
+    assert.ok((await metricTotal(first.httpPort, 'rest_client_requests_total', (l) => l.includes('host="service"') && l.includes('code="200"'))) > 0);
+    const text = await (await fetch(`http://127.0.0.1:${first.httpPort}/metrics`)).text();
+    for (const name of ['workqueue_depth{name="relsync"}', 'workqueue_retries_total', 'workqueue_unfinished_work_seconds{name="relsync"}', 'workqueue_longest_running_processor_seconds{name="relsync"}', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes']) {
+      assert.ok(text.includes(name), `${name} is exported`);
+    }
+    assert.ok(!text.includes('relsync_process_process_'), 'the doubled prefix is gone');
 
     await first.kill();
     const killedAt = Date.now();

@@ -61,6 +61,13 @@ export function writePublishedConfig(dir: string, kubeconfigs: { platform: strin
   return { configPath, dbPath };
 }
 
+/** A gauge's one series on relsync's /metrics whose labels `match` accepts (undefined when none). */
+export async function metricGauge(httpPort: number, name: string, match: (line: string) => boolean = () => true): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && match(l));
+  return line === undefined ? undefined : Number(line.split(' ').at(-1));
+}
+
 /** The sum of a counter's series on relsync's /metrics whose labels `match` accepts. */
 export async function metricTotal(httpPort: number, name: string, match: (line: string) => boolean = () => true): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();

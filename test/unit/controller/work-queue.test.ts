@@ -303,4 +303,27 @@ describe('work queue on a fake clock', () => {
     ac.abort();
     await done;
   });
+
+  it('tells how long a run waited in the queue, and how long the runs in progress have run', async () => {
+    const clock = new FakeClock();
+    const waited: number[] = [];
+    let release!: () => void;
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, clock, onStarted: (_item, ms) => waited.push(ms) });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      if (key === 'slow') await new Promise<void>((r) => (release = r));
+      return {};
+    });
+    queue.add('slow');
+    await settle();
+    queue.add('next');
+    await clock.advance(2_000);
+    assert.deepEqual(queue.running(), [2_000], 'slow has run 2 s');
+    release();
+    await settle();
+    assert.deepEqual(waited, [0, 2_000], 'next waited 2 s behind slow');
+    assert.deepEqual(queue.running(), []);
+    ac.abort();
+    await done;
+  });
 });
