@@ -11,7 +11,7 @@ import type { ListWatch } from '../kube/list-watch.js';
 import { HttpServer, type Readiness } from '../server/http-server.js';
 import type { Metrics } from '../server/metrics.js';
 import type { LeaderElector } from './leader-election.js';
-import type { Wiring } from './wiring.js';
+import { QUEUE, type Wiring } from './wiring.js';
 
 /** The current term as the probes see it. */
 export class TermStatus implements Readiness {
@@ -104,10 +104,10 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       metrics.storeRows.set({ table: 'relations' }, counts.relations);
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
-      metrics.workqueueDepth.set({ name: 'relsync' }, w.queue.depth);
+      metrics.workqueueDepth.set(QUEUE, w.queue.depth);
       const running = w.queue.running();
-      metrics.workqueueUnfinished.set({ name: 'relsync' }, running.reduce((a, b) => a + b, 0) / 1000);
-      metrics.workqueueLongest.set({ name: 'relsync' }, Math.max(0, ...running) / 1000);
+      metrics.workqueueUnfinished.set(QUEUE, running.reduce((a, b) => a + b, 0) / 1000);
+      metrics.workqueueLongest.set(QUEUE, Math.max(0, ...running) / 1000);
       metrics.queueRetrying.set(w.queue.retrying);
       metrics.queueHeld.set(w.queue.waiting);
       const cache = w.cache?.stats();

@@ -47,6 +47,9 @@ import { asReconcile } from '../util/log-context.js';
 import { isLastingRefusal } from '../kube/api-error.js';
 import { sleep } from '../util/sleep.js';
 
+/** The labels of relsync's one work queue in controller-runtime's workqueue_* metrics. */
+export const QUEUE = { name: 'relsync', controller: 'relsync' } as const;
+
 export interface Wiring {
   readonly clusters: ClusterSet;
   readonly logical: LogicalClusters;
@@ -91,7 +94,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
     observer: (cluster, method, code) => {
       metrics.apiRequests.inc({ cluster, method, code: String(code) });
-      metrics.restClientRequests.inc({ code: String(code), method, host: cluster });
+      // client-go names a watch's request GET
+      metrics.restClientRequests.inc({ code: String(code), method: method === 'WATCH' ? 'GET' : method, host: cluster });
     },
     limitObserver: (cluster, limit, throttled) => {
       metrics.clientConcurrencyLimit.set({ cluster }, limit);
@@ -167,9 +171,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       backoffMaxMsFor: (err) => (isLastingRefusal(err) ? 1_000_000 : undefined),
       // Each reconcile's log lines, the failure's included, carry its id (util/log-context.ts).
       runAs: asReconcile,
-      onStarted: (_item, waitedMs) => metrics.workqueueQueueDuration.observe({ name: 'relsync' }, waitedMs / 1000),
+      onAdded: () => metrics.workqueueAdds.inc(QUEUE),
+      onStarted: (_item, waitedMs) => metrics.workqueueQueueDuration.observe(QUEUE, waitedMs / 1000),
       onError: (item, err, retryInMs) => {
-        metrics.workqueueRetries.inc({ name: 'relsync' });
+        metrics.workqueueRetries.inc(QUEUE);
         logger.warn(
           { primary: describeIdentity(item.id), err: (err as Error).message, ...(logger.isLevelEnabled('debug') ? { stack: (err as Error).stack } : {}), retryInMs },
           retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry',
@@ -177,14 +182,13 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       },
       onProcessed: (item, ms, outcome) => {
         metrics.reconciles.inc({ outcome });
-        metrics.workqueueWorkDuration.observe({ name: 'relsync' }, ms / 1000);
+        metrics.workqueueWorkDuration.observe(QUEUE, ms / 1000);
         metrics.reconcileDuration.observe(ms / 1000);
         if (outcome !== 'error') checkpointer.noteDone(item.id);
       },
     });
     // Every way into the queue notes the primary first: a sweep then reads it live, and a checkpoint never gets ahead of it.
     const queueKey = (key: PrimaryKey) => {
-      metrics.workqueueAdds.inc({ name: 'relsync' });
       sweepReads.noteChanged(key.id);
       checkpointer.noteQueued(key.id);
       queue.add(key);

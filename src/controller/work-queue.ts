@@ -43,7 +43,9 @@ export interface WorkQueueOptions<T> {
   readonly backoffMaxMsFor?: (err: unknown) => number | undefined;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
   readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
-  /** A run begins, `waitedMs` after its key was queued (workqueue_queue_duration_seconds). */
+  /** An item was added that did not wait already (workqueue_adds_total). */
+  readonly onAdded?: (item: T) => void;
+  /** A run begins, `waitedMs` after its key was first added (workqueue_queue_duration_seconds). */
   readonly onStarted?: (item: T, waitedMs: number) => void;
   /** Time for delays and durations; default the system's (tests move a fake one). */
   readonly clock?: Clock;
@@ -71,7 +73,7 @@ export class WorkQueue<T> {
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly failures = new Map<string, number>();
-  /** When each queued key was queued, and when each running key started: as many as are queued and running. */
+  /** When each waiting key was first added, and when each running key started: as many as wait and run. */
   private readonly queuedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(outcome: Outcome) => void>>();
@@ -101,6 +103,13 @@ export class WorkQueue<T> {
     if (this.stopped) return;
     const key = this.options.key(item);
     this.remember(key, item);
+    // A key that waits already (queued, held, or due again after its run: it has a first add not
+    // yet started) is not added twice; the wait of the run to come counts from that first add, as
+    // client-go's queue counts it.
+    if (!this.queuedAt.has(key)) {
+      this.options.onAdded?.(item);
+      this.queuedAt.set(key, this.clock.now());
+    }
     if (this.processing.has(key)) {
       this.dirty.add(key);
       // The run after this one passes the gate too (a sweep waits for it).
@@ -137,7 +146,7 @@ export class WorkQueue<T> {
 
   private enqueue(key: string, item: T): void {
     this.queued.add(key);
-    this.queuedAt.set(key, this.clock.now());
+    if (!this.queuedAt.has(key)) this.queuedAt.set(key, this.clock.now());
     this.lanes.push(this.options.lane?.(item) ?? '', key);
     this.wake?.();
   }
@@ -230,9 +239,9 @@ export class WorkQueue<T> {
     this.startedAt.set(key, started);
     const queuedAt = this.queuedAt.get(key);
     this.queuedAt.delete(key);
-    if (queuedAt !== undefined) this.options.onStarted?.(item, started - queuedAt);
     let outcome: Outcome = 'ok';
     try {
+      if (queuedAt !== undefined) this.options.onStarted?.(item, started - queuedAt);
       const result = await handle(item);
       this.failures.delete(key);
       if (result.requeueAfterMs !== undefined) {

@@ -45,13 +45,13 @@ export class Metrics {
 
   // The names controller-runtime and client-go export, which operators' dashboards and alerts
   // already use, beside relsync's own (name="relsync": relsync's one work queue).
-  readonly workqueueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers: [this.registry] });
-  readonly workqueueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers: [this.registry] });
-  readonly workqueueRetries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers: [this.registry] });
-  readonly workqueueQueueDuration = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames: ['name'], buckets: [0.001, 0.01, 0.1, 1, 10, 60, 300], registers: [this.registry] });
-  readonly workqueueWorkDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes', labelNames: ['name'], buckets: [0.001, 0.01, 0.1, 1, 10, 60, 300], registers: [this.registry] });
-  readonly workqueueUnfinished = new Gauge({ name: 'workqueue_unfinished_work_seconds', help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration', labelNames: ['name'], registers: [this.registry] });
-  readonly workqueueLongest = new Gauge({ name: 'workqueue_longest_running_processor_seconds', help: 'How many seconds has the longest running processor for workqueue been running', labelNames: ['name'], registers: [this.registry] });
+  readonly workqueueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name', 'controller'], registers: [this.registry] });
+  readonly workqueueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name', 'controller'], registers: [this.registry] });
+  readonly workqueueRetries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name', 'controller'], registers: [this.registry] });
+  readonly workqueueQueueDuration = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames: ['name', 'controller'], buckets: [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 0.001, 0.01, 0.1, 1, 10, 100, 1000], registers: [this.registry] });
+  readonly workqueueWorkDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes', labelNames: ['name', 'controller'], buckets: [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 0.001, 0.01, 0.1, 1, 10, 100, 1000], registers: [this.registry] });
+  readonly workqueueUnfinished = new Gauge({ name: 'workqueue_unfinished_work_seconds', help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration', labelNames: ['name', 'controller'], registers: [this.registry] });
+  readonly workqueueLongest = new Gauge({ name: 'workqueue_longest_running_processor_seconds', help: 'How many seconds has the longest running processor for workqueue been running', labelNames: ['name', 'controller'], registers: [this.registry] });
   readonly restClientRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host (the cluster\'s name in relsync\'s config)', labelNames: ['code', 'method', 'host'], registers: [this.registry] });
   readonly leaderStatus = new Gauge({ name: 'leader_election_master_status', help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master', labelNames: ['name'], registers: [this.registry] });
 

@@ -71,8 +71,9 @@ describe('leader election', () => {
     assert.ok((await metricTotal(first.httpPort, 'workqueue_queue_duration_seconds_count', queue)) > 0);
     assert.ok((await metricTotal(first.httpPort, 'rest_client_requests_total', (l) => l.includes('host="service"') && l.includes('code="200"'))) > 0);
     const text = await (await fetch(`http://127.0.0.1:${first.httpPort}/metrics`)).text();
-    for (const name of ['workqueue_depth{name="relsync"}', 'workqueue_retries_total', 'workqueue_unfinished_work_seconds{name="relsync"}', 'workqueue_longest_running_processor_seconds{name="relsync"}', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes']) {
-      assert.ok(text.includes(name), `${name} is exported`);
+    // Series lines, not their # HELP lines.
+    for (const series of ['workqueue_depth{name="relsync",controller="relsync"}', 'workqueue_retries_total{', 'workqueue_unfinished_work_seconds{name="relsync",controller="relsync"}', 'workqueue_longest_running_processor_seconds{name="relsync",controller="relsync"}', 'process_cpu_seconds_total ', 'nodejs_heap_size_used_bytes ']) {
+      assert.ok(text.split('\n').some((l) => l.startsWith(series)), `${series} is exported`);
     }
     assert.ok(!text.includes('relsync_process_process_'), 'the doubled prefix is gone');
 
@@ -85,6 +86,7 @@ describe('leader election', () => {
     console.log(`standby took over and synced ${tookOver} ms after the leader was killed (lease ${LEASE_SECONDS} s)`);
     assert.ok(tookOver < (LEASE_SECONDS + 5) * 1000, `took over after ${tookOver} ms`);
     assert.match(second!.log(), /became the leader/);
+    assert.equal(await metricGauge(second!.httpPort, 'leader_election_master_status', (l) => l.includes('name="relsync-e2e"')), 1, 'the new leader says so');
   });
 
   it('hands over at once when the leader stops cleanly', async () => {

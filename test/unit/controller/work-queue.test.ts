@@ -308,7 +308,8 @@ describe('work queue on a fake clock', () => {
     const clock = new FakeClock();
     const waited: number[] = [];
     let release!: () => void;
-    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, clock, onStarted: (_item, ms) => waited.push(ms) });
+    let adds = 0;
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1, clock, onAdded: () => adds++, onStarted: (_item, ms) => waited.push(ms) });
     const ac = new AbortController();
     const done = queue.start(ac.signal, async (key) => {
       if (key === 'slow') await new Promise<void>((r) => (release = r));
@@ -317,12 +318,21 @@ describe('work queue on a fake clock', () => {
     queue.add('slow');
     await settle();
     queue.add('next');
+    queue.add('next');
+    queue.add('slow');
+    queue.add('slow');
+    assert.equal(adds, 3, 'slow, next, and slow again while it runs; not what waits already');
     await clock.advance(2_000);
     assert.deepEqual(queue.running(), [2_000], 'slow has run 2 s');
     release();
     await settle();
-    assert.deepEqual(waited, [0, 2_000], 'next waited 2 s behind slow');
+    await settle();
+    assert.deepEqual(waited, [0, 2_000, 2_000], 'next waited 2 s behind slow, and slow\'s second run from its add during the first');
+    assert.deepEqual(queue.running(), [0], 'slow\'s second run has just begun');
+    release();
+    await settle();
     assert.deepEqual(queue.running(), []);
+    assert.equal(adds, 3, 'the run after a run is the add made during it, not another');
     ac.abort();
     await done;
   });
