@@ -154,7 +154,15 @@ export async function createWorkspaces(kcp: Kcp, ...names: string[]): Promise<Re
 
 /** Workspaces under the workspace `parent` (a path, `root:org`), Ready; returns each one's logical cluster name. */
 export async function createWorkspacesIn(kcp: Kcp, parent: string, ...names: string[]): Promise<Record<string, string>> {
-  for (const name of names) await create(kcp, parent, '/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+  for (const name of names) {
+    // Right after /readyz, kcp may not yet resolve the parent's workspace type ("parent type cannot be resolved"): asked again.
+    await eventually(`workspace ${parent}:${name} created`, async () => {
+      const res = await kcp.request('POST', `/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces`, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+      if (res.status === 201 || res.status === 409) return true;
+      if (res.status === 403 && /parent type cannot be resolved/.test(JSON.stringify(res.body))) return undefined;
+      throw new Error(`POST /clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces: ${res.status} ${JSON.stringify(res.body)}`);
+    }, 60_000);
+  }
   const clusters: Record<string, string> = {};
   for (const name of names) {
     clusters[name] = await eventually(`workspace ${parent}:${name} Ready`, async () => {
