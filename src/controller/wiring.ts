@@ -187,6 +187,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         if (outcome !== 'error') checkpointer.noteDone(item.id);
       },
     });
+    // The queue's counters exist from the start (at 0), as controller-runtime's do, so that rates and alerts have a series.
+    metrics.workqueueAdds.inc(QUEUE, 0);
+    metrics.workqueueRetries.inc(QUEUE, 0);
     // Every way into the queue notes the primary first: a sweep then reads it live, and a checkpoint never gets ahead of it.
     const queueKey = (key: PrimaryKey) => {
       sweepReads.noteChanged(key.id);
