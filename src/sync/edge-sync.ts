@@ -35,6 +35,7 @@ import type { RelatedFinder } from './related-finder.js';
 import type { RelationSync } from './relation-sync.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
+import type { SyncVerdicts } from './sync-verdict.js';
 
 /** One relation of a primary whose source changed (the event router names it). */
 export interface EdgeHint {
@@ -53,6 +54,7 @@ export interface EdgeSyncDeps {
   readonly writer: Pick<CopyWriter, 'isMarkedCopyOf'>;
   readonly metrics: SyncMetrics;
   readonly paths: Pick<WorkspacePaths, 'cached'>;
+  readonly verdicts: Pick<SyncVerdicts, 'show'>;
 }
 
 export class EdgeSync {
@@ -115,6 +117,7 @@ export class EdgeSync {
         // on the primary (relation-sync.ts did), recorded, not written again until something changes.
         if (!(await store.saveRelationOutcome(at, outcome))) return 'full';
         await store.setPrimaryState(id, 'error', outcome.message);
+        await this.deps.verdicts.show(resource.primaryType, id, primary, { synced: false, reason: 'RelatedSyncFailed', message: outcome.message ?? 'a related object could not be synced' });
         this.deps.metrics.edgeSyncs.inc({ result: 'refused' });
         continue;
       }

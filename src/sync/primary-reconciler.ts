@@ -48,6 +48,7 @@ import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
+import { SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -102,6 +103,8 @@ export class PrimaryReconciler {
   private readonly edges: EdgeSync;
   private readonly paths: WorkspacePaths;
   private readonly adoptionRefusals: AdoptionRefusals;
+  /** relsync's verdict, shown on the primary (sync-verdict.ts). */
+  private readonly verdicts: SyncVerdicts;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
@@ -114,7 +117,8 @@ export class PrimaryReconciler {
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
     this.paths = new WorkspacePaths(deps.clusters);
     this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName);
-    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths });
+    this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write) });
+    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts });
   }
 
   /**
@@ -196,7 +200,9 @@ export class PrimaryReconciler {
     const perCluster = this.deps.limits?.primariesPerCluster;
     if (!record && perCluster !== undefined && (await this.primariesOf(id.cluster, perCluster)) >= perCluster) {
       // Not requeued (a flood would keep the workers busy): its next change or the next sweep looks again.
-      await this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`);
+      const message = `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`;
+      await this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
+      await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
       return done;
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);
@@ -208,6 +214,7 @@ export class PrimaryReconciler {
         if (!(err instanceof WorkspacePathError)) throw err;
         // Until the claim is accepted: looked at again as a conflict is (no event says when it is).
         await this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
+        await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
         await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
         return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
       }
@@ -218,6 +225,7 @@ export class PrimaryReconciler {
     const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
       await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
+      await this.notSynced(resource, id, primary, 'InvalidCopyName', nameProblem);
       // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, []);
       return done;
@@ -239,6 +247,7 @@ export class PrimaryReconciler {
       // would make the operator deprovision), no longer updated, until the primary is small again.
       const message = `relsync does not update the copy of this object: ${tooBig}`;
       await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
       return done;
     }
@@ -248,6 +257,7 @@ export class PrimaryReconciler {
       const message = `relsync does not copy this object: ${refused}`;
       if (record) confirmLive(reads);
       await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       if (record) {
         await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
       }
@@ -260,6 +270,7 @@ export class PrimaryReconciler {
     if (taken) {
       // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
+      await this.notSynced(resource, id, current, 'CopyConflict', taken);
       this.deps.metrics.conflicts.inc({ kind: 'namespace' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, await this.keptRelations(id));
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
@@ -272,13 +283,16 @@ export class PrimaryReconciler {
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
       // throttling or an unreachable cluster is retried quietly.
       if (err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 409 && err.statusCode !== 429) {
-        await this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', `relsync cannot write the copy ${describeIdentity(copyId)} in the service cluster: ${(err as Error).message}; it retries`);
+        const message = `relsync cannot write the copy ${describeIdentity(copyId)} in the service cluster: ${(err as Error).message}; it retries`;
+        await this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', message);
+        await this.notSynced(resource, id, current, 'CopySyncFailed', message).catch(() => undefined);
       }
       throw err;
     });
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
       await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
+      await this.notSynced(resource, id, current, 'CopyConflict', message);
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
@@ -357,8 +371,11 @@ export class PrimaryReconciler {
     // A complete sync: what it acted on, for a sweep to compare its LISTs with (controller/sweep-skip.ts).
     // Not after a warning on the primary (a rule that cannot apply to it): a sweep's reconcile says it again.
     const warned = found.some((f) => f.warned);
-    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, synced, copy, outcomes, namespace) : null;
-    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message: problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null, versions }, outcomes, selectors, known);
+    const message = problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null;
+    // The verdict goes on the primary first: the versions a sweep compares are those it leaves.
+    const shown = await this.verdicts.show(resource.primaryType, id, synced, verdictOf(state, problems.length > 0 ? 'RelatedResourceProblem' : failed ? 'RelatedSyncFailed' : 'RelatedCopyConflict', message));
+    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
+    await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
   }
 
@@ -437,11 +454,13 @@ export class PrimaryReconciler {
       if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
       else shared.push(relation);
     }
-    if (primary && primary.metadata.finalizers?.includes(this.finalizer)) {
+    // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's (none is put on one of relsync's copies).
+    const kept = primary && !primary.metadata.deletionTimestamp && !isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ? await this.verdicts.clear(resource.primaryType, id, primary) : primary;
+    if (kept && kept.metadata.finalizers?.includes(this.finalizer)) {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {
-        const finalizers = primary.metadata.finalizers.filter((f) => f !== this.finalizer);
-        await this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replace({ ...primary, metadata: { ...primary.metadata, finalizers } }));
+        const finalizers = kept.metadata.finalizers.filter((f) => f !== this.finalizer);
+        await this.writePrimary(id, kept.metadata.resourceVersion, () => primaries.replace({ ...kept, metadata: { ...kept.metadata, finalizers } }));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -543,8 +562,10 @@ export class PrimaryReconciler {
     // The copy's status, mutated on its way back (rules/mutation.ts).
     const { result, problems } = mutated({ status: copy.status }, resource.mutation?.status ?? [], copy);
     for (const p of problems) await this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the status's ${p}`);
-    if (deepEqual(result.status, primary.status)) return primary;
-    return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status: result.status }));
+    // relsync's own condition stays beside what the operator wrote (sync-verdict.ts).
+    const status = this.verdicts.carry(primary, result.status);
+    if (deepEqual(status, primary.status)) return primary;
+    return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status }));
   }
 
   /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */
@@ -558,6 +579,11 @@ export class PrimaryReconciler {
     return this.deps.ownWrites ? this.deps.ownWrites.during(id, run) : run();
   }
 
+  /** Shows on the primary why it is not synced (sync-verdict.ts); what is shown is not needed after. */
+  private async notSynced(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject, reason: string, message: string): Promise<void> {
+    await this.verdicts.show(resource.primaryType, id, primary, { synced: false, reason, message });
+  }
+
   /** The relations kept as they are when the primary cannot be processed (a conflict). */
   private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
     return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
@@ -569,6 +595,13 @@ function copiesAnotherUid(copy: KubeObject, uids: ReadonlyArray<string | undefin
   const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
   const known = uids.filter((u): u is string => u !== undefined && u !== '');
   return known.length > 0 && marked !== undefined && !known.includes(marked);
+}
+
+/** The verdict of a reconcile that got as far as the related objects. */
+function verdictOf(state: PrimaryState, reason: string, message: string | null): Verdict {
+  if (state !== 'synced') return { synced: false, reason, message: message ?? state };
+  // One message for every synced primary: a count in it would make a status write of every change of the related objects.
+  return { synced: true, reason: 'Synced', message: 'the copy in the service cluster and every related object are in sync' };
 }
 
 function prefixed(what: string, problem: string | undefined): string | undefined {

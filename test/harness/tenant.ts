@@ -13,7 +13,7 @@ export const PLURAL = 'databases';
 export interface Database {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string; resourceVersion?: string };
+  metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string; resourceVersion?: string; generation?: number };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown>;
 }

@@ -23,6 +23,7 @@ import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
 import { OwnWrites } from '../../../src/sync/own-writes.js';
+import { verdictCondition } from '../../../src/sync/sync-verdict.js';
 import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
 import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
@@ -72,6 +73,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   const reconcile = async () => {
     world.clearCalls();
     return reconciler.reconcile(resource, primaryId);
+  };
+  const verdictOnPrimary = () => {
+    const c = verdictCondition(world.read('tenant-a', databases, 'shop', 'orders')?.status);
+    return c && { status: c.status, reason: c.reason };
   };
   const service = (type: ResourceType, name: string) => world.read('service', type, type.namespaced ? COPY_NS : '', name);
   const putPrimary = (spec: Record<string, unknown> = { size: 1 }) => world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec });
@@ -175,8 +180,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         'replace tenant-a/databases/shop/orders',
         `create service/namespaces//${COPY_NS}`,
         `apply service/databases/${COPY_NS}/orders`,
+        'replaceStatus tenant-a/databases/shop/orders',
       ]);
       assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers, [`relsync.dev/${AGENT}`]);
+      assert.deepEqual(verdictOnPrimary(), { status: 'True', reason: 'Synced' }, 'the verdict, last');
       const copy = service(databases, 'orders');
       assert.deepEqual(copy?.spec, { size: 1 });
       assert.equal(copy?.metadata.labels?.['relsync.dev/agent'], AGENT);
@@ -254,7 +261,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.status = { phase: 'Ready' }));
       await reconcile();
       assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders']);
-      assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.status, { phase: 'Ready' });
+      assert.equal((world.read('tenant-a', databases, 'shop', 'orders')?.status as { phase?: string } | undefined)?.phase, 'Ready');
+      assert.deepEqual(verdictOnPrimary(), { status: 'True', reason: 'Synced' }, 'relsync\'s condition carried over the copied status, in the same write');
     });
 
     for (const [what, labels, annotations] of [
@@ -272,7 +280,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         const before = service(databases, 'orders');
         world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-        assert.deepEqual(world.writes(), []);
+        assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+        assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.deepEqual(service(databases, 'orders'), before);
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
         assert.ok(world.eventReasons().includes('CopyConflict'));
@@ -287,7 +296,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { ...labels }, annotations: { ...annotations } } });
         putPrimary();
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-        assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer');
+        assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders', 'replaceStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
+        assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
       });
     }
@@ -466,7 +476,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         // A source: a conflict, retried, the object stays.
         putConfig({ a: '1' });
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-        assert.deepEqual(world.writes(), []);
+        assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+        assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedCopyConflict' });
         assert.deepEqual(service(configMaps, 'orders-config'), before);
         assert.equal((await relation('config'))?.state, 'conflict');
         assert.ok(world.eventReasons().includes('RelatedCopyConflict'));
@@ -480,7 +491,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.ok(service(secrets, 'orders-creds'));
       world.edit('tenant-a', secrets, 'shop', 'orders-creds', (o) => void (o.type = 'kubernetes.io/service-account-token'));
       await reconcile();
-      assert.deepEqual(world.writes(), [`delete service/secrets/${COPY_NS}/orders-creds`]);
+      assert.deepEqual(world.writes(), [`delete service/secrets/${COPY_NS}/orders-creds`, 'replaceStatus tenant-a/databases/shop/orders']);
+      assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedSyncFailed' });
       assert.equal((await relation('creds'))?.state, 'error');
       assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
     });
@@ -491,7 +503,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: 'x'.repeat(2 * 1024 * 1024) }));
       await reconcile();
-      assert.deepEqual(world.writes(), []);
+      assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
       assert.equal((await relation('config'))?.state, 'error');
     });
@@ -829,7 +841,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcileEdge();
-      assert.deepEqual(world.writes(), [], 'the foreign object is left untouched');
+      assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'the foreign object is left untouched; the verdict goes on the primary');
+      assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedCopyConflict' });
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
       assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict', 'recorded by the full reconcile');
       assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'the full reconcile ran');
@@ -879,7 +892,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
       assert.deepEqual(await reconcileEdge(), done);
-      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`], 'one write, no second one by a full reconcile');
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`, 'replaceStatus tenant-a/databases/shop/orders'], 'one write, no second one by a full reconcile; the verdict on the primary');
+      assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedSyncFailed' });
       const relation = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config');
       assert.equal(relation?.state, 'error');
       assert.match(relation?.message ?? '', /denied by a webhook/);

@@ -1,0 +1,254 @@
+/**
+ * relsync's verdict on a primary, shown on the primary itself where tools read it: a condition
+ * `relsync.dev/Synced` in `status.conditions` (metav1.Condition's shape, with observedGeneration,
+ * so `kubectl wait --for=condition=relsync.dev/Synced` works) where the primary's schema keeps
+ * it; otherwise annotations with the generation and time of the last complete sync and the
+ * current problem. Events expire; this stays until the next verdict.
+ *
+ * Beside the status copied back from the service cluster: the copy-back carries the condition
+ * over (carry()), and a condition of this type in the copy's status is the operator's, never
+ * taken for relsync's (dropped). Written only when the verdict changes, through the primary's
+ * status subresource; lastTransitionTime moves only when the condition's status does.
+ *
+ * Whether the schema keeps it is learnt by writing it once per cluster and type: a status
+ * subresource that is missing (404), a condition the API server pruned or refused (400/422)
+ * means annotations for that type from then on (remembered for an hour, then tried again, in
+ * case the CRD changed).
+ */
+import type { Logger } from 'pino';
+import type { ObjectIdentity } from '../core/identity.js';
+import type { KubeObject } from '../core/object.js';
+import { typeName, type ResourceType } from '../core/resource-type.js';
+import { ApiError, isConflict, isNotFound, isObjectNotFound } from '../kube/api-error.js';
+import { ExpiringMap } from '../util/expiring-map.js';
+import type { ClusterAccess } from './cluster-access.js';
+import { deepEqual } from './content.js';
+
+export const SYNCED_CONDITION = 'relsync.dev/Synced';
+/** Annotation mode: the primary's generation at its last complete sync, and when that was. */
+export const SYNCED_GENERATION_ANNOTATION = 'relsync.dev/synced-generation';
+export const SYNCED_AT_ANNOTATION = 'relsync.dev/synced-at';
+/** Annotation mode: why the primary is not synced now (`Reason: message`); absent when it is. */
+export const SYNC_PROBLEM_ANNOTATION = 'relsync.dev/sync-problem';
+
+/** What relsync concluded about a primary: synced, or why not (reason: a CamelCase word, as in Events). */
+export interface Verdict {
+  readonly synced: boolean;
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface Condition {
+  readonly type: string;
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly observedGeneration?: number;
+  readonly lastTransitionTime: string;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** metav1.Condition caps a message at 32768 characters; the annotation is kept shorter. */
+const CONDITION_MESSAGE_MAX = 32_768;
+const ANNOTATION_MESSAGE_MAX = 1024;
+
+type Status = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function conditionsOf(status: unknown): unknown[] {
+  return isRecord(status) && Array.isArray(status.conditions) ? status.conditions : [];
+}
+
+function isVerdictCondition(c: unknown): boolean {
+  return isRecord(c) && c.type === SYNCED_CONDITION;
+}
+
+/** relsync's condition in `status`, if it is there. */
+export function verdictCondition(status: unknown): Condition | undefined {
+  const found = conditionsOf(status).find(isVerdictCondition);
+  return found as Condition | undefined;
+}
+
+/** `status` without relsync's condition (the `conditions` key goes when nothing else was in it). */
+export function withoutVerdictCondition(status: unknown): unknown {
+  if (!isRecord(status) || !Array.isArray(status.conditions) || !status.conditions.some(isVerdictCondition)) return status;
+  const rest = status.conditions.filter((c) => !isVerdictCondition(c));
+  const { conditions: _c, ...others } = status;
+  return rest.length > 0 ? { ...others, conditions: rest } : others;
+}
+
+/**
+ * `status` with the verdict's condition in place of any of its type, other conditions in their
+ * order. The transition time is kept when the condition's status is unchanged (Kubernetes'
+ * meta.SetStatusCondition does the same), so an unchanged verdict is an unchanged status.
+ */
+export function withVerdictCondition(status: unknown, verdict: Verdict, generation: number | undefined, now: string): Status {
+  const before = verdictCondition(status);
+  const conditionStatus = verdict.synced ? 'True' : 'False';
+  const condition: Condition = {
+    type: SYNCED_CONDITION,
+    status: conditionStatus,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    lastTransitionTime: before?.status === conditionStatus && typeof before.lastTransitionTime === 'string' ? before.lastTransitionTime : now,
+    reason: verdict.reason,
+    message: verdict.message.slice(0, CONDITION_MESSAGE_MAX),
+  };
+  const base = isRecord(status) ? status : {};
+  const conditions = conditionsOf(status);
+  const at = conditions.findIndex(isVerdictCondition);
+  const next = at >= 0 ? conditions.map((c, i) => (i === at ? condition : c)).filter((c, i) => i <= at || !isVerdictCondition(c)) : [...conditions, condition];
+  return { ...base, conditions: next };
+}
+
+/**
+ * The primary's annotations with the verdict: a complete sync records the generation and the
+ * time (the time moves only when the generation does) and removes the problem; otherwise the
+ * problem is recorded and the last complete sync stays as it was.
+ */
+export function withVerdictAnnotations(annotations: Readonly<Record<string, string>> | undefined, verdict: Verdict, generation: number | undefined, now: string): Record<string, string> {
+  const next = { ...(annotations ?? {}) };
+  if (verdict.synced) {
+    delete next[SYNC_PROBLEM_ANNOTATION];
+    const g = String(generation ?? 0);
+    if (next[SYNCED_GENERATION_ANNOTATION] !== g || next[SYNCED_AT_ANNOTATION] === undefined) {
+      next[SYNCED_GENERATION_ANNOTATION] = g;
+      next[SYNCED_AT_ANNOTATION] = now;
+    }
+  } else {
+    next[SYNC_PROBLEM_ANNOTATION] = `${verdict.reason}: ${verdict.message}`.slice(0, ANNOTATION_MESSAGE_MAX);
+  }
+  return next;
+}
+
+/** The annotations without relsync's verdict. */
+export function withoutVerdictAnnotations(annotations: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined {
+  if (!annotations) return annotations;
+  const { [SYNCED_GENERATION_ANNOTATION]: _g, [SYNCED_AT_ANNOTATION]: _a, [SYNC_PROBLEM_ANNOTATION]: _p, ...rest } = annotations;
+  return rest;
+}
+
+export interface SyncVerdictsDeps {
+  readonly clusters: Pick<ClusterAccess, 'client'>;
+  readonly logger: Logger;
+  /** Writes the primary (the reconciler's writePrimary: its own watch event is then not routed back). */
+  readonly write: (id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>) => Promise<KubeObject>;
+  readonly now?: () => Date;
+}
+
+type Mode = 'condition' | 'annotation';
+
+export class SyncVerdicts {
+  /** Per cluster and type: where the verdict goes, once learnt. */
+  private readonly modes = new ExpiringMap<string, Mode>(10_000);
+  /** Failed writes told once per cluster, type and reason in 10 minutes. */
+  private readonly told = new ExpiringMap<string, true>(1000);
+
+  constructor(private readonly deps: SyncVerdictsDeps) {}
+
+  /**
+   * The status copied back from the copy, with relsync's condition carried over from the primary
+   * (and any condition of its type in the copy's status dropped: that one is the operator's).
+   */
+  carry(primary: KubeObject, copied: unknown): unknown {
+    const own = verdictCondition(primary.status);
+    const status = withoutVerdictCondition(copied);
+    if (!own) return status;
+    const base = isRecord(status) ? status : {};
+    return { ...base, conditions: [...conditionsOf(status), own] };
+  }
+
+  /**
+   * Shows `verdict` on the primary; the primary as written (or as it was, when nothing changed or
+   * the write failed: a failed write is logged, never the reconcile's failure, except a 409,
+   * which is, so that the retry reads the primary live).
+   */
+  async show(type: ResourceType, id: ObjectIdentity, primary: KubeObject, verdict: Verdict): Promise<KubeObject> {
+    const key = `${id.cluster}\u0000${typeName(type)}`;
+    const now = (this.deps.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const generation = primary.metadata.generation;
+    const client = this.deps.clusters.client(id.cluster, type);
+    let current = primary;
+    try {
+      if ((this.modes.get(key) ?? 'condition') === 'condition') {
+        const status = withVerdictCondition(primary.status, verdict, generation, now);
+        if (deepEqual(status, primary.status)) return primary;
+        const written = await this.conditionWrite(key, type, id, primary, status);
+        if (written.kept) return written.object;
+        current = written.object;
+      }
+      const annotations = withVerdictAnnotations(current.metadata.annotations, verdict, generation, now);
+      if (deepEqual(annotations, current.metadata.annotations ?? {})) return current;
+      const before = current;
+      return await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
+    } catch (err) {
+      if (isConflict(err)) throw err;
+      this.tell(key, 'write', id, err, 'could not show relsync\'s verdict on the primary; its sync is not affected');
+      return current;
+    }
+  }
+
+  /** Takes relsync's verdict off a primary relsync no longer syncs (deselected); the primary as written. */
+  async clear(type: ResourceType, id: ObjectIdentity, primary: KubeObject): Promise<KubeObject> {
+    const client = this.deps.clusters.client(id.cluster, type);
+    try {
+      let current = primary;
+      if (verdictCondition(current.status)) {
+        const status = withoutVerdictCondition(current.status);
+        current = await this.deps.write(id, current.metadata.resourceVersion, () => client.replaceStatus({ ...current, status }));
+      }
+      const annotations = withoutVerdictAnnotations(current.metadata.annotations);
+      if (!deepEqual(annotations ?? {}, current.metadata.annotations ?? {})) {
+        const before = current;
+        current = await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
+      }
+      return current;
+    } catch (err) {
+      if (isConflict(err)) throw err;
+      this.tell(`${id.cluster}\u0000${typeName(type)}`, 'clear', id, err, 'could not take relsync\'s verdict off a primary it no longer syncs');
+      return primary;
+    }
+  }
+
+  /**
+   * The primary after the condition's write; `kept` false when this type does not keep it (no
+   * status subresource, a schema that prunes or refuses it), which from then on shows verdicts as
+   * annotations.
+   */
+  private async conditionWrite(key: string, type: ResourceType, id: ObjectIdentity, primary: KubeObject, status: Status): Promise<{ object: KubeObject; kept: boolean }> {
+    const client = this.deps.clusters.client(id.cluster, type);
+    let written: KubeObject;
+    try {
+      written = await this.deps.write(id, primary.metadata.resourceVersion, () => client.replaceStatus({ ...primary, status }));
+    } catch (err) {
+      const noSubresource = isNotFound(err) && !isObjectNotFound(err, id.name);
+      const refused = err instanceof ApiError && (err.statusCode === 400 || err.statusCode === 422);
+      if (!noSubresource && !refused) throw err;
+      this.annotationsFor(key, type, id, noSubresource ? 'it has no status subresource' : `the API server refused the condition: ${(err as Error).message}`);
+      return { object: primary, kept: false };
+    }
+    if (verdictCondition(written.status) === undefined) {
+      // Pruned: the write changed nothing else (the status was the primary's); the annotations go on the version it made.
+      this.annotationsFor(key, type, id, 'its status schema does not keep status.conditions');
+      return { object: written, kept: false };
+    }
+    this.modes.set(key, 'condition', 60 * 60_000);
+    return { object: written, kept: true };
+  }
+
+  private annotationsFor(key: string, type: ResourceType, id: ObjectIdentity, why: string): void {
+    if (this.modes.get(key) !== 'annotation') {
+      this.deps.logger.info({ cluster: id.cluster, type: typeName(type), why }, `relsync shows its verdict on these primaries as annotations (${SYNCED_GENERATION_ANNOTATION}, ${SYNC_PROBLEM_ANNOTATION}), not as the ${SYNCED_CONDITION} condition`);
+    }
+    this.modes.set(key, 'annotation', 60 * 60_000);
+  }
+
+  private tell(key: string, what: string, id: ObjectIdentity, err: unknown, message: string): void {
+    const code = err instanceof ApiError ? err.statusCode : 0;
+    const toldKey = `${key}\u0000${what}\u0000${code}`;
+    if (this.told.get(toldKey)) return;
+    this.told.set(toldKey, true, 10 * 60_000);
+    this.deps.logger.warn({ cluster: id.cluster, primary: `${id.namespace}/${id.name}`, err: (err as Error).message }, message);
+  }
+}
