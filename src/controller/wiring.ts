@@ -109,7 +109,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const store = new RelationStore(options.store);
     const checkpoints = new CheckpointStore(db);
     const checkpointer = new Checkpointer(checkpoints, logger);
-    const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger });
+    const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger, events: metrics.kubeEvents });
     const ownWrites = new OwnWrites();
     // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).

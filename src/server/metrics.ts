@@ -41,6 +41,7 @@ export class Metrics {
   readonly finderIndexBytes = new Gauge({ name: 'relsync_finder_index_bytes', help: 'Estimated heap size of the finder index (at most cache.indexBytes)', registers: [this.registry] });
   readonly finderLookups = new Counter({ name: 'relsync_finder_lookups_total', help: 'What selector and inverse rules found related objects with, by how (index: the finder index\'s candidates, read one by one; list: a LIST)', labelNames: ['how'], registers: [this.registry] });
   readonly cacheReads = new Counter({ name: 'relsync_cache_reads_total', help: 'Reads of single objects by reconciles, by result (hit: from memory; miss: from the API server)', labelNames: ['result'], registers: [this.registry] });
+  readonly kubeEvents = new Counter({ name: 'relsync_events_total', help: 'Kubernetes Events relsync recorded on primaries, by type and result (created; counted: a repeat raised the count of one recorded before; dropped_rate: over the object\'s token bucket; dropped_queue: the queue to the Events API was full; failed: the write failed)', labelNames: ['type', 'result'], registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   // The names controller-runtime and client-go export, which operators' dashboards and alerts

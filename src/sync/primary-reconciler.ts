@@ -48,7 +48,7 @@ import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
-import { SyncVerdicts, type Verdict } from './sync-verdict.js';
+import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -201,7 +201,7 @@ export class PrimaryReconciler {
     if (!record && perCluster !== undefined && (await this.primariesOf(id.cluster, perCluster)) >= perCluster) {
       // Not requeued (a flood would keep the workers busy): its next change or the next sweep looks again.
       const message = `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`;
-      await this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
+      this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
       await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
       return done;
     }
@@ -213,7 +213,7 @@ export class PrimaryReconciler {
       } catch (err) {
         if (!(err instanceof WorkspacePathError)) throw err;
         // Until the claim is accepted: looked at again as a conflict is (no event says when it is).
-        await this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
+        this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
         await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
         await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
         return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
@@ -224,7 +224,7 @@ export class PrimaryReconciler {
     const copyName = resource.naming.name.render(context);
     const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
-      await this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
+      this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
       await this.notSynced(resource, id, primary, 'InvalidCopyName', nameProblem);
       // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, []);
@@ -246,7 +246,7 @@ export class PrimaryReconciler {
       // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
       // would make the operator deprovision), no longer updated, until the primary is small again.
       const message = `relsync does not update the copy of this object: ${tooBig}`;
-      await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
       return done;
@@ -256,7 +256,7 @@ export class PrimaryReconciler {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
       const message = `relsync does not copy this object: ${refused}`;
       if (record) confirmLive(reads);
-      await this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       if (record) {
         await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
@@ -269,14 +269,14 @@ export class PrimaryReconciler {
     const taken = resource.copyType.namespaced ? await this.copyNamespaces.claim(reads, { template: resource.naming.namespace, where: `${resource.where}.naming.namespace` }, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
     if (taken) {
       // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
-      await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
+      this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
       await this.notSynced(resource, id, current, 'CopyConflict', taken);
       this.deps.metrics.conflicts.inc({ kind: 'namespace' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, await this.keptRelations(id));
       return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
     }
 
-    for (const p of mutation.problems) await this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
+    for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
     const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt ? resource.where : undefined).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
@@ -284,14 +284,14 @@ export class PrimaryReconciler {
       // throttling or an unreachable cluster is retried quietly.
       if (err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 409 && err.statusCode !== 429) {
         const message = `relsync cannot write the copy ${describeIdentity(copyId)} in the service cluster: ${(err as Error).message}; it retries`;
-        await this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', message);
+        this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', message);
         await this.notSynced(resource, id, current, 'CopySyncFailed', message).catch(() => undefined);
       }
       throw err;
     });
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
-      await this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
+      this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
       await this.notSynced(resource, id, current, 'CopyConflict', message);
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
@@ -359,10 +359,10 @@ export class PrimaryReconciler {
     const outcomes = await syncedTogether(work);
 
     // The recorder logs each warning as it records it (see event-recorder.ts).
-    for (const p of problems) await this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
+    for (const p of problems) this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
     const conflicts = outcomes.filter((o) => o.state === 'conflict');
     for (const c of conflicts) {
-      await this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
+      this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
     }
     // A primary reads as synced only when every relation is (or waits for its source to exist).
     const failed = outcomes.find((o) => o.state === 'error');
@@ -374,6 +374,8 @@ export class PrimaryReconciler {
     const message = problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null;
     // The verdict goes on the primary first: the versions a sweep compares are those it leaves.
     const shown = await this.verdicts.show(resource.primaryType, id, synced, verdictOf(state, problems.length > 0 ? 'RelatedResourceProblem' : failed ? 'RelatedSyncFailed' : 'RelatedCopyConflict', message));
+    // A milestone the user cares about, not every write: synced for the first time, or again after a problem.
+    if (state === 'synced' && !showsSynced(synced) && showsSynced(shown)) this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
     const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
@@ -549,7 +551,7 @@ export class PrimaryReconciler {
     // resources[].adopt: a Normal Event on the primary when one was; why an object in the way was not goes to the provider's log only.
     const adopt = adopting !== undefined
       ? {
-          announce: () => this.deps.recorder.normal(id.cluster, primary, 'Adopted', `relsync adopted ${describeIdentity(copyId)} in the service cluster as this object's copy, as its owner granted`),
+          announce: async () => this.deps.recorder.normal(id.cluster, primary, 'Adopted', `relsync adopted ${describeIdentity(copyId)} in the service cluster as this object's copy, as its owner granted`),
           refused: (reason: string, suggestGrant: boolean) => this.adoptionRefusals.note(adopting, copyId, id, reason, suggestGrant),
         }
       : undefined;
@@ -561,7 +563,7 @@ export class PrimaryReconciler {
     if (copy.status === undefined) return primary;
     // The copy's status, mutated on its way back (rules/mutation.ts).
     const { result, problems } = mutated({ status: copy.status }, resource.mutation?.status ?? [], copy);
-    for (const p of problems) await this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the status's ${p}`);
+    for (const p of problems) this.deps.recorder.warn(id.cluster, primary, 'MutationProblem', `the status's ${p}`);
     // relsync's own condition stays beside what the operator wrote (sync-verdict.ts).
     const status = this.verdicts.carry(primary, result.status);
     if (deepEqual(status, primary.status)) return primary;

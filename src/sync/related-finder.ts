@@ -109,7 +109,7 @@ export class RelatedFinder {
       // No object can carry a label with this value: the rule matches nothing for this primary
       // (a LIST by it would be refused), and the primary's other rules go on.
       const message = `rule ${rule.id} finds nothing for this object: no object can name it in the label ${finder.owner.key} (${unusable})`;
-      await this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
+      this.deps.recorder.warn(input.platformCluster, primary, 'RelatedRuleNotApplicable', message);
       return { pairs: [], problems: [], warned: true };
     }
     const badNamespace = rule.sourceType.namespaced && !finder.namespaceFrom ? namespaceProblem(namespace) : undefined;

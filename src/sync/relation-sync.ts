@@ -90,7 +90,7 @@ export class RelationSync {
     };
     const refusedRead = async (refused: { forbidden?: string; notServed?: boolean }): Promise<RelationOutcome> => {
       const message = refused.forbidden!;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       // Not served may be a moment's (a binding on its way): looked at again, as a missing namespace is.
       return { ...base, state: 'error', contentHash: null, message, ...(refused.notServed ? { retrySoon: true } : {}) };
     };
@@ -118,12 +118,12 @@ export class RelationSync {
     }
     const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
-    for (const p of problems) await this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
+    for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
     const tooBig = this.deps.refusals.size(serialized);
     if (tooBig) {
       // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
     // Judged on what is written, and on the source when it is a Secret written as another kind: a
@@ -137,7 +137,7 @@ export class RelationSync {
       if (destRead.object) confirmLive(reads);
       await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
@@ -194,7 +194,7 @@ export class RelationSync {
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
         const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
-        await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+        this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
         return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
       }
       // A concurrent change (409), throttling (429), a server error, expired credentials or an
@@ -211,7 +211,7 @@ export class RelationSync {
       if (notServed) return refusedRead({ forbidden: `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${notServed}`, notServed: true });
       // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
-      await this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error' as RelationState, contentHash: hash, message };
     }
     return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
@@ -235,7 +235,7 @@ export class RelationSync {
    */
   private adoption(owner: ObjectIdentity, primary: KubeObject, rule: ResolvedRule, pair: RelatedPair): NonNullable<Upsert['adopt']> {
     return {
-      announce: () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
+      announce: async () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
       refused: (reason, suggestGrant) => this.refusals.note(rule.where, pair.destination, pair.source, reason, suggestGrant),
     };
   }

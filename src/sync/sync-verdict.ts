@@ -129,6 +129,14 @@ export function withoutVerdictAnnotations(annotations: Readonly<Record<string, s
   return rest;
 }
 
+/** The primary shows relsync's verdict that it is synced (as a condition, or as annotations without a problem). */
+export function showsSynced(primary: KubeObject): boolean {
+  const condition = verdictCondition(primary.status);
+  if (condition) return condition.status === 'True';
+  const annotations = primary.metadata.annotations ?? {};
+  return annotations[SYNCED_GENERATION_ANNOTATION] !== undefined && annotations[SYNC_PROBLEM_ANNOTATION] === undefined;
+}
+
 export interface SyncVerdictsDeps {
   readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly logger: Logger;

@@ -29,21 +29,24 @@ type Obj = Database & { status?: { conditions?: Condition[]; phase?: string } };
 
 const verdict = (o: Obj | undefined) => o?.status?.conditions?.find((c) => c.type === CONDITION);
 
-/** Widgets: a status subresource whose schema has a phase and no conditions (the API server prunes them). */
-function widgetCrd(dir: string): URL {
-  const path = join(dir, 'widgets-crd.json');
+/**
+ * Widgets: a status subresource whose schema has a phase and no conditions (the API server prunes
+ * them). Gadgets: cluster-scoped, with an open status.
+ */
+function crd(dir: string, kind: 'Widget' | 'Gadget'): URL {
+  const plural = `${kind.toLowerCase()}s`;
+  const path = join(dir, `${plural}-crd.json`);
+  const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const status = kind === 'Widget' ? { type: 'object', properties: { phase: { type: 'string' } } } : open;
   writeFileSync(path, JSON.stringify({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${GROUP}` },
+    metadata: { name: `${plural}.${GROUP}` },
     spec: {
       group: GROUP,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{
-        name: VERSION, served: true, storage: true, subresources: { status: {} },
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', properties: { phase: { type: 'string' } } } } } },
-      }],
+      scope: kind === 'Widget' ? 'Namespaced' : 'Cluster',
+      names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
+      versions: [{ name: VERSION, served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status } } } }],
     },
   }));
   return pathToFileURL(path);
@@ -91,7 +94,7 @@ describe('relsync\'s verdict on the primary', () => {
     dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-verdict-'));
     clusters = await startClusters('tenant-a', 'service');
     ({ 'tenant-a': a, service: svc } = clusters.client);
-    await Promise.all([installCrd(clusters.plane['tenant-a'].kubeConfig, widgetCrd(dir)), installCrd(clusters.plane.service.kubeConfig, widgetCrd(dir))]);
+    await Promise.all([clusters.plane['tenant-a'], clusters.plane.service].flatMap((p) => [installCrd(p.kubeConfig, crd(dir, 'Widget')), installCrd(p.kubeConfig, crd(dir, 'Gadget'))]));
     const configPath = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }],
@@ -100,6 +103,7 @@ describe('relsync\'s verdict on the primary', () => {
       resources: [
         { group: GROUP, version: VERSION, resource: 'databases', selector: { matchLabels: { sync: 'yes' } } },
         { group: GROUP, version: VERSION, resource: 'widgets' },
+        { group: GROUP, version: VERSION, resource: 'gadgets' },
       ],
     });
     relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
@@ -132,6 +136,10 @@ describe('relsync\'s verdict on the primary', () => {
     await marker('shop');
     const later = (await a.database('shop', 'orders')) as Obj;
     assert.equal(later.metadata.resourceVersion, copied.metadata.resourceVersion, 'nothing written to the primary since: relsync and the operator do not take turns');
+    const normal = (await a.events('shop', 'orders')).filter((e) => e.reason === 'Synced');
+    assert.equal(normal.length, 1, 'one Normal Event for the first sync, none for the status copies');
+    assert.equal((normal[0] as { count?: number; type?: string }).count, 1);
+    assert.equal((normal[0] as { type?: string }).type, 'Normal');
   });
 
   it('a conflict shows as False with its reason, a tenant\'s forged True is set back, and the resolved sync shows the new generation', async () => {
@@ -154,6 +162,12 @@ describe('relsync\'s verdict on the primary', () => {
       s.conditions = s.conditions!.map((c) => (c.type === CONDITION ? { ...c, status: 'True', reason: 'Synced', message: 'forged' } : c));
     }, 'status');
     await eventually('the forged True is set back', async () => verdict((await a.database('blocked', 'orders')) as Obj)?.reason === 'CopyConflict', 30_000);
+    // That second look said the conflict again: the Event recorded first counts it (client-go's correlator), no second Event.
+    const repeated = await eventually('the conflict Event counted twice', async () => {
+      const e = (await a.events('blocked', 'orders')).filter((x) => x.reason === 'CopyConflict');
+      return e.length === 1 && ((e[0] as { count?: number }).count ?? 0) >= 2 ? e : undefined;
+    }, 30_000);
+    assert.equal(repeated.length, 1);
 
     await svc.deleteDatabase(copyNs, 'orders');
     await eventually('the blocker is gone', async () => !(await svc.database(copyNs, 'orders')), 30_000);
@@ -204,6 +218,17 @@ describe('relsync\'s verdict on the primary', () => {
     }, 30_000);
     assert.equal(resolved.metadata.annotations?.['relsync.dev/sync-problem'], undefined);
     assert.equal((await widget(a, 'widgets', 'w1'))?.status?.phase, 'Ready', 'the copied status is still there');
+  });
+
+  it('a cluster-scoped primary gets its Events (in the default namespace) and its condition', async () => {
+    const gadgets = { group: GROUP, version: VERSION, plural: 'gadgets' };
+    // Its copy's place taken in the service cluster: a conflict, said by Event and condition.
+    await svc.objects.createClusterCustomObject({ ...gadgets, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'g1' }, spec: { theirs: true } } });
+    await a.objects.createClusterCustomObject({ ...gadgets, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'g1' }, spec: { size: 1 } } });
+    const event = await eventually('the Event of g1', async () => (await a.events('default', 'g1')).find((e) => e.reason === 'CopyConflict'), 30_000);
+    assert.match(event.message ?? '', /not created by relsync agent "e2e"/);
+    const g1 = (await a.objects.getClusterCustomObject({ ...gadgets, name: 'g1' })) as Obj;
+    assert.equal(verdict(g1)?.reason, 'CopyConflict');
   });
 
   it('a primary relsync no longer syncs (deselected) keeps no verdict of relsync\'s', async () => {

@@ -70,9 +70,13 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   let store: RelationStore;
   let world: MemoryClusters;
   let reconciler: PrimaryReconciler;
+  let recorder: EventRecorder;
   const reconcile = async () => {
     world.clearCalls();
-    return reconciler.reconcile(resource, primaryId);
+    const result = await reconciler.reconcile(resource, primaryId);
+    // Events are written in the background (event-recorder.ts).
+    await recorder.idle();
+    return result;
   };
   const verdictOnPrimary = () => {
     const c = verdictCondition(world.read('tenant-a', databases, 'shop', 'orders')?.status);
@@ -102,7 +106,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     const logger = pino({ level: 'silent' });
     return new PrimaryReconciler({
       agentName: AGENT, clusters: world, store, logger, metrics,
-      recorder: new EventRecorder({ clusters: world, agentName: AGENT, logger }),
+      recorder: (recorder = new EventRecorder({ clusters: world, agentName: AGENT, logger })),
       hasher: new ContentHasher(Buffer.from('k')),
       copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: world, logger, installation: undefined }),
       conflictRetryMs: 30_000,
@@ -730,7 +734,9 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     };
     const reconcileEdge = async () => {
       world.clearCalls();
-      return reconciler.reconcile(resource, primaryId, edge);
+      const result = await reconciler.reconcile(resource, primaryId, edge);
+      await recorder.idle();
+      return result;
     };
     const reads = () => world.calls.filter((c) => c.verb === 'get' || c.verb === 'list').map((c) => `${c.verb} ${c.cluster}/${c.resource}/${c.name}`);
     /** Everything synced, every object delivered by the watches. */
