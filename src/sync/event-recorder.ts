@@ -15,6 +15,7 @@ import type { KubeObject } from '../core/object.js';
 import { compositeKey } from '../core/composite-key.js';
 import { isNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { outsideReconcile } from '../util/log-context.js';
 import { EventCorrelator, type CorrelatorOptions } from './event-correlator.js';
 import type { Counter } from './sync-metrics.js';
 
@@ -110,7 +111,8 @@ export class EventRecorder {
       first: now,
       last: now,
     });
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    // The loop serves every reconcile's Events: its log lines are no one reconcile's.
+    this.draining ??= outsideReconcile(() => this.drain()).finally(() => (this.draining = undefined));
   }
 
   private async drain(): Promise<void> {

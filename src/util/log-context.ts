@@ -22,3 +22,8 @@ export function asReconcile<R>(work: () => Promise<R>): Promise<R> {
 export function logContext(): LogContext | Record<string, never> {
   return storage.getStore() ?? {};
 }
+
+/** Runs `work` outside any reconcile (background work one reconcile started for all): its lines carry no id. */
+export function outsideReconcile<R>(work: () => R): R {
+  return storage.exit(work);
+}
