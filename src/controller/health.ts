@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ListWatch } from '../kube/list-watch.js';
 import { HttpServer, type Readiness } from '../server/http-server.js';
 import type { Metrics } from '../server/metrics.js';
+import { PRIMARY_STATES, RELATION_STATES } from '../store/schema.js';
 import type { LeaderElector } from './leader-election.js';
 import { QUEUE, type Wiring } from './wiring.js';
 
@@ -100,8 +101,12 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       const w = options.wiring();
       if (!w) return;
       const counts = await w.store.counts();
-      metrics.storeRows.set({ table: 'primaries' }, counts.primaries);
-      metrics.storeRows.set({ table: 'relations' }, counts.relations);
+      const sum = (byState: Record<string, number | undefined>) => Object.values(byState).reduce<number>((a, b) => a + (b ?? 0), 0);
+      metrics.storeRows.set({ table: 'primaries' }, sum(counts.primaries));
+      metrics.storeRows.set({ table: 'relations' }, sum(counts.relations));
+      // Every state has its series, 0 included, so that an alert on one has something to read.
+      for (const state of PRIMARY_STATES) metrics.primaries.set({ state }, counts.primaries[state] ?? 0);
+      for (const state of RELATION_STATES) metrics.relations.set({ state }, counts.relations[state] ?? 0);
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
       metrics.workqueueDepth.set(QUEUE, w.queue.depth);

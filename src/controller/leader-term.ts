@@ -105,7 +105,7 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
   );
   const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
 
-  const sweeps = scheduleSweeps(w.sweeper, config.resync, signal);
+  const sweeps = scheduleSweeps(w.sweeper, config.resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
 
   let announced = false;
   const readyCheck = setInterval(() => {
@@ -122,5 +122,7 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
   } finally {
     clearInterval(readyCheck);
     await sweeps.destroy();
+    // No longer the one that sweeps: the alert on missed sweeps reads this process no more.
+    options.metrics.sweepInterval.set(0);
   }
 }

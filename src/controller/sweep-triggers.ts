@@ -63,6 +63,13 @@ export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean 
   }
 }
 
+/** The longest gap between consecutive runs, in seconds (0 for fewer than two). */
+export function longestGapSeconds(runs: readonly Date[]): number {
+  let longest = 0;
+  for (let i = 1; i < runs.length; i++) longest = Math.max(longest, (runs[i]!.getTime() - runs[i - 1]!.getTime()) / 1000);
+  return longest;
+}
+
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
   readonly last: () => Promise<unknown>;
@@ -70,14 +77,19 @@ export interface ScheduledSweeps {
   readonly destroy: () => Promise<void>;
 }
 
-/** The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after `signal` aborts. */
-export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal): ScheduledSweeps {
+/**
+ * The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after
+ * `signal` aborts. `onInterval` is told the longest gap between two of the schedule's next runs
+ * (in seconds), for the alert on sweeps that do not happen.
+ */
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void): ScheduledSweeps {
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (trigger: 'startup' | 'schedule') => {
     if (signal.aborted) return;
     sweeping = sweeper.sweep(trigger);
   };
   const task = cron.schedule(resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
+  onInterval?.(longestGapSeconds(task.getNextRuns(25)));
   signal.addEventListener('abort', () => void task.stop(), { once: true });
   if (resync.onStartup) sweep('startup');
   return {

@@ -141,6 +141,7 @@ export class Sweeper {
       const durationMs = Date.now() - started;
       await sweeps.finish(id, 'done', counts);
       metrics.sweeps.inc({ trigger, status: 'done' });
+      metrics.sweepLastSuccess.set(Date.now() / 1000);
       metrics.sweepDuration.observe(durationMs / 1000);
       logger.info({ sweep: id, trigger, durationMs, ...counts, phases }, 'sweep finished');
       return { ...counts, id, durationMs, status: 'done', phases };

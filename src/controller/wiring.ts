@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
-import { sameType } from '../core/resource-type.js';
+import { sameType, typeName } from '../core/resource-type.js';
 import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import { CheckpointStore } from '../store/checkpoint-store.js';
 import type { OpenedStore } from '../store/database.js';
@@ -92,8 +92,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   const db = options.store.db;
   const logical = await LogicalClusters.load(new LogicalClusterStore(db));
   const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
-    observer: (cluster, method, code) => {
+    observer: (cluster, method, code, seconds) => {
       metrics.apiRequests.inc({ cluster, method, code: String(code) });
+      if (seconds !== undefined) metrics.restClientDuration.observe({ verb: method, host: cluster }, seconds);
       // client-go names a watch's request GET
       metrics.restClientRequests.inc({ code: String(code), method: method === 'WATCH' ? 'GET' : method, host: cluster });
     },
@@ -182,6 +183,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       },
       onProcessed: (item, ms, outcome) => {
         metrics.reconciles.inc({ outcome });
+        // controller-runtime's per-controller series, a controller being a primary type here.
+        const controller = typeName(item.resource.primaryType);
+        metrics.reconcileTotal.inc({ controller, result: outcome === 'ok' ? 'success' : outcome === 'error' ? 'error' : 'requeue_after' });
+        if (outcome === 'error') metrics.reconcileErrors.inc({ controller });
+        metrics.reconcileTime.observe({ controller }, ms / 1000);
         metrics.workqueueWorkDuration.observe(QUEUE, ms / 1000);
         metrics.reconcileDuration.observe(ms / 1000);
         if (outcome !== 'error') checkpointer.noteDone(item.id);
@@ -190,6 +196,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // The queue's counters exist from the start (at 0), as controller-runtime's do, so that rates and alerts have a series.
     metrics.workqueueAdds.inc(QUEUE, 0);
     metrics.workqueueRetries.inc(QUEUE, 0);
+    for (const r of resources) {
+      const controller = typeName(r.primaryType);
+      for (const result of ['success', 'error', 'requeue_after']) metrics.reconcileTotal.inc({ controller, result }, 0);
+      metrics.reconcileErrors.inc({ controller }, 0);
+    }
     // Every way into the queue notes the primary first: a sweep then reads it live, and a checkpoint never gets ahead of it.
     const queueKey = (key: PrimaryKey) => {
       sweepReads.noteChanged(key.id);

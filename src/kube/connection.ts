@@ -53,7 +53,8 @@ export class AnswerTooLargeError extends Error {
 }
 
 /** Counts requests per verb, for metrics and benchmarks. */
-export type RequestObserver = (cluster: string, method: string, statusCode: number) => void;
+/** `seconds`: from sending the request to reading the whole answer; undefined for a watch. */
+export type RequestObserver = (cluster: string, method: string, statusCode: number, seconds?: number) => void;
 
 /** Sees the cluster's concurrency limit when its whole part changes, and each throttled answer (`throttled`: this call is one). */
 export type LimitObserver = (cluster: string, limit: number, throttled: boolean) => void;
@@ -175,6 +176,7 @@ export class Connection {
       let status: number;
       let text: string;
       let retryAfter: number | undefined;
+      const sent = performance.now();
       try {
         const res = await this.open(method, path, options, this.requestTimeoutMs);
         status = res.statusCode ?? 0;
@@ -183,7 +185,7 @@ export class Connection {
           text = await readBody(res, status >= 200 && status < 300 ? options.maxBytes : undefined, method, path);
         } finally {
           // Counted also when the answer was dropped for its size: the API server did the work.
-          this.observer?.(this.metricsName, method, status);
+          this.observer?.(this.metricsName, method, status, (performance.now() - sent) / 1000);
         }
         if (slot) tellLimit(slot, status, retryAfter);
       } finally {

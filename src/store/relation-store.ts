@@ -7,7 +7,7 @@
  */
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
-import type { Database, PrimariesTable, PrimaryState, RelationsTable } from './schema.js';
+import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
 import { toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorLabelKeys, SelectorRecord } from './selector-index.js';
@@ -282,10 +282,14 @@ export class RelationStore {
     await this.db.deleteFrom('primaries').where((eb) => eb.and(columns('', id))).execute();
   }
 
-  async counts(): Promise<{ primaries: number; relations: number }> {
-    const p = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    const r = await this.db.selectFrom('relations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    return { primaries: Number(p.n), relations: Number(r.n) };
+  /** Rows of each table, by state (one scan of each, at a scrape). */
+  async counts(): Promise<{ primaries: Partial<Record<PrimaryState, number>>; relations: Partial<Record<RelationState, number>> }> {
+    const p = await this.db.selectFrom('primaries').select((eb) => ['state', eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    const r = await this.db.selectFrom('relations').select((eb) => ['state', eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    return {
+      primaries: Object.fromEntries(p.map((row) => [row.state, Number(row.n)])),
+      relations: Object.fromEntries(r.map((row) => [row.state, Number(row.n)])),
+    };
   }
 }
 

@@ -3,12 +3,14 @@ import type { Generated } from 'kysely';
 import type { IdentityColumns } from '../core/identity.js';
 import type { LogicalClusterState } from '../core/logical-cluster.js';
 
-export type PrimaryState = 'synced' | 'conflict' | 'error' | 'deleting';
+export const PRIMARY_STATES = ['synced', 'conflict', 'error', 'deleting'] as const;
+export type PrimaryState = (typeof PRIMARY_STATES)[number];
 /**
  * retained: the primary no longer finds the relation's source, and its rule's cleanup policy keeps
  * the copy until the primary goes (rules/rule.ts CleanupPolicy); the copy is no longer updated.
  */
-export type RelationState = 'pending' | 'synced' | 'conflict' | 'error' | 'retained';
+export const RELATION_STATES = ['pending', 'synced', 'conflict', 'error', 'retained'] as const;
+export type RelationState = (typeof RELATION_STATES)[number];
 
 export interface PrimariesTable extends IdentityColumns<''> {
   uid: string;

@@ -136,7 +136,7 @@ describe('relation store', () => {
 
     await store.deletePrimary(primary('one'));
     assert.deepEqual((await store.ownersOf(cm('tenant-a', 'shared'))).map((p) => p.name), ['two'], 'relations cascade with their primary');
-    assert.deepEqual(await store.counts(), { primaries: 1, relations: 1 });
+    assert.deepEqual(await store.counts(), { primaries: { synced: 1 }, relations: { synced: 1 } });
     await opened.close();
   });
 
@@ -256,7 +256,7 @@ describe('relation store', () => {
     await store.saveReconcile({ id: primary('kept'), uid: 'k', copy: { ...primary('kept'), cluster: 'service' }, state: 'synced', message: null }, [rel('a')]);
     await store.saveReconcile({ id: other('gone'), uid: 'g', copy: { ...other('gone'), cluster: 'service' }, state: 'synced', message: null }, [rel('b'), rel('c')]);
     assert.deepEqual(await store.forgetPrimariesOtherThan([{ group: 'demo.relsync.dev', resource: 'databases' }]), { primaries: 1, relations: 2 });
-    assert.deepEqual(await store.counts(), { primaries: 1, relations: 1 });
+    assert.deepEqual(await store.counts(), { primaries: { synced: 1 }, relations: { synced: 1 } });
     await opened.close();
   });
 
