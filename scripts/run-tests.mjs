@@ -53,27 +53,24 @@ if (suites.includes('e2e')) {
   }
 }
 
-// kcp, for the tests of kcp as a platform: built (once, cached by version) by
-// scripts/build-kcp.sh; a failed build fails the run, as above.
+// Other binaries the end-to-end tests run, each built once from its Go module and cached by
+// version by its script (the last line it prints is the folder); a failed build fails the run,
+// as above: kcp (kcp as a platform), helm (deploy/helm/relsync), promtool (deploy/monitoring).
+const tools = [
+  { script: 'scripts/build-kcp.sh', env: 'RELSYNC_KCP_ASSETS', name: 'kcp', tests: 'the kcp end-to-end tests' },
+  { script: 'scripts/build-helm.sh', env: 'RELSYNC_HELM_ASSETS', name: 'helm', tests: 'the Helm chart test' },
+  { script: 'scripts/build-promtool.sh', env: 'RELSYNC_PROMTOOL_ASSETS', name: 'promtool', tests: 'the monitoring test' },
+];
 if (suites.includes('e2e')) {
-  const build = spawnSync('bash', ['scripts/build-kcp.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env });
-  if (build.status !== 0) {
-    console.error('run-tests: could not build kcp (see the output above); the kcp end-to-end tests cannot run');
-    process.exit(1);
+  for (const tool of tools) {
+    const build = spawnSync('bash', [tool.script], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env });
+    if (build.status !== 0) {
+      console.error(`run-tests: could not build ${tool.name} (see the output above); ${tool.tests} cannot run`);
+      process.exit(1);
+    }
+    env[tool.env] = build.stdout.trim().split('\n').pop();
+    console.log(`run-tests: using ${tool.name} from ${env[tool.env]}`);
   }
-  env.RELSYNC_KCP_ASSETS = build.stdout.trim().split('\n').pop();
-  console.log(`run-tests: using kcp from ${env.RELSYNC_KCP_ASSETS}`);
-}
-
-// helm, for the chart's test (deploy/helm/relsync): built the same way by scripts/build-helm.sh.
-if (suites.includes('e2e')) {
-  const build = spawnSync('bash', ['scripts/build-helm.sh'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', env });
-  if (build.status !== 0) {
-    console.error('run-tests: could not build helm (see the output above); the Helm chart test cannot run');
-    process.exit(1);
-  }
-  env.RELSYNC_HELM_ASSETS = build.stdout.trim().split('\n').pop();
-  console.log(`run-tests: using helm from ${env.RELSYNC_HELM_ASSETS}`);
 }
 
 // Files run two at a time (below), the longest first, so that none is left running alone at the

@@ -57,6 +57,12 @@ export class TermStatus implements Readiness {
     return this.watches.map((w) => w.problem()).filter((p): p is string => p !== undefined);
   }
 
+  /** The current term's watches and whether each is in sync (none on a standby). */
+  watchStates(): Array<{ readonly name: string; readonly synced: boolean }> {
+    if (this.elector && !this.elector.isLeader) return [];
+    return this.watches.map((w) => ({ name: w.name, synced: w.synced }));
+  }
+
   /** "leader", "standby (leader: x)" or "single instance (leader election off)". */
   role(): string {
     if (!this.elector) return 'single instance (leader election off)';
@@ -77,6 +83,8 @@ export interface HealthServerOptions {
   /** The current term's wiring, undefined before the first. */
   readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'> | undefined;
   readonly onListening?: ((port: number) => void) | undefined;
+  /** The current term's watches, for relsync_watch_synced. */
+  readonly watches?: () => ReadonlyArray<{ readonly name: string; readonly synced: boolean }>;
 }
 
 /** Serves /healthz, /readyz and /metrics until `signal` aborts. */
@@ -98,6 +106,9 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
       if (options.lease) metrics.leaderStatus.set({ name: options.lease.name }, options.lease.leading() ? 1 : 0);
+      // A term's watches only: one of a term that ended is no longer a series.
+      metrics.watchSynced.reset();
+      for (const watch of options.watches?.() ?? []) metrics.watchSynced.set({ watch: watch.name }, watch.synced ? 1 : 0);
       const w = options.wiring();
       if (!w) return;
       const counts = await w.store.counts();

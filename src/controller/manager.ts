@@ -93,6 +93,8 @@ export class Manager {
       await server;
       logger.info('relsync stopped');
     } finally {
+      // Events recorded by the last reconciles are written before the connections close (not for long).
+      await w.recorder.idle(5000);
       w.clusters.close();
     }
   }
@@ -145,6 +147,7 @@ export class Manager {
         logger: this.options.logger,
         storePath: this.options.store.path,
         wiring: () => this.wiring,
+        watches: () => this.status.watchStates(),
         onListening: this.options.onHttpListening,
       },
       signal,

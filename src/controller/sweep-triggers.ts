@@ -59,6 +59,8 @@ export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean 
     await workers;
     await w.checkpointer.flush();
     await w.store.flushTouches();
+    // The sweep's Warnings are written before the connections close (not for long).
+    await w.recorder.idle(5000);
     w.clusters.close();
   }
 }

@@ -72,6 +72,8 @@ export interface Wiring {
   readonly cache: ObjectCache | undefined;
   /** What selector and inverse rules can find without a LIST (finder-index.ts); undefined with cache.bytes 0. */
   readonly finderIndex: FinderIndex | undefined;
+  /** Kubernetes Events on primaries, written in the background: waited for (briefly) before the clusters close. */
+  readonly recorder: EventRecorder;
   /** Queues a primary by identity; false when no configured resource has its type any more. */
   readonly enqueue: (id: ObjectIdentity) => boolean;
 }
@@ -244,7 +246,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     });
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint });
-    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex };
+    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();
     throw err;

@@ -72,7 +72,7 @@ export class EdgeSync {
     if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return 'full';
     const record = await store.primary(id);
     if (!record || record.state !== 'synced') return 'full';
-    const primary = await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
+    let primary = await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
     if (
       !primary ||
       primary.metadata.deletionTimestamp ||
@@ -117,7 +117,7 @@ export class EdgeSync {
         // on the primary (relation-sync.ts did), recorded, not written again until something changes.
         if (!(await store.saveRelationOutcome(at, outcome))) return 'full';
         await store.setPrimaryState(id, 'error', outcome.message);
-        await this.deps.verdicts.show(resource.primaryType, id, primary, { synced: false, reason: 'RelatedSyncFailed', message: outcome.message ?? 'a related object could not be synced' });
+        primary = await this.deps.verdicts.show(resource.primaryType, id, primary, { synced: false, reason: 'RelatedSyncFailed', message: outcome.message ?? 'a related object could not be synced' });
         this.deps.metrics.edgeSyncs.inc({ result: 'refused' });
         continue;
       }

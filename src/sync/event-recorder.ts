@@ -1,11 +1,12 @@
 /**
  * Kubernetes Events on primaries, in their platform cluster, worded for the user who owns the
  * primary. Recording never waits for the Events API: an Event is correlated
- * (event-correlator.ts: spam filter, aggregation, deduplication), queued, and written by one
- * background loop — a new Event created, a repeat raising the count of the one written before
- * (a merge patch of count, lastTimestamp and message), as client-go's recorder does. Repeats
- * that meet in the queue are one write. What does not fit the queue is dropped and counted: a
- * slow or failing Events API never slows syncing.
+ * (event-correlator.ts: spam filter, aggregation, deduplication), queued, and written in the
+ * background, by one loop per cluster — a new Event created, a repeat raising the count of the
+ * one written before (a merge patch of count, lastTimestamp and message), as client-go's
+ * recorder does. Repeats that meet in the queue are one write. What does not fit a cluster's
+ * queue is dropped and counted (Normal Events first): a slow or failing Events API never slows
+ * syncing, and one tenant's never delays another's Events.
  *
  * Events of cluster-scoped objects go to the `default` namespace, as client-go puts them.
  */
@@ -31,13 +32,14 @@ export interface EventRecorderOptions {
   /** relsync_events_total: by type and result (created, counted, dropped_rate, dropped_queue, failed). */
   readonly events?: Counter<'type' | 'result'>;
   readonly correlator?: CorrelatorOptions;
-  /** Different Events waiting to be written at most; default 1000 (client-go's broadcaster queue). */
+  /** Different Events waiting to be written to one cluster at most; default 100. */
+  readonly maxQueuedPerCluster?: number;
+  /** ... and to all clusters together; default 2000. */
   readonly maxQueued?: number;
   readonly now?: () => number;
 }
 
 interface Pending {
-  readonly cluster: string;
   readonly namespace: string;
   readonly involved: Record<string, unknown>;
   readonly type: 'Normal' | 'Warning';
@@ -48,13 +50,20 @@ interface Pending {
   last: string;
 }
 
+/** A Normal Event is not queued where the cluster's queue is this full: room for Warnings. */
+const NORMAL_ROOM = 0.8;
+
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
-  /** Events written: a repeat raises their count. */
-  private readonly sent = new ExpiringMap<string, { namespace: string; name: string; count: number }>(4096);
-  /** Waiting to be written, oldest first; a repeat of one waiting raises its count there. */
-  private readonly pending = new Map<string, Pending>();
-  private draining: Promise<void> | undefined;
+  /** Events written, by correlation key: a repeat raises their count (`unsent`: repeats over the spam filter, not written yet). */
+  private readonly sent = new ExpiringMap<string, { namespace: string; name: string; count: number; unsent: number }>(4096);
+  /**
+   * Per cluster: the Events waiting to be written there, oldest first (a repeat of one waiting
+   * raises its count there), and the loop writing them. Each cluster has its own loop, one write
+   * at a time: a slow Events API (a tenant's webhook on events) delays only that cluster's Events.
+   */
+  private readonly queues = new Map<string, { pending: Map<string, Pending>; draining: Promise<void> | undefined }>();
+  private queued = 0;
   /** Failed writes logged once per cluster and reason in 10 minutes. */
   private readonly toldFailure = new ExpiringMap<string, true>(1000);
 
@@ -70,9 +79,16 @@ export class EventRecorder {
     this.record(cluster, object, 'Normal', reason, message);
   }
 
-  /** Resolves once every Event recorded so far is written (or given up on): for tests and shutdown. */
-  async idle(): Promise<void> {
-    while (this.draining) await this.draining;
+  /** Resolves once every Event recorded so far is written (or given up on), or after `timeoutMs`: for tests and shutdown. */
+  async idle(timeoutMs = Infinity): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const loops = [...this.queues.values()].flatMap((q) => (q.draining ? [q.draining] : []));
+      if (loops.length === 0) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await Promise.race([Promise.all(loops), ...(Number.isFinite(left) ? [new Promise((resolve) => setTimeout(resolve, left).unref())] : [])]);
+    }
   }
 
   private record(cluster: string, object: KubeObject, type: 'Normal' | 'Warning', reason: string, text: string): void {
@@ -80,28 +96,32 @@ export class EventRecorder {
     if (!name) return;
     const nowMs = this.options.now?.() ?? Date.now();
     const objectKey = compositeKey(cluster, uid ?? compositeKey(object.kind ?? '', namespace ?? '', name));
-    const correlated = this.correlator.correlate({ object: objectKey, type, reason, message: text.slice(0, MESSAGE_MAX) }, nowMs);
-    if (correlated.action === 'drop') {
-      this.options.events?.inc({ type, result: 'dropped_rate' });
-      return;
-    }
-    const { key, message } = correlated;
+    const { key, message, limited } = this.correlator.correlate({ object: objectKey, type, reason, message: text.slice(0, MESSAGE_MAX) }, nowMs);
     const now = new Date(nowMs).toISOString();
-    const waiting = this.pending.get(key);
+    const queue = this.queues.get(cluster) ?? { pending: new Map<string, Pending>(), draining: undefined };
+    const waiting = queue.pending.get(key);
     if (waiting) {
+      // Written soon anyway: counted there, over the spam filter or not.
       waiting.count++;
       waiting.message = message;
       waiting.last = now;
       return;
     }
-    if (this.pending.size >= (this.options.maxQueued ?? 1000)) {
+    const known = this.sent.get(key, nowMs);
+    if (limited) {
+      // Carried by the next write of this Event, as client-go's count carries what its filter skipped.
+      if (known) known.unsent++;
+      this.options.events?.inc({ type, result: 'dropped_rate' });
+      return;
+    }
+    const room = this.options.maxQueuedPerCluster ?? 100;
+    if (queue.pending.size >= (type === 'Normal' ? Math.floor(room * NORMAL_ROOM) : room) || this.queued >= (this.options.maxQueued ?? 2000)) {
       this.options.events?.inc({ type, result: 'dropped_queue' });
       return;
     }
     // Every Warning the user sees as a new Event is also a log line for the operator (its repeats are counted on the Event).
-    if (type === 'Warning' && !this.sent.get(key, nowMs)) this.options.logger.warn({ cluster, object: namespace ? `${namespace}/${name}` : name, reason }, message);
-    this.pending.set(key, {
-      cluster,
+    if (type === 'Warning' && !known) this.options.logger.warn({ cluster, object: namespace ? `${namespace}/${name}` : name, reason }, message);
+    queue.pending.set(key, {
       namespace: namespace || 'default',
       involved: { apiVersion: object.apiVersion, kind: object.kind, name, ...(namespace ? { namespace } : {}), uid, resourceVersion: object.metadata.resourceVersion },
       type,
@@ -111,39 +131,52 @@ export class EventRecorder {
       first: now,
       last: now,
     });
-    // The loop serves every reconcile's Events: its log lines are no one reconcile's.
-    this.draining ??= outsideReconcile(() => this.drain()).finally(() => (this.draining = undefined));
+    this.queued++;
+    this.queues.set(cluster, queue);
+    this.startDraining(cluster, queue);
   }
 
-  private async drain(): Promise<void> {
+  private startDraining(cluster: string, queue: { pending: Map<string, Pending>; draining: Promise<void> | undefined }): void {
+    if (queue.draining) return;
+    // The loop serves every reconcile's Events: its log lines are no one reconcile's.
+    queue.draining = outsideReconcile(() => this.drain(cluster, queue)).finally(() => {
+      queue.draining = undefined;
+      // Recorded after the loop found its queue empty, before it ended: written now, not at some later Event.
+      if (queue.pending.size > 0) this.startDraining(cluster, queue);
+      else if (this.queues.get(cluster) === queue) this.queues.delete(cluster);
+    });
+  }
+
+  private async drain(cluster: string, queue: { pending: Map<string, Pending> }): Promise<void> {
     // Started after the current turn, so that the repeats of one reconcile meet in the queue.
     await new Promise((resolve) => setImmediate(resolve));
     for (;;) {
-      const next = this.pending.entries().next();
+      const next = queue.pending.entries().next();
       if (next.done) return;
       const [key, event] = next.value;
-      this.pending.delete(key);
+      queue.pending.delete(key);
+      this.queued--;
       try {
-        await this.write(key, event);
+        await this.write(cluster, key, event);
       } catch (err) {
         this.options.events?.inc({ type: event.type, result: 'failed' });
-        const told = compositeKey(event.cluster, event.reason);
+        const told = compositeKey(cluster, event.reason);
         if (!this.toldFailure.get(told)) {
           this.toldFailure.set(told, true, 10 * 60_000);
-          this.options.logger.warn({ cluster: event.cluster, object: `${event.namespace}/${String(event.involved.name)}`, reason: event.reason, err: (err as Error).message }, 'could not record a Kubernetes Event');
+          this.options.logger.warn({ cluster, object: `${event.namespace}/${String(event.involved.name)}`, reason: event.reason, err: (err as Error).message }, 'could not record a Kubernetes Event');
         }
       }
     }
   }
 
-  private async write(key: string, event: Pending): Promise<void> {
-    const client = this.options.clusters.client(event.cluster, eventType);
+  private async write(cluster: string, key: string, event: Pending): Promise<void> {
+    const client = this.options.clusters.client(cluster, eventType);
     const known = this.sent.get(key);
     if (known) {
-      const count = known.count + event.count;
+      const count = known.count + known.unsent + event.count;
       try {
         await client.mergePatch(known.namespace, known.name, { count, lastTimestamp: event.last, message: event.message });
-        this.sent.set(key, { ...known, count }, REMEMBER_SENT_MS);
+        this.sent.set(key, { ...known, count, unsent: 0 }, REMEMBER_SENT_MS);
         this.options.events?.inc({ type: event.type, result: 'counted' });
         return;
       } catch (err) {
@@ -164,7 +197,7 @@ export class EventRecorder {
       lastTimestamp: event.last,
       count: event.count,
     });
-    if (created.metadata.name) this.sent.set(key, { namespace: event.namespace, name: created.metadata.name, count: event.count }, REMEMBER_SENT_MS);
+    if (created.metadata.name) this.sent.set(key, { namespace: event.namespace, name: created.metadata.name, count: event.count, unsent: 0 }, REMEMBER_SENT_MS);
     this.options.events?.inc({ type: event.type, result: 'created' });
   }
 }

@@ -48,7 +48,7 @@ import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
-import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
+import { SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -373,9 +373,14 @@ export class PrimaryReconciler {
     const warned = found.some((f) => f.warned);
     const message = problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null;
     // The verdict goes on the primary first: the versions a sweep compares are those it leaves.
-    const shown = await this.verdicts.show(resource.primaryType, id, synced, verdictOf(state, problems.length > 0 ? 'RelatedResourceProblem' : failed ? 'RelatedSyncFailed' : 'RelatedCopyConflict', message));
-    // A milestone the user cares about, not every write: synced for the first time, or again after a problem.
-    if (state === 'synced' && !showsSynced(synced) && showsSynced(shown)) this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
+    const shown = await this.verdicts.show(resource.primaryType, id, synced, verdictOf(state, problems.length > 0 ? 'RelatedResourceProblem' : failed ? 'RelatedSyncFailed' : 'RelatedCopyConflict', message)).catch(async (err: unknown) => {
+      // A 409 (the primary changed meanwhile): what this reconcile did is stored all the same; the retry reads live.
+      await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions: null }, outcomes, selectors, known);
+      throw err;
+    });
+    // A milestone the user cares about, not every write: the store did not know the primary, or had it in another state
+    // (after an upgrade, primaries the store has synced do not announce themselves again).
+    if (state === 'synced' && record?.state !== 'synced') this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
     const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
@@ -456,8 +461,10 @@ export class PrimaryReconciler {
       if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
       else shared.push(relation);
     }
-    // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's (none is put on one of relsync's copies).
-    const kept = primary && !primary.metadata.deletionTimestamp && !isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ? await this.verdicts.clear(resource.primaryType, id, primary) : primary;
+    // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's; one it never synced (another
+    // agent's, which may show its own verdict) and relsync's own copies are not touched.
+    const synced = primary !== undefined && (copyId !== undefined || primary.metadata.finalizers?.includes(this.finalizer) === true);
+    const kept = primary && synced && !primary.metadata.deletionTimestamp && !isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ? await this.verdicts.clear(resource.primaryType, id, primary) : primary;
     if (kept && kept.metadata.finalizers?.includes(this.finalizer)) {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {

@@ -16,12 +16,12 @@
  * case the CRD changed).
  */
 import type { Logger } from 'pino';
-import type { ObjectIdentity } from '../core/identity.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
 import { ApiError, isConflict, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
-import type { ClusterAccess } from './cluster-access.js';
+import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { deepEqual } from './content.js';
 
 export const SYNCED_CONDITION = 'relsync.dev/Synced';
@@ -61,8 +61,14 @@ function conditionsOf(status: unknown): unknown[] {
   return isRecord(status) && Array.isArray(status.conditions) ? status.conditions : [];
 }
 
+/** Of relsync's type, in any case: `kubectl wait` matches condition types without case and takes the first. */
 function isVerdictCondition(c: unknown): boolean {
-  return isRecord(c) && c.type === SYNCED_CONDITION;
+  return isRecord(c) && typeof c.type === 'string' && c.type.toLowerCase() === SYNCED_CONDITION.toLowerCase();
+}
+
+/** The two conditions differ in their message alone. */
+function messageOnly(before: Condition | undefined, after: Condition | undefined): boolean {
+  return before !== undefined && after !== undefined && before.type === after.type && before.status === after.status && before.reason === after.reason && before.observedGeneration === after.observedGeneration && before.message !== after.message;
 }
 
 /** relsync's condition in `status`, if it is there. */
@@ -130,13 +136,6 @@ export function withoutVerdictAnnotations(annotations: Readonly<Record<string, s
 }
 
 /** The primary shows relsync's verdict that it is synced (as a condition, or as annotations without a problem). */
-export function showsSynced(primary: KubeObject): boolean {
-  const condition = verdictCondition(primary.status);
-  if (condition) return condition.status === 'True';
-  const annotations = primary.metadata.annotations ?? {};
-  return annotations[SYNCED_GENERATION_ANNOTATION] !== undefined && annotations[SYNC_PROBLEM_ANNOTATION] === undefined;
-}
-
 export interface SyncVerdictsDeps {
   readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly logger: Logger;
@@ -147,9 +146,16 @@ export interface SyncVerdictsDeps {
 
 type Mode = 'condition' | 'annotation';
 
+/** A change of the message alone is written at most this often per primary (an error text that varies). */
+const MESSAGE_ONLY_EVERY_MS = 10 * 60_000;
+
 export class SyncVerdicts {
-  /** Per cluster and type: where the verdict goes, once learnt. */
+  /** Per cluster and type: where the verdict goes, once learnt (a missing status subresource, a schema that prunes it). */
   private readonly modes = new ExpiringMap<string, Mode>(10_000);
+  /** Primaries whose own condition write the API server refused (400/422): annotations for them alone, for a while. */
+  private readonly refusedObjects = new ExpiringMap<string, true>(10_000);
+  /** Primaries whose verdict was written lately: a change of its message alone waits. */
+  private readonly writtenLately = new ExpiringMap<string, true>(10_000);
   /** Failed writes told once per cluster, type and reason in 10 minutes. */
   private readonly told = new ExpiringMap<string, true>(1000);
 
@@ -168,33 +174,67 @@ export class SyncVerdicts {
   }
 
   /**
-   * Shows `verdict` on the primary; the primary as written (or as it was, when nothing changed or
-   * the write failed: a failed write is logged, never the reconcile's failure, except a 409,
-   * which is, so that the retry reads the primary live).
+   * Shows `verdict` on the primary, in one form, and takes the other form off if it is there (a
+   * type whose form changed); the primary as written (or as it was, when nothing changed or the
+   * write failed: a failed write is logged, never the reconcile's failure, except a 409, which
+   * is, so that the retry reads the primary live). A change of the message alone (same status,
+   * reason and generation) is written at most once per 10 minutes per primary.
    */
   async show(type: ResourceType, id: ObjectIdentity, primary: KubeObject, verdict: Verdict): Promise<KubeObject> {
     const key = `${id.cluster}\u0000${typeName(type)}`;
-    const now = (this.deps.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const objectKey = identityKey(id);
+    const clock = this.deps.now?.() ?? new Date();
+    const now = clock.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const at = clock.getTime();
     const generation = primary.metadata.generation;
     const client = this.deps.clusters.client(id.cluster, type);
     let current = primary;
     try {
-      if ((this.modes.get(key) ?? 'condition') === 'condition') {
+      if ((this.modes.get(key) ?? 'condition') === 'condition' && !this.refusedObjects.get(objectKey)) {
         const status = withVerdictCondition(primary.status, verdict, generation, now);
-        if (deepEqual(status, primary.status)) return primary;
-        const written = await this.conditionWrite(key, type, id, primary, status);
-        if (written.kept) return written.object;
-        current = written.object;
+        if (!deepEqual(status, primary.status)) {
+          if (messageOnly(verdictCondition(primary.status), verdictCondition(status)) && this.writtenLately.get(objectKey, at)) return primary;
+          const written = await this.conditionWrite(key, objectKey, type, id, primary, status);
+          current = written.object;
+          if (!written.kept) return await this.showAsAnnotations(client, id, current, verdict, generation, now, at);
+          this.writtenLately.set(objectKey, true, MESSAGE_ONLY_EVERY_MS, at);
+        }
+        // Annotations of an earlier form go.
+        const annotations = withoutVerdictAnnotations(current.metadata.annotations) ?? {};
+        if (deepEqual(annotations, current.metadata.annotations ?? {})) return current;
+        const before = current;
+        return await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
       }
-      const annotations = withVerdictAnnotations(current.metadata.annotations, verdict, generation, now);
-      if (deepEqual(annotations, current.metadata.annotations ?? {})) return current;
-      const before = current;
-      return await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
+      return await this.showAsAnnotations(client, id, current, verdict, generation, now, at);
     } catch (err) {
       if (isConflict(err)) throw err;
       this.tell(key, 'write', id, err, 'could not show relsync\'s verdict on the primary; its sync is not affected');
       return current;
     }
+  }
+
+  /** The verdict as annotations; a condition of relsync's left from before goes (where the API server lets it). */
+  private async showAsAnnotations(client: ObjectClient, id: ObjectIdentity, primary: KubeObject, verdict: Verdict, generation: number | undefined, now: string, at: number): Promise<KubeObject> {
+    const objectKey = identityKey(id);
+    let current = primary;
+    const annotations = withVerdictAnnotations(current.metadata.annotations, verdict, generation, now);
+    const changed = !deepEqual(annotations, current.metadata.annotations ?? {});
+    const problemOnly = changed && !verdict.synced && current.metadata.annotations?.[SYNC_PROBLEM_ANNOTATION]?.startsWith(`${verdict.reason}: `) === true;
+    if (changed && !(problemOnly && this.writtenLately.get(objectKey, at))) {
+      const before = current;
+      current = await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
+      this.writtenLately.set(objectKey, true, MESSAGE_ONLY_EVERY_MS, at);
+    }
+    if (verdictCondition(current.status)) {
+      const before = current;
+      const status = withoutVerdictCondition(before.status);
+      current = await this.deps.write(id, before.metadata.resourceVersion, () => client.replaceStatus({ ...before, status })).catch((err: unknown) => {
+        if (isConflict(err)) throw err;
+        // No status subresource (a condition put into the object's own status by someone): left; the annotations say the verdict.
+        return before;
+      });
+    }
+    return current;
   }
 
   /** Takes relsync's verdict off a primary relsync no longer syncs (deselected); the primary as written. */
@@ -220,21 +260,27 @@ export class SyncVerdicts {
   }
 
   /**
-   * The primary after the condition's write; `kept` false when this type does not keep it (no
-   * status subresource, a schema that prunes or refuses it), which from then on shows verdicts as
-   * annotations.
+   * The primary after the condition's write; `kept` false when it does not keep it: for the type
+   * (no status subresource, a schema that prunes it), which from then on shows verdicts as
+   * annotations; or for this object (the API server refused its write, 400/422: a CRD's limit on
+   * a message or on conditions, which another object of the type may well meet).
    */
-  private async conditionWrite(key: string, type: ResourceType, id: ObjectIdentity, primary: KubeObject, status: Status): Promise<{ object: KubeObject; kept: boolean }> {
+  private async conditionWrite(key: string, objectKey: string, type: ResourceType, id: ObjectIdentity, primary: KubeObject, status: Status): Promise<{ object: KubeObject; kept: boolean }> {
     const client = this.deps.clusters.client(id.cluster, type);
     let written: KubeObject;
     try {
       written = await this.deps.write(id, primary.metadata.resourceVersion, () => client.replaceStatus({ ...primary, status }));
     } catch (err) {
-      const noSubresource = isNotFound(err) && !isObjectNotFound(err, id.name);
-      const refused = err instanceof ApiError && (err.statusCode === 400 || err.statusCode === 422);
-      if (!noSubresource && !refused) throw err;
-      this.annotationsFor(key, type, id, noSubresource ? 'it has no status subresource' : `the API server refused the condition: ${(err as Error).message}`);
-      return { object: primary, kept: false };
+      if (isNotFound(err) && !isObjectNotFound(err, id.name)) {
+        this.annotationsFor(key, type, id, 'it has no status subresource');
+        return { object: primary, kept: false };
+      }
+      if (err instanceof ApiError && (err.statusCode === 400 || err.statusCode === 422)) {
+        this.refusedObjects.set(objectKey, true, 60 * 60_000);
+        this.tell(key, 'refused', id, err, `the API server refused relsync's ${SYNCED_CONDITION} condition on this primary; its verdict is shown as annotations`);
+        return { object: primary, kept: false };
+      }
+      throw err;
     }
     if (verdictCondition(written.status) === undefined) {
       // Pruned: the write changed nothing else (the status was the primary's); the annotations go on the version it made.

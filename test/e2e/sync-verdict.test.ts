@@ -88,6 +88,7 @@ describe('relsync\'s verdict on the primary', () => {
     const name = `marker-${++markers}`;
     await a.createDatabase(namespace, name, { marker: true }, { sync: 'yes' });
     await eventually(`the marker ${name} is synced`, async () => verdict(await a.database(namespace, name))?.status === 'True', 30_000);
+    return name;
   };
 
   before(async () => {
@@ -133,9 +134,11 @@ describe('relsync\'s verdict on the primary', () => {
     assert.deepEqual(copied.status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason}`), ['Ready=True/Provisioned', `${CONDITION}=True/Synced`]);
     assert.equal(verdict(copied)?.lastTransitionTime, verdict(synced)?.lastTransitionTime, 'no transition');
 
-    await marker('shop');
+    const markerName = await marker('shop');
     const later = (await a.database('shop', 'orders')) as Obj;
     assert.equal(later.metadata.resourceVersion, copied.metadata.resourceVersion, 'nothing written to the primary since: relsync and the operator do not take turns');
+    // One loop writes a cluster's Events in order: once the marker's is there, every one before it is.
+    await eventually('the marker\'s Synced Event', async () => (await a.events('shop', markerName)).some((e) => e.reason === 'Synced'), 30_000);
     const normal = (await a.events('shop', 'orders')).filter((e) => e.reason === 'Synced');
     assert.equal(normal.length, 1, 'one Normal Event for the first sync, none for the status copies');
     assert.equal((normal[0] as { count?: number; type?: string }).count, 1);
@@ -227,8 +230,8 @@ describe('relsync\'s verdict on the primary', () => {
     await a.objects.createClusterCustomObject({ ...gadgets, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Gadget', metadata: { name: 'g1' }, spec: { size: 1 } } });
     const event = await eventually('the Event of g1', async () => (await a.events('default', 'g1')).find((e) => e.reason === 'CopyConflict'), 30_000);
     assert.match(event.message ?? '', /not created by relsync agent "e2e"/);
-    const g1 = (await a.objects.getClusterCustomObject({ ...gadgets, name: 'g1' })) as Obj;
-    assert.equal(verdict(g1)?.reason, 'CopyConflict');
+    // The Event is written in the background: the condition may land before or after it.
+    await eventually('the condition of g1', async () => verdict((await a.objects.getClusterCustomObject({ ...gadgets, name: 'g1' })) as Obj)?.reason === 'CopyConflict', 30_000);
   });
 
   it('a primary relsync no longer syncs (deselected) keeps no verdict of relsync\'s', async () => {

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
+import type { ResourceType } from '../../../src/core/resource-type.js';
+import { ApiError } from '../../../src/kube/api-error.js';
+import type { ObjectClient } from '../../../src/sync/cluster-access.js';
 import {
   SYNC_PROBLEM_ANNOTATION,
   SYNCED_AT_ANNOTATION,
@@ -97,5 +101,121 @@ describe('sync verdict: annotations where the schema keeps no condition', () => 
     const forged = { [SYNCED_GENERATION_ANNOTATION]: '99', [SYNCED_AT_ANNOTATION]: 'forged', other: 'x' };
     assert.equal(withVerdictAnnotations(forged, synced, 1, 'T1')[SYNCED_GENERATION_ANNOTATION], '1');
     assert.deepEqual(withoutVerdictAnnotations(forged), { other: 'x' });
+  });
+});
+
+/**
+ * A primary type's API as SyncVerdicts meets it: `behaviour` says what a status write does (kept,
+ * pruned, no status subresource, refused for one object). Writes are counted per verb.
+ */
+function fakeType(behaviour: (name: string) => 'keeps' | 'prunes' | 'noSubresource' | 'refuses') {
+  const objects = new Map<string, KubeObject>();
+  const writes: string[] = [];
+  let version = 1;
+  const stored = (o: KubeObject) => {
+    const copy = structuredClone({ ...o, metadata: { ...o.metadata, resourceVersion: String(++version) } });
+    objects.set(o.metadata.name!, copy);
+    return structuredClone(copy);
+  };
+  const client = {
+    replace: async (o: KubeObject) => {
+      writes.push(`replace ${o.metadata.name}`);
+      return stored({ ...o, status: objects.get(o.metadata.name!)?.status });
+    },
+    replaceStatus: async (o: KubeObject) => {
+      const name = o.metadata.name!;
+      writes.push(`replaceStatus ${name}`);
+      const mode = behaviour(name);
+      if (mode === 'noSubresource') throw new ApiError('PUT', `/x/${name}/status`, 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'the server could not find the requested resource', details: {} }));
+      if (mode === 'refuses' && verdictCondition(o.status)) throw new ApiError('PUT', `/x/${name}/status`, 422, JSON.stringify({ kind: 'Status', reason: 'Invalid', message: 'status.conditions: Too many: 9: must have at most 8 items' }));
+      const status = mode === 'prunes' ? withoutVerdictCondition(o.status) : o.status;
+      return stored({ ...objects.get(name)!, status });
+    },
+  } as unknown as ObjectClient;
+  const put = (name: string, extra: Partial<KubeObject> = {}) => stored({ metadata: { name, namespace: 'shop', generation: 1 }, ...extra });
+  return { objects, writes, client, put };
+}
+
+const type: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
+const idOf = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: type.group, resource: type.resource, namespace: 'shop', name });
+
+function verdictsOver(fake: ReturnType<typeof fakeType>, now = () => new Date('2026-12-05T10:00:00Z')) {
+  return new SyncVerdicts({ clusters: { client: () => fake.client }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write(), now });
+}
+
+describe('sync verdict: which form, learnt from the API server', () => {
+  it('a write refused for one object (422) shows that object\'s verdict as annotations; the type\'s other objects keep the condition, and none keeps a stale True', async () => {
+    const fake = fakeType((name) => (name === 'b' ? 'refuses' : 'keeps'));
+    const verdicts = verdictsOver(fake);
+    let a = await verdicts.show(type, idOf('a'), fake.put('a'), synced);
+    assert.equal(verdictCondition(a.status)?.status, 'True');
+    const b = await verdicts.show(type, idOf('b'), fake.put('b'), conflict);
+    assert.equal(b.metadata.annotations?.[SYNC_PROBLEM_ANNOTATION], 'CopyConflict: taken');
+    a = await verdicts.show(type, idOf('a'), a, conflict);
+    assert.equal(verdictCondition(a.status)?.status, 'False', 'A still shows the condition, now False');
+    assert.equal(a.metadata.annotations?.[SYNC_PROBLEM_ANNOTATION], undefined);
+  });
+
+  it('an object that had the condition and then is refused loses its True: the annotations say the verdict, the condition goes', async () => {
+    let refuse = false;
+    const fake = fakeType(() => (refuse ? 'refuses' : 'keeps'));
+    const verdicts = verdictsOver(fake);
+    let a = await verdicts.show(type, idOf('a'), fake.put('a'), synced);
+    refuse = true;
+    a = await verdicts.show(type, idOf('a'), a, conflict);
+    assert.equal(verdictCondition(a.status), undefined, 'no stale True left');
+    assert.equal(a.metadata.annotations?.[SYNC_PROBLEM_ANNOTATION], 'CopyConflict: taken');
+  });
+
+  it('a schema that prunes the condition, or no status subresource, switches the type: later objects are not tried again', async () => {
+    for (const behaviour of ['prunes', 'noSubresource'] as const) {
+      const fake = fakeType(() => behaviour);
+      const verdicts = verdictsOver(fake);
+      const a = await verdicts.show(type, idOf('a'), fake.put('a'), synced);
+      assert.equal(a.metadata.annotations?.[SYNCED_GENERATION_ANNOTATION], '1', behaviour);
+      fake.writes.length = 0;
+      await verdicts.show(type, idOf('b'), fake.put('b'), synced);
+      assert.deepEqual(fake.writes, ['replace b'], `${behaviour}: straight to annotations`);
+    }
+  });
+
+  it('a 404 that names the object (it is gone) switches nothing and is not the reconcile\'s failure; a 409 is', async () => {
+    const fake = fakeType(() => 'keeps');
+    const gone = { ...fake.client, replaceStatus: async () => { throw new ApiError('PUT', '/x/a/status', 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'databases "a" not found', details: { name: 'a' } })); } } as unknown as ObjectClient;
+    const verdicts = new SyncVerdicts({ clusters: { client: () => gone }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write() });
+    const a = fake.put('a');
+    assert.equal(await verdicts.show(type, idOf('a'), a, synced), a);
+    const conflicted = { ...fake.client, replaceStatus: async () => { throw new ApiError('PUT', '/x/a/status', 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' })); } } as unknown as ObjectClient;
+    const again = new SyncVerdicts({ clusters: { client: () => conflicted }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write() });
+    await assert.rejects(again.show(type, idOf('a'), a, synced), /409/);
+  });
+
+  it('a change of the message alone waits 10 minutes; a change of status, reason or generation is written at once', async () => {
+    let now = new Date('2026-12-05T10:00:00Z');
+    const fake = fakeType(() => 'keeps');
+    const verdicts = verdictsOver(fake, () => now);
+    let a = await verdicts.show(type, idOf('a'), fake.put('a'), { ...conflict, message: 'request 1' });
+    fake.writes.length = 0;
+    a = await verdicts.show(type, idOf('a'), a, { ...conflict, message: 'request 2' });
+    assert.deepEqual(fake.writes, [], 'the message alone changed');
+    a = await verdicts.show(type, idOf('a'), a, { ...conflict, reason: 'CopySyncFailed', message: 'request 3' });
+    assert.deepEqual(fake.writes, ['replaceStatus a'], 'the reason changed');
+    now = new Date(now.getTime() + 10 * 60_000 + 1);
+    fake.writes.length = 0;
+    a = await verdicts.show(type, idOf('a'), a, { ...conflict, reason: 'CopySyncFailed', message: 'request 4' });
+    assert.equal(verdictCondition(a.status)?.message, 'request 4');
+  });
+
+  it('leftover annotations of an earlier form go once the condition is kept', async () => {
+    const fake = fakeType(() => 'keeps');
+    const verdicts = verdictsOver(fake);
+    const a = await verdicts.show(type, idOf('a'), fake.put('a', { metadata: { name: 'a', namespace: 'shop', generation: 1, annotations: { [SYNC_PROBLEM_ANNOTATION]: 'CopyConflict: old', keep: 'me' } } }), synced);
+    assert.deepEqual(a.metadata.annotations, { keep: 'me' });
+    assert.equal(verdictCondition(a.status)?.status, 'True');
+  });
+
+  it('a condition of relsync\'s type in another case (kubectl wait matches without case) is taken for relsync\'s: replaced, never left to answer the wait', () => {
+    const status = withVerdictCondition({ conditions: [{ type: 'relsync.dev/synced', status: 'True', reason: 'Forged', message: '', lastTransitionTime: 'T0' }] }, conflict, 1, 'T1');
+    assert.deepEqual((status.conditions as Array<{ type: string; status: string }>).map((c) => `${c.type}=${c.status}`), [`${SYNCED_CONDITION}=False`]);
   });
 });
