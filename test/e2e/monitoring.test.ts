@@ -144,7 +144,8 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
     // What makes the series of counters and histograms exist: a sync, a conflict (a Warning Event), a sweep.
     await a.ensureNamespace('shop');
     await a.createDatabase('shop', 'orders', { size: 'small' });
-    await svc.ensureNamespace(defaultCopyNamespace('tenant-a', 'shop'));
+    // The copy namespace is relsync's once the first copy is there; an object of someone else's in it is in the way.
+    await svc.copyOf(defaultCopyNamespace('tenant-a', 'shop'), 'orders');
     await svc.createDatabase(defaultCopyNamespace('tenant-a', 'shop'), 'blocked', { theirs: true });
     await a.createDatabase('shop', 'blocked', { size: 'small' });
     const scrape = await eventually('a sync, a conflict\'s Event and a sweep on /metrics', async () => {
