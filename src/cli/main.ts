@@ -37,6 +37,7 @@ program
   .addOption(new Option('--log-format <format>', 'log lines as JSON (for collectors) or text (for people)').choices(logFormats).default('json'))
   .option('--http-port <port>', 'port for /healthz, /readyz and /metrics (0: any free port)', port, 8080)
   .option('--no-http', 'serve no HTTP endpoints')
+  .addOption(new Option('--metrics-auth <mode>', 'who may read /metrics: none (anyone who reaches the port) or kubernetes (a bearer token the service cluster authenticates, whose user may get /metrics: a TokenReview and a SubjectAccessReview, as kubebuilder\'s default)').choices(['none', 'kubernetes']).default('none'))
   .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
   .action(runCommand);
 

@@ -13,6 +13,7 @@ export interface RunOptions {
   readonly httpPort: number;
   readonly http: boolean;
   readonly shutdownTimeout: number;
+  readonly metricsAuth: 'none' | 'kubernetes';
 }
 
 export async function runCommand(options: RunOptions): Promise<void> {
@@ -47,7 +48,7 @@ export async function runCommand(options: RunOptions): Promise<void> {
 
   // RELSYNC_BENCH_ROUTING=fanout: the benchmark's comparison with agents that have no relationship store (bench/run.ts).
   const fanoutRouting = process.env.RELSYNC_BENCH_ROUTING === 'fanout';
-  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined, fanoutRouting });
+  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined, fanoutRouting, metricsAuth: options.metricsAuth });
   try {
     await manager.start(controller.signal);
   } catch (err) {

@@ -83,6 +83,8 @@ export interface HealthServerOptions {
   /** The current term's wiring, undefined before the first. */
   readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'> | undefined;
   readonly onListening?: ((port: number) => void) | undefined;
+  /** Who may read /metrics (kube/metrics-authorizer.ts); default: everyone. */
+  readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
   /** The current term's watches, for relsync_watch_synced. */
   readonly watches?: () => ReadonlyArray<{ readonly name: string; readonly synced: boolean }>;
 }
@@ -103,6 +105,7 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     registry: metrics.registry,
     readiness: options.readiness,
     logger: options.logger,
+    ...(options.authorizeMetrics ? { authorizeMetrics: options.authorizeMetrics } : {}),
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
       if (options.lease) metrics.leaderStatus.set({ name: options.lease.name }, options.lease.leading() ? 1 : 0);

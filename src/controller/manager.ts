@@ -14,6 +14,8 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { OpenedStore } from '../store/database.js';
+import { Connection } from '../kube/connection.js';
+import { MetricsAuthorizer } from '../kube/metrics-authorizer.js';
 import { Metrics } from '../server/metrics.js';
 import { serveHealth, TermStatus } from './health.js';
 import { campaignAndLead, lead, type TermOptions } from './leader-term.js';
@@ -34,6 +36,8 @@ export interface ManagerOptions {
   readonly identity?: string;
   /** Bench only: route related events to every primary of their cluster (event-router.ts, `fanout`). */
   readonly fanoutRouting?: boolean;
+  /** `kubernetes`: /metrics only for bearer tokens the service cluster authenticates and authorizes (`get /metrics`); default `none`. */
+  readonly metricsAuth?: 'none' | 'kubernetes';
 }
 
 export class Manager {
@@ -138,6 +142,14 @@ export class Manager {
   }
 
   private serve(port: number, signal: AbortSignal): Promise<void> {
+    let authorizer: MetricsAuthorizer | undefined;
+    if (this.options.metricsAuth === 'kubernetes') {
+      // Its own connection to the service cluster: the server answers before anything is wired, and across terms.
+      const service = this.options.config.serviceCluster;
+      const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
+      signal.addEventListener('abort', () => connection.close(), { once: true });
+      authorizer = new MetricsAuthorizer(connection);
+    }
     return serveHealth(
       {
         port,
@@ -148,6 +160,7 @@ export class Manager {
         storePath: this.options.store.path,
         wiring: () => this.wiring,
         watches: () => this.status.watchStates(),
+        ...(authorizer ? { authorizeMetrics: (header: string | undefined) => authorizer.authorize(header) } : {}),
         onListening: this.options.onHttpListening,
       },
       signal,

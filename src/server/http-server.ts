@@ -1,7 +1,8 @@
 /**
  * /healthz (alive: no watch dead or stuck; a restart would help), /readyz
  * (store open, every watch synced once and not failing for longer than its
- * grace; the body lists what is not ready) and /metrics.
+ * grace; the body lists what is not ready) and /metrics (for whom authorizeMetrics allows: the
+ * probes stay open, as the kubelet calls them without a token).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +25,8 @@ export interface HttpServerOptions {
   readonly readiness: Readiness;
   readonly logger: Logger;
   readonly beforeScrape?: () => Promise<void>;
+  /** Who may read /metrics: undefined allows the request, otherwise its status and why (default: everyone). */
+  readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
 }
 
 export class HttpServer {
@@ -49,6 +52,13 @@ export class HttpServer {
       if (url === '/metrics') {
         void (async () => {
           try {
+            const refused = await this.options.authorizeMetrics?.(req.headers.authorization);
+            if (refused) {
+              // Said to the caller; at debug level only in the log (a scraper without its token scrapes every few seconds).
+              logger.debug({ status: refused.status, why: refused.message }, '/metrics refused');
+              if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+              return reply(res, refused.status, `${refused.message}\n`);
+            }
             await this.options.beforeScrape?.();
             reply(res, 200, await registry.metrics(), registry.contentType);
           } catch (err) {

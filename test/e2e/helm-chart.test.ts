@@ -91,6 +91,16 @@ describe('the Helm chart', () => {
     const out = kubectl(['apply', '--dry-run=server', '-f', '-'], render('rbac.create=false', 'platformKubeconfigs.create=false'));
     assert.equal(out.status, 0, out.stderr);
     assert.ok(out.stdout.includes('deployment.apps/database-operator'), 'every namespaced object names the release\'s namespace (no -n given)');
+
+    // metrics.auth=kubernetes: the flag, and the reviews relsync then asks for; not without it.
+    const rulesOf = (rendered: string) => JSON.stringify(docs(rendered).find((d) => d.kind === 'ClusterRole'));
+    const guarded = render('metrics.auth=kubernetes');
+    assert.match(guarded, /"--metrics-auth", "kubernetes"/);
+    assert.doesNotMatch(render(), /--metrics-auth/);
+    assert.match(rulesOf(guarded), /tokenreviews.*subjectaccessreviews/);
+    assert.doesNotMatch(rulesOf(render()), /tokenreviews/);
+    const applied = kubectl(['apply', '--dry-run=server', '-f', '-'], guarded);
+    assert.equal(applied.status, 0, applied.stderr);
   });
 
   it('runs relsync beside the operator (sidecar) or alone (standalone), with its own identity either way', () => {
