@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The relsync command line: `run`, `validate`, `sweep`, `inspect`, `demo`. Exit codes: 0 ok,
+ * The relsync command line: `run`, `validate`, `sweep`, `explain`, `inspect`, `demo`. Exit codes: 0 ok,
  * 1 runtime failure, 2 invalid config or arguments.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -10,6 +10,7 @@ import { runCommand } from './run-command.js';
 import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
+import { explainCommand } from './explain-command.js';
 import { inspectOwners, inspectPrimary, inspectWorkspaces } from './inspect-command.js';
 
 /** The version of the package this runs from (dist/src/cli/ → the package's root). */
@@ -61,6 +62,14 @@ program
   .command('demo')
   .description('start two local control planes, run relsync against them and show a related change arriving (needs a clone of the repository and Go)')
   .action(demoCommand);
+
+program
+  .command('explain <type> <object>')
+  .description('why an object is or is not synced: the config, the store and the API servers side by side, for a primary, a related object or a copy; <type> is e.g. secrets or databases.demo.relsync.dev, <object> is namespace/name (name for a cluster-scoped one); read-only, safe beside a running leader')
+  .requiredOption('-c, --config <file>', 'config file (YAML)')
+  .option('--cluster <name>', 'the cluster the object lives in (default: those the store names, or every configured one)')
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+  .action(explainCommand);
 
 const inspect = program.command('inspect').description('read the store: who owns what, and when it was last synced');
 for (const [name, description, action] of [

@@ -100,6 +100,8 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     for (const [label, n] of Object.entries(now)) add(label, n - (before[label] ?? 0));
     counted.set(owner, now);
   };
+  // The store's counts are a scan of both tables: one per 15 s, whatever the number of scrapers.
+  let counts: { at: number; value: Awaited<ReturnType<Wiring['store']['counts']>> } | undefined;
   const server = new HttpServer({
     port: options.port,
     registry: metrics.registry,
@@ -108,19 +110,27 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     ...(options.authorizeMetrics ? { authorizeMetrics: options.authorizeMetrics } : {}),
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
-      if (options.lease) metrics.leaderStatus.set({ name: options.lease.name }, options.lease.leading() ? 1 : 0);
+      const leading = options.lease?.leading() ?? true;
+      if (options.lease) metrics.leaderStatus.set({ name: options.lease.name }, leading ? 1 : 0);
       // A term's watches only: one of a term that ended is no longer a series.
       metrics.watchSynced.reset();
       for (const watch of options.watches?.() ?? []) metrics.watchSynced.set({ watch: watch.name }, watch.synced ? 1 : 0);
       const w = options.wiring();
       if (!w) return;
-      const counts = await w.store.counts();
+      if (!counts || Date.now() - counts.at > 15_000) counts = { at: Date.now(), value: await w.store.counts() };
+      const { primaries, relations } = counts.value;
       const sum = (byState: Record<string, number | undefined>) => Object.values(byState).reduce<number>((a, b) => a + (b ?? 0), 0);
-      metrics.storeRows.set({ table: 'primaries' }, sum(counts.primaries));
-      metrics.storeRows.set({ table: 'relations' }, sum(counts.relations));
-      // Every state has its series, 0 included, so that an alert on one has something to read.
-      for (const state of PRIMARY_STATES) metrics.primaries.set({ state }, counts.primaries[state] ?? 0);
-      for (const state of RELATION_STATES) metrics.relations.set({ state }, counts.relations[state] ?? 0);
+      metrics.storeRows.set({ table: 'primaries' }, sum(primaries));
+      metrics.storeRows.set({ table: 'relations' }, sum(relations));
+      if (leading) {
+        // Every state has its series, 0 included, so that an alert on one has something to read.
+        for (const state of PRIMARY_STATES) metrics.primaries.set({ state }, primaries[state] ?? 0);
+        for (const state of RELATION_STATES) metrics.relations.set({ state }, relations[state] ?? 0);
+      } else {
+        // A standby's store is its last term's: its states are no one's now (the leader reports the current ones).
+        metrics.primaries.reset();
+        metrics.relations.reset();
+      }
       metrics.storeBytes.set(storeFileBytes(options.storePath));
       metrics.queueDepth.set(w.queue.depth);
       metrics.workqueueDepth.set(QUEUE, w.queue.depth);

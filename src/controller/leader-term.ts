@@ -106,6 +106,8 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
   const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
 
   const sweeps = scheduleSweeps(w.sweeper, config.resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
+  // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
+  options.metrics.termStart.set(Date.now() / 1000);
 
   let announced = false;
   const readyCheck = setInterval(() => {
@@ -124,5 +126,6 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
     await sweeps.destroy();
     // No longer the one that sweeps: the alert on missed sweeps reads this process no more.
     options.metrics.sweepInterval.set(0);
+    options.metrics.termStart.set(0);
   }
 }

@@ -90,6 +90,7 @@ export class Manager {
           if (!lost || signal.aborted) break;
           this.metrics.leadershipLost.inc();
           logger.warn({ term }, 'lost the leader lease: stopped all work; wiring afresh and campaigning again');
+          await w.recorder.idle(2000);
           w.clusters.close();
           w = this.wiring = await rewire(this.wiringOptions, signal);
         }

@@ -109,13 +109,16 @@ export class EventRecorder {
     }
     const known = this.sent.get(key, nowMs);
     if (limited) {
-      // Carried by the next write of this Event, as client-go's count carries what its filter skipped.
+      // Counted at the next write of this Event (client-go's count leaves such repeats out; relsync keeps every one).
       if (known) known.unsent++;
       this.options.events?.inc({ type, result: 'dropped_rate' });
       return;
     }
     const room = this.options.maxQueuedPerCluster ?? 100;
-    if (queue.pending.size >= (type === 'Normal' ? Math.floor(room * NORMAL_ROOM) : room) || this.queued >= (this.options.maxQueued ?? 2000)) {
+    const total = this.options.maxQueued ?? 2000;
+    // Normal Events leave a fifth of each queue, and of all of them, to Warnings.
+    const share = type === 'Normal' ? NORMAL_ROOM : 1;
+    if (queue.pending.size >= Math.floor(room * share) || this.queued >= Math.floor(total * share)) {
       this.options.events?.inc({ type, result: 'dropped_queue' });
       return;
     }
@@ -172,11 +175,13 @@ export class EventRecorder {
   private async write(cluster: string, key: string, event: Pending): Promise<void> {
     const client = this.options.clusters.client(cluster, eventType);
     const known = this.sent.get(key);
+    // Repeats held back by the spam filter are counted now; those held back while this write runs, at the next.
+    const carried = known?.unsent ?? 0;
     if (known) {
-      const count = known.count + known.unsent + event.count;
+      const count = known.count + carried + event.count;
       try {
         await client.mergePatch(known.namespace, known.name, { count, lastTimestamp: event.last, message: event.message });
-        this.sent.set(key, { ...known, count, unsent: 0 }, REMEMBER_SENT_MS);
+        this.sent.set(key, { ...known, count, unsent: known.unsent - carried }, REMEMBER_SENT_MS);
         this.options.events?.inc({ type: event.type, result: 'counted' });
         return;
       } catch (err) {
@@ -195,9 +200,10 @@ export class EventRecorder {
       reportingInstance: this.options.agentName,
       firstTimestamp: event.first,
       lastTimestamp: event.last,
-      count: event.count,
+      count: event.count + carried,
     });
-    if (created.metadata.name) this.sent.set(key, { namespace: event.namespace, name: created.metadata.name, count: event.count, unsent: 0 }, REMEMBER_SENT_MS);
+    const after = this.sent.get(key)?.unsent ?? carried;
+    if (created.metadata.name) this.sent.set(key, { namespace: event.namespace, name: created.metadata.name, count: event.count + carried, unsent: after - carried }, REMEMBER_SENT_MS);
     this.options.events?.inc({ type: event.type, result: 'created' });
   }
 }

@@ -48,7 +48,7 @@ import type { OwnWrites } from './own-writes.js';
 import { objectVersion } from './object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
-import { SyncVerdicts, type Verdict } from './sync-verdict.js';
+import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -378,9 +378,11 @@ export class PrimaryReconciler {
       await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions: null }, outcomes, selectors, known);
       throw err;
     });
-    // A milestone the user cares about, not every write: the store did not know the primary, or had it in another state
-    // (after an upgrade, primaries the store has synced do not announce themselves again).
-    if (state === 'synced' && record?.state !== 'synced') this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
+    // A milestone the user cares about, not every write: the primary shows the change (so a replica whose store is new
+    // announces nothing the primary already showed), and the store had not completed a sync of it (so an upgrade that
+    // brings the verdict to primaries synced before does not announce them all; a first sync whose last step failed does).
+    const completedBefore = record?.state === 'synced' && record.versions != null;
+    if (state === 'synced' && !completedBefore && !showsSynced(synced) && showsSynced(shown)) this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
     const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;

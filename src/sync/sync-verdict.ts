@@ -136,6 +136,14 @@ export function withoutVerdictAnnotations(annotations: Readonly<Record<string, s
 }
 
 /** The primary shows relsync's verdict that it is synced (as a condition, or as annotations without a problem). */
+/** The primary shows relsync's verdict that it is synced, in the form in use (a problem annotation says otherwise). */
+export function showsSynced(primary: KubeObject): boolean {
+  const annotations = primary.metadata.annotations ?? {};
+  if (annotations[SYNC_PROBLEM_ANNOTATION] !== undefined) return false;
+  const condition = verdictCondition(primary.status);
+  return condition ? condition.status === 'True' : annotations[SYNCED_GENERATION_ANNOTATION] !== undefined;
+}
+
 export interface SyncVerdictsDeps {
   readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly logger: Logger;

@@ -62,16 +62,18 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
     assert.match(out.stdout, new RegExp(`SUCCESS: ${alerts.length} rules found`));
   });
 
-  it('each alert fires on what should fire it, and not on a healthy installation (promtool test rules)', () => {
-    const at = { namespace: 'relsync-system', pod: 'relsync-0' };
+  it('each alert fires on what should fire it, and not on a healthy installation, another controller\'s series or after a failover (promtool test rules)', () => {
+    const at = { job: 'relsync-metrics', namespace: 'relsync-system', pod: 'relsync-0' };
     const series = (name: string, labels: Record<string, string>, values: string) => ({ series: `${name}{${Object.entries({ ...at, ...labels }).map(([k, v]) => `${k}="${v}"`).join(',')}}`, values });
-    /** The alert as it fires for `labels`: its annotations rendered as Prometheus renders these templates. */
-    const fired = (name: string, labels: Record<string, string>, value: string) => {
+    /** The alert as it fires with exactly `labels` (besides its own): its annotations rendered as Prometheus renders these templates. */
+    const fired = (name: string, labels: Record<string, string>, value = '') => {
       const r = alerts.find((x) => x.alert === name)!;
-      const all: Record<string, string> = { ...at, ...labels };
-      const render = (t: string) => t.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_m, k: string) => all[k] ?? '').replace(/\{\{ \$value \}\}/g, value);
-      return { exp_labels: { ...all, ...r.labels }, exp_annotations: Object.fromEntries(Object.entries(r.annotations ?? {}).map(([k, v]) => [k, render(v)])) };
+      const render = (t: string) => t.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_m, k: string) => labels[k] ?? '').replace(/\{\{ \$value \}\}/g, value);
+      return { exp_labels: { ...labels, ...r.labels }, exp_annotations: Object.fromEntries(Object.entries(r.annotations ?? {}).map(([k, v]) => [k, render(v)])) };
     };
+    const quiet = (evalTime: string) => alerts.map((x) => ({ eval_time: evalTime, alertname: x.alert, exp_alerts: [] }));
+    const where = { namespace: at.namespace, pod: at.pod };
+    const controller = 'databases.demo.relsync.dev';
     const tests = {
       rule_files: ['rules.json'],
       evaluation_interval: '1m',
@@ -79,49 +81,86 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
         {
           interval: '1m',
           input_series: [
+            series('up', {}, '0x40'),
             series('relsync_primaries', { state: 'conflict' }, '0 0 3x40'),
+            series('relsync_relations', { state: 'conflict' }, '0x40'),
+            series('relsync_primaries', { state: 'error' }, '0x40'),
             series('relsync_relations', { state: 'error' }, '2x40'),
-            // Last success at 0 s, a sweep due every 10 min: missed from 20 min on.
+            // Last success at 0 s, a sweep due every 10 min, the term began at 0: missed from 20 min on.
             series('relsync_sweep_last_success_timestamp_seconds', {}, '0x60'),
             series('relsync_sweep_interval_seconds', {}, '600x60'),
-            series('process_start_time_seconds', {}, '0x60'),
+            series('relsync_term_start_timestamp_seconds', {}, '0x60'),
             series('relsync_watch_synced', { watch: 'tenant-a/databases.demo.relsync.dev' }, '1 1 0x30'),
             series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-0' }, '0x30'),
             series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-1' }, '0x30'),
-            series('controller_runtime_reconcile_total', { controller: 'databases.demo.relsync.dev', result: 'success' }, '0+10x40'),
-            series('controller_runtime_reconcile_errors_total', { controller: 'databases.demo.relsync.dev' }, '0+5x40'),
+            series('controller_runtime_reconcile_total', { controller, result: 'success' }, '0+10x40'),
+            series('controller_runtime_reconcile_errors_total', { controller }, '0+5x40'),
           ],
           alert_rule_test: [
             { eval_time: '10m', alertname: 'RelsyncConflicts', exp_alerts: [] },
-            { eval_time: '20m', alertname: 'RelsyncConflicts', exp_alerts: [fired('RelsyncConflicts', { state: 'conflict' }, '3')] },
-            { eval_time: '20m', alertname: 'RelsyncErrors', exp_alerts: [fired('RelsyncErrors', { state: 'error' }, '2')] },
+            { eval_time: '20m', alertname: 'RelsyncConflicts', exp_alerts: [fired('RelsyncConflicts', where, '3')] },
+            { eval_time: '20m', alertname: 'RelsyncErrors', exp_alerts: [fired('RelsyncErrors', where, '2')] },
             { eval_time: '25m', alertname: 'RelsyncSweepMissed', exp_alerts: [] },
-            { eval_time: '35m', alertname: 'RelsyncSweepMissed', exp_alerts: [fired('RelsyncSweepMissed', {}, '')] },
-            { eval_time: '15m', alertname: 'RelsyncWatchNotSynced', exp_alerts: [fired('RelsyncWatchNotSynced', { watch: 'tenant-a/databases.demo.relsync.dev' }, '')] },
-            { eval_time: '10m', alertname: 'RelsyncNoLeader', exp_alerts: [{ ...fired('RelsyncNoLeader', { name: 'relsync-relsync' }, ''), exp_labels: { namespace: 'relsync-system', name: 'relsync-relsync', severity: 'critical' } }] },
-            { eval_time: '30m', alertname: 'RelsyncReconcileErrors', exp_alerts: [{ ...fired('RelsyncReconcileErrors', { controller: 'databases.demo.relsync.dev' }, ''), exp_labels: { namespace: 'relsync-system', controller: 'databases.demo.relsync.dev', severity: 'warning' } }] },
+            { eval_time: '35m', alertname: 'RelsyncSweepMissed', exp_alerts: [fired('RelsyncSweepMissed', at)] },
+            { eval_time: '15m', alertname: 'RelsyncWatchNotSynced', exp_alerts: [fired('RelsyncWatchNotSynced', { ...at, watch: 'tenant-a/databases.demo.relsync.dev' })] },
+            { eval_time: '10m', alertname: 'RelsyncNoLeader', exp_alerts: [fired('RelsyncNoLeader', { namespace: at.namespace, name: 'relsync-relsync' })] },
+            { eval_time: '30m', alertname: 'RelsyncReconcileErrors', exp_alerts: [fired('RelsyncReconcileErrors', { namespace: at.namespace, controller })] },
+            { eval_time: '10m', alertname: 'RelsyncDown', exp_alerts: [fired('RelsyncDown', {})] },
           ],
         },
         {
-          // Healthy: nothing in conflict or error, sweeps on time, watches synced, one leader, no failed reconciles.
+          // Healthy: nothing in conflict or error, sweeps on time, watches synced, one leader, no failed reconciles;
+          // beside it, another controller's failing reconciles and lost lease (its own job), and a standby (no store
+          // states, no sweeps scheduled).
           interval: '1m',
           input_series: [
+            series('up', {}, '1x60'),
+            series('up', { pod: 'relsync-1' }, '1x60'),
             series('relsync_primaries', { state: 'conflict' }, '0x60'),
+            series('relsync_relations', { state: 'conflict' }, '0x60'),
+            series('relsync_primaries', { state: 'error' }, '0x60'),
             series('relsync_relations', { state: 'error' }, '0x60'),
             series('relsync_sweep_last_success_timestamp_seconds', {}, '0+60x60'),
             series('relsync_sweep_interval_seconds', {}, '600x60'),
-            series('process_start_time_seconds', {}, '0x60'),
+            series('relsync_term_start_timestamp_seconds', {}, '0x60'),
             series('relsync_watch_synced', { watch: 'tenant-a/databases.demo.relsync.dev' }, '1x60'),
             series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-0' }, '1x60'),
             series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-1' }, '0x60'),
-            // A standby: no sweeps scheduled, none finished.
             series('relsync_sweep_interval_seconds', { pod: 'relsync-1' }, '0x60'),
             series('relsync_sweep_last_success_timestamp_seconds', { pod: 'relsync-1' }, '0x60'),
-            series('process_start_time_seconds', { pod: 'relsync-1' }, '0x60'),
-            series('controller_runtime_reconcile_total', { controller: 'databases.demo.relsync.dev', result: 'success' }, '0+10x60'),
-            series('controller_runtime_reconcile_errors_total', { controller: 'databases.demo.relsync.dev' }, '0x60'),
+            series('relsync_term_start_timestamp_seconds', { pod: 'relsync-1' }, '0x60'),
+            series('controller_runtime_reconcile_total', { controller, result: 'success' }, '0+10x60'),
+            series('controller_runtime_reconcile_errors_total', { controller }, '0x60'),
+            series('controller_runtime_reconcile_total', { job: 'database-operator', controller: 'database', result: 'success' }, '0+10x60'),
+            series('controller_runtime_reconcile_errors_total', { job: 'database-operator', controller: 'database' }, '0+9x60'),
+            series('leader_election_master_status', { job: 'database-operator', name: 'database-operator' }, '0x60'),
           ],
-          alert_rule_test: alerts.map((x) => ({ eval_time: '55m', alertname: x.alert, exp_alerts: [] })),
+          alert_rule_test: quiet('55m'),
+        },
+        {
+          // A failover: relsync-0 led, with a conflict in its store, until 30 min; relsync-1 leads from then on, its
+          // store has none, and its first sweep is late. The old leader's store states go with its term; the new
+          // leader is not late for sweeps it could not run as a standby, until two intervals into its term.
+          interval: '1m',
+          input_series: [
+            series('up', {}, '1x60'),
+            series('up', { pod: 'relsync-1' }, '1x60'),
+            series('relsync_primaries', { state: 'conflict' }, '3x29 _x30'),
+            series('relsync_relations', { state: 'conflict' }, '0x29 _x30'),
+            series('relsync_primaries', { state: 'conflict', pod: 'relsync-1' }, '_x30 0x30'),
+            series('relsync_relations', { state: 'conflict', pod: 'relsync-1' }, '_x30 0x30'),
+            series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-0' }, '1x29 0x30'),
+            series('leader_election_master_status', { name: 'relsync-relsync', pod: 'relsync-1' }, '0x29 1x30'),
+            series('relsync_sweep_last_success_timestamp_seconds', { pod: 'relsync-1' }, '0x70'),
+            series('relsync_sweep_interval_seconds', { pod: 'relsync-1' }, '0x30 600x40'),
+            series('relsync_term_start_timestamp_seconds', { pod: 'relsync-1' }, '0x30 1800x40'),
+          ],
+          alert_rule_test: [
+            { eval_time: '20m', alertname: 'RelsyncConflicts', exp_alerts: [fired('RelsyncConflicts', where, '3')] },
+            { eval_time: '45m', alertname: 'RelsyncConflicts', exp_alerts: [] },
+            { eval_time: '45m', alertname: 'RelsyncSweepMissed', exp_alerts: [] },
+            { eval_time: '65m', alertname: 'RelsyncSweepMissed', exp_alerts: [fired('RelsyncSweepMissed', { ...at, pod: 'relsync-1' })] },
+          ],
         },
       ],
     };
@@ -165,7 +204,8 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
     ];
     const names = read.flatMap((r) => metricNames(r.expr).map((name) => ({ ...r, name })));
     assert.ok(names.length >= alerts.length + dashboard.panels.length, `${names.length} names read`);
-    const missing = names.filter((n) => !exported.has(n.name)).map((n) => `${n.where}: ${n.name}`);
+    // `up` is Prometheus's own series of each target, not relsync's.
+    const missing = names.filter((n) => !exported.has(n.name) && n.name !== 'up').map((n) => `${n.where}: ${n.name}`);
     assert.deepEqual(missing, [], `series read but not exported:\n${missing.join('\n')}`);
     // The extraction itself can fail a wrong name: a name relsync does not export is caught.
     assert.deepEqual(metricNames('sum by (le) (rate(relsync_no_such_metric_bucket{namespace=~"$namespace"}[5m])) or vector(0)').filter((n) => !exported.has(n)), ['relsync_no_such_metric_bucket']);

@@ -138,7 +138,8 @@ describe('ownership and garbage collection', () => {
     await eventually('the marker change arrived', async () => (await svc.database(copyNs, name))?.spec?.marker === marker, 30_000);
     const after = await writeCountsNow();
     const writes = [...requestsBetween(before.service, after.service, SYNCED_TYPES).map((w) => `service: ${w}`), ...requestsBetween(before.tenant, after.tenant, SYNCED_TYPES).map((w) => `tenant: ${w}`)];
-    const markers = [`service: APPLY databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`];
+    // The change itself, its copy's apply, and the verdict's new observedGeneration on the primary (sync-verdict.ts).
+    const markers = [`service: APPLY databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP}/status ×1`];
     assert.deepEqual(writes.filter((w) => markers.includes(w)).sort(), markers, `the marker's own writes are seen: ${writes.join(', ')}`);
     return writes.filter((w) => !markers.includes(w));
   }

@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { kubectlPath } from '../harness/control-plane.js';
 import { eventually, installCrd } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, GROUP, VERSION, type ClusterClient, type Database } from '../harness/tenant.js';
 
 const run = promisify(execFile);
@@ -58,6 +58,7 @@ describe('relsync\'s verdict on the primary', () => {
   let svc: ClusterClient;
   let relsync: RelsyncProcess;
   let dir: string;
+  let configPath: string;
 
   const kubectl = (...args: string[]) => run(kubectlPath(), ['--kubeconfig', clusters.plane['tenant-a'].kubeconfigPath, ...args], { encoding: 'utf8' });
   const widget = async (c: ClusterClient, namespace: string, name: string): Promise<Obj | undefined> => {
@@ -96,7 +97,7 @@ describe('relsync\'s verdict on the primary', () => {
     clusters = await startClusters('tenant-a', 'service');
     ({ 'tenant-a': a, service: svc } = clusters.client);
     await Promise.all([clusters.plane['tenant-a'], clusters.plane.service].flatMap((p) => [installCrd(p.kubeConfig, crd(dir, 'Widget')), installCrd(p.kubeConfig, crd(dir, 'Gadget'))]));
-    const configPath = writeConfig(dir, {
+    configPath = writeConfig(dir, {
       agentName: 'e2e',
       platformClusters: [{ name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath }],
       serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
@@ -244,5 +245,34 @@ describe('relsync\'s verdict on the primary', () => {
       return p && !p.metadata.finalizers?.length ? p : undefined;
     }, 30_000);
     assert.equal(verdict(released), undefined);
+  });
+
+  it('relsync explain says why, for a synced primary, a conflict, a deselected primary, a copy and a type relsync does not sync', async () => {
+    const explain = async (...args: string[]) => {
+      const out = await runCli(['explain', ...args, '--config', configPath]);
+      assert.equal(out.code, 0, out.stderr);
+      return out.stdout;
+    };
+    const synced = await explain('databases.demo.relsync.dev', 'shop/orders');
+    assert.match(synced, /^why: synced \(last complete sync /m);
+    assert.match(synced, /primary in tenant-a: synced; copy service:/);
+    assert.match(synced, /condition relsync\.dev\/Synced=True \(Synced/);
+
+    const conflict = await explain('gadgets.demo.relsync.dev', 'g1');
+    assert.match(conflict, /^why: conflict: service:gadgets\.demo\.relsync\.dev:g1 exists and was not created by relsync agent "e2e"/m);
+    assert.match(conflict, /condition relsync\.dev\/Synced=False \(CopyConflict/);
+
+    const deselected = await explain('databases.demo.relsync.dev', 'leaving/orders', '--cluster', 'tenant-a');
+    assert.match(deselected, /^why: it is not selected: resources\[0\]\.selector leaves it out/m);
+
+    const copy = await explain('databases.demo.relsync.dev', `${defaultCopyNamespace('tenant-a', 'shop')}/orders`, '--cluster', 'service');
+    assert.match(copy, /^why: it is relsync's copy of tenant-a:/m);
+
+    const other = await explain('configmaps', 'shop/settings');
+    assert.match(other, /^why: no resource or rule of the config is of this type/m);
+
+    const json = JSON.parse(await explain('databases.demo.relsync.dev', 'shop/orders', '-o', 'json')) as { why: string; apiServer: Array<{ cluster: string }> };
+    assert.match(json.why, /^synced/);
+    assert.ok(json.apiServer.some((a) => a.cluster === 'tenant-a'));
   });
 });

@@ -177,6 +177,36 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   });
 
   describe('the primary and its copy', () => {
+    it('a Normal Synced Event marks the first sync only: not again, not from a replica with a new store, and still after a first verdict write that failed', async () => {
+      putPrimary();
+      await reconcile();
+      assert.deepEqual(world.eventReasons(), ['Synced']);
+      await reconcile();
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
+      await reconcile();
+      assert.deepEqual(world.eventReasons(), ['Synced'], 'not for later syncs');
+
+      // Another replica, whose store is new (a failover to a standby with an emptyDir store): the primary shows it synced.
+      const other = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-reconciler-')), 'store.db'));
+      try {
+        reconciler = reconcilerWith({ store: new RelationStore(other) });
+        await reconcile();
+        assert.deepEqual(world.eventReasons(), ['Synced'], 'the primary already showed it');
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('a first sync whose verdict write met a 409 announces itself at the retry', async () => {
+      putPrimary();
+      world.fail({ verb: 'replaceStatus', cluster: 'tenant-a', resource: 'databases', status: 409, reason: 'Conflict', message: 'the object has been modified', times: 1 });
+      await assert.rejects(reconcile(), /409/);
+      assert.equal((await store.primary(primaryId))?.state, 'synced', 'the reconcile\'s outcome was stored before the 409 went up');
+      assert.deepEqual(world.eventReasons(), []);
+      await reconcile();
+      assert.deepEqual(world.eventReasons(), ['Synced']);
+    });
+
     it('a new primary: finalizer on, copy namespace and copy created with marks; the next reconcile writes nothing', async () => {
       putPrimary();
       assert.deepEqual(await reconcile(), done);
