@@ -50,6 +50,7 @@ program
   .addOption(new Option('--log-format <format>', 'log lines (on stderr) as JSON or text').choices(logFormats).default('json'))
   .addOption(new Option('-o, --output <format>', 'summary format').choices(['text', 'json']).default('text'))
   .option('--force', 'sweep even while a relsync leader holds the lease (it races the leader)')
+  .option('--dry-run', 'write nothing: print what the sweep would create, update and delete (-o json too); reads a copy of the store, so it is safe beside a running leader')
   .action(sweepCommand);
 
 program

@@ -1,4 +1,10 @@
-import type { LevelWithSilent } from 'pino';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LevelWithSilent, Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { DryRunLedger } from '../kube/dry-run-client.js';
+import { printChanges, viewOf } from './change-diff.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 import { Manager } from '../controller/manager.js';
 import { openStore } from '../store/database.js';
@@ -6,10 +12,11 @@ import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger, type LogFormat } from '../util/logger.js';
 
 /** `relsync sweep`: one full-resync sweep, a summary, exit 0 (1 when a primary failed). */
-export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; logFormat: LogFormat; output: 'text' | 'json'; force?: boolean }): Promise<void> {
+export async function sweepCommand(options: { config: string; logLevel: LevelWithSilent; logFormat: LogFormat; output: 'text' | 'json'; force?: boolean; dryRun?: boolean }): Promise<void> {
   // Logs to stderr: stdout is the summary (JSON with -o json).
   const logger = createLogger(options.logLevel, true, options.logFormat);
   const config = loadConfigOrExit(options.config);
+  if (options.dryRun) return dryRunSweep(config, logger, options.output);
   const store = await openStore(config.storePath).catch((err: Error) => {
     console.error(err.message);
     process.exit(1);
@@ -33,5 +40,46 @@ export async function sweepCommand(options: { config: string; logLevel: LevelWit
     }
     console.error(`sweep failed: ${(err as Error).message}`);
     process.exit(1);
+  }
+}
+
+/**
+ * `relsync sweep --dry-run`: the sweep on a copy of the store, against API servers that are only
+ * read (kube/dry-run-client.ts); prints what it would create, update and delete. Safe beside a
+ * running leader: the leader's store is only read (SQLite's online backup), and nothing is written.
+ */
+async function dryRunSweep(config: Config, logger: Logger, output: 'text' | 'json'): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'relsync-dry-run-'));
+  const copy = join(dir, 'store.db');
+  try {
+    if (existsSync(config.storePath)) {
+      const original = await openStore(config.storePath, { readonly: true });
+      try {
+        await original.sqlite.backup(copy);
+      } finally {
+        await original.close();
+      }
+    }
+    const store = await openStore(copy);
+    const ledger = new DryRunLedger();
+    let result;
+    try {
+      result = await new Manager({ config: { ...config, storePath: copy }, store, logger }).sweepOnce({ dryRun: ledger });
+    } finally {
+      await store.close();
+    }
+    const views = ledger.list().map(viewOf);
+    if (output === 'json') console.log(JSON.stringify({ changes: views, sweep: result }, null, 2));
+    else printChanges(views);
+    process.exit(result.status === 'done' && result.errors === 0 ? 0 : 1);
+  } catch (err) {
+    if (err instanceof ResolveError) {
+      console.error(`${err.message}`);
+      process.exit(2);
+    }
+    console.error(`dry run failed: ${(err as Error).message}`);
+    process.exit(1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -67,7 +67,7 @@ export async function explain(deps: ExplainDeps, q: ExplainQuery): Promise<Expla
   const primaryRows = asPrimary.length > 0 ? await primariesMatching(deps.db, q) : [];
   const relationRows = await relationsOfObject(deps.db, q);
   const store = [
-    ...primaryRows.map((p) => `primary in ${p.cluster}: ${p.state}${p.message ? ` (${p.message})` : ''}; copy ${p.copy_cluster}:${p.copy_namespace}/${p.copy_name}; last synced ${p.last_synced_at ?? 'never'}`),
+    ...primaryRows.map((p) => `primary in ${p.cluster}: ${p.state}${p.message ? ` (${p.message})` : ''}; copy ${p.copy_cluster}:${p.copy_namespace ? `${p.copy_namespace}/` : ''}${p.copy_name}; last synced ${p.last_synced_at ?? 'never'}`),
     ...(await Promise.all(primaryRows.map((p) => relationsOfPrimary(deps.db, p)))).flat().map((r) => `its relation ${r.rule_id}: ${side(r, 'source')} → ${side(r, 'dest')}: ${r.state}${r.message ? ` (${r.message})` : ''}`),
     ...relationRows.map((r) => `${isSource(r, q) ? 'source' : 'copy'} of the relation ${r.rule_id} of the primary ${r.primary_cluster}:${r.primary_namespace}/${r.primary_name}: ${side(r, 'source')} → ${side(r, 'dest')}: ${r.state}${r.message ? ` (${r.message})` : ''}`),
   ];

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { OpenedStore } from '../store/database.js';
 import { Connection } from '../kube/connection.js';
+import type { DryRunLedger } from '../kube/dry-run-client.js';
 import { MetricsAuthorizer } from '../kube/metrics-authorizer.js';
 import { Metrics } from '../server/metrics.js';
 import { serveHealth, TermStatus } from './health.js';
@@ -104,13 +105,17 @@ export class Manager {
     }
   }
 
-  /** One sweep without watches (`relsync sweep`); resolves with its summary. */
-  async sweepOnce(options: { force?: boolean } = {}): Promise<SweepResult> {
+  /**
+   * One sweep without watches (`relsync sweep`); resolves with its summary. `dryRun`: nothing is
+   * written, what would be is recorded there (the store given is then a copy).
+   */
+  async sweepOnce(options: { force?: boolean; dryRun?: DryRunLedger } = {}): Promise<SweepResult> {
     this.oneShot = true;
     const { config } = this.options;
+    const wiringOptions = options.dryRun ? { ...this.wiringOptions, dryRun: options.dryRun } : this.wiringOptions;
     return sweepOnce(
       {
-        wire: (signal) => wire(this.wiringOptions, signal),
+        wire: (signal) => wire(wiringOptions, signal),
         leaderElection: config.leaderElection,
         prerequisites: this.termOptions,
       },

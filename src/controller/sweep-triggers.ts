@@ -25,10 +25,11 @@ export interface OneShotSweep {
 }
 
 /** One sweep without watches (`relsync sweep`); resolves with its summary. */
-export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean }): Promise<SweepResult> {
+export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean; dryRun?: unknown }): Promise<SweepResult> {
   const w = await sweep.wire(AbortSignal.timeout(60_000));
   const le = sweep.leaderElection;
-  if (le.enabled && !options.force) {
+  // A dry run writes nothing (its store is a copy): it may run beside a leader.
+  if (le.enabled && !options.force && !options.dryRun) {
     // A sweep beside a running leader would race its reconciles (and, on a shared volume, its store).
     const holder = await liveLeader(w.clusters.client(w.clusters.service.name, leaseType), le.namespace, le.name).catch((err: Error) => {
       w.clusters.close();

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
+import type { DryRunLedger } from '../kube/dry-run-client.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
@@ -87,6 +88,8 @@ export interface WiringOptions {
   readonly fanoutRouting: boolean;
   /** Whether this process knows which installation it is (Manager.knowsInstallation). */
   readonly knowsInstallation: () => boolean;
+  /** A dry run (`relsync sweep --dry-run`): nothing is written, what would be is recorded here. */
+  readonly dryRun?: DryRunLedger;
 }
 
 export async function wire(options: WiringOptions, signal: AbortSignal): Promise<Wiring> {
@@ -105,6 +108,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       if (throttled) metrics.clientThrottled.inc({ cluster });
     },
     logicalClusters: logical,
+    ...(options.dryRun ? { dryRun: options.dryRun } : {}),
   });
   try {
     await awaitKcpEndpoints(clusters, logger, signal);

@@ -16,6 +16,7 @@ import { Connection, type LimitObserver, type RequestObserver } from './connecti
 import { Discovery } from './discovery.js';
 import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
+import { DryRunClient, type DryRunLedger } from './dry-run-client.js';
 import { ResourceClient } from './resource-client.js';
 import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import { Semaphore } from '../util/semaphore.js';
@@ -45,6 +46,8 @@ export interface ClusterSetOptions {
   readonly limitObserver?: LimitObserver;
   /** The logical clusters of kcp platforms; required when a platform is kcp. */
   readonly logicalClusters?: LogicalClusters;
+  /** A dry run: the connections only read, and the clients record what they would write here (dry-run-client.ts). */
+  readonly dryRun?: DryRunLedger;
 }
 
 export class ClusterSet {
@@ -60,10 +63,14 @@ export class ClusterSet {
   private readonly pageSlots = new Map<string, Semaphore>();
   private readonly logicalClusters: LogicalClusters | undefined;
 
+  private readonly dryRun: DryRunLedger | undefined;
+
   constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], options: ClusterSetOptions = {}) {
     this.logicalClusters = options.logicalClusters;
+    this.dryRun = options.dryRun;
     const make = (c: ClusterConfig, role: Cluster['role']): Cluster => {
       const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context });
+      if (options.dryRun) connection.makeReadOnly();
       connection.observer = options.observer;
       connection.limitObserver = options.limitObserver;
       let cluster: Cluster;
@@ -121,7 +128,7 @@ export class ClusterSet {
       const connection = this.get(cluster).connection;
       let slots = this.pageSlots.get(connection.metricsName);
       if (!slots) this.pageSlots.set(connection.metricsName, (slots = new Semaphore(PAGES_IN_FLIGHT)));
-      client = new ResourceClient(connection, type, slots);
+      client = this.dryRun ? new DryRunClient(connection, type, slots, this.dryRun, cluster) : new ResourceClient(connection, type, slots);
       this.clients.set(key, client);
     }
     return client;

@@ -69,6 +69,8 @@ interface Transport {
   readonly limit: AdaptiveLimit;
   observer: RequestObserver | undefined;
   limitObserver: LimitObserver | undefined;
+  /** Every request but a read is refused before it is sent (a dry run). */
+  readOnly: boolean;
 }
 
 export class Connection {
@@ -106,8 +108,14 @@ export class Connection {
       }),
       observer: undefined,
       limitObserver: undefined,
+      readOnly: false,
     };
     this.transport = transport;
+  }
+
+  /** Refuses, from now on, every request but a read, of this connection and of those derived from it. */
+  makeReadOnly(): void {
+    this.transport.readOnly = true;
   }
 
   /** Sees every request of this connection and of those derived from it. */
@@ -171,6 +179,7 @@ export class Connection {
 
   /** Sends one request and parses the JSON answer; non-2xx answers throw ApiError. */
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    if (this.transport.readOnly && method !== 'GET') throw new Error(`${method} ${path}: not sent (a read-only run)`);
     for (let attempt = 0; ; attempt++) {
       const slot = this.limited ? await this.transport.limit.acquire(options.signal) : undefined;
       let status: number;

@@ -275,4 +275,34 @@ describe('relsync\'s verdict on the primary', () => {
     assert.match(json.why, /^synced/);
     assert.ok(json.apiServer.some((a) => a.cluster === 'tenant-a'));
   });
+
+  it('relsync sweep --dry-run prints what a sweep would repair, create and delete, and writes nothing, to the API servers or the store', async () => {
+    // Changes while relsync is stopped: a new primary, a copy someone changed.
+    await relsync.stop();
+    const copyNs = defaultCopyNamespace('tenant-a', 'shop');
+    await a.createDatabase('shop', 'offline', { size: 'tiny' }, { sync: 'yes' });
+    await svc.updateDatabase(copyNs, 'orders', (db) => void (db.spec = { ...db.spec, size: 'tampered' }));
+    const storeBefore = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 'shop/offline', '--config', configPath]);
+
+    const text = await runCli(['sweep', '--dry-run', '--config', configPath]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, new RegExp(`^~ update service:databases\\.demo\\.relsync\\.dev:${copyNs}/orders\n    spec\\.size: "tampered" → "small"$`, 'm'));
+    assert.match(text.stdout, new RegExp(`^\\+ create service:databases\\.demo\\.relsync\\.dev:${copyNs}/offline$`, 'm'));
+    assert.match(text.stdout, /^~ update tenant-a:databases\.demo\.relsync\.dev:shop\/offline\n(    .*\n)*    metadata\.finalizers: \(none\) → \["relsync\.dev\/e2e"\]$/m);
+    assert.match(text.stdout, /nothing was written$/m);
+    const json = JSON.parse((await runCli(['sweep', '--dry-run', '-o', 'json', '--config', configPath])).stdout) as { changes: Array<{ action: string; object: string }> };
+    assert.ok(json.changes.some((c) => c.action === 'create' && c.object === `service:databases.demo.relsync.dev:${copyNs}/offline`));
+
+    // Nothing landed: no copy, the drift still there, the primary without relsync's finalizer, the store as it was.
+    assert.equal(await svc.database(copyNs, 'offline'), undefined);
+    assert.equal((await svc.database(copyNs, 'orders'))?.spec?.size, 'tampered');
+    assert.deepEqual((await a.database('shop', 'offline'))?.metadata.finalizers ?? [], []);
+    assert.equal((await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 'shop/offline', '--config', configPath])).stdout, storeBefore.stdout);
+
+    // The real sweep does what the dry run said.
+    const swept = await runCli(['sweep', '--config', configPath]);
+    assert.equal(swept.code, 0, swept.stderr);
+    assert.equal((await svc.database(copyNs, 'orders'))?.spec?.size, 'small');
+    assert.ok(await svc.database(copyNs, 'offline'));
+  });
 });
