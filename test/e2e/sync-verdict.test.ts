@@ -288,7 +288,7 @@ describe('relsync\'s verdict on the primary', () => {
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, new RegExp(`^~ update service:databases\\.demo\\.relsync\\.dev:${copyNs}/orders\n    spec\\.size: "tampered" → "small"$`, 'm'));
     assert.match(text.stdout, new RegExp(`^\\+ create service:databases\\.demo\\.relsync\\.dev:${copyNs}/offline$`, 'm'));
-    assert.match(text.stdout, /^~ update tenant-a:databases\.demo\.relsync\.dev:shop\/offline\n(    .*\n)*    metadata\.finalizers: \(none\) → \["relsync\.dev\/e2e"\]$/m);
+    assert.match(text.stdout, /^~ update tenant-a:databases\.demo\.relsync\.dev:shop\/offline\n( {4}.*\n)* {4}metadata\.finalizers: \(none\) → \["relsync\.dev\/e2e"\]$/m);
     assert.match(text.stdout, /nothing was written$/m);
     const json = JSON.parse((await runCli(['sweep', '--dry-run', '-o', 'json', '--config', configPath])).stdout) as { changes: Array<{ action: string; object: string }> };
     assert.ok(json.changes.some((c) => c.action === 'create' && c.object === `service:databases.demo.relsync.dev:${copyNs}/offline`));
