@@ -6,6 +6,7 @@
 import type { KubeObject } from '../core/object.js';
 import { typeName } from '../core/resource-type.js';
 import type { IntendedChange } from '../kube/dry-run-client.js';
+import { printable } from './printable.js';
 
 export interface FieldChange {
   readonly path: string;
@@ -21,6 +22,8 @@ export interface ChangeView {
 
 const VOLATILE = new Set(['metadata.resourceVersion', 'metadata.uid', 'metadata.generation', 'metadata.creationTimestamp', 'metadata.managedFields', 'metadata.selfLink']);
 const HIDDEN = '(a Secret\'s value: not shown)';
+/** Never printed, of any type: kubectl's copy of a whole applied object (a Secret's data in it). */
+const LAST_APPLIED = 'metadata.annotations.kubectl.kubernetes.io/last-applied-configuration';
 
 export function viewOf(change: IntendedChange): ChangeView {
   const { cluster, type, namespace, name, before, after } = change;
@@ -34,10 +37,11 @@ export function viewOf(change: IntendedChange): ChangeView {
     if (VOLATILE.has(path) || [...VOLATILE].some((v) => path.startsWith(`${v}.`))) continue;
     const [b, a] = [was.get(path), now.get(path)];
     if (b === a) continue;
-    const hide = secret && /^(data|stringData|binaryData)\./.test(path);
+    const hide = (secret && /^(data|stringData|binaryData)\./.test(path)) || path === LAST_APPLIED;
     fields.push({ path, ...(b !== undefined ? { before: hide ? HIDDEN : JSON.parse(b) } : {}), ...(a !== undefined ? { after: hide ? HIDDEN : JSON.parse(a) } : {}) });
   }
-  return { action, object, fields: action === 'update' ? fields : fields.filter((f) => !f.path.startsWith('metadata.') || /^metadata\.(labels|annotations)\./.test(f.path)) };
+  // A delete is the object going: its fields are not news.
+  return { action, object, fields: action === 'delete' ? [] : action === 'update' ? fields : fields.filter((f) => !f.path.startsWith('metadata.') || /^metadata\.(labels|annotations)\./.test(f.path)) };
 }
 
 /** Every leaf (a scalar, or a list as a whole) by dotted path, as JSON. */
@@ -55,9 +59,8 @@ function leaves(object: KubeObject | undefined): Map<string, string> {
 export function printChanges(views: readonly ChangeView[]): void {
   const mark = { create: '+', update: '~', delete: '-' } as const;
   for (const v of views) {
-    console.log(`${mark[v.action]} ${v.action} ${v.object}`);
-    if (v.action === 'delete') continue;
-    for (const f of v.fields) console.log(`    ${f.path}: ${'before' in f ? JSON.stringify(f.before) : '(none)'} → ${'after' in f ? JSON.stringify(f.after) : '(none)'}`);
+    console.log(printable(`${mark[v.action]} ${v.action} ${v.object}`));
+    for (const f of v.fields) console.log(printable(`    ${f.path}: ${'before' in f ? JSON.stringify(f.before) : '(none)'} → ${'after' in f ? JSON.stringify(f.after) : '(none)'}`));
   }
   const count = (a: ChangeView['action']) => views.filter((v) => v.action === a).length;
   console.log(`${views.length} change${views.length === 1 ? '' : 's'} (${count('create')} create, ${count('update')} update, ${count('delete')} delete); nothing was written`);

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { explainWithConfig, type Explanation } from '../controller/explain.js';
 import { openStore } from '../store/database.js';
 import { createLogger } from '../util/logger.js';
+import { printable } from './printable.js';
 import { parseQuery } from './inspect-command.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 
@@ -33,14 +34,16 @@ export async function explainCommand(type: string, object: string, options: Expl
     return;
   }
   const { object: what, concerns, store: rows, apiServer, why } = explanation;
-  console.log(what);
-  console.log(`why: ${why}`);
-  console.log('config:');
-  for (const c of concerns.length > 0 ? concerns : ['nothing']) console.log(`  ${c}`);
-  console.log('store:');
-  for (const r of rows.length > 0 ? rows : ['nothing']) console.log(`  ${r}`);
+  // Tenants' names, messages and annotations are printed: control characters as escapes.
+  const say = (line: string) => console.log(printable(line));
+  say(what);
+  say(`why: ${why}`);
+  say('config:');
+  for (const c of concerns.length > 0 ? concerns : ['nothing']) say(`  ${c}`);
+  say('store:');
+  for (const r of rows.length > 0 ? rows : ['nothing']) say(`  ${r}`);
   for (const { cluster, lines } of apiServer) {
-    console.log(`API server ${cluster}:`);
-    for (const l of lines) console.log(`  ${l}`);
+    say(`API server ${cluster}:`);
+    for (const l of lines) say(`  ${l}`);
   }
 }

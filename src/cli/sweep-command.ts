@@ -16,7 +16,7 @@ export async function sweepCommand(options: { config: string; logLevel: LevelWit
   // Logs to stderr: stdout is the summary (JSON with -o json).
   const logger = createLogger(options.logLevel, true, options.logFormat);
   const config = loadConfigOrExit(options.config);
-  if (options.dryRun) return dryRunSweep(config, logger, options.output);
+  if (options.dryRun) return dryRunSweep(config, logger, options.output, options.config);
   const store = await openStore(config.storePath).catch((err: Error) => {
     console.error(err.message);
     process.exit(1);
@@ -48,17 +48,22 @@ export async function sweepCommand(options: { config: string; logLevel: LevelWit
  * read (kube/dry-run-client.ts); prints what it would create, update and delete. Safe beside a
  * running leader: the leader's store is only read (SQLite's online backup), and nothing is written.
  */
-async function dryRunSweep(config: Config, logger: Logger, output: 'text' | 'json'): Promise<void> {
+async function dryRunSweep(config: Config, logger: Logger, output: 'text' | 'json', configPath: string): Promise<void> {
+  if (!existsSync(config.storePath)) {
+    // Against an empty store every copy would read as an orphan: run it where the leader's store is.
+    console.error(`store ${config.storePath} does not exist: run the dry run where relsync's store is (the leader's container)`);
+    process.exit(2);
+  }
   const dir = mkdtempSync(join(tmpdir(), 'relsync-dry-run-'));
   const copy = join(dir, 'store.db');
+  let code = 1;
   try {
-    if (existsSync(config.storePath)) {
-      const original = await openStore(config.storePath, { readonly: true });
-      try {
-        await original.sqlite.backup(copy);
-      } finally {
-        await original.close();
-      }
+    const original = await openStore(config.storePath, { readonly: true });
+    try {
+      // In one step: a backup in pages restarts at every commit of a running leader, and might never end.
+      await original.sqlite.backup(copy, { progress: () => 0x7fffffff });
+    } finally {
+      await original.close();
     }
     const store = await openStore(copy);
     const ledger = new DryRunLedger();
@@ -71,15 +76,14 @@ async function dryRunSweep(config: Config, logger: Logger, output: 'text' | 'jso
     const views = ledger.list().map(viewOf);
     if (output === 'json') console.log(JSON.stringify({ changes: views, sweep: result }, null, 2));
     else printChanges(views);
-    process.exit(result.status === 'done' && result.errors === 0 ? 0 : 1);
+    code = result.status === 'done' && result.errors === 0 ? 0 : 1;
   } catch (err) {
     if (err instanceof ResolveError) {
-      console.error(`${err.message}`);
-      process.exit(2);
-    }
-    console.error(`dry run failed: ${(err as Error).message}`);
-    process.exit(1);
+      console.error(`${configPath}: ${err.message}`);
+      code = 2;
+    } else console.error(`dry run failed: ${(err as Error).message}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  process.exit(code);
 }

@@ -74,10 +74,16 @@ export async function explain(deps: ExplainDeps, q: ExplainQuery): Promise<Expla
 
   // The clusters to read: the one asked for; otherwise those the store names, or where the type lives.
   const named = new Set<string>([...primaryRows.map((p) => p.cluster), ...relationRows.flatMap((r) => [r.source_cluster, r.dest_cluster])]);
-  const candidates = q.cluster ? [q.cluster] : named.size > 0 ? [...named] : [clusters.service.name, ...clusters.platforms.filter((p) => p.kind === 'kubernetes').map((p) => p.name)];
+  // Without --cluster: those the store names and every Kubernetes platform and the service cluster (a kcp workspace is
+  // looked at when the store names it, or given as --cluster: a kcp platform's own name is no workspace).
+  const candidates = q.cluster ? [q.cluster] : [...new Set([...named, clusters.service.name, ...clusters.platforms.filter((p) => p.kind === 'kubernetes').map((p) => p.name)])];
   const apiServer: Array<{ cluster: string; lines: string[] }> = [];
   const live = new Map<string, KubeObject | undefined>();
   for (const cluster of candidates) {
+    if (clusters.platforms.some((p) => p.name === cluster && p.kind === 'kcp')) {
+      apiServer.push({ cluster, lines: ['a kcp platform: give the workspace\'s logical cluster as --cluster (relsync inspect workspaces lists them)'] });
+      continue;
+    }
     if (!clusters.has(cluster)) {
       apiServer.push({ cluster, lines: ['not a cluster relsync knows (a kcp workspace it has not seen, or not configured)'] });
       continue;
@@ -138,28 +144,47 @@ async function reason(deps: ExplainDeps, q: ExplainQuery, seen: Seen): Promise<s
     const owners = seen.relationRows.filter((r) => !isSource(r, q));
     return `it is relsync's copy of ${describeIdentity(copyOf)}${owners.length > 0 ? `, for ${owners.map((r) => `${r.primary_namespace}/${r.primary_name} (rule ${r.rule_id}, ${r.state})`).join(', ')}` : ''}: relsync writes it, never syncs it as a source`;
   }
-  if (seen.asPrimary.length > 0 && (found.length > 0 || seen.primaryRows.length > 0)) {
-    const [cluster, primary] = found.find(([c]) => clusters.platforms.some((p) => p.name === c) || clusters.isPlatform(c)) ?? [];
-    const row = seen.primaryRows.find((p) => cluster === undefined || p.cluster === cluster) ?? seen.primaryRows[0];
-    if (!primary) return row ? `it no longer exists on the API server; the store still holds it (${row.state}): its copies are removed at the next reconcile or sweep` : 'it does not exist on the API server';
-    if (primary.metadata.deletionTimestamp) return 'it is being deleted: relsync removes its copy and the related copies no other primary owns, then its finalizer';
-    if (isServiceOriginCopy(agentName, clusters.service.name, primary)) return 'it is one of relsync\'s copies of a service-side object, never a primary';
-    const selecting = [];
-    for (const r of seen.asPrimary) if (await isSelected(r, primary, (ns) => clusters.client(cluster!, platformNamespaceType).get('', ns))) selecting.push(r);
-    if (selecting.length === 0) return `it is not selected: ${seen.asPrimary.map((r) => `${r.where}${r.selector ? '.selector' : ''}${r.namespaceSelector ? ' / .namespaceSelector' : ''}`).join(', ')} leave${seen.asPrimary.length === 1 ? 's' : ''} it out, so relsync does not sync it`;
-    if (!row) return 'it is selected but the store does not hold it: relsync has not reconciled it yet (is relsync running, and the leader? has the cluster reached limits.primariesPerCluster?)';
-    if (row.state !== 'synced') return `${row.state}: ${row.message ?? 'no message'}`;
-    return `synced (last complete sync ${row.last_synced_at ?? 'not recorded'})`;
+  if (seen.asPrimary.length > 0) {
+    // One answer per platform cluster where it is, or where the store has it (same names in several tenants are different objects).
+    const platformsSeen = new Set([...found.map(([c]) => c).filter((c) => c !== clusters.service.name), ...seen.primaryRows.map((p) => p.cluster)]);
+    const answers: string[] = [];
+    for (const cluster of platformsSeen) {
+      const answer = await asPrimary(deps, seen, cluster, seen.live.get(cluster));
+      if (answer) answers.push(platformsSeen.size > 1 ? `${cluster}: ${answer}` : answer);
+    }
+    if (answers.length > 0) return answers.join(' | ');
   }
-  if (seen.relationRows.length > 0) {
-    const r = seen.relationRows[0]!;
-    const what = `rule ${r.rule_id} of ${r.primary_cluster}:${r.primary_namespace}/${r.primary_name}`;
-    if (r.state === 'pending') return `${what} names it and waits for it to exist`;
-    if (r.state === 'synced') return `${what} copies it to ${side(r, 'dest')}: synced`;
-    return `${what}: ${r.state}${r.message ? `: ${r.message}` : ''}`;
+  const relation = seen.relationRows.find((r) => isSource(r, q)) ?? seen.relationRows[0];
+  if (relation) {
+    const what = `rule ${relation.rule_id} of ${relation.primary_cluster}:${relation.primary_namespace}/${relation.primary_name}`;
+    if (!isSource(relation, q)) return `it is the copy ${what} writes of ${side(relation, 'source')}: ${relation.state}${relation.message ? `: ${relation.message}` : ''}`;
+    if (relation.state === 'pending') return `${what} names it and waits for it to exist`;
+    if (relation.state === 'synced') return `${what} copies it to ${side(relation, 'dest')}: synced`;
+    return `${what}: ${relation.state}${relation.message ? `: ${relation.message}` : ''}`;
   }
   if (seen.asRule.length > 0) return `no primary's rule resolves to it; the rules of its type (${seen.asRule.map(({ rule }) => rule.where).join(', ')}) copy only the objects a primary names (reference, template) or finds (selector, inverse)`;
   return found.length > 0 ? 'the store does not know it' : 'it does not exist on the API servers looked at, and the store does not know it';
+}
+
+/**
+ * Why, as a primary in `cluster`; undefined when it is not one there (not selected, while a rule
+ * copies it: the relation's answer is the better one).
+ */
+async function asPrimary(deps: ExplainDeps, seen: Seen, cluster: string, primary: KubeObject | undefined): Promise<string | undefined> {
+  const { clusters, agentName } = deps;
+  const row = seen.primaryRows.find((p) => p.cluster === cluster);
+  if (!primary) return row ? `it no longer exists on the API server; the store still holds it (${row.state}): its copies are removed at the next reconcile or sweep` : 'it does not exist on the API server';
+  if (primary.metadata.deletionTimestamp) return 'it is being deleted: relsync removes its copy and the related copies no other primary owns, then its finalizer';
+  if (isServiceOriginCopy(agentName, clusters.service.name, primary)) return 'it is one of relsync\'s copies of a service-side object, never a primary';
+  const selected = [];
+  for (const r of seen.asPrimary) if (await isSelected(r, primary, (ns) => clusters.client(cluster, platformNamespaceType).get('', ns))) selected.push(r);
+  if (selected.length === 0) {
+    if (seen.relationRows.length > 0) return undefined;
+    return `it is not selected: ${seen.asPrimary.map((r) => `${r.where}${r.selector ? '.selector' : ''}${r.namespaceSelector ? ' / .namespaceSelector' : ''}`).join(', ')} leave${seen.asPrimary.length === 1 ? 's' : ''} it out, so relsync does not sync it`;
+  }
+  if (!row) return 'it is selected but the store does not hold it: relsync has not reconciled it yet (is relsync running, and the leader? has the cluster reached limits.primariesPerCluster?)';
+  if (row.state !== 'synced') return `${row.state}: ${row.message ?? 'no message'}`;
+  return `synced (last complete sync ${row.last_synced_at ?? 'not recorded'})`;
 }
 
 /** Connects to the config's clusters, resolves its types, and explains `q` with the store at `db`; closes what it opened. */

@@ -154,7 +154,7 @@ export class Manager {
       const service = this.options.config.serviceCluster;
       const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
       signal.addEventListener('abort', () => connection.close(), { once: true });
-      authorizer = new MetricsAuthorizer(connection);
+      authorizer = new MetricsAuthorizer(connection, this.options.logger);
     }
     return serveHealth(
       {

@@ -5,8 +5,12 @@
  * its reconciles go on as if it had landed: later reads of the object in the same run see the
  * ledger's version (a deleted copy is gone, a created one is there). Events are not recorded.
  *
- * Server-side apply is approximated by a merge of the applied fields over the object: a field
- * relsync applied before and leaves out now (which the API server would remove) shows unchanged.
+ * Preconditions are kept as the API server keeps them (a resourceVersion or uid that is not the
+ * object's, CREATE_ONLY over an existing object: 409; a failed `test` of a JSON patch: 422), so a
+ * conflict is reported as the real sweep would meet it; a delete of an object with finalizers
+ * leaves it there, being deleted. Server-side apply is approximated by a merge of the applied
+ * fields over the object: a field relsync applied before and leaves out now (which the API server
+ * would remove) shows unchanged.
  * The connection refuses every request that is not a read (Connection's readOnly), so that a write
  * this client does not know of fails instead of landing.
  */
@@ -15,7 +19,7 @@ import { typeName, type ResourceType } from '../core/resource-type.js';
 import type { Semaphore } from '../util/semaphore.js';
 import { ApiError } from './api-error.js';
 import type { Connection } from './connection.js';
-import { ResourceClient, type JsonPatchOperation } from './resource-client.js';
+import { CREATE_ONLY, ResourceClient, type JsonPatchOperation } from './resource-client.js';
 
 export interface IntendedChange {
   readonly cluster: string;
@@ -86,30 +90,39 @@ export class DryRunClient extends ResourceClient {
 
   override async replace(object: KubeObject): Promise<KubeObject> {
     const before = await this.existing(object);
+    this.precondition(before, object);
     return this.write(before.metadata.namespace ?? '', before.metadata.name!, before, this.stamped({ ...object, status: before.status }, before));
   }
 
   override async replaceStatus(object: KubeObject): Promise<KubeObject> {
     const before = await this.existing(object);
+    this.precondition(before, object);
     return this.write(before.metadata.namespace ?? '', before.metadata.name!, before, this.stamped({ ...before, status: object.status }, before));
   }
 
-  override async apply(object: KubeObject): Promise<KubeObject> {
+  override async apply(object: KubeObject, _fieldManager?: string): Promise<KubeObject> {
     const { namespace = '', name = '' } = object.metadata;
     const before = await this.get(namespace, name);
+    if (object.metadata.resourceVersion === CREATE_ONLY) {
+      if (before) throw this.status(409, 'Conflict', `${this.type.resource} "${name}" exists (a create-only apply)`, name);
+    } else if (before) this.precondition(before, object);
     const merged = mergeOver(before ?? {}, { ...object, metadata: { ...object.metadata, resourceVersion: undefined } }) as KubeObject;
     return this.write(namespace, name, before, this.stamped(merged, before));
   }
 
-  override async applyStatus(object: KubeObject): Promise<KubeObject | undefined> {
+  override async applyStatus(object: KubeObject, _fieldManager?: string): Promise<KubeObject | undefined> {
     const before = await this.existing(object);
+    this.precondition(before, object);
     return this.write(before.metadata.namespace ?? '', before.metadata.name!, before, this.stamped({ ...before, status: mergeOver(before.status ?? {}, object.status ?? {}) }, before));
   }
 
   override async jsonPatch(namespace: string, name: string, operations: readonly JsonPatchOperation[]): Promise<KubeObject> {
     const before = await this.existing({ metadata: { namespace, name } });
     const after = structuredClone(before) as unknown as Record<string, unknown>;
-    for (const op of operations) if (op.op !== 'test') patchAt(after, op);
+    for (const op of operations) {
+      if (op.op !== 'test') patchAt(after, op);
+      else if (JSON.stringify(valueAt(after, op.path)) !== JSON.stringify(op.value)) throw this.status(422, 'Invalid', `the test of ${op.path} failed`, name);
+    }
     return this.write(namespace, name, before, this.stamped(after as unknown as KubeObject, before));
   }
 
@@ -118,9 +131,22 @@ export class DryRunClient extends ResourceClient {
     return this.write(namespace, name, before, this.stamped(mergeOver(before, patch) as KubeObject, before));
   }
 
-  override async delete(namespace: string, name: string): Promise<void> {
+  override async delete(namespace: string, name: string, uid?: string): Promise<void> {
     const before = await this.get(namespace, name);
-    if (before) this.ledger.record({ cluster: this.cluster, type: this.type, namespace, name, before, after: undefined });
+    if (!before) return;
+    if (uid && before.metadata.uid !== uid) throw this.status(409, 'Conflict', `the uid precondition of ${this.type.resource} "${name}" failed`, name);
+    // Finalizers hold it, being deleted (the operator's, on a copy): still there for the next read.
+    const held = (before.metadata.finalizers?.length ?? 0) > 0;
+    const after = held ? this.stamped({ ...before, metadata: { ...before.metadata, deletionTimestamp: before.metadata.deletionTimestamp ?? new Date().toISOString() } }, before) : undefined;
+    this.ledger.record({ cluster: this.cluster, type: this.type, namespace, name, before, after });
+  }
+
+  /** The API server's preconditions of a write: the given uid and resourceVersion must be the object's. */
+  private precondition(before: KubeObject, object: KubeObject): void {
+    const { uid, resourceVersion, name = '' } = object.metadata;
+    if ((uid && uid !== before.metadata.uid) || (resourceVersion && resourceVersion !== before.metadata.resourceVersion)) {
+      throw this.status(409, 'Conflict', `Operation cannot be fulfilled on ${this.type.resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`, name);
+    }
   }
 
   private async existing(object: KubeObject): Promise<KubeObject> {
@@ -161,9 +187,20 @@ export function mergeOver(target: unknown, patch: unknown): unknown {
   return out;
 }
 
+function pointer(path: string): string[] {
+  return path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+/** The value at a JSON pointer (undefined where there is none). */
+function valueAt(object: unknown, path: string): unknown {
+  let at: unknown = object;
+  for (const p of pointer(path)) at = isRecord(at) || Array.isArray(at) ? (at as Record<string, unknown>)[p] : undefined;
+  return at;
+}
+
 /** One add/replace/remove of a JSON patch, at its JSON pointer (the operations relsync sends). */
 function patchAt(object: Record<string, unknown>, op: Exclude<JsonPatchOperation, { op: 'test' }>): void {
-  const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer(op.path);
   const last = parts.pop();
   if (last === undefined) return;
   let at: unknown = object;

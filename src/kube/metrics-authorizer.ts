@@ -6,8 +6,11 @@
  * `nonResourceURLs: ["/metrics"], verbs: ["get"]`; relsync's own needs `create` on tokenreviews
  * and subjectaccessreviews.
  *
- * Answers are kept for a minute (a refusal for 10 s) by the token's hash, at most 1000 of them,
- * so a scrape every 15 s costs the API server two requests a minute per scraper.
+ * Answers are kept for a minute (a refusal for 10 s) by the token's hash, so a scrape every 15 s
+ * costs the API server two requests a minute per scraper. Against a flood of made-up tokens (the
+ * port may be reachable by anyone in the cluster): allowed tokens are remembered apart, so
+ * refusals cannot push them out; one review runs per token at a time (others wait for it); and
+ * at most 4 run at once, a request beyond that is answered 503 at once, not queued behind them.
  */
 import { createHash } from 'node:crypto';
 import { ExpiringMap } from '../util/expiring-map.js';
@@ -24,11 +27,18 @@ interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string };
 }
 
+/** Reviews in flight at once, at most. */
+const REVIEWS_AT_ONCE = 4;
+
 export class MetricsAuthorizer {
-  private readonly decisions = new ExpiringMap<string, NonNullable<MetricsDecision> | 'allowed'>(1000);
+  private readonly allowed = new ExpiringMap<string, true>(100);
+  private readonly refused = new ExpiringMap<string, NonNullable<MetricsDecision>>(1000);
+  /** Reviews running, by token hash: a second request with the token waits for the first's answer. */
+  private readonly running = new Map<string, Promise<NonNullable<MetricsDecision> | 'allowed'>>();
 
   constructor(
     private readonly connection: Pick<Connection, 'request'>,
+    private readonly logger?: { warn(fields: object, message: string): void },
     private readonly path = '/metrics',
   ) {}
 
@@ -36,16 +46,25 @@ export class MetricsAuthorizer {
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) return { status: 401, message: 'a bearer token is required (Authorization: Bearer <token>)' };
     const key = createHash('sha256').update(token).digest('base64url');
-    const known = this.decisions.get(key);
-    if (known) return known === 'allowed' ? undefined : known;
+    if (this.allowed.get(key)) return undefined;
+    const known = this.refused.get(key);
+    if (known) return known;
+    let review = this.running.get(key);
+    if (!review) {
+      if (this.running.size >= REVIEWS_AT_ONCE) return { status: 503, message: 'too many tokens are being checked; try again' };
+      review = this.decide(token).finally(() => this.running.delete(key));
+      this.running.set(key, review);
+    }
     let decision: NonNullable<MetricsDecision> | 'allowed';
     try {
-      decision = await this.decide(token);
+      decision = await review;
     } catch (err) {
-      // The API server could not be asked: not remembered, the next scrape asks again.
-      return { status: 503, message: `the token could not be checked: ${(err as Error).message}` };
+      // The API server could not be asked: not remembered, the next scrape asks again. Why goes to the log, not to the caller.
+      this.logger?.warn({ err: (err as Error).message }, 'could not check a /metrics token with the service cluster');
+      return { status: 503, message: 'the token could not be checked' };
     }
-    this.decisions.set(key, decision, decision === 'allowed' ? 60_000 : 10_000);
+    if (decision === 'allowed') this.allowed.set(key, true, 60_000);
+    else this.refused.set(key, decision, 10_000);
     return decision === 'allowed' ? undefined : decision;
   }
 

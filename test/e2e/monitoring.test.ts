@@ -105,7 +105,7 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
             { eval_time: '15m', alertname: 'RelsyncWatchNotSynced', exp_alerts: [fired('RelsyncWatchNotSynced', { ...at, watch: 'tenant-a/databases.demo.relsync.dev' })] },
             { eval_time: '10m', alertname: 'RelsyncNoLeader', exp_alerts: [fired('RelsyncNoLeader', { namespace: at.namespace, name: 'relsync-relsync' })] },
             { eval_time: '30m', alertname: 'RelsyncReconcileErrors', exp_alerts: [fired('RelsyncReconcileErrors', { namespace: at.namespace, controller })] },
-            { eval_time: '10m', alertname: 'RelsyncDown', exp_alerts: [fired('RelsyncDown', {})] },
+            { eval_time: '10m', alertname: 'RelsyncDown', exp_alerts: [{ exp_labels: { namespace: at.namespace, severity: 'critical' }, exp_annotations: { ...alerts.find((x) => x.alert === 'RelsyncDown')!.annotations, description: `No replica of relsync in ${at.namespace} answered a scrape (job relsync-metrics) for 5 minutes: nothing may be synced, and the other alerts cannot say so.` } }] },
           ],
         },
         {

@@ -136,6 +136,12 @@ describe('ownership and garbage collection', () => {
     const marker = String(Date.now());
     await a.updateDatabase(ns, name, (d) => (d.spec = { ...d.spec, marker }));
     await eventually('the marker change arrived', async () => (await svc.database(copyNs, name))?.spec?.marker === marker, 30_000);
+    // The reconcile's last write: the verdict on the primary, for its new generation.
+    await eventually('the verdict for the marker\'s generation', async () => {
+      const primary = await a.database(ns, name);
+      const verdict = (primary?.status?.conditions as Array<{ type: string; observedGeneration?: number }> | undefined)?.find((c) => c.type === 'relsync.dev/Synced');
+      return primary !== undefined && verdict?.observedGeneration === primary.metadata.generation;
+    }, 30_000);
     const after = await writeCountsNow();
     const writes = [...requestsBetween(before.service, after.service, SYNCED_TYPES).map((w) => `service: ${w}`), ...requestsBetween(before.tenant, after.tenant, SYNCED_TYPES).map((w) => `tenant: ${w}`)];
     // The change itself, its copy's apply, and the verdict's new observedGeneration on the primary (sync-verdict.ts).

@@ -47,6 +47,12 @@ describe('production install', () => {
     const loads = spawnSync(process.execPath, ['-e', "new (require('better-sqlite3'))(':memory:').close()"], { cwd: build, encoding: 'utf8' });
     if (loads.status !== 0) step('npm', ['rebuild', 'better-sqlite3']);
     step('npx', ['tsc', '-p', 'tsconfig.build.json']);
+    // The SBOM the image carries (the Dockerfile's step, before the prune): the production dependencies, no development one.
+    const sbom = spawnSync('npm', ['sbom', '--omit=dev', '--sbom-format=cyclonedx', '--sbom-type=application'], { cwd: build, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(sbom.status, 0, sbom.stderr);
+    const components = (JSON.parse(sbom.stdout) as { components: Array<{ name: string; version: string }> }).components.map((c) => c.name);
+    for (const name of ['better-sqlite3', 'kysely', '@kubernetes/client-node', 'node-cron', 'pino']) assert.ok(components.includes(name), `the SBOM lists ${name}`);
+    assert.ok(!components.includes('typescript'), 'and no development dependency');
     step('npm', ['prune', '--omit=dev', '--no-audit', '--no-fund']);
     // The image: what the final stage copies, nothing else.
     app = mkdtempSync(join(tmpdir(), 'relsync-prod-'));

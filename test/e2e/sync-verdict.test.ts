@@ -304,5 +304,9 @@ describe('relsync\'s verdict on the primary', () => {
     assert.equal(swept.code, 0, swept.stderr);
     assert.equal((await svc.database(copyNs, 'orders'))?.spec?.size, 'small');
     assert.ok(await svc.database(copyNs, 'offline'));
+    // And then there is nothing left to do: a dry run over the converged system says so.
+    const after = await runCli(['sweep', '--dry-run', '--config', configPath]);
+    assert.equal(after.code, 0, after.stderr);
+    assert.equal(after.stdout.trim(), '0 changes (0 create, 0 update, 0 delete); nothing was written');
   });
 });
