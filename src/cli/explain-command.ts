@@ -1,5 +1,8 @@
-/** `relsync explain TYPE [NAMESPACE/]NAME`: the config's, the store's and the API servers' view of one object, and why. */
-import { existsSync } from 'node:fs';
+/**
+ * `relsync explain TYPE [NAMESPACE/]NAME`: the config's, the store's and the API servers' view of
+ * one object, and why; read here (--config) or asked of a running relsync's leader (--server).
+ */
+import { existsSync, readFileSync } from 'node:fs';
 import { explainWithConfig, type Explanation } from '../controller/explain.js';
 import { openStore } from '../store/database.js';
 import { createLogger } from '../util/logger.js';
@@ -8,12 +11,21 @@ import { parseQuery } from './inspect-command.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 
 export interface ExplainOptions {
-  readonly config: string;
+  readonly config?: string;
   readonly cluster?: string;
   readonly output: 'text' | 'json';
+  /** A running relsync's HTTP address: ask its leader instead of reading the store and the clusters here. */
+  readonly server?: string;
+  /** A file with the bearer token for --server (default: $RELSYNC_TOKEN). */
+  readonly tokenFile?: string;
 }
 
 export async function explainCommand(type: string, object: string, options: ExplainOptions): Promise<void> {
+  if (options.server) return print(await askServer(options.server, type, object, options), options.output);
+  if (!options.config) {
+    console.error('give --config (read the store and the clusters here) or --server (ask a running relsync)');
+    process.exit(2);
+  }
   const config = loadConfigOrExit(options.config);
   if (!existsSync(config.storePath)) {
     console.error(`store ${config.storePath} does not exist: relsync has not run with this config here`);
@@ -29,7 +41,33 @@ export async function explainCommand(type: string, object: string, options: Expl
   } finally {
     await store.close();
   }
-  if (options.output === 'json') {
+  print(explanation, options.output);
+}
+
+/** GET <server>/explain, with the token: the same Explanation, from the leader. */
+async function askServer(server: string, type: string, object: string, options: ExplainOptions): Promise<Explanation> {
+  const token = options.tokenFile ? readFileSync(options.tokenFile, 'utf8').trim() : process.env.RELSYNC_TOKEN;
+  const url = new URL('/explain', server);
+  url.searchParams.set('type', type);
+  url.searchParams.set('object', object);
+  if (options.cluster) url.searchParams.set('cluster', options.cluster);
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(60_000) });
+  } catch (err) {
+    console.error(`cannot reach ${server}: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  const text = await res.text();
+  if (res.status !== 200) {
+    console.error(`${server} answered ${res.status}: ${printable(text.trim())}`);
+    process.exit(1);
+  }
+  return JSON.parse(text) as Explanation;
+}
+
+function print(explanation: Explanation, output: 'text' | 'json'): void {
+  if (output === 'json') {
     console.log(JSON.stringify(explanation, null, 2));
     return;
   }

@@ -67,8 +67,10 @@ program
 program
   .command('explain <type> <object>')
   .description('why an object is or is not synced: the config, the store and the API servers side by side, for a primary, a related object or a copy; <type> is e.g. secrets or databases.demo.relsync.dev, <object> is namespace/name (name for a cluster-scoped one); read-only, safe beside a running leader')
-  .requiredOption('-c, --config <file>', 'config file (YAML)')
-  .option('--cluster <name>', 'the cluster the object lives in (default: those the store names, or every configured one)')
+  .option('-c, --config <file>', 'config file (YAML): read the store and the clusters from here')
+  .option('--server <url>', 'ask a running relsync instead (its leader\'s HTTP address, e.g. http://relsync-metrics.relsync-system:8080; needs --metrics-auth kubernetes there and `get` on the non-resource URL /explain)')
+  .option('--token-file <file>', 'the bearer token for --server (default: $RELSYNC_TOKEN)')
+  .option('--cluster <name>', 'the cluster the object lives in (default: those the store names, and every configured one)')
   .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
   .action(explainCommand);
 

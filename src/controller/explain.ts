@@ -31,6 +31,16 @@ export interface ExplainQuery {
   readonly cluster?: string | undefined;
 }
 
+/** `TYPE` (`secrets`, `databases.demo.relsync.dev`) and `[NAMESPACE/]NAME` as a query; a string says what is wrong. */
+export function explainQuery(type: string, object: string, cluster?: string): ExplainQuery | string {
+  const dot = type.indexOf('.');
+  const [resource, group] = dot < 0 ? [type, ''] : [type.slice(0, dot), type.slice(dot + 1)];
+  const slash = object.indexOf('/');
+  const [namespace, name] = slash < 0 ? ['', object] : [object.slice(0, slash), object.slice(slash + 1)];
+  if (!resource || !name) return `expected <type> <namespace>/<name>, got "${type}" "${object}"`;
+  return { group, resource, namespace, name, ...(cluster ? { cluster } : {}) };
+}
+
 export interface Explanation {
   readonly object: string;
   /** Which parts of the config concern objects of this type. */

@@ -8,7 +8,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { ListWatch } from '../kube/list-watch.js';
-import { HttpServer, type Readiness } from '../server/http-server.js';
+import { HttpServer, type HttpServerOptions, type Readiness } from '../server/http-server.js';
 import type { Metrics } from '../server/metrics.js';
 import { PRIMARY_STATES, RELATION_STATES } from '../store/schema.js';
 import type { LeaderElector } from './leader-election.js';
@@ -85,6 +85,8 @@ export interface HealthServerOptions {
   readonly onListening?: ((port: number) => void) | undefined;
   /** Who may read /metrics (kube/metrics-authorizer.ts); default: everyone. */
   readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+  /** /explain, for `relsync explain --server` (http-server.ts). */
+  readonly explain?: HttpServerOptions['explain'];
   /** The current term's watches, for relsync_watch_synced. */
   readonly watches?: () => ReadonlyArray<{ readonly name: string; readonly synced: boolean }>;
 }
@@ -108,6 +110,7 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     readiness: options.readiness,
     logger: options.logger,
     ...(options.authorizeMetrics ? { authorizeMetrics: options.authorizeMetrics } : {}),
+    ...(options.explain ? { explain: options.explain } : {}),
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
       const leading = options.lease?.leading() ?? true;

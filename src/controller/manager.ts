@@ -18,7 +18,8 @@ import { Connection } from '../kube/connection.js';
 import type { DryRunLedger } from '../kube/dry-run-client.js';
 import { MetricsAuthorizer } from '../kube/metrics-authorizer.js';
 import { Metrics } from '../server/metrics.js';
-import { serveHealth, TermStatus } from './health.js';
+import { explain, explainQuery } from './explain.js';
+import { serveHealth, TermStatus, type HealthServerOptions } from './health.js';
 import { campaignAndLead, lead, type TermOptions } from './leader-term.js';
 import type { SweepResult } from './sweeper.js';
 import { sweepOnce } from './sweep-triggers.js';
@@ -123,6 +124,15 @@ export class Manager {
     );
   }
 
+  /** An /explain answer: from the process that reconciles (its store and watches' clusters are the current ones). */
+  private async explainAnswer(query: URLSearchParams): Promise<{ status: number; body: unknown }> {
+    const w = this.wiring;
+    if (!w || this.status.role().startsWith('standby')) return { status: 503, body: { error: `this replica does not reconcile (${this.status.role()}): ask the leader` } };
+    const q = explainQuery(query.get('type') ?? '', query.get('object') ?? '', query.get('cluster') ?? undefined);
+    if (typeof q === 'string') return { status: 400, body: { error: q } };
+    return { status: 200, body: await explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db: this.options.store.db }, q) };
+  }
+
   /**
    * Whether this process knows which installation it is (its Lease): `relsync run` does (its Lease
    * is where it campaigns, also in the "default" fallback); a one-shot `relsync sweep` only when
@@ -149,12 +159,16 @@ export class Manager {
 
   private serve(port: number, signal: AbortSignal): Promise<void> {
     let authorizer: MetricsAuthorizer | undefined;
+    let explain: HealthServerOptions['explain'];
     if (this.options.metricsAuth === 'kubernetes') {
       // Its own connection to the service cluster: the server answers before anything is wired, and across terms.
       const service = this.options.config.serviceCluster;
       const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
       signal.addEventListener('abort', () => connection.close(), { once: true });
       authorizer = new MetricsAuthorizer(connection, this.options.logger);
+      // /explain shows tenants' names and messages: served only with the check, for whom may `get /explain`.
+      const explainAuthorizer = new MetricsAuthorizer(connection, this.options.logger, '/explain');
+      explain = { authorize: (header) => explainAuthorizer.authorize(header), answer: (query) => this.explainAnswer(query) };
     }
     return serveHealth(
       {
@@ -167,6 +181,7 @@ export class Manager {
         wiring: () => this.wiring,
         watches: () => this.status.watchStates(),
         ...(authorizer ? { authorizeMetrics: (header: string | undefined) => authorizer.authorize(header) } : {}),
+        ...(explain ? { explain } : {}),
         onListening: this.options.onHttpListening,
       },
       signal,

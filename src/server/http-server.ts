@@ -27,12 +27,39 @@ export interface HttpServerOptions {
   readonly beforeScrape?: () => Promise<void>;
   /** Who may read /metrics: undefined allows the request, otherwise its status and why (default: everyone). */
   readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+  /**
+   * /explain?type=…&object=…[&cluster=…] (`relsync explain --server`): served only with `authorize`
+   * (tenants' object names and messages are not for anyone who reaches the port); `answer` gives
+   * the JSON, or a status and why.
+   */
+  readonly explain?: {
+    readonly authorize: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+    readonly answer: (query: URLSearchParams) => Promise<{ readonly status: number; readonly body: unknown }>;
+  };
 }
 
 export class HttpServer {
   private server: http.Server | undefined;
 
   constructor(private readonly options: HttpServerOptions) {}
+
+  private async explain(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const { explain, logger } = this.options;
+    try {
+      if (!explain) return reply(res, 404, 'not served: /explain needs --metrics-auth kubernetes (it shows tenants\' object names and messages)\n');
+      const refused = await explain.authorize(req.headers.authorization);
+      if (refused) {
+        logger.debug({ status: refused.status, why: refused.message }, '/explain refused');
+        if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+        return reply(res, refused.status, `${refused.message}\n`);
+      }
+      const { status, body } = await explain.answer(new URL(req.url ?? '/', 'http://relsync').searchParams);
+      reply(res, status, `${JSON.stringify(body)}\n`, 'application/json');
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, '/explain failed');
+      reply(res, 500, 'explain failed; see relsync\'s log\n');
+    }
+  }
 
   /** Listens until `signal` aborts; calls `onListening` with the bound port. */
   async start(signal: AbortSignal, onListening?: (port: number) => void): Promise<void> {
@@ -48,6 +75,10 @@ export class HttpServer {
         const waiting = readiness.notReady();
         const role = readiness.role();
         return waiting.length === 0 ? reply(res, 200, `ok: ${role}\n`) : reply(res, 503, `not ready: ${role}\n${waiting.map((w) => `- ${w}\n`).join('')}`);
+      }
+      if (url === '/explain') {
+        void this.explain(req, res);
+        return;
       }
       if (url === '/metrics') {
         void (async () => {

@@ -5,14 +5,15 @@
 // another API server), and Prometheus's ServiceAccount with `get /metrics`.
 // The probes stay open: the kubelet calls them without a token.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace } from '../harness/tenant.js';
 
 /** A token of a new ServiceAccount in `default`, from the TokenRequest API. */
 async function serviceAccountToken(kc: KubeConfig, name: string): Promise<string> {
@@ -25,13 +26,14 @@ async function serviceAccountToken(kc: KubeConfig, name: string): Promise<string
 describe('/metrics protected by the service cluster (--metrics-auth kubernetes)', () => {
   let clusters: Clusters<'tenant-a' | 'service'>;
   let relsync: RelsyncProcess;
+  let dir: string;
   const get = async (path: string, token?: string) => {
     const res = await fetch(`http://127.0.0.1:${relsync.httpPort}${path}`, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: await res.text(), challenge: res.headers.get('www-authenticate') };
   };
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-metrics-auth-'));
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-metrics-auth-'));
     clusters = await startClusters('tenant-a', 'service');
     relsync = await startRelsync(writeConfig(dir, {
       agentName: 'e2e',
@@ -87,5 +89,34 @@ describe('/metrics protected by the service cluster (--metrics-auth kubernetes)'
     assert.match(allowed.body, /^relsync_primaries\{state="synced"\} /m);
     // The refusal of `nobody` was not a mistake the cache keeps for others: it is still refused.
     assert.equal((await get('/metrics', nobody)).status, 403);
+  });
+
+  it('relsync explain --server asks the leader over HTTP, for a token whose user may get /explain (a token for /metrics is not enough)', async () => {
+    await clusters.client['tenant-a'].ensureNamespace('shop');
+    await clusters.client['tenant-a'].createDatabase('shop', 'orders', { size: 'small' });
+    await clusters.client.service.copyOf(defaultCopyNamespace('tenant-a', 'shop'), 'orders');
+    const kc = clusters.plane.service.kubeConfig;
+    const ask = async (token: string) => {
+      const file = join(dir, `token-${token.slice(-8)}`);
+      writeFileSync(file, token);
+      return runCli(['explain', 'databases.demo.relsync.dev', 'shop/orders', '--server', `http://127.0.0.1:${relsync.httpPort}`, '--token-file', file]);
+    };
+    const metricsOnly = await serviceAccountToken(kc, 'scraper');
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createClusterRoleBinding({ body: { metadata: { name: 'scraper-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: 'default' }] } });
+    const refused = await ask(metricsOnly);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /answered 403: system:serviceaccount:default:scraper may not get \/explain/);
+    assert.doesNotMatch(refused.stdout, /shop\/orders/);
+
+    await rbac.createClusterRole({ body: { metadata: { name: 'relsync-explainer' }, rules: [{ nonResourceURLs: ['/explain'], verbs: ['get'] }] } });
+    await rbac.createClusterRoleBinding({ body: { metadata: { name: 'oncall-explain' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'relsync-explainer' }, subjects: [{ kind: 'ServiceAccount', name: 'oncall', namespace: 'default' }] } });
+    const oncall = await serviceAccountToken(kc, 'oncall');
+    const answered = await eventually('explain over HTTP', async () => {
+      const out = await ask(oncall);
+      return out.code === 0 && /^why: synced/m.test(out.stdout) ? out : undefined;
+    }, 30_000);
+    assert.match(answered.stdout, /^databases\.demo\.relsync\.dev shop\/orders$/m);
+    assert.match(answered.stdout, /primary in tenant-a: synced/);
   });
 });

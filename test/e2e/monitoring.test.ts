@@ -207,6 +207,10 @@ describe('monitoring: the alerts and the dashboard read what relsync exports', (
     // `up` is Prometheus's own series of each target, not relsync's.
     const missing = names.filter((n) => !exported.has(n.name) && n.name !== 'up').map((n) => `${n.where}: ${n.name}`);
     assert.deepEqual(missing, [], `series read but not exported:\n${missing.join('\n')}`);
+    // Without --metrics-auth, /explain (tenants' names and messages) is not served at all.
+    const explain = await fetch(`http://127.0.0.1:${relsync.httpPort}/explain?type=databases.demo.relsync.dev&object=shop/orders`);
+    assert.equal(explain.status, 404);
+    assert.match(await explain.text(), /needs --metrics-auth kubernetes/);
     // The extraction itself can fail a wrong name: a name relsync does not export is caught.
     assert.deepEqual(metricNames('sum by (le) (rate(relsync_no_such_metric_bucket{namespace=~"$namespace"}[5m])) or vector(0)').filter((n) => !exported.has(n)), ['relsync_no_such_metric_bucket']);
   });
