@@ -3,11 +3,10 @@
  * one object, and why; read here (--config) or asked of a running relsync's leader (--server).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { explainWithConfig, type Explanation } from '../controller/explain.js';
+import { explainQuery, explainWithConfig, type Explanation } from '../controller/explain.js';
 import { openStore } from '../store/database.js';
 import { createLogger } from '../util/logger.js';
 import { printable } from './printable.js';
-import { parseQuery } from './inspect-command.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 
 export interface ExplainOptions {
@@ -31,10 +30,15 @@ export async function explainCommand(type: string, object: string, options: Expl
     console.error(`store ${config.storePath} does not exist: relsync has not run with this config here`);
     process.exit(2);
   }
+  const query = explainQuery(type, object, options.cluster);
+  if (typeof query === 'string') {
+    console.error(query);
+    process.exit(2);
+  }
   const store = await openStore(config.storePath, { readonly: true });
   let explanation: Explanation;
   try {
-    explanation = await explainWithConfig(config, store.db, createLogger('warn', true), parseQuery(type, object, options.cluster));
+    explanation = await explainWithConfig(config, store.db, createLogger('warn', true), query);
   } catch (err) {
     console.error(`cannot explain ${type} ${object}: ${(err as Error).message}`);
     process.exit(1);

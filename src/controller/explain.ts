@@ -38,6 +38,8 @@ export function explainQuery(type: string, object: string, cluster?: string): Ex
   const slash = object.indexOf('/');
   const [namespace, name] = slash < 0 ? ['', object] : [object.slice(0, slash), object.slice(slash + 1)];
   if (!resource || !name) return `expected <type> <namespace>/<name>, got "${type}" "${object}"`;
+  // Path segments of an API request: no object, namespace or cluster is called "." or "..", nor has a "/" in its name.
+  if ([name, namespace, resource, cluster].some((part) => part === '.' || part === '..' || part?.includes('/'))) return `not an object's name: "${object}"`;
   return { group, resource, namespace, name, ...(cluster ? { cluster } : {}) };
 }
 
