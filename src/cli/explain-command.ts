@@ -50,24 +50,48 @@ export async function explainCommand(type: string, object: string, options: Expl
 
 /** GET <server>/explain, with the token: the same Explanation, from the leader. */
 async function askServer(server: string, type: string, object: string, options: ExplainOptions): Promise<Explanation> {
-  const token = options.tokenFile ? readFileSync(options.tokenFile, 'utf8').trim() : process.env.RELSYNC_TOKEN;
-  const url = new URL('/explain', server);
+  if (options.config) console.error('--config is not read with --server: the server answers from its own');
+  let token = process.env.RELSYNC_TOKEN;
+  if (options.tokenFile) {
+    try {
+      token = readFileSync(options.tokenFile, 'utf8').trim();
+    } catch (err) {
+      console.error(`cannot read the token file: ${(err as Error).message}`);
+      process.exit(2);
+    }
+  }
+  const url = new URL(`${server.replace(/\/+$/, '')}/explain`);
   url.searchParams.set('type', type);
   url.searchParams.set('object', object);
   if (options.cluster) url.searchParams.set('cluster', options.cluster);
-  let res: Response;
-  try {
-    res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(60_000) });
-  } catch (err) {
-    console.error(`cannot reach ${server}: ${(err as Error).message}`);
+  // A Service in front of several replicas may send the request to a standby (503): asked again, on a new connection.
+  for (let attempt = 1; ; attempt++) {
+    let res: Response;
+    try {
+      // No redirect is followed: the token goes to this address only.
+      res = await fetch(url, { headers: { connection: 'close', ...(token ? { authorization: `Bearer ${token}` } : {}) }, redirect: 'error', signal: AbortSignal.timeout(60_000) });
+    } catch (err) {
+      console.error(`cannot reach ${server}: ${(err as Error).message}`);
+      process.exit(1);
+    }
+    const text = await res.text();
+    if (res.status === 503 && attempt < 6) {
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+      continue;
+    }
+    if (res.status !== 200) {
+      console.error(`${server} answered ${res.status}: ${printable(text.trim())}`);
+      process.exit(1);
+    }
+    try {
+      const answer = JSON.parse(text) as Explanation;
+      if (typeof answer.why === 'string' && Array.isArray(answer.apiServer)) return answer;
+    } catch {
+      // said below
+    }
+    console.error(`${server} did not answer as relsync does (${text.length} bytes)`);
     process.exit(1);
   }
-  const text = await res.text();
-  if (res.status !== 200) {
-    console.error(`${server} answered ${res.status}: ${printable(text.trim())}`);
-    process.exit(1);
-  }
-  return JSON.parse(text) as Explanation;
 }
 
 function print(explanation: Explanation, output: 'text' | 'json'): void {

@@ -10,6 +10,7 @@ import type { Config } from '../config/config.js';
 import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
+import { ApiError } from '../kube/api-error.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { LogicalClusterStore } from '../store/logical-cluster-store.js';
@@ -89,25 +90,20 @@ export async function explain(deps: ExplainDeps, q: ExplainQuery): Promise<Expla
   // Without --cluster: those the store names and every Kubernetes platform and the service cluster (a kcp workspace is
   // looked at when the store names it, or given as --cluster: a kcp platform's own name is no workspace).
   const candidates = q.cluster ? [q.cluster] : [...new Set([...named, clusters.service.name, ...clusters.platforms.filter((p) => p.kind === 'kubernetes').map((p) => p.name)])];
-  const apiServer: Array<{ cluster: string; lines: string[] }> = [];
+  if (type.namespaced && !q.namespace) return { object, concerns, store, apiServer: [], why: `${typeName(type)} are namespaced: give NAMESPACE/NAME` };
   const live = new Map<string, KubeObject | undefined>();
-  for (const cluster of candidates) {
-    if (clusters.platforms.some((p) => p.name === cluster && p.kind === 'kcp')) {
-      apiServer.push({ cluster, lines: ['a kcp platform: give the workspace\'s logical cluster as --cluster (relsync inspect workspaces lists them)'] });
-      continue;
-    }
-    if (!clusters.has(cluster)) {
-      apiServer.push({ cluster, lines: ['not a cluster relsync knows (a kcp workspace it has not seen, or not configured)'] });
-      continue;
-    }
+  // The clusters are read side by side; a failure says what kind it was (its details go to no caller: they name relsync's own access).
+  const apiServer = await Promise.all(candidates.map(async (cluster): Promise<{ cluster: string; lines: string[] }> => {
+    if (clusters.platforms.some((p) => p.name === cluster && p.kind === 'kcp')) return { cluster, lines: ['a kcp platform: give the workspace\'s logical cluster as --cluster (relsync inspect workspaces lists them)'] };
+    if (!clusters.has(cluster)) return { cluster, lines: ['not a cluster relsync knows (a kcp workspace it has not seen, or not configured)'] };
     try {
       const o = await clusters.client(cluster, type).get(q.namespace, q.name);
       live.set(cluster, o);
-      apiServer.push({ cluster, lines: o ? describeLive(deps.agentName, o) : ['not found'] });
+      return { cluster, lines: o ? describeLive(deps.agentName, o) : ['not found'] };
     } catch (err) {
-      apiServer.push({ cluster, lines: [`could not be read: ${(err as Error).message}`] });
+      return { cluster, lines: [`could not be read: ${err instanceof ApiError ? `${err.statusCode}${err.reason ? ` ${err.reason}` : ''}` : 'no answer'}`] };
     }
-  }
+  }));
 
   const why = await reason(deps, q, { asPrimary, asRule, primaryRows, relationRows, live });
   return { object, concerns, store, apiServer, why };

@@ -124,13 +124,22 @@ export class Manager {
     );
   }
 
+  /** /explain requests being answered: a few at a time, so that asking never crowds out reconciling. */
+  private explaining = 0;
+
   /** An /explain answer: from the process that reconciles (its store and watches' clusters are the current ones). */
   private async explainAnswer(query: URLSearchParams): Promise<{ status: number; body: unknown }> {
     const w = this.wiring;
-    if (!w || this.status.role().startsWith('standby')) return { status: 503, body: { error: `this replica does not reconcile (${this.status.role()}): ask the leader` } };
+    if (!w) return { status: 503, body: { error: 'starting: not connected to the clusters yet' } };
+    if (this.options.config.leaderElection.enabled && this.status.role() !== 'leader') return { status: 503, body: { error: `this replica does not reconcile (${this.status.role()}): ask the leader` } };
     const q = explainQuery(query.get('type') ?? '', query.get('object') ?? '', query.get('cluster') ?? undefined);
     if (typeof q === 'string') return { status: 400, body: { error: q } };
-    return { status: 200, body: await explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db: this.options.store.db }, q) };
+    if (this.explaining >= 2) return { status: 503, body: { error: 'busy answering other explain requests; try again' } };
+    this.explaining++;
+    const work = explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db: this.options.store.db }, q).finally(() => this.explaining--);
+    const late = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000).unref());
+    const answer = await Promise.race([work, late]);
+    return answer ? { status: 200, body: answer } : { status: 504, body: { error: 'the API servers did not answer within 20 s' } };
   }
 
   /**

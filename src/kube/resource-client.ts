@@ -90,6 +90,8 @@ export class ResourceClient {
   ) {}
 
   path(namespace?: string, name?: string, subresource?: string): string {
+    // URL resolution turns "." and ".." into other paths (a LIST of the type): never an object's name.
+    if ([namespace, name].some((part) => part === '.' || part === '..')) throw new Error(`"${name}" in "${namespace}" is not an object's name`);
     const { group, version, resource, namespaced } = this.type;
     let p = group ? `/apis/${group}/${version}` : `/api/${version}`;
     if (namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;

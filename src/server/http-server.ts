@@ -47,6 +47,10 @@ export class HttpServer {
     const { explain, logger } = this.options;
     try {
       if (!explain) return reply(res, 404, 'not served: /explain needs --metrics-auth kubernetes (it shows tenants\' object names and messages)\n');
+      if (req.method !== 'GET') {
+        res.setHeader('Allow', 'GET');
+        return reply(res, 405, 'only GET\n');
+      }
       const refused = await explain.authorize(req.headers.authorization);
       if (refused) {
         logger.debug({ status: refused.status, why: refused.message }, '/explain refused');
@@ -54,6 +58,7 @@ export class HttpServer {
         return reply(res, refused.status, `${refused.message}\n`);
       }
       const { status, body } = await explain.answer(new URL(req.url ?? '/', 'http://relsync').searchParams);
+      if (status === 503) res.setHeader('Retry-After', '1');
       reply(res, status, `${JSON.stringify(body)}\n`, 'application/json');
     } catch (err) {
       logger.warn({ err: (err as Error).message }, '/explain failed');
@@ -106,7 +111,7 @@ export class HttpServer {
       server.listen(this.options.port, this.options.host ?? '0.0.0.0', () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
-    logger.info({ port }, 'serving /healthz, /readyz and /metrics');
+    logger.info({ port, explain: this.options.explain !== undefined }, 'serving /healthz, /readyz and /metrics');
     onListening?.(port);
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     await new Promise<void>((resolve) => {

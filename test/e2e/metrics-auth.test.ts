@@ -104,6 +104,8 @@ describe('/metrics protected by the service cluster (--metrics-auth kubernetes)'
     const metricsOnly = await serviceAccountToken(kc, 'scraper');
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createClusterRoleBinding({ body: { metadata: { name: 'scraper-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: 'default' }] } });
+    // The binding is in force (the token reads /metrics) before /explain is refused to it: a refusal of its own.
+    await eventually('the scraper reads /metrics', async () => (await get('/metrics', metricsOnly)).status === 200, 30_000);
     const refused = await ask(metricsOnly);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /answered 403: system:serviceaccount:default:scraper may not get \/explain/);
@@ -118,5 +120,12 @@ describe('/metrics protected by the service cluster (--metrics-auth kubernetes)'
     }, 30_000);
     assert.match(answered.stdout, /^databases\.demo\.relsync\.dev shop\/orders$/m);
     assert.match(answered.stdout, /primary in tenant-a: synced/);
+    // Without a token: 401 with a challenge; anything but GET: 405; a name that is no object's: 400, before any read.
+    const base = `http://127.0.0.1:${relsync.httpPort}/explain?type=databases.demo.relsync.dev`;
+    const anonymous = await fetch(`${base}&object=shop/orders`);
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
+    assert.equal((await fetch(`${base}&object=shop/orders`, { method: 'POST', headers: { authorization: `Bearer ${oncall}` } })).status, 405);
+    for (const object of ['shop/..', '../.', 'shop/a/b']) assert.equal((await fetch(`${base}&object=${encodeURIComponent(object)}`, { headers: { authorization: `Bearer ${oncall}` } })).status, 400, object);
   });
 });

@@ -57,6 +57,13 @@ describe('dry run: writes recorded, never sent, with the API server\'s precondit
     assert.deepEqual(views.map((v) => `${v.action} ${v.object}`), ['create service:secrets:ns/new', 'delete service:secrets:ns/gone', 'update service:secrets:ns/held']);
   });
 
+  it('never builds a path from "." or ".." (URL resolution would make it a LIST of the type)', () => {
+    const client = new DryRunClient(readOnlyServer([]), secrets, undefined, new DryRunLedger(), 'service');
+    assert.throws(() => client.path('ns', '..'), /not an object's name/);
+    assert.throws(() => client.path('.', 'x'), /not an object's name/);
+    assert.equal(client.path('ns', 'a.b'), '/api/v1/namespaces/ns/secrets/a.b');
+  });
+
   it('prints no Secret value and no last-applied configuration, of a created, changed or deleted object', async () => {
     const lastApplied = { 'kubectl.kubernetes.io/last-applied-configuration': '{"data":{"password":"c2VjcmV0"}}' };
     const ledger = new DryRunLedger();
