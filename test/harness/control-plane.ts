@@ -216,7 +216,10 @@ export async function startControlPlane(name: string, options: ControlPlaneOptio
     etcdLog,
     `etcd-${name}`,
   );
-  await waitFor(`etcd of ${name}`, () => httpOk(`http://127.0.0.1:${etcdClientPort}/health`), 30_000, etcdLog);
+  await waitFor(`etcd of ${name}`, () => httpOk(`http://127.0.0.1:${etcdClientPort}/health`), 30_000, etcdLog).catch(async (err: unknown) => {
+    await stopProcess(etcd);
+    throw err;
+  });
 
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
@@ -251,11 +254,24 @@ export async function startControlPlane(name: string, options: ControlPlaneOptio
 
   const waitApi = async (): Promise<Buffer> => {
     await waitFor(`kube-apiserver of ${name}`, async () => existsSync(join(certDir, 'apiserver.crt')), 60_000, apiLog);
-    const ca = readFileSync(join(certDir, 'apiserver.crt'));
-    await waitFor(`kube-apiserver of ${name}`, async () => (await probe(`${url}/readyz`, token, ca)) === 200, 90_000, apiLog);
+    // Read again at each probe: the file may be seen while the API server is still writing it, and a
+    // certificate read half-written would fail every probe of a server that is ready (seen in CI).
+    let ca = readFileSync(join(certDir, 'apiserver.crt'));
+    await waitFor(`kube-apiserver of ${name}`, async () => {
+      ca = readFileSync(join(certDir, 'apiserver.crt'));
+      return (await probe(`${url}/readyz`, token, ca)) === 200;
+    }, 90_000, apiLog);
     return ca;
   };
-  const ca = await waitApi();
+  let ca: Buffer;
+  try {
+    ca = await waitApi();
+  } catch (err) {
+    // A start that failed leaves nothing running: a process left would keep the test file from ending.
+    await stopProcess(apiServer);
+    await stopProcess(etcd);
+    throw err;
+  }
   const stopApiServer = () => stopProcess(apiServer);
   const startApiServer = async () => {
     apiServer = startTracked(join(assets, 'kube-apiserver'), apiArgs, apiLog, `kube-apiserver-${name}`);
@@ -336,5 +352,10 @@ export async function acceptTokens(plane: ControlPlane, tokens: Record<string, s
 
 /** Starts several control planes side by side. */
 export async function startControlPlanes(...names: string[]): Promise<ControlPlane[]> {
-  return Promise.all(names.map((n) => startControlPlane(n)));
+  const started = await Promise.allSettled(names.map((n) => startControlPlane(n)));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (!failed) return started.map((s) => (s as PromiseFulfilledResult<ControlPlane>).value);
+  // Those that did start are stopped: the test's after hook has no planes to stop, and they would keep the file from ending.
+  await Promise.all(started.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])));
+  throw failed.reason;
 }
