@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/config-problem.js';
+import { explainQuery } from '../controller/explain.js';
 import { loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
 import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
@@ -32,14 +33,11 @@ function storePath(options: InspectOptions): string {
   return resolve('relsync.db');
 }
 
-/** `secrets` → core secrets; `databases.demo.relsync.dev` → group demo.relsync.dev. */
-export function parseQuery(type: string, object: string, cluster: string | undefined): ObjectQuery {
-  const dot = type.indexOf('.');
-  const [resource, group] = dot < 0 ? [type, ''] : [type.slice(0, dot), type.slice(dot + 1)];
-  const slash = object.indexOf('/');
-  const [namespace, name] = slash < 0 ? ['', object] : [object.slice(0, slash), object.slice(slash + 1)];
-  if (!resource || !name) fail(`expected <type> <namespace>/<name>, got "${type}" "${object}"`);
-  return { cluster, group, resource, namespace, name };
+/** `secrets` → core secrets; `databases.demo.relsync.dev` → group demo.relsync.dev (explainQuery reads both commands' arguments). */
+function parseQuery(type: string, object: string, cluster: string | undefined): ObjectQuery {
+  const query = explainQuery(type, object, cluster);
+  if (typeof query === 'string') fail(query);
+  return query;
 }
 
 async function withStore<T>(options: InspectOptions, fn: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T>): Promise<T> {
