@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/config-problem.js';
 import { explainQuery } from '../controller/explain.js';
@@ -7,6 +7,7 @@ import { openStore } from '../store/database.js';
 import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
 import type { PrimariesTable, RelationsTable } from '../store/schema.js';
 import { printTable } from './table.js';
+import { shardStatusPath, type ShardStatusFile } from '../controller/shard-term.js';
 
 export interface InspectOptions {
   readonly cluster?: string;
@@ -40,15 +41,48 @@ function parseQuery(type: string, object: string, cluster: string | undefined): 
   return query;
 }
 
-async function withStore<T>(options: InspectOptions, fn: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T>): Promise<T> {
+/** Which shards the replica of this store holds (sharding.shards > 1), as it last wrote; undefined without sharding. */
+function shardStatus(path: string): ShardStatusFile | undefined {
+  const file = shardStatusPath(path);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ShardStatusFile;
+  } catch (err) {
+    fail(`${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Runs `fn` on the store, and on each store of a shard the replica holds; the answers together. */
+async function withStores<T>(options: InspectOptions, fn: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T[]>): Promise<T[]> {
   const path = storePath(options);
   if (!existsSync(path)) fail(`store ${path} does not exist (give --store or --config)`);
-  const store = await openStore(path, { readonly: true });
-  try {
-    return await fn(store.db);
-  } finally {
-    await store.close();
+  const paths = [path, ...(shardStatus(path)?.held.map((h) => h.store).filter((p) => existsSync(p)) ?? [])];
+  const out: T[] = [];
+  for (const p of paths) {
+    const store = await openStore(p, { readonly: true });
+    try {
+      out.push(...(await fn(store.db)));
+    } finally {
+      await store.close();
+    }
   }
+  return out;
+}
+
+/** `relsync inspect shards`: which shards the replica of this store holds, and the clusters of each. */
+export function inspectShards(options: InspectOptions): void {
+  const path = storePath(options);
+  const status = shardStatus(path);
+  if (!status) {
+    console.log(`${path}: no shards (sharding.shards is 1, or this replica has not started with shards)`);
+    return;
+  }
+  if (options.output === 'json') {
+    console.log(JSON.stringify(status, null, 2));
+    return;
+  }
+  console.log(`replica ${status.identity}: ${status.held.length} of ${status.shards} shards (shard map ${status.fingerprint}, as of ${status.at})`);
+  if (status.held.length > 0) printTable(status.held.map((h) => ({ shard: String(h.shard), phase: h.phase, since: h.since, clusters: h.clusters.length > 0 ? h.clusters.join(', ') : '(kcp workspaces by hash; see inspect workspaces)' })), ['shard', 'phase', 'since', 'clusters']);
 }
 
 const relationColumns = (r: RelationsTable) => ({
@@ -74,7 +108,7 @@ function typeOf(group: string, resource: string): string {
 
 export async function inspectOwners(type: string, object: string, options: InspectOptions): Promise<void> {
   const query = parseQuery(type, object, options.cluster);
-  const rows = await withStore(options, (db) => relationsOfObject(db, query));
+  const rows = await withStores(options, (db) => relationsOfObject(db, query));
   const out = rows.map(relationColumns);
   if (options.output === 'json') console.log(JSON.stringify(out, null, 2));
   else if (out.length === 0) console.log(`no primary owns ${type} ${object}`);
@@ -83,7 +117,7 @@ export async function inspectOwners(type: string, object: string, options: Inspe
 
 export async function inspectPrimary(type: string, object: string, options: InspectOptions): Promise<void> {
   const query = parseQuery(type, object, options.cluster);
-  const result = await withStore(options, async (db) => {
+  const result = await withStores(options, async (db) => {
     const primaries = await primariesMatching(db, query);
     return Promise.all(primaries.map(async (p) => ({ primary: p, relations: await relationsOfPrimary(db, p), selectors: await selectorsOfPrimary(db, p) })));
   });
@@ -122,7 +156,7 @@ export async function inspectPrimary(type: string, object: string, options: Insp
 
 /** kcp: the workspaces relsync knows, with their primaries. */
 export async function inspectWorkspaces(options: InspectOptions): Promise<void> {
-  const rows = await withStore(options, (db) => logicalClustersWithPrimaries(db));
+  const rows = await withStores(options, (db) => logicalClustersWithPrimaries(db));
   if (options.output === 'json') console.log(JSON.stringify(rows, null, 2));
   else if (rows.length === 0) console.log('the store knows no kcp workspace');
   else printTable(rows.map((r) => ({ workspace: r.name, platform: r.platform, state: r.state, primaries: String(r.primaries), firstSeen: r.firstSeenAt })), ['workspace', 'platform', 'state', 'primaries', 'firstSeen']);

@@ -11,7 +11,7 @@ import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
 import { explainCommand } from './explain-command.js';
-import { inspectOwners, inspectPrimary, inspectWorkspaces } from './inspect-command.js';
+import { inspectOwners, inspectPrimary, inspectShards, inspectWorkspaces } from './inspect-command.js';
 
 /** The version of the package this runs from (dist/src/cli/ → the package's root). */
 const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -96,5 +96,13 @@ inspect
   .option('--store <file>', 'store file (default: from --config, else ./relsync.db)')
   .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
   .action(inspectWorkspaces);
+
+inspect
+  .command('shards')
+  .description('sharding.shards > 1: the shards this replica holds (as it last wrote), and the clusters of each')
+  .option('-c, --config <file>', 'config file, to find the store')
+  .option('--store <file>', 'store file (default: from --config, else ./relsync.db)')
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+  .action(inspectShards);
 
 await program.parseAsync(process.argv);

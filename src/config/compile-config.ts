@@ -140,8 +140,10 @@ export function compileConfig(raw: RawConfig, file: string): Config {
       namespaceKnown: raw.leaderElection.namespace !== undefined || process.env.POD_NAMESPACE !== undefined,
       name: raw.leaderElection.name ?? `relsync-${raw.agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}`,
     },
+    sharding: raw.sharding,
     resources,
   };
+  if (raw.sharding.shards > 1 && !raw.leaderElection.enabled) problems.push({ path: 'sharding.shards', message: 'shards are Leases: more than one needs leaderElection.enabled' });
   // Only a config whose parts compiled is checked for what it would let a tenant do.
   if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), hasManyClusters(config.platformClusters)));
   if (problems.length > 0) throw new ConfigError(file, problems);

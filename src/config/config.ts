@@ -58,6 +58,8 @@ export interface Config {
     readonly renewDeadlineSeconds: number;
     readonly retryPeriodSeconds: number;
   };
+  /** Shards the platform clusters are spread over (1: leader election only). */
+  readonly sharding: { readonly shards: number };
   readonly resources: readonly PublishedResource[];
   /** What of a source's metadata reaches its copy. */
   readonly copy: CopyPolicy;

@@ -343,6 +343,13 @@ export const configSchema = z
       .refine((l) => l.renewDeadlineSeconds < l.leaseDurationSeconds, { message: 'renewDeadlineSeconds must be shorter than leaseDurationSeconds', path: ['renewDeadlineSeconds'], when: onlyIfValid })
       .refine((l) => l.retryPeriodSeconds < l.renewDeadlineSeconds, { message: 'retryPeriodSeconds must be shorter than renewDeadlineSeconds', path: ['retryPeriodSeconds'], when: onlyIfValid })
       .prefault({}),
+    /**
+     * Active-active replicas (controller/shard-coordinator.ts): the platform clusters (on kcp, the
+     * logical clusters) are spread over this many shards, each a Lease in the service cluster next
+     * to the leader Lease; each replica holds a balanced share. 1: one replica reconciles, the
+     * others wait (leader election, as before).
+     */
+    sharding: z.strictObject({ shards: z.number().int().min(1).max(64).default(1) }).prefault({}),
     /** Watch connections: how long the API server keeps one open, and how long a silent one is trusted. */
     watch: z
       .strictObject({

@@ -78,10 +78,10 @@ export interface HealthServerOptions {
   /** The Lease this process campaigns for, and whether it leads now (leader_election_master_status). */
   readonly lease?: { readonly name: string; readonly leading: () => boolean };
   readonly logger: Logger;
-  /** The SQLite file, whose size (with its WAL) /metrics reports. */
-  readonly storePath: string;
-  /** The current term's wiring, undefined before the first. */
-  readonly wiring: () => Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'> | undefined;
+  /** The SQLite files (the shards' too), whose size (with their WAL) /metrics reports. */
+  readonly storePaths: () => readonly string[];
+  /** The current term's wiring (one per shard held), none before the first. */
+  readonly wirings: () => ReadonlyArray<Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'>>;
   readonly onListening?: ((port: number) => void) | undefined;
   /** Who may read /metrics (kube/metrics-authorizer.ts); default: everyone. */
   readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
@@ -103,7 +103,11 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     counted.set(owner, now);
   };
   // The store's counts are a scan of both tables: one per 15 s, whatever the number of scrapers.
-  let counts: { at: number; value: Awaited<ReturnType<Wiring['store']['counts']>> } | undefined;
+  type Counts = Awaited<ReturnType<Wiring['store']['counts']>>;
+  let counts: { at: number; value: Counts } | undefined;
+  const add = (into: Record<string, number | undefined>, from: Record<string, number | undefined>) => {
+    for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + (n ?? 0);
+  };
   const server = new HttpServer({
     port: options.port,
     registry: metrics.registry,
@@ -118,9 +122,16 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       // A term's watches only: one of a term that ended is no longer a series.
       metrics.watchSynced.reset();
       for (const watch of options.watches?.() ?? []) metrics.watchSynced.set({ watch: watch.name }, watch.synced ? 1 : 0);
-      const w = options.wiring();
-      if (!w) return;
-      if (!counts || Date.now() - counts.at > 15_000) counts = { at: Date.now(), value: await w.store.counts() };
+      const all = options.wirings();
+      if (all.length === 0) return;
+      if (!counts || Date.now() - counts.at > 15_000) {
+        const value: Counts = { primaries: {}, relations: {} } as Counts;
+        for (const one of await Promise.all(all.map((x) => x.store.counts()))) {
+          add(value.primaries, one.primaries);
+          add(value.relations, one.relations);
+        }
+        counts = { at: Date.now(), value };
+      }
       const { primaries, relations } = counts.value;
       const sum = (byState: Record<string, number | undefined>) => Object.values(byState).reduce<number>((a, b) => a + (b ?? 0), 0);
       metrics.storeRows.set({ table: 'primaries' }, sum(primaries));
@@ -134,28 +145,35 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
         metrics.primaries.reset();
         metrics.relations.reset();
       }
-      metrics.storeBytes.set(storeFileBytes(options.storePath));
-      metrics.queueDepth.set(w.queue.depth);
-      metrics.workqueueDepth.set(QUEUE, w.queue.depth);
-      const running = w.queue.running();
+      metrics.storeBytes.set(options.storePaths().reduce((n, path) => n + storeFileBytes(path), 0));
+      const total = (f: (w: (typeof all)[number]) => number) => all.reduce((n, w) => n + f(w), 0);
+      metrics.queueDepth.set(total((w) => w.queue.depth));
+      metrics.workqueueDepth.set(QUEUE, total((w) => w.queue.depth));
+      const running = all.flatMap((w) => w.queue.running());
       metrics.workqueueUnfinished.set(QUEUE, running.reduce((a, b) => a + b, 0) / 1000);
       metrics.workqueueLongest.set(QUEUE, Math.max(0, ...running) / 1000);
-      metrics.queueRetrying.set(w.queue.retrying);
-      metrics.queueHeld.set(w.queue.waiting);
-      const cache = w.cache?.stats();
-      if (cache) {
-        metrics.cacheObjects.set(cache.entries);
-        metrics.cacheBytes.set(cache.bytes);
-        countGrowth(w.cache!, { hit: cache.hits, miss: cache.misses }, (result, n) => metrics.cacheReads.inc({ result }, n));
+      metrics.queueRetrying.set(total((w) => w.queue.retrying));
+      metrics.queueHeld.set(total((w) => w.queue.waiting));
+      const caches = all.filter((w) => w.cache);
+      if (caches.length > 0) {
+        metrics.cacheObjects.set(total((w) => w.cache?.stats().entries ?? 0));
+        metrics.cacheBytes.set(total((w) => w.cache?.stats().bytes ?? 0));
+        for (const w of caches) {
+          const cache = w.cache!.stats();
+          countGrowth(w.cache!, { hit: cache.hits, miss: cache.misses }, (result, n) => metrics.cacheReads.inc({ result }, n));
+        }
       }
-      const index = w.finderIndex?.stats();
-      if (index) {
-        metrics.finderIndexObjects.set(index.objects);
-        metrics.finderIndexBytes.set(index.bytes);
-        countGrowth(w.finderIndex!, { index: index.answered, list: index.listed }, (how, n) => metrics.finderLookups.inc({ how }, n));
+      const indexes = all.filter((w) => w.finderIndex);
+      if (indexes.length > 0) {
+        metrics.finderIndexObjects.set(total((w) => w.finderIndex?.stats().objects ?? 0));
+        metrics.finderIndexBytes.set(total((w) => w.finderIndex?.stats().bytes ?? 0));
+        for (const w of indexes) {
+          const index = w.finderIndex!.stats();
+          countGrowth(w.finderIndex!, { index: index.answered, list: index.listed }, (how, n) => metrics.finderLookups.inc({ how }, n));
+        }
       }
       metrics.logicalClusters.reset();
-      for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });
+      for (const w of all) for (const r of w.logical.records()) metrics.logicalClusters.inc({ platform: r.platform, state: r.state });
     },
   });
   return server.start(signal, options.onListening);

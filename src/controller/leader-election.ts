@@ -61,6 +61,17 @@ export class LeaderElector {
     return this.leader;
   }
 
+  /**
+   * Why this process may not write as leader now (undefined: it may): it is not the leader, or its
+   * last renewal is older than the renew deadline by its own clock. A standby takes over only once
+   * the record stood unchanged for a whole lease duration, longer than the deadline, by its clock.
+   */
+  writeBlocked(): string | undefined {
+    if (!this.leader) return 'this replica does not hold the lease';
+    const age = this.clock.now() - this.lastRenew;
+    return age > this.options.renewDeadlineMs ? `the lease was last renewed ${Math.round(age)} ms ago, past the renew deadline` : undefined;
+  }
+
   /** Who holds the lease as last seen (this process's identity when leader). */
   get currentHolder(): string | undefined {
     return this.holder;
@@ -79,9 +90,12 @@ export class LeaderElector {
         // One attempt may not outlast the renew deadline: against an API
         // server that hangs (SIGSTOP, a black-holed network) a request would
         // otherwise wait its whole request timeout and the deadline pass unseen.
+        // The renewal counts from when it was sent: the API server wrote it after that, and a
+        // standby's lease duration runs from when it saw the write, later still.
+        const sentAt = this.clock.now();
         const ok = await withTimeout(this.clock, this.tryAcquireOrRenew(), renewDeadlineMs, 'lease request');
         if (ok) {
-          this.lastRenew = this.clock.now();
+          this.lastRenew = sentAt;
           if (!this.leader) {
             this.leader = true;
             logger.info({ lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity }, 'became the leader');
@@ -184,7 +198,7 @@ function withTimeout<T>(clock: Clock, work: Promise<T>, ms: number, what: string
 }
 
 /** Lease times are MicroTime: RFC 3339 with microseconds. */
-function micro(d: Date): string {
+export function micro(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 

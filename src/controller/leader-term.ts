@@ -26,6 +26,8 @@ export interface TermOptions {
   readonly status: TermStatus;
   /** Whether this process knows which installation it is (Manager.knowsInstallation). */
   readonly knowsInstallation: () => boolean;
+  /** The shard this term works for (shard-term.ts); undefined: the whole installation. */
+  readonly shard?: number;
 }
 
 /** One term: wait for the lease, lead until stopped; true when the lease was lost. */
@@ -55,6 +57,8 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
       term.abort();
     },
   });
+  // No write of this term's leaves once the lease is not provably held (Events excepted: they change nothing a leader owns).
+  w.clusters.setWriteFence((_method, path) => (isEventsPath(path) ? undefined : elector.writeBlocked()));
   options.status.campaigning(elector);
   logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
   try {
@@ -69,6 +73,12 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   } finally {
     signal.removeEventListener('abort', stopTerm);
   }
+}
+
+/** Events (core or events.k8s.io): a term that ended may still say what its last reconciles found. */
+export function isEventsPath(path: string): boolean {
+  // Anchored: a namespace (a tenant's choice) named "events" is not an Event.
+  return /^\/(api\/v1|apis\/events\.k8s\.io\/v1)\/namespaces\/[^/]+\/events(\/[^/]+)?$/.test(path);
 }
 
 /** The leader's work: watches, reconciles, checkpoints, sweeps. */
@@ -124,8 +134,11 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
   } finally {
     clearInterval(readyCheck);
     await sweeps.destroy();
-    // No longer the one that sweeps: the alert on missed sweeps reads this process no more.
-    options.metrics.sweepInterval.set(0);
-    options.metrics.termStart.set(0);
+    // No longer the one that sweeps: the alert on missed sweeps reads this process no more
+    // (of a shard's term, the coordinator says so once it works for no shard).
+    if (options.shard === undefined) {
+      options.metrics.sweepInterval.set(0);
+      options.metrics.termStart.set(0);
+    }
   }
 }

@@ -24,6 +24,13 @@ import { campaignAndLead, lead, type TermOptions } from './leader-term.js';
 import type { SweepResult } from './sweeper.js';
 import { sweepOnce } from './sweep-triggers.js';
 import { rewire, wire, type Wiring, type WiringOptions } from './wiring.js';
+import { ShardMap } from '../config/shard-map.js';
+import { ResourceClient } from '../kube/resource-client.js';
+import { systemClock } from '../util/clock.js';
+import { leaseType } from './leader-election.js';
+import { ShardCoordinator, type HeldShard } from './shard-coordinator.js';
+import { ShardLeases } from './shard-leases.js';
+import { dropOtherMapsStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermView } from './shard-term.js';
 
 export { LeaderRunningError } from './sweep-triggers.js';
 
@@ -48,6 +55,10 @@ export class Manager {
   readonly metrics = new Metrics();
   /** The current term's wiring (the HTTP server reads it). */
   private wiring: Wiring | undefined;
+  /** With shards: the coordinator, and each held shard's term (its status and wiring, once wired). */
+  private coordinator: ShardCoordinator | undefined;
+  private readonly shardTerms = new Map<number, ShardTermView>();
+  private readonly map: ShardMap;
   private readonly status: TermStatus;
   private readonly identity: string;
   private readonly wiringOptions: WiringOptions;
@@ -55,6 +66,7 @@ export class Manager {
 
   constructor(private readonly options: ManagerOptions) {
     this.identity = options.identity ?? `${hostname()}-${process.pid}`;
+    this.map = ShardMap.of(options.config);
     this.status = new TermStatus(() => options.store.sqlite.open, () => this.wiring !== undefined);
     const { config, logger } = options;
     const knowsInstallation = () => this.knowsInstallation();
@@ -75,6 +87,12 @@ export class Manager {
     setMaxListeners(0, signal);
     // Health endpoints first: wiring may wait (for a kcp export's first binding), and a liveness probe must not kill that.
     const server = this.options.httpPort !== undefined ? this.serve(this.options.httpPort, signal) : Promise.resolve();
+    if (this.map.shards > 1) {
+      await this.runSharded(signal);
+      await server;
+      logger.info('relsync stopped');
+      return;
+    }
     let w: Wiring;
     try {
       w = this.wiring = await wire(this.wiringOptions, signal);
@@ -107,6 +125,76 @@ export class Manager {
   }
 
   /**
+   * Active-active (sharding.shards > 1): this replica's share of the shards, each worked by a
+   * term of its own (shard-coordinator.ts, shard-term.ts). Rejects when a shard's work failed
+   * for good (a type not served): the process stops, as one without shards would.
+   */
+  private async runSharded(signal: AbortSignal): Promise<void> {
+    const { config, logger } = this.options;
+    const le = config.leaderElection;
+    const map = this.map;
+    this.metrics.shardsConfigured.set(map.shards);
+    for (const name of dropOtherMapsStores(config.storePath, map)) logger.info({ file: name }, 'sharding: removed the store of a shard of another shard map (an earlier config)');
+    const service = config.serviceCluster;
+    const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
+    connection.observer = (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) });
+    const leases = new ShardLeases({
+      // Past the service cluster's concurrency limit, as the leader Lease: a Retry-After on writes must not cost a shard.
+      client: new ResourceClient(connection.unlimited(), leaseType),
+      namespace: le.namespace,
+      base: le.name,
+      identity: this.identity,
+      fingerprint: map.fingerprint,
+      leaseDurationMs: le.leaseDurationSeconds * 1000,
+      clock: systemClock,
+    });
+    logger.info({ shards: map.shards, sharding: map.fingerprint, leases: `${le.namespace}/${le.name}-shard-*`, identity: this.identity }, 'sharding: this replica takes its share of the shards');
+    const coordinator = (this.coordinator = new ShardCoordinator({
+      leases,
+      map,
+      identity: this.identity,
+      renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+      retryPeriodMs: le.retryPeriodSeconds * 1000,
+      logger,
+      metrics: this.metrics,
+      onChange: (held) => {
+        try {
+          writeShardStatus(config.storePath, {
+            identity: this.identity,
+            shards: map.shards,
+            fingerprint: map.fingerprint,
+            at: new Date().toISOString(),
+            held: held.map((h) => ({ ...h, clusters: map.configuredIn(h.shard), store: shardStorePath(config.storePath, map, h.shard) })),
+          });
+        } catch (err) {
+          logger.warn({ err: (err as Error).message }, 'sharding: could not write which shards this replica holds (for relsync inspect shards)');
+        }
+      },
+      work: (shard, shardSignal, fence) =>
+        runShardTerm(
+          {
+            shard,
+            map,
+            wiring: this.wiringOptions,
+            term: this.termOptions,
+            logger: logger.child({ shard }),
+            fence,
+            onStatus: (term) => {
+              if (term) this.shardTerms.set(shard, term);
+              else this.shardTerms.delete(shard);
+            },
+          },
+          shardSignal,
+        ),
+    }));
+    try {
+      await coordinator.start(signal);
+    } finally {
+      connection.close();
+    }
+  }
+
+  /**
    * One sweep without watches (`relsync sweep`); resolves with its summary. `dryRun`: nothing is
    * written, what would be is recorded there (the store given is then a copy).
    */
@@ -129,14 +217,23 @@ export class Manager {
 
   /** An /explain answer: from the process that reconciles (its store and watches' clusters are the current ones). */
   private async explainAnswer(query: URLSearchParams): Promise<{ status: number; body: unknown }> {
-    const w = this.wiring;
-    if (!w) return { status: 503, body: { error: 'starting: not connected to the clusters yet' } };
-    if (this.options.config.leaderElection.enabled && this.status.role() !== 'leader') return { status: 503, body: { error: `this replica does not reconcile (${this.status.role()}): ask the leader` } };
     const q = explainQuery(query.get('type') ?? '', query.get('object') ?? '', query.get('cluster') ?? undefined);
     if (typeof q === 'string') return { status: 400, body: { error: q } };
+    let w = this.wiring;
+    let db = this.options.store.db;
+    if (this.map.shards > 1) {
+      // The replica that holds the cluster's shard answers: its store and watches are the current ones.
+      if (q.cluster === undefined) return { status: 400, body: { error: `with ${this.map.shards} shards, say which platform cluster (cluster=): the replica that holds its shard answers` } };
+      const shard = this.map.shardOf(q.cluster);
+      const term = this.shardTerms.get(shard);
+      if (!term) return { status: 503, body: { error: `cluster ${q.cluster} is in shard ${shard}, which this replica does not work for (${this.role()}): ask the one that does` } };
+      w = term.wiring;
+      db = term.store.db;
+    } else if (this.options.config.leaderElection.enabled && this.status.role() !== 'leader') return { status: 503, body: { error: `this replica does not reconcile (${this.status.role()}): ask the leader` } };
+    if (!w) return { status: 503, body: { error: 'starting: not connected to the clusters yet' } };
     if (this.explaining >= 2) return { status: 503, body: { error: 'busy answering other explain requests; try again' } };
     this.explaining++;
-    const work = explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db: this.options.store.db }, q).finally(() => this.explaining--);
+    const work = explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db }, q).finally(() => this.explaining--);
     const late = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000).unref());
     const answer = await Promise.race([work, late]);
     return answer ? { status: 200, body: answer } : { status: 504, body: { error: 'the API servers did not answer within 20 s' } };
@@ -153,17 +250,43 @@ export class Manager {
   }
 
   notReady(): string[] {
-    return this.status.notReady();
+    if (this.map.shards === 1) return this.status.notReady();
+    if (!this.options.store.sqlite.open) return ['the store is closed'];
+    // A replica that holds no shard (yet) is ready, as a standby is: it takes shards when its share says so.
+    return [...this.shardTerms].flatMap(([shard, t]) => t.status.notReady().map((why) => `shard ${shard}: ${why}`));
   }
 
   /** Why this process should be restarted (the liveness probe; see TermStatus.notLive). */
   notLive(): string[] {
-    return this.status.notLive();
+    if (this.map.shards === 1) return this.status.notLive();
+    return [...this.shardTerms].flatMap(([shard, t]) => t.status.notLive().map((why) => `shard ${shard}: ${why}`));
   }
 
-  /** "leader", "standby (leader: x)" or "single instance (leader election off)". */
+  /** "leader", "standby (leader: x)", "single instance (leader election off)", or with shards which it holds. */
   role(): string {
-    return this.status.role();
+    if (this.map.shards === 1) return this.status.role();
+    const held = this.heldShards();
+    const working = held.filter((h) => h.phase === 'working').map((h) => h.shard);
+    const stopping = held.filter((h) => h.phase !== 'working').map((h) => `${h.shard} (${h.phase})`);
+    const waiting = this.coordinator?.waiting;
+    return `holds ${working.length === 0 ? 'no shard' : `shard${working.length > 1 ? 's' : ''} ${working.join(', ')}`} of ${this.map.shards}${stopping.length > 0 ? `, stopping ${stopping.join(', ')}` : ''}${waiting ? ` (waiting: ${waiting})` : ''}`;
+  }
+
+  /** The shards this replica holds (none without sharding). */
+  heldShards(): HeldShard[] {
+    return this.coordinator?.held() ?? [];
+  }
+
+  /** Every wiring that works now: the term's, or each held shard's. */
+  private wirings(): Wiring[] {
+    if (this.map.shards === 1) return this.wiring ? [this.wiring] : [];
+    return [...this.shardTerms.values()].map((t) => t.wiring);
+  }
+
+  /** The watches of every term that works now, and whether each is in sync; a shard's named after it. */
+  private watchStates(): Array<{ readonly name: string; readonly synced: boolean }> {
+    if (this.map.shards === 1) return this.status.watchStates();
+    return [...this.shardTerms].flatMap(([shard, t]) => t.status.watchStates().map((w) => ({ name: `shard-${shard}/${w.name}`, synced: w.synced })));
   }
 
   private serve(port: number, signal: AbortSignal): Promise<void> {
@@ -184,11 +307,15 @@ export class Manager {
         port,
         metrics: this.metrics,
         readiness: { notReady: () => this.notReady(), notLive: () => this.notLive(), role: () => this.role() },
-        lease: { name: this.options.config.leaderElection.name, leading: () => this.wiring !== undefined && (this.options.config.leaderElection.enabled ? this.status.role() === 'leader' : true) },
+        lease: {
+          name: this.options.config.leaderElection.name,
+          // With shards: while it works for one.
+          leading: () => (this.map.shards > 1 ? this.shardTerms.size > 0 : this.wiring !== undefined && (this.options.config.leaderElection.enabled ? this.status.role() === 'leader' : true)),
+        },
         logger: this.options.logger,
-        storePath: this.options.store.path,
-        wiring: () => this.wiring,
-        watches: () => this.status.watchStates(),
+        storePaths: () => [this.options.store.path, ...[...this.shardTerms.keys()].map((k) => shardStorePath(this.options.config.storePath, this.map, k))],
+        wirings: () => this.wirings(),
+        watches: () => this.watchStates(),
         ...(authorizer ? { authorizeMetrics: (header: string | undefined) => authorizer.authorize(header) } : {}),
         ...(explain ? { explain } : {}),
         onListening: this.options.onHttpListening,

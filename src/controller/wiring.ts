@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { hasManyClusters, type Config } from '../config/config.js';
 import { ClusterSet } from '../kube/cluster-set.js';
 import type { DryRunLedger } from '../kube/dry-run-client.js';
+import type { ClusterConfig } from '../kube/cluster-config.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { sameType, typeName } from '../core/resource-type.js';
 import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
@@ -90,13 +91,19 @@ export interface WiringOptions {
   readonly knowsInstallation: () => boolean;
   /** A dry run (`relsync sweep --dry-run`): nothing is written, what would be is recorded here. */
   readonly dryRun?: DryRunLedger;
+  /**
+   * One shard's wiring (shard-term.ts): only these platform clusters are connected to (default:
+   * the config's), and of kcp's logical clusters only those `ownsLogical` says. The config stays
+   * whole for the checks that look across every tenant.
+   */
+  readonly shard?: { readonly platforms: readonly ClusterConfig[]; readonly ownsLogical: (name: string) => boolean };
 }
 
 export async function wire(options: WiringOptions, signal: AbortSignal): Promise<Wiring> {
   const { config, logger, metrics } = options;
   const db = options.store.db;
-  const logical = await LogicalClusters.load(new LogicalClusterStore(db));
-  const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, {
+  const logical = await LogicalClusters.load(new LogicalClusterStore(db), options.shard?.ownsLogical);
+  const clusters = new ClusterSet(config.serviceCluster, options.shard?.platforms ?? config.platformClusters, {
     observer: (cluster, method, code, seconds) => {
       metrics.apiRequests.inc({ cluster, method, code: String(code) });
       if (seconds !== undefined) metrics.restClientDuration.observe({ verb: method, host: cluster }, seconds);

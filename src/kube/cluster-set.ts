@@ -12,7 +12,7 @@
  * logical cluster's clients go with it.
  */
 
-import { Connection, type LimitObserver, type RequestObserver } from './connection.js';
+import { Connection, type LimitObserver, type RequestObserver, type WriteFence } from './connection.js';
 import { Discovery } from './discovery.js';
 import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
@@ -148,6 +148,11 @@ export class ClusterSet {
     await this.logicalClusters?.forget(name);
     this.logical.delete(name);
     for (const key of this.clients.keys()) if (key.startsWith(compositeKey(name, ''))) this.clients.delete(key);
+  }
+
+  /** Every connection's writes from now on ask `fence` first (Connection.setWriteFence): a term's, while it holds its Lease. */
+  setWriteFence(fence: WriteFence): void {
+    for (const c of this.byName.values()) c.connection.setWriteFence(fence);
   }
 
   close(): void {

@@ -71,6 +71,16 @@ interface Transport {
   limitObserver: LimitObserver | undefined;
   /** Every request but a read is refused before it is sent (a dry run). */
   readOnly: boolean;
+  /** Why writes may not be sent now (a term that lost or gave up its Lease), checked as each is sent; undefined: they may. */
+  writeFence: WriteFence | undefined;
+}
+
+/** Why a write (method, path) may not be sent now; undefined: it may. */
+export type WriteFence = (method: string, path: string) => string | undefined;
+
+/** A write refused by the connection's write fence (setWriteFence): it was never sent. */
+export class FencedWriteError extends Error {
+  override name = 'FencedWriteError';
 }
 
 export class Connection {
@@ -83,6 +93,8 @@ export class Connection {
   private readonly requestTimeoutMs: number;
   /** False for a connection made by unlimited(). */
   private readonly limited: boolean = true;
+  /** False for a connection made by unlimited(): the Lease's own writes are what keeps the fence open. */
+  private readonly fenced: boolean = true;
 
   constructor(options: ConnectionOptions) {
     this.name = options.name;
@@ -109,6 +121,7 @@ export class Connection {
       observer: undefined,
       limitObserver: undefined,
       readOnly: false,
+      writeFence: undefined,
     };
     this.transport = transport;
   }
@@ -116,6 +129,16 @@ export class Connection {
   /** Refuses, from now on, every request but a read, of this connection and of those derived from it. */
   makeReadOnly(): void {
     this.transport.readOnly = true;
+  }
+
+  /**
+   * From now on, each request but a read, of this connection and of those derived from it, asks
+   * `fence` just before it is sent and is refused (FencedWriteError) when told why. A term's
+   * fence says whether its Lease is still held: checked at the last moment, it also stops the
+   * writes of a process that was paused past its lease and has not yet noticed.
+   */
+  setWriteFence(fence: WriteFence): void {
+    this.transport.writeFence = fence;
   }
 
   /** Sees every request of this connection and of those derived from it. */
@@ -155,6 +178,7 @@ export class Connection {
       transport: this.transport,
       requestTimeoutMs: this.requestTimeoutMs,
       limited: this.limited,
+      fenced: this.fenced,
     });
     return child;
   }
@@ -164,11 +188,12 @@ export class Connection {
    * pauses: for the leader's Lease, which must be renewed within the renew
    * deadline even while the cluster's other requests wait out a Retry-After
    * (the API server's priority and fairness gives leases their own priority
-   * level for the same reason). Its answers do not move the limit.
+   * level for the same reason). Its answers do not move the limit, and the
+   * write fence does not hold it back (the lease write is what keeps it open).
    */
   unlimited(): Connection {
     const child = Object.create(Connection.prototype) as Connection;
-    Object.assign(child, this, { limited: false });
+    Object.assign(child, this, { limited: false, fenced: false });
     return child;
   }
 
@@ -245,6 +270,9 @@ export class Connection {
     const { headers: auth, tls } = await this.transport.credentials.current();
     this.server ??= (await this.resolveServer()).replace(/\/+$/, '');
     const url = new URL(this.server + path);
+    // At the last moment before sending, after every wait (a slot, credentials, the server's URL).
+    const fenced = method !== 'GET' && this.fenced ? this.transport.writeFence?.(method, path) : undefined;
+    if (fenced !== undefined) throw new FencedWriteError(`${method} ${path}: not sent to ${this.name}: ${fenced}`);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }

@@ -18,11 +18,18 @@ export interface LogicalClusterStorage {
 export class LogicalClusters {
   private readonly byName = new Map<string, LogicalClusterRecord>();
 
-  private constructor(private readonly store: LogicalClusterStorage | undefined) {}
+  private constructor(
+    private readonly store: LogicalClusterStorage | undefined,
+    private readonly owns: (name: string) => boolean,
+  ) {}
 
-  static async load(store: LogicalClusterStorage | undefined): Promise<LogicalClusters> {
-    const registry = new LogicalClusters(store);
-    for (const record of (await store?.all()) ?? []) registry.byName.set(record.name, record);
+  /**
+   * `owns`: the logical clusters this process serves (a shard's, controller/shard-coordinator.ts);
+   * any other is never known here, so nothing of it is routed, stored, reconciled or swept.
+   */
+  static async load(store: LogicalClusterStorage | undefined, owns: (name: string) => boolean = () => true): Promise<LogicalClusters> {
+    const registry = new LogicalClusters(store, owns);
+    for (const record of (await store?.all()) ?? []) if (owns(record.name)) registry.byName.set(record.name, record);
     return registry;
   }
 
@@ -45,6 +52,7 @@ export class LogicalClusters {
 
   /** A logical cluster seen bound through `platform`: 'new', 'rebound', or undefined when nothing changed. Never takes one over from another platform. */
   async bound(name: string, platform: string): Promise<'new' | 'rebound' | undefined> {
+    if (!this.owns(name)) return undefined;
     const known = this.byName.get(name);
     if (known && (known.platform !== platform || known.state === 'bound')) return undefined;
     const record: LogicalClusterRecord = { name, platform, state: 'bound' };

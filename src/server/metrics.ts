@@ -64,6 +64,8 @@ export class Metrics {
   readonly reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller (relsync: per primary type), by result (success, error, requeue_after)', labelNames: ['controller', 'result'], registers: [this.registry] });
   readonly reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Total number of reconciliation errors per controller (relsync: per primary type)', labelNames: ['controller'], registers: [this.registry] });
   readonly reconcileTime = new Histogram({ name: 'controller_runtime_reconcile_time_seconds', help: 'Length of time per reconciliation per controller (relsync: per primary type)', labelNames: ['controller'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60], registers: [this.registry] });
+  readonly shardsHeld = new Gauge({ name: 'relsync_shard_held', help: 'Shards this replica holds (sharding.shards > 1): 1 per shard, by phase (working; giving-up: its work stops before its Lease is released; lost: not renewed in time, its work stops)', labelNames: ['shard', 'phase'], registers: [this.registry] });
+  readonly shardsConfigured = new Gauge({ name: 'relsync_shards', help: 'Shards the platform clusters are spread over (sharding.shards)', registers: [this.registry] });
   readonly leaderStatus = new Gauge({ name: 'leader_election_master_status', help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master', labelNames: ['name'], registers: [this.registry] });
 
   constructor() {

@@ -1,0 +1,235 @@
+/**
+ * The Leases of a sharded installation, in the service cluster next to its
+ * leader Lease (named `<leaderElection.name>-shard-<k>` and
+ * `<leaderElection.name>-member-<hash of identity>`), and the reads and
+ * writes on them; shard-coordinator.ts decides when.
+ *
+ * A shard Lease is held the way leader-election.ts holds the leader Lease
+ * (client-go's rules): renewed every retry period; taken over only once its
+ * record stood unchanged for a whole lease duration, as seen on this
+ * process's own clock; every write is a PUT with the resourceVersion read,
+ * so of two replicas that try at once, one gets a 409. A member Lease says a
+ * replica is alive: the live members decide each one's share
+ * (shard-balance.ts). Every Lease of the set carries the shard map's
+ * fingerprint (config/shard-map.ts): a replica never takes a shard while a
+ * live replica works from another map.
+ */
+import { createHash } from 'node:crypto';
+import type { KubeObject } from '../core/object.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
+import type { ResourceClient } from '../kube/resource-client.js';
+import type { Clock } from '../util/clock.js';
+import { micro } from './leader-election.js';
+
+export const LEASE_SET_LABEL = 'relsync.dev/lease-set';
+export const LEASE_KIND_LABEL = 'relsync.dev/lease-kind';
+export const SHARDING_ANNOTATION = 'relsync.dev/sharding';
+export const SHARD_ANNOTATION = 'relsync.dev/shard';
+
+export type ShardLeaseClient = Pick<ResourceClient, 'get' | 'create' | 'replace' | 'delete' | 'listAll'>;
+
+export interface ShardLeasesOptions {
+  readonly client: ShardLeaseClient;
+  readonly namespace: string;
+  /** The leader Lease's name: the set's Leases are named after it. */
+  readonly base: string;
+  readonly identity: string;
+  /** The shard map's (config/shard-map.ts). */
+  readonly fingerprint: string;
+  readonly leaseDurationMs: number;
+  readonly clock: Clock;
+}
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+/** What one LIST of the set showed. */
+export interface LeaseSetView {
+  /** Live members that work from this map, by identity (this replica included). */
+  readonly members: string[];
+  /** Live members or shard holders that work from another map: while there are any, no shard is taken. */
+  readonly foreign: string[];
+  /** Each shard's live holder (undefined: free), and its Lease as read (undefined: none yet). */
+  readonly shards: Array<{ readonly holder: string | undefined; readonly lease: KubeObject | undefined }>;
+  /** Member Leases not renewed for ten lease durations: replicas long gone, to be deleted. */
+  readonly stale: KubeObject[];
+}
+
+export class ShardLeases {
+  /** When each Lease's current record was first seen here: its age is measured from then, on this clock. */
+  private readonly observed = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
+  private member: KubeObject | undefined;
+
+  constructor(private readonly options: ShardLeasesOptions) {}
+
+  shardName(shard: number): string {
+    return `${this.options.base}-shard-${shard}`;
+  }
+
+  get memberName(): string {
+    return `${this.options.base}-member-${createHash('sha256').update(this.options.identity).digest('hex').slice(0, 12)}`;
+  }
+
+  /** The label value that finds the set: the base name when it is a valid label value, else its hash. */
+  get setLabel(): string {
+    const base = this.options.base;
+    return base.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(base) ? base : createHash('sha256').update(base).digest('hex').slice(0, 32);
+  }
+
+  /** One LIST of the set: who is alive, and who holds each of `shards`. */
+  async view(shards: number): Promise<LeaseSetView> {
+    const { client, namespace, identity, fingerprint, leaseDurationMs, clock } = this.options;
+    const { items } = await client.listAll({ namespace, labelSelector: `${LEASE_SET_LABEL}=${this.setLabel}` });
+    const now = clock.now();
+    const members = new Set<string>([identity]);
+    const foreign = new Set<string>();
+    const stale: KubeObject[] = [];
+    const byName = new Map(items.map((l) => [l.metadata.name ?? '', l]));
+    for (const lease of items) {
+      const name = lease.metadata.name ?? '';
+      const spec = (lease.spec ?? {}) as LeaseSpec;
+      const age = this.age(name, lease, now);
+      const holder = spec.holderIdentity || undefined;
+      const live = holder !== undefined && (holder === identity || age <= (spec.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000);
+      const theirs = lease.metadata.annotations?.[SHARDING_ANNOTATION];
+      if (live && holder !== identity && theirs !== fingerprint) foreign.add(holder);
+      if (lease.metadata.labels?.[LEASE_KIND_LABEL] === 'member') {
+        if (live && theirs === fingerprint) members.add(holder);
+        if (!live && holder !== identity && age > 10 * leaseDurationMs) stale.push(lease);
+      }
+    }
+    const view: LeaseSetView['shards'] = [];
+    for (let k = 0; k < shards; k++) {
+      const lease = byName.get(this.shardName(k));
+      const spec = (lease?.spec ?? {}) as LeaseSpec;
+      const holder = spec.holderIdentity || undefined;
+      const live = lease !== undefined && holder !== undefined && (holder === identity || this.age(this.shardName(k), lease, now) <= (spec.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000);
+      view.push({ holder: live ? holder : undefined, lease });
+    }
+    return { members: [...members].sort(), foreign: [...foreign].sort(), shards: view, stale };
+  }
+
+  /**
+   * Takes shard `k`, free as `seen` showed it (undefined: no Lease yet). The new record if taken;
+   * undefined when another replica wrote first (a 409, or it exists already).
+   */
+  async take(shard: number, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
+    const { client, namespace } = this.options;
+    const now = new Date(this.options.clock.now());
+    const name = this.shardName(shard);
+    try {
+      if (!seen) {
+        const created = await client.create(namespace, {
+          metadata: { name, namespace, labels: this.labels('shard'), annotations: this.annotations(shard) },
+          spec: { ...this.spec(now), acquireTime: micro(now), leaseTransitions: 0 },
+        });
+        return this.wrote(created);
+      }
+      const spec = (seen.spec ?? {}) as LeaseSpec;
+      const next: KubeObject = {
+        ...seen,
+        metadata: { ...seen.metadata, labels: { ...seen.metadata.labels, ...this.labels('shard') }, annotations: { ...seen.metadata.annotations, ...this.annotations(shard) } },
+        spec: { ...spec, ...this.spec(now), acquireTime: micro(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 },
+      };
+      return this.wrote(await client.replace(next));
+    } catch (err) {
+      if (isConflict(err) || isAlreadyExists(err) || isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Renews a shard this replica holds; the new record, or undefined when it is no longer this replica's (another took it). */
+  async renew(held: KubeObject): Promise<KubeObject | undefined> {
+    const { client, namespace, identity } = this.options;
+    const now = new Date(this.options.clock.now());
+    try {
+      return this.wrote(await this.options.client.replace({ ...held, spec: { ...(held.spec as LeaseSpec), ...this.spec(now) } }));
+    } catch (err) {
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+      // Changed since this replica's last write: still its own (a retried write that landed), or another's now.
+      const current = await client.get(namespace, held.metadata.name ?? '');
+      if (!current || (current.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return undefined;
+      return this.wrote(await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), ...this.spec(now) } }));
+    }
+  }
+
+  /** Gives a shard up so that another replica takes it at once. Only after its work stopped. */
+  async release(held: KubeObject): Promise<void> {
+    const { client, namespace, identity } = this.options;
+    for (let attempt = 1; ; attempt++) {
+      const current = attempt === 1 ? held : await client.get(namespace, held.metadata.name ?? '');
+      if (!current || (current.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
+      try {
+        await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.options.clock.now())) } });
+        return;
+      } catch (err) {
+        if ((!isConflict(err) && !isNotFound(err)) || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  /** Creates or renews this replica's member Lease. */
+  async heartbeat(): Promise<void> {
+    const { client, namespace } = this.options;
+    const now = new Date(this.options.clock.now());
+    const name = this.memberName;
+    if (this.member) {
+      try {
+        this.member = await client.replace({ ...this.member, spec: { ...(this.member.spec as LeaseSpec), ...this.spec(now) } });
+        return;
+      } catch (err) {
+        if (!isConflict(err) && !isNotFound(err)) throw err;
+      }
+    }
+    const current = await client.get(namespace, name);
+    const metadata = { name, namespace, labels: this.labels('member'), annotations: { [SHARDING_ANNOTATION]: this.options.fingerprint } };
+    this.member = current
+      ? await client.replace({ ...current, metadata: { ...current.metadata, ...metadata, labels: { ...current.metadata.labels, ...metadata.labels }, annotations: { ...current.metadata.annotations, ...metadata.annotations } }, spec: { ...(current.spec as LeaseSpec), ...this.spec(now) } })
+      : await client.create(namespace, { metadata, spec: { ...this.spec(now), acquireTime: micro(now) } });
+  }
+
+  /** This replica leaves: its member Lease goes, so the others count it out at once. */
+  async leave(): Promise<void> {
+    const { client, namespace } = this.options;
+    await client.delete(namespace, this.memberName, this.member?.metadata.uid);
+    this.member = undefined;
+  }
+
+  /** A member Lease of a replica long gone (`stale` of view()), deleted unless renewed meanwhile. */
+  async removeStale(lease: KubeObject): Promise<void> {
+    await this.options.client.delete(this.options.namespace, lease.metadata.name ?? '', lease.metadata.uid);
+  }
+
+  private labels(kind: 'shard' | 'member'): Record<string, string> {
+    return { [LEASE_SET_LABEL]: this.setLabel, [LEASE_KIND_LABEL]: kind };
+  }
+
+  private annotations(shard: number): Record<string, string> {
+    return { [SHARDING_ANNOTATION]: this.options.fingerprint, [SHARD_ANNOTATION]: String(shard) };
+  }
+
+  private spec(now: Date): LeaseSpec {
+    return { holderIdentity: this.options.identity, leaseDurationSeconds: Math.ceil(this.options.leaseDurationMs / 1000), renewTime: micro(now) };
+  }
+
+  /** How long this record of a Lease has stood unchanged, as seen here. */
+  private age(name: string, lease: KubeObject, now: number): number {
+    const rv = lease.metadata.resourceVersion ?? '';
+    const seen = this.observed.get(name);
+    if (seen?.resourceVersion !== rv) {
+      this.observed.set(name, { resourceVersion: rv, at: now });
+      return 0;
+    }
+    return now - seen.at;
+  }
+
+  private wrote(lease: KubeObject): KubeObject {
+    this.observed.set(lease.metadata.name ?? '', { resourceVersion: lease.metadata.resourceVersion ?? '', at: this.options.clock.now() });
+    return lease;
+  }
+}
