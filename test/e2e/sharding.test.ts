@@ -1,0 +1,220 @@
+// Active-active replicas: three relsync processes over six platform clusters
+// with `sharding.shards: 6`. Each holds two shards; a SIGKILLed replica's
+// shards are taken within a lease duration and their clusters keep syncing;
+// a replica that comes back gets its share again; a clean stop hands over at
+// once. Each replica talks to the service cluster as a user of its own, so
+// that the API server's audit log says who wrote what: no replica wrote a
+// copy of a cluster whose shard it did not hold at that moment.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { acceptTokens, startControlPlane, startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
+
+const LEASE_SECONDS = 4;
+const TENANTS = ['t1', 't2', 't3', 't4', 't5', 't6'] as const;
+const REPLICAS = ['r1', 'r2', 'r3'] as const;
+type Replica = (typeof REPLICAS)[number];
+
+interface AuditEvent {
+  readonly verb: string;
+  readonly user: { readonly username: string };
+  readonly objectRef?: { readonly resource?: string; readonly namespace?: string; readonly name?: string; readonly apiGroup?: string };
+  readonly requestReceivedTimestamp: string;
+  readonly responseStatus?: { readonly code?: number };
+}
+
+interface LogLine {
+  readonly time: string | number;
+  readonly msg: string;
+  readonly shard?: number;
+}
+
+describe('sharding: three replicas over six platform clusters', () => {
+  let service: ControlPlane;
+  let tenants: ControlPlane[] = [];
+  let dir: string;
+  let svc: ClusterClient;
+  const client: Partial<Record<(typeof TENANTS)[number], ClusterClient>> = {};
+  const replicas: Partial<Record<Replica, RelsyncProcess>> = {};
+  /** Every log file a replica wrote (restarts append a file), and when each process was killed. */
+  const logs: Record<Replica, string[]> = { r1: [], r2: [], r3: [] };
+  const killedAt: Partial<Record<Replica, number[]>> = {};
+  const tokens: Record<string, string> = Object.fromEntries(REPLICAS.map((r) => [`relsync-${r}`, `token-${r}-${Math.random().toString(36).slice(2)}`]));
+
+  const configFor = (r: Replica): string => {
+    // The service kubeconfig of this replica: its own user, so that the audit log tells replicas apart.
+    const kubeconfig = parse(readFileSync(service.kubeconfigPath, 'utf8')) as { users: Array<{ user: Record<string, string> }> };
+    kubeconfig.users[0]!.user = { token: tokens[`relsync-${r}`]! };
+    const path = join(dir, `service-${r}.yaml`);
+    writeFileSync(path, JSON.stringify(kubeconfig));
+    mkdirSync(join(dir, r), { recursive: true });
+    return writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: tenants.map((t) => ({ name: t.name, kubeconfig: t.kubeconfigPath })),
+      serviceCluster: { name: 'service', kubeconfig: path },
+      // each replica has its own store, as each pod has its own volume
+      store: { path: join(dir, r, 'relsync.db') },
+      sharding: { shards: 6 },
+      leaderElection: { leaseDurationSeconds: LEASE_SECONDS, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+      resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [{ id: 'cfg', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+    }, `${r}.yaml`);
+  };
+
+  const start = async (r: Replica) => {
+    const log = join(dir, `${r}-${logs[r].length + 1}.log`);
+    logs[r].push(log);
+    replicas[r] = await startRelsync(configFor(r), log);
+  };
+
+  /** The shards a replica says it works for (its /readyz), or undefined when it is not ready. */
+  const heldBy = async (r: Replica): Promise<number[] | undefined> => {
+    const p = replicas[r];
+    if (!p || p.child.exitCode !== null) return [];
+    const res = await fetch(`http://127.0.0.1:${p.httpPort}/readyz`);
+    const text = await res.text();
+    if (res.status !== 200) return undefined;
+    const m = /holds (?:no shard|shards? ([\d, ]+)) of 6/.exec(text);
+    assert.ok(m, text);
+    if (text.includes('stopping')) return undefined;
+    return m[1] ? m[1].split(', ').map(Number) : [];
+  };
+
+  /** Waits until the running replicas hold every shard exactly once, `each` apiece. */
+  const spread = async (running: readonly Replica[], each: number, timeoutMs: number): Promise<Record<string, number[]>> =>
+    eventually(`${running.join(', ')} hold ${each} shards each`, async () => {
+      const held: Record<string, number[]> = {};
+      for (const r of running) {
+        const shards = await heldBy(r);
+        if (!shards || shards.length !== each) return undefined;
+        held[r] = shards;
+      }
+      const all = Object.values(held).flat().sort((a, b) => a - b);
+      return all.length === 6 && all.every((s, i) => s === i) ? held : undefined;
+    }, timeoutMs);
+
+  /** A change on each tenant, and its arrival in the service cluster. */
+  const changeEverywhere = async (value: string, timeoutMs: number) => {
+    for (const t of TENANTS) await client[t]!.putConfigMap('shop', 'cfg', { v: value });
+    for (const t of TENANTS) {
+      await eventually(`${t}'s change ${value}`, async () => (await svc.configMap(defaultCopyNamespace(t, 'shop'), 'cfg'))?.data?.v === value || undefined, timeoutMs);
+    }
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-sharding-'));
+    [service, tenants] = await Promise.all([startControlPlane('service', { audit: true }), startControlPlanes(...TENANTS)]);
+    await Promise.all([service, ...tenants].map((p) => installCrd(p.kubeConfig)));
+    await acceptTokens(service, tokens);
+    svc = new ClusterClient('service', service.kubeConfig);
+    for (const t of tenants) client[t.name as (typeof TENANTS)[number]] = new ClusterClient(t.name, t.kubeConfig);
+    for (const t of TENANTS) {
+      await client[t]!.ensureNamespace('shop');
+      await client[t]!.putConfigMap('shop', 'cfg', { v: '1' });
+      await client[t]!.createDatabase('shop', 'orders', { configMapName: 'cfg' });
+    }
+    for (const r of REPLICAS) await start(r);
+  });
+
+  after(async () => {
+    for (const r of REPLICAS) if (replicas[r]?.child.exitCode === null) await replicas[r]!.stop();
+    await Promise.all([service?.stop(), ...tenants.map((t) => t.stop())]);
+  });
+
+  it('spreads six shards two by two, and every cluster syncs', async () => {
+    const held = await spread(REPLICAS, 2, 90_000);
+    console.log(`shards held: ${JSON.stringify(held)}`);
+    await changeEverywhere('2', 60_000);
+    for (const t of TENANTS) assert.ok(await svc.database(defaultCopyNamespace(t, 'shop'), 'orders'), `${t}'s primary is copied`);
+    for (const r of REPLICAS) {
+      const metrics = (await (await fetch(`http://127.0.0.1:${replicas[r]!.httpPort}/metrics`)).text()).split('\n');
+      assert.ok(metrics.includes('relsync_shards 6'), `${r} says there are 6 shards`);
+      const lines = metrics.filter((l) => l.startsWith('relsync_shard_held{') && l.includes('phase="working"') && l.endsWith(' 1'));
+      assert.equal(lines.length, 2, `${r}'s metrics say two shards: ${lines.join('; ')}`);
+    }
+    const shown = await runCli(['inspect', 'shards', '--store', join(dir, 'r1', 'relsync.db'), '-o', 'json']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const status = JSON.parse(shown.stdout) as { held: Array<{ shard: number; clusters: string[] }> };
+    assert.deepEqual(status.held.map((h) => h.shard).sort(), [...held.r1!].sort());
+    // Round-robin by name: t1 → shard 0, ..., t6 → shard 5.
+    for (const h of status.held) assert.deepEqual(h.clusters, [TENANTS[h.shard]]);
+    const primary = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 'shop/orders', '--store', join(dir, 'r1', 'relsync.db'), '-o', 'json']);
+    assert.equal(primary.code, 0, primary.stderr);
+    assert.deepEqual((JSON.parse(primary.stdout) as Array<{ cluster: string }>).map((p) => p.cluster).sort(), held.r1!.map((s) => TENANTS[s]).sort(), 'inspect reads the stores of the shards it holds');
+  });
+
+  it("takes a SIGKILLed replica's shards over within a lease duration, and their clusters keep syncing", async () => {
+    const before = await spread(REPLICAS, 2, 30_000);
+    const orphaned = before.r3!;
+    await replicas.r3!.kill();
+    const at = Date.now();
+    (killedAt.r3 ??= []).push(at);
+    const after = await spread(['r1', 'r2'], 3, 30_000);
+    const took = Date.now() - at;
+    console.log(`the killed replica's shards ${orphaned.join(', ')} were held again ${took} ms after the kill (lease ${LEASE_SECONDS} s): ${JSON.stringify(after)}`);
+    // A lease duration from the last renewal seen, plus a retry period to see it, plus the readiness poll.
+    assert.ok(took < (LEASE_SECONDS + 3) * 1000, `took over after ${took} ms`);
+    await changeEverywhere('3', 60_000);
+  });
+
+  it('gives a replica that comes back its share, and hands over at once on a clean stop', async () => {
+    await start('r3');
+    await spread(REPLICAS, 2, 60_000);
+    await changeEverywhere('4', 60_000);
+    const stoppedAt = Date.now();
+    assert.equal(await replicas.r1!.stop(), 0);
+    const handedOver = Date.now();
+    await spread(['r2', 'r3'], 3, 30_000);
+    const took = Date.now() - handedOver;
+    console.log(`clean stop took ${handedOver - stoppedAt} ms; its shards were held again ${took} ms later`);
+    assert.ok(took < LEASE_SECONDS * 1000, `released shards are taken without waiting for them to expire (${took} ms)`);
+    await changeEverywhere('5', 60_000);
+    await start('r1');
+    await spread(REPLICAS, 2, 60_000);
+    // A marker after everything: once it arrived, every earlier write is in the audit log.
+    await changeEverywhere('marker', 60_000);
+  });
+
+  it('never lets a replica write for a shard it did not hold at that moment (the audit log)', async () => {
+    // Each replica's holding of each shard, from its logs: from "took a shard" to "released a shard", "lost a shard", or its kill.
+    const intervals: Array<{ replica: Replica; shard: number; from: number; to: number }> = [];
+    for (const r of REPLICAS) {
+      logs[r].forEach((file, run) => {
+        const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine).map((l) => ({ ...l, time: typeof l.time === 'number' ? l.time : Date.parse(l.time) }));
+        const end = killedAt[r]?.[run] ?? Infinity;
+        const open = new Map<number, number>();
+        for (const l of lines) {
+          if (l.shard === undefined) continue;
+          if (l.msg === 'sharding: took a shard') open.set(l.shard, l.time);
+          if ((l.msg === 'sharding: released a shard' || l.msg === 'sharding: lost a shard: no more writes for it; its work stops' || l.msg.startsWith('sharding: could not release')) && open.has(l.shard)) {
+            intervals.push({ replica: r, shard: l.shard, from: open.get(l.shard)!, to: l.time });
+            open.delete(l.shard);
+          }
+        }
+        for (const [shard, from] of open) intervals.push({ replica: r, shard, from, to: end });
+      });
+    }
+    const copyNamespaces = new Map(TENANTS.map((t, shard) => [defaultCopyNamespace(t, 'shop'), shard]));
+    const events = readFileSync(service.auditLogPath!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent);
+    const writes = events.filter((e) => e.user.username.startsWith('relsync-r') && ['create', 'update', 'patch', 'delete'].includes(e.verb) && e.objectRef?.apiGroup !== 'coordination.k8s.io');
+    let checked = 0;
+    for (const e of writes) {
+      const ref = e.objectRef!;
+      // The copy namespace itself, or an object in it.
+      const shard = copyNamespaces.get(ref.namespace ?? '') ?? (ref.resource === 'namespaces' ? copyNamespaces.get(ref.name ?? '') : undefined);
+      if (shard === undefined) continue;
+      const replica = e.user.username.slice('relsync-'.length) as Replica;
+      const at = Date.parse(e.requestReceivedTimestamp);
+      const held = intervals.some((i) => i.replica === replica && i.shard === shard && i.from <= at && at <= i.to);
+      assert.ok(held, `${replica} wrote ${e.verb} ${ref.resource} ${ref.namespace ?? ''}/${ref.name ?? ''} at ${e.requestReceivedTimestamp} for shard ${shard}, which it did not hold then (${JSON.stringify(intervals.filter((i) => i.shard === shard))})`);
+      checked++;
+    }
+    console.log(`${checked} writes of copies checked against ${intervals.length} holdings`);
+    assert.ok(checked >= 6 * 5, `the copies' writes are in the audit log (${checked})`);
+  });
+});
