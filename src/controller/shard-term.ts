@@ -76,6 +76,7 @@ export interface ShardTermOptions {
   readonly map: ShardMap;
   readonly wiring: Omit<WiringOptions, 'store' | 'shard'>;
   readonly term: Omit<TermOptions, 'status'>;
+  /** The shard's: every line of its work names it. */
   readonly logger: Logger;
   /** Why writes may not leave now (the shard's Lease, shard-coordinator.ts); undefined: they may. */
   readonly fence: () => string | undefined;
@@ -101,7 +102,8 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
   try {
     // The replica's cache budgets are shared out: one that holds every shard uses what one without shards would.
     const cache = { bytes: Math.floor(config.cache.bytes / map.shards), indexBytes: Math.floor(config.cache.indexBytes / map.shards) };
-    const shardWiring: WiringOptions = { ...options.wiring, config: { ...config, cache }, store, shard: { platforms, ownsLogical: (name) => map.shardOf(name) === shard } };
+    // Every line of the shard's work names the shard.
+    const shardWiring: WiringOptions = { ...options.wiring, logger, config: { ...config, cache }, store, shard: { platforms, ownsLogical: (name) => map.shardOf(name) === shard } };
     const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
     while (!w && !signal.aborted) {
       try {
@@ -120,7 +122,7 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
     status = new TermStatus(() => store.sqlite.open, () => true);
     options.onStatus({ status, wiring: w, store });
     logger.info({ shard, clusters: platforms.map((p) => p.name) }, 'working for the shard');
-    await lead(w, { ...options.term, status, shard }, signal);
+    await lead(w, { ...options.term, logger, status, shard }, signal);
   } finally {
     options.onStatus(undefined);
     if (w) {

@@ -177,6 +177,8 @@ export class Sweeper {
     const copies: ListedCopy[] = [];
     /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
     const failed = new Set<string>();
+    /** Clusters with a primary whose relations this sweep does not know (failed, or kept without any stored): their related copies stay. */
+    const unsure = new Set<string>();
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
     const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
@@ -280,9 +282,14 @@ export class Sweeper {
           if ((await queue.addAndWait(key, { ignoreGate: true })) === 'error') {
             counts.errors++;
             failed.add(identityKey(key.id));
+            unsure.add(key.id.cluster);
           }
           // Read again as it ends: its pairs for the orphan check, and what it changed.
-          const changed = accounting.reconciled(key.id, await store.primary(key.id), await store.relationsOf(key.id));
+          const record = await store.primary(key.id);
+          const relations = await store.relationsOf(key.id);
+          // Kept as it was (error, conflict) with nothing to keep: a store that never knew its relations (new, or a shard's that just arrived).
+          if (record && (record.state === 'error' || record.state === 'conflict') && relations.length === 0) unsure.add(key.id.cluster);
+          const changed = accounting.reconciled(key.id, record, relations);
           counts.relationsAdded += changed.added;
           counts.relationsRemoved += changed.removed;
         }),
@@ -296,10 +303,16 @@ export class Sweeper {
     // 3. copies nothing accounts for any more, and rows of types no longer configured. Every list is
     // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
     // (watch-plan.ts), relsync's copies are among its objects.
+    let keptUnsure = 0;
     for (const listed of copies) {
       const { cluster, type, id, copy } = listed;
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounting.accounts(copy.source, id)) continue;
+      // A related copy does not say whose it is: of a tenant with a primary whose relations are unknown, it may be that one's.
+      if (copy.kind === 'related' && unsure.has(cluster === clusters.service.name ? copy.source.cluster : cluster)) {
+        keptUnsure++;
+        continue;
+      }
       try {
         await this.deleteIfOrphan(listed);
       } catch (err) {
@@ -308,6 +321,7 @@ export class Sweeper {
         this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete (or release) a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure] }, 'sweep left related copies that no stored relation accounts for in place: a primary of their cluster failed or was kept as it was (error, conflict) without a stored relation, so they may be its; the next sweep looks again');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 

@@ -61,6 +61,7 @@ describe('sharding: three replicas over six platform clusters', () => {
       // each replica has its own store, as each pod has its own volume
       store: { path: join(dir, r, 'relsync.db') },
       sharding: { shards: 6 },
+      limits: { copyBytes: 2048 },
       leaderElection: { leaseDurationSeconds: LEASE_SECONDS, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
       resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [{ id: 'cfg', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
     }, `${r}.yaml`);
@@ -151,6 +152,15 @@ describe('sharding: three replicas over six platform clusters', () => {
   it("takes a SIGKILLed replica's shards over within a lease duration, and their clusters keep syncing", async () => {
     const before = await spread(REPLICAS, 2, 30_000);
     const orphaned = before.r3!;
+    // A primary of a shard about to move, synced with a related copy, then too big to copy (an error that keeps its copies as they
+    // are): its new holder's store never knew its relations, and its first sweep must not take the related copy for an orphan.
+    const tenant = TENANTS[orphaned[0]!]!;
+    const copyNs = defaultCopyNamespace(tenant, 'shop');
+    await client[tenant]!.putConfigMap('shop', 'grow-cfg', { v: '1' });
+    await client[tenant]!.createDatabase('shop', 'grow', { configMapName: 'grow-cfg' });
+    await eventually('the related copy of the growing primary', () => svc.configMap(copyNs, 'grow-cfg'), 30_000);
+    await client[tenant]!.updateDatabase('shop', 'grow', (db) => void (db.spec = { ...db.spec, blob: 'x'.repeat(4096) }));
+    await replicas.r3!.waitForLog('the primary is too big', (l) => l.includes('relsync does not update the copy of this object') && l.includes('shop/grow'), 30_000);
     await replicas.r3!.kill();
     const at = Date.now();
     (killedAt.r3 ??= []).push(at);
@@ -160,6 +170,11 @@ describe('sharding: three replicas over six platform clusters', () => {
     // A lease duration from the last renewal seen, plus a retry period to see it, plus the readiness poll.
     assert.ok(took < (LEASE_SECONDS + 3) * 1000, `took over after ${took} ms`);
     await changeEverywhere('3', 60_000);
+    // The new holder's first sweep of that shard has finished: what it would delete, it has.
+    const holder = (['r1', 'r2'] as const).find((r) => after[r]!.includes(orphaned[0]!))!;
+    await replicas[holder]!.waitForLog(`${holder}'s first sweep of shard ${orphaned[0]}`, (l) => l.includes(`"shard":${orphaned[0]},`) && l.includes('"msg":"sweep finished"') && Date.parse((JSON.parse(l) as { time: string }).time) > at, 30_000);
+    assert.ok(await svc.configMap(copyNs, 'grow-cfg'), 'the related copy of a primary kept in error is still there after the new holder swept');
+    assert.ok(await svc.database(copyNs, 'grow'), 'and so is its copy');
   });
 
   it('gives a replica that comes back its share, and hands over at once on a clean stop', async () => {
