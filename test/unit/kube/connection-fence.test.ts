@@ -41,10 +41,10 @@ describe('connection write fence', () => {
 
   it('refuses writes the fence refuses, before they are sent; reads and the Lease connection pass', async () => {
     const connection = new Connection({ name: 'service', kubeconfig });
-    let reason: string | undefined;
-    connection.setWriteFence(() => reason);
+    const fence: { reason?: string } = {};
+    connection.setWriteFence(() => fence.reason);
     await connection.request('PUT', '/api/v1/namespaces/a/configmaps/x', { body: {} });
-    reason = 'the Lease was lost';
+    fence.reason = 'the Lease was lost';
     await assert.rejects(connection.request('PUT', '/api/v1/namespaces/a/configmaps/y', { body: {} }), (err: unknown) => err instanceof FencedWriteError && /the Lease was lost/.test(err.message));
     await assert.rejects(connection.request('DELETE', '/api/v1/namespaces/a/configmaps/y'), FencedWriteError);
     await connection.request('GET', '/api/v1/namespaces/a/configmaps/y');
@@ -55,14 +55,14 @@ describe('connection write fence', () => {
 
   it('asks the fence after the waits before sending, also for derived connections', async () => {
     const connection = new Connection({ name: 'kcp', kubeconfig });
-    let reason: string | undefined;
-    connection.setWriteFence(() => reason);
+    const fence: { reason?: string } = {};
+    connection.setWriteFence(() => fence.reason);
     let resolveServer: (url: string) => void = () => undefined;
     const derived = connection.derive('kcp/ws', () => new Promise((resolve) => (resolveServer = resolve)));
     const write = derived.request('PATCH', '/api/v1/namespaces/a/configmaps/z', { body: {} });
     // The write waits for its server's URL; meanwhile the term loses its Lease.
     await new Promise((r) => setImmediate(r));
-    reason = 'lost while it waited';
+    fence.reason = 'lost while it waited';
     resolveServer(url);
     await assert.rejects(write, /lost while it waited/);
     assert.deepEqual(seen, []);
