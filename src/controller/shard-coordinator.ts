@@ -31,7 +31,7 @@ import { balance } from './shard-balance.js';
 import type { ShardLeases } from './shard-leases.js';
 
 export interface ShardCoordinatorOptions {
-  readonly leases: Pick<ShardLeases, 'view' | 'take' | 'renew' | 'release' | 'heartbeat' | 'leave' | 'removeStale'>;
+  readonly leases: Pick<ShardLeases, 'view' | 'take' | 'renew' | 'release' | 'heartbeat' | 'leave' | 'isMember'>;
   readonly map: Pick<ShardMap, 'shards' | 'fingerprint'>;
   readonly identity: string;
   readonly renewDeadlineMs: number;
@@ -70,6 +70,7 @@ export class ShardCoordinator {
   private readonly clock: Clock;
   private stopping = false;
   private waitingForeign: string | undefined;
+  private waitingSlot: string | undefined;
   private failure: unknown;
   /** The renew loop's waits: it ends when nothing is held any more, not at the stop signal. */
   private readonly never = new AbortController().signal;
@@ -82,24 +83,16 @@ export class ShardCoordinator {
     return [...this.holdings.values()].sort((a, b) => a.shard - b.shard).map((h) => ({ shard: h.shard, phase: h.phase, since: new Date(h.since).toISOString() }));
   }
 
-  /** Why this replica takes no shard now (replicas of another shard map are alive), if so. */
+  /** Why this replica takes no shard now (replicas of another shard map are alive, or no member slot is free), if so. */
   get waiting(): string | undefined {
-    return this.waitingForeign;
+    return this.waitingForeign ?? this.waitingSlot;
   }
 
   /** Runs until `signal` aborts, then hands every shard over; rejects when a shard's work failed for good (a config problem). */
   async start(signal: AbortSignal): Promise<void> {
     const { logger, retryPeriodMs } = this.options;
-    // The member Lease first: the others count this replica before it takes anything.
-    while (!signal.aborted) {
-      try {
-        await this.timed(this.options.leases.heartbeat(), 'member lease');
-        break;
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'sharding: could not write this replica\'s member Lease; will retry');
-        await this.clock.sleep(retryPeriodMs, signal);
-      }
-    }
+    // A member slot first: the others count this replica before it takes anything.
+    await this.heartbeat();
     const renewing = this.renewLoop();
     while (!signal.aborted && this.failure === undefined) {
       try {
@@ -136,8 +129,7 @@ export class ShardCoordinator {
           logger.warn({ shard: h.shard, err: (err as Error).message }, 'sharding: could not renew a shard Lease');
         }
       });
-      const heartbeat = this.stopping ? Promise.resolve() : this.timed(leases.heartbeat(), 'member lease').catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'sharding: could not renew this replica\'s member Lease'));
-      await Promise.all([...renewals, heartbeat]);
+      await Promise.all([...renewals, this.stopping ? Promise.resolve() : this.heartbeat()]);
       for (const h of this.holdings.values()) {
         if (h.phase !== 'lost' && this.clock.now() - h.lastRenew > renewDeadlineMs) this.lose(h, 'its Lease could not be renewed within the renew deadline');
       }
@@ -145,10 +137,24 @@ export class ShardCoordinator {
     }
   }
 
+  /** Renews (or takes) this replica's member slot; says once when every slot is another's. */
+  private async heartbeat(): Promise<void> {
+    const { leases, map, logger } = this.options;
+    try {
+      const member = await this.timed(leases.heartbeat(map.shards), 'member lease');
+      const why = member ? undefined : `every member slot (${map.shards}, one per shard) is held by a live replica: this one stands by`;
+      if (why && this.waitingSlot !== why) logger.warn(`sharding: ${why}`);
+      this.waitingSlot = why;
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'sharding: could not renew or take a member slot (Lease); will retry');
+    }
+  }
+
   private async balanceOnce(): Promise<void> {
     const { leases, map, identity, logger } = this.options;
+    // Not counted by the others: it takes nothing (what it holds it keeps renewing; no one may take that).
+    if (!leases.isMember) return;
     const view = await this.timed(leases.view(map.shards), 'shard leases');
-    for (const stale of view.stale.slice(0, 5)) await leases.removeStale(stale).catch(() => undefined);
     if (view.foreign.length > 0) {
       const why = `replicas working from another shard map (another config) are alive: ${view.foreign.slice(0, 3).join(', ')}`;
       if (this.waitingForeign !== why) logger.warn({ foreign: view.foreign }, `sharding: takes no shard while ${why}; they give theirs up when stopped`);

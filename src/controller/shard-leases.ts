@@ -1,16 +1,19 @@
 /**
  * The Leases of a sharded installation, in the service cluster next to its
  * leader Lease (named `<leaderElection.name>-shard-<k>` and
- * `<leaderElection.name>-member-<hash of identity>`), and the reads and
- * writes on them; shard-coordinator.ts decides when.
+ * `<leaderElection.name>-member-<k>`, k below the number of shards, so that
+ * RBAC can name every one), and the reads and writes on them;
+ * shard-coordinator.ts decides when.
  *
  * A shard Lease is held the way leader-election.ts holds the leader Lease
  * (client-go's rules): renewed every retry period; taken over only once its
  * record stood unchanged for a whole lease duration, as seen on this
  * process's own clock; every write is a PUT with the resourceVersion read,
- * so of two replicas that try at once, one gets a 409. A member Lease says a
- * replica is alive: the live members decide each one's share
- * (shard-balance.ts). Every Lease of the set carries the shard map's
+ * so of two replicas that try at once, one gets a 409. A member Lease (a slot
+ * each replica holds the same way) says a replica is alive: the live members
+ * decide each one's share (shard-balance.ts). There are as many slots as
+ * shards: a replica beyond that waits for a slot, as it would for a shard.
+ * Every Lease of the set carries the shard map's
  * fingerprint (config/shard-map.ts): a replica never takes a shard while a
  * live replica works from another map.
  */
@@ -26,7 +29,7 @@ export const LEASE_KIND_LABEL = 'relsync.dev/lease-kind';
 export const SHARDING_ANNOTATION = 'relsync.dev/sharding';
 export const SHARD_ANNOTATION = 'relsync.dev/shard';
 
-export type ShardLeaseClient = Pick<ResourceClient, 'get' | 'create' | 'replace' | 'delete' | 'listAll'>;
+export type ShardLeaseClient = Pick<ResourceClient, 'get' | 'create' | 'replace' | 'listAll'>;
 
 export interface ShardLeasesOptions {
   readonly client: ShardLeaseClient;
@@ -56,8 +59,8 @@ export interface LeaseSetView {
   readonly foreign: string[];
   /** Each shard's live holder (undefined: free), and its Lease as read (undefined: none yet). */
   readonly shards: Array<{ readonly holder: string | undefined; readonly lease: KubeObject | undefined }>;
-  /** Member Leases not renewed for ten lease durations: replicas long gone, to be deleted. */
-  readonly stale: KubeObject[];
+  /** Each member slot's live holder (undefined: free), and its Lease as read. */
+  readonly slots: Array<{ readonly holder: string | undefined; readonly lease: KubeObject | undefined }>;
 }
 
 export class ShardLeases {
@@ -71,8 +74,13 @@ export class ShardLeases {
     return `${this.options.base}-shard-${shard}`;
   }
 
-  get memberName(): string {
-    return `${this.options.base}-member-${createHash('sha256').update(this.options.identity).digest('hex').slice(0, 12)}`;
+  memberName(slot: number): string {
+    return `${this.options.base}-member-${slot}`;
+  }
+
+  /** Whether this replica holds a member slot (counts among the members). */
+  get isMember(): boolean {
+    return this.member !== undefined;
   }
 
   /** The label value that finds the set: the base name when it is a valid label value, else its hash. */
@@ -81,37 +89,30 @@ export class ShardLeases {
     return base.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(base) ? base : createHash('sha256').update(base).digest('hex').slice(0, 32);
   }
 
-  /** One LIST of the set: who is alive, and who holds each of `shards`. */
+  /** One LIST of the set: who is alive, and who holds each of `shards` and each member slot. */
   async view(shards: number): Promise<LeaseSetView> {
-    const { client, namespace, identity, fingerprint, leaseDurationMs, clock } = this.options;
+    const { client, namespace, identity, fingerprint } = this.options;
     const { items } = await client.listAll({ namespace, labelSelector: `${LEASE_SET_LABEL}=${this.setLabel}` });
-    const now = clock.now();
-    const members = new Set<string>([identity]);
+    const now = this.options.clock.now();
+    const members = new Set<string>(this.member ? [identity] : []);
     const foreign = new Set<string>();
-    const stale: KubeObject[] = [];
     const byName = new Map(items.map((l) => [l.metadata.name ?? '', l]));
     for (const lease of items) {
-      const name = lease.metadata.name ?? '';
-      const spec = (lease.spec ?? {}) as LeaseSpec;
-      const age = this.age(name, lease, now);
-      const holder = spec.holderIdentity || undefined;
-      const live = holder !== undefined && (holder === identity || age <= (spec.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000);
+      const holder = this.liveHolder(lease, now);
       const theirs = lease.metadata.annotations?.[SHARDING_ANNOTATION];
-      if (live && holder !== identity && theirs !== fingerprint) foreign.add(holder);
-      if (lease.metadata.labels?.[LEASE_KIND_LABEL] === 'member') {
-        if (live && theirs === fingerprint) members.add(holder);
-        if (!live && holder !== identity && age > 10 * leaseDurationMs) stale.push(lease);
-      }
+      if (holder !== undefined && holder !== identity && theirs !== fingerprint) foreign.add(holder);
+      if (holder !== undefined && theirs === fingerprint && lease.metadata.labels?.[LEASE_KIND_LABEL] === 'member') members.add(holder);
     }
-    const view: LeaseSetView['shards'] = [];
-    for (let k = 0; k < shards; k++) {
-      const lease = byName.get(this.shardName(k));
-      const spec = (lease?.spec ?? {}) as LeaseSpec;
-      const holder = spec.holderIdentity || undefined;
-      const live = lease !== undefined && holder !== undefined && (holder === identity || this.age(this.shardName(k), lease, now) <= (spec.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000);
-      view.push({ holder: live ? holder : undefined, lease });
-    }
-    return { members: [...members].sort(), foreign: [...foreign].sort(), shards: view, stale };
+    const held = (name: string) => {
+      const lease = byName.get(name);
+      return { holder: lease ? this.liveHolder(lease, now) : undefined, lease };
+    };
+    return {
+      members: [...members].sort(),
+      foreign: [...foreign].sort(),
+      shards: Array.from({ length: shards }, (_, k) => held(this.shardName(k))),
+      slots: Array.from({ length: shards }, (_, k) => held(this.memberName(k))),
+    };
   }
 
   /**
@@ -119,13 +120,16 @@ export class ShardLeases {
    * undefined when another replica wrote first (a 409, or it exists already).
    */
   async take(shard: number, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
+    return this.takeLease(this.shardName(shard), 'shard', shard, seen);
+  }
+
+  private async takeLease(name: string, kind: 'shard' | 'member', index: number, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
     const { client, namespace } = this.options;
     const now = new Date(this.options.clock.now());
-    const name = this.shardName(shard);
     try {
       if (!seen) {
         const created = await client.create(namespace, {
-          metadata: { name, namespace, labels: this.labels('shard'), annotations: this.annotations(shard) },
+          metadata: { name, namespace, labels: this.labels(kind), annotations: this.annotations(kind, index) },
           spec: { ...this.spec(now), acquireTime: micro(now), leaseTransitions: 0 },
         });
         return this.wrote(created);
@@ -133,7 +137,7 @@ export class ShardLeases {
       const spec = (seen.spec ?? {}) as LeaseSpec;
       const next: KubeObject = {
         ...seen,
-        metadata: { ...seen.metadata, labels: { ...seen.metadata.labels, ...this.labels('shard') }, annotations: { ...seen.metadata.annotations, ...this.annotations(shard) } },
+        metadata: { ...seen.metadata, labels: { ...seen.metadata.labels, ...this.labels(kind) }, annotations: { ...seen.metadata.annotations, ...this.annotations(kind, index) } },
         spec: { ...spec, ...this.spec(now), acquireTime: micro(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 },
       };
       return this.wrote(await client.replace(next));
@@ -173,44 +177,53 @@ export class ShardLeases {
     }
   }
 
-  /** Creates or renews this replica's member Lease. */
-  async heartbeat(): Promise<void> {
-    const { client, namespace } = this.options;
-    const now = new Date(this.options.clock.now());
-    const name = this.memberName;
+  /**
+   * Renews this replica's member slot, or takes a free one (a restarted replica finds its own
+   * still held: it is the holder the slot names). False when it holds none: every slot is a live
+   * replica's (more replicas than shards).
+   */
+  async heartbeat(shards: number): Promise<boolean> {
+    const { identity } = this.options;
     if (this.member) {
-      try {
-        this.member = await client.replace({ ...this.member, spec: { ...(this.member.spec as LeaseSpec), ...this.spec(now) } });
-        return;
-      } catch (err) {
-        if (!isConflict(err) && !isNotFound(err)) throw err;
-      }
+      const renewed = await this.renew(this.member);
+      this.member = renewed;
+      if (renewed) return true;
     }
-    const current = await client.get(namespace, name);
-    const metadata = { name, namespace, labels: this.labels('member'), annotations: { [SHARDING_ANNOTATION]: this.options.fingerprint } };
-    this.member = current
-      ? await client.replace({ ...current, metadata: { ...current.metadata, ...metadata, labels: { ...current.metadata.labels, ...metadata.labels }, annotations: { ...current.metadata.annotations, ...metadata.annotations } }, spec: { ...(current.spec as LeaseSpec), ...this.spec(now) } })
-      : await client.create(namespace, { metadata, spec: { ...this.spec(now), acquireTime: micro(now) } });
+    const view = await this.view(shards);
+    const own = view.slots.findIndex((s) => s.holder === identity);
+    if (own >= 0) {
+      this.member = await this.renew(view.slots[own]!.lease!);
+      if (this.member) return true;
+    }
+    for (let k = 0; k < shards && !this.member; k++) {
+      if (view.slots[k]!.holder === undefined) this.member = await this.takeLease(this.memberName(k), 'member', k, view.slots[k]!.lease);
+    }
+    return this.member !== undefined;
   }
 
-  /** This replica leaves: its member Lease goes, so the others count it out at once. */
+  /** This replica leaves: its member slot is released, so the others count it out at once. */
   async leave(): Promise<void> {
-    const { client, namespace } = this.options;
-    await client.delete(namespace, this.memberName, this.member?.metadata.uid);
+    if (!this.member) return;
+    const member = this.member;
     this.member = undefined;
-  }
-
-  /** A member Lease of a replica long gone (`stale` of view()), deleted unless renewed meanwhile. */
-  async removeStale(lease: KubeObject): Promise<void> {
-    await this.options.client.delete(this.options.namespace, lease.metadata.name ?? '', lease.metadata.uid);
+    await this.release(member);
   }
 
   private labels(kind: 'shard' | 'member'): Record<string, string> {
     return { [LEASE_SET_LABEL]: this.setLabel, [LEASE_KIND_LABEL]: kind };
   }
 
-  private annotations(shard: number): Record<string, string> {
-    return { [SHARDING_ANNOTATION]: this.options.fingerprint, [SHARD_ANNOTATION]: String(shard) };
+  private annotations(kind: 'shard' | 'member', index: number): Record<string, string> {
+    return { [SHARDING_ANNOTATION]: this.options.fingerprint, ...(kind === 'shard' ? { [SHARD_ANNOTATION]: String(index) } : {}) };
+  }
+
+  /** The holder of a Lease when it is alive: renewed within its duration as seen here, or this replica's own. */
+  private liveHolder(lease: KubeObject, now: number): string | undefined {
+    const spec = (lease.spec ?? {}) as LeaseSpec;
+    const holder = spec.holderIdentity || undefined;
+    const age = this.age(lease.metadata.name ?? '', lease, now);
+    if (holder === undefined) return undefined;
+    return holder === this.options.identity || age <= (spec.leaseDurationSeconds ?? this.options.leaseDurationMs / 1000) * 1000 ? holder : undefined;
   }
 
   private spec(now: Date): LeaseSpec {

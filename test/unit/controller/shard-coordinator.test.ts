@@ -56,10 +56,6 @@ class Client implements ShardLeaseClient {
     if (current.metadata.resourceVersion !== object.metadata.resourceVersion) throw new ApiError('PUT', 'leases', 409, JSON.stringify({ kind: 'Status', reason: 'Conflict' }));
     return this.api.store(object);
   }
-  async delete(_ns: string, name: string) {
-    await this.answer();
-    this.api.leases.delete(name);
-  }
   private answer(): Promise<void> {
     return this.mode === 'hang' ? new Promise<void>(() => undefined) : Promise.resolve();
   }
@@ -123,8 +119,7 @@ describe('shard coordinator on a fake clock', () => {
     for (const r of replicas) r.stop.abort();
     await run(clock, replicas, 5_000);
     await Promise.all(replicas.map((r) => r.done));
-    assert.ok([...api.leases.values()].every((l) => !(l.spec as { holderIdentity?: string }).holderIdentity || l.metadata.labels?.['relsync.dev/lease-kind'] === 'member'), 'every shard released on stop');
-    assert.ok(![...api.leases.values()].some((l) => l.metadata.labels?.['relsync.dev/lease-kind'] === 'member'), 'member Leases deleted on stop');
+    assert.ok([...api.leases.values()].every((l) => !(l.spec as { holderIdentity?: string }).holderIdentity), 'member slots released on stop too');
   });
 
   it('shuts the fence of a replica cut off from the API server before another takes its shards', async () => {
@@ -162,6 +157,23 @@ describe('shard coordinator on a fake clock', () => {
     assert.equal(shares([other])[0], 0, 'the shards being given up are still held');
     await run(clock, replicas, 15_000);
     assert.deepEqual(shares(replicas), [3, 3]);
+  });
+
+  it('lets a replica beyond the number of shards stand by, and count in once a slot frees up', async () => {
+    const clock = new FakeClock();
+    const api = new LeaseApi();
+    const replicas = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((n) => replica(api, clock, n));
+    await run(clock, replicas, 30_000);
+    const counts = shares(replicas);
+    assert.equal(counts.reduce((x, y) => x + y, 0), SHARDS);
+    assert.deepEqual([...counts].sort(), [0, 1, 1, 1, 1, 1, 1], `one stands by: ${counts.join(',')}`);
+    const standby = replicas[counts.indexOf(0)]!;
+    assert.match(standby.coordinator.waiting ?? '', /every member slot/);
+    const leaving = replicas.find((r) => r !== standby)!;
+    leaving.stop.abort();
+    await run(clock, replicas, 20_000);
+    await leaving.done;
+    assert.equal(shares([standby])[0], 1, 'the replica that stood by took the freed shard');
   });
 
   it('takes no shard while a replica of another shard map is alive', async () => {
