@@ -3,7 +3,13 @@
 // exactly what relsync does in the service cluster (and not more).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { ShardLeases } from '../../src/controller/shard-leases.js';
+import { systemClock } from '../../src/util/clock.js';
 import { after, before, describe, it } from 'node:test';
 import { kubectlPath, startControlPlane, type ControlPlane } from '../harness/control-plane.js';
 import { installCrd } from '../harness/kube.js';
@@ -71,5 +77,35 @@ describe('deploy manifests', () => {
     assert.equal(pod.volumes.find((v) => v.name === podToken?.name && 'emptyDir' in v) !== undefined, true, 'relsync\'s container does not get the pod\'s (the operator\'s) token');
     const operatorCan = kubectl('auth', 'can-i', 'create', 'namespaces', '--as', 'system:serviceaccount:relsync-system:database-operator').stdout.trim();
     assert.equal(operatorCan, 'no', 'the operator has none of relsync\'s permissions');
+  });
+
+  it('run three replicas over six shards with deploy/sharded, each Lease granted by name', () => {
+    // An overlay of the user's own, as the component's comment shows (a component inside deploy/ cannot be an overlay of it).
+    const overlay = mkdtempSync(join(tmpdir(), 'relsync-deploy-sharded-'));
+    writeFileSync(join(overlay, 'kustomization.yaml'), `resources: [${relative(overlay, deploy)}]\ncomponents: [${relative(overlay, join(deploy, 'sharded'))}]\n`);
+    const applied = kubectl('apply', '-k', overlay);
+    assert.equal(applied.status, 0, applied.stderr);
+    const deployment = JSON.parse(kubectl('get', 'deployment', 'database-operator', '-n', 'relsync-system', '-o', 'json').stdout) as { spec: { replicas: number } };
+    assert.equal(deployment.spec.replicas, 3);
+    // The config is deploy/config.yaml with sharding, nothing else: the two cannot drift apart.
+    const base = parse(readFileSync(join(deploy, 'config.yaml'), 'utf8')) as Record<string, unknown>;
+    const sharded = parse(readFileSync(join(deploy, 'sharded', 'config.yaml'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(sharded.sharding, { shards: 6 });
+    delete sharded.sharding;
+    assert.deepEqual(sharded, base);
+    const sa = 'system:serviceaccount:relsync-system:relsync';
+    const can = (verb: string, resource: string) => kubectl('auth', 'can-i', verb, resource, '--as', sa, '-n', 'relsync-system').stdout.trim();
+    // Every name relsync gives its Leases, from the code that names them.
+    const leases = new ShardLeases({ client: undefined as never, namespace: 'relsync-system', base: 'relsync-demo', identity: 'x', fingerprint: 'f', leaseDurationMs: 15_000, clock: systemClock });
+    for (let k = 0; k < 6; k++) {
+      for (const name of [leases.shardName(k), leases.memberName(k)]) {
+        assert.equal(can('update', `leases.coordination.k8s.io/${name}`), 'yes', name);
+        assert.equal(can('get', `leases.coordination.k8s.io/${name}`), 'yes', name);
+      }
+    }
+    assert.equal(can('update', `leases.coordination.k8s.io/${leases.shardName(6)}`), 'no', 'no shard beyond the sixth');
+    assert.equal(can('update', 'leases.coordination.k8s.io/another-lease'), 'no', 'only its own Leases');
+    assert.equal(can('list', 'leases.coordination.k8s.io'), 'yes', 'to see the set in one request');
+    assert.equal(can('delete', 'leases.coordination.k8s.io'), 'no');
   });
 });
