@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
@@ -75,6 +75,18 @@ describe('the Helm chart', () => {
     const parse = (text: string) => parseAllDocuments(text)[0]!.toJS() as unknown;
     assert.deepEqual(parse(config.data!['config.yaml']!), parse(readFileSync(`${deploy}/config.yaml`, 'utf8')));
     assert.deepEqual(parse(config.data!['service-kubeconfig.yaml']!), parse(readFileSync(`${deploy}/service-kubeconfig.yaml`, 'utf8')));
+  });
+
+  it('grants the Leases of config.sharding.shards by name, as deploy/sharded does', () => {
+    const chartDocs = docs(render('config.sharding.shards=6', 'replicas=3'));
+    const overlay = mkdtempSync(join(tmpdir(), 'relsync-helm-sharded-'));
+    writeFileSync(join(overlay, 'kustomization.yaml'), `resources: [${relative(overlay, deploy)}]\ncomponents: [${relative(overlay, join(deploy, 'sharded'))}]\n`);
+    const built = kubectl(['kustomize', overlay]);
+    assert.equal(built.status, 0, built.stderr);
+    const role = (all: Manifest[]) => all.find((d) => d.kind === 'Role')?.rules;
+    assert.deepEqual(role(chartDocs), role(docs(built.stdout)));
+    const applied = kubectl(['apply', '--dry-run=server', '-f', '-'], render('config.sharding.shards=6', 'replicas=3'));
+    assert.equal(applied.status, 0, applied.stderr);
   });
 
   it('renders what a provider sets: kubeconfig files of many lines, an existing Secret, no RBAC, an image tag', () => {
