@@ -15,18 +15,30 @@
  * - storeMismatches: store rows (primaries and relations) that differ from
  *   the live relationships, after a clean stop.
  *
- * Used by `npm run chaos -- --kills K` (chaos/run.ts) and, with a few kills,
- * by the end-to-end test test/e2e/crash-loop.test.ts.
+ * With replicas (`--replicas N`), N relsync processes share six tenants over
+ * six shards (sharding.shards), and each kill is of one replica, at random.
+ * Also checked then: every shard is held by exactly one replica at the end,
+ * and no replica wrote for a shard it did not hold (the service cluster's
+ * audit log against the replicas' logged holdings, test/harness/shard-holdings.ts);
+ * the store rows compared are the union of the held shards' stores, read
+ * before the replicas stop (a shard's store goes with the shard).
+ *
+ * Used by `npm run chaos -- --kills K [--replicas N]` (chaos/run.ts) and, with
+ * a few kills, by the end-to-end test test/e2e/crash-loop.test.ts.
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startClusters } from '../test/harness/clusters.js';
+import { parse } from 'yaml';
+import { acceptTokens, startControlPlane, startControlPlanes, type ControlPlane } from '../test/harness/control-plane.js';
+import { installCrd } from '../test/harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../test/harness/relsync-process.js';
-import { defaultCopyNamespace, GROUP, PLURAL, VERSION, type ClusterClient, type Database } from '../test/harness/tenant.js';
+import { holdingsFromLogs, shardsHeld, writesOutsideHoldings } from '../test/harness/shard-holdings.js';
+import { ClusterClient, defaultCopyNamespace, GROUP, PLURAL, VERSION, type Database } from '../test/harness/tenant.js';
+import { ShardMap } from '../src/config/shard-map.js';
 
 export interface CrashLoopOptions {
   readonly kills: number;
@@ -37,6 +49,10 @@ export interface CrashLoopOptions {
   /** How long convergence may take after the last restart. */
   readonly convergeTimeoutMs: number;
   readonly log: (line: string) => void;
+  /** relsync processes; above 1 they share the tenants over as many shards as tenants. Default 1. */
+  readonly replicas?: number;
+  /** Platform clusters (tenants); default 2, or 6 with replicas. */
+  readonly tenants?: number;
 }
 
 export interface CrashLoopResult {
@@ -53,10 +69,12 @@ export interface CrashLoopResult {
   /** What was wrong at the end, one line each (empty when nothing). */
   readonly problems: readonly string[];
   readonly seed: number;
+  readonly replicas: number;
+  /** With replicas: writes of copies checked against who held their shard (the audit log). */
+  readonly writesChecked: number;
 }
 
-const TENANTS = ['tenant-a', 'tenant-b'] as const;
-type Tenant = (typeof TENANTS)[number];
+type Tenant = string;
 /** Identical namespace and primary names in both tenants, so that a crossing would collide. */
 const NAMESPACES = ['shop', 'blog'];
 const PRIMARIES = ['db-0', 'db-1', 'db-2', 'db-3', 'db-4'];
@@ -82,21 +100,38 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const rand = random(options.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const dir = mkdtempSync(join(tmpdir(), 'relsync-chaos-'));
-  const clusters = await startClusters('tenant-a', 'tenant-b', 'service');
-  let relsync: RelsyncProcess | undefined;
+  const replicaCount = options.replicas ?? 1;
+  const sharded = replicaCount > 1;
+  const TENANTS: readonly Tenant[] = Array.from({ length: options.tenants ?? (sharded ? 6 : 2) }, (_, i) => `tenant-${String.fromCharCode(97 + i)}`);
+  const REPLICAS = Array.from({ length: replicaCount }, (_, i) => `r${i + 1}`);
+  // The service cluster keeps an audit log with replicas: who wrote what, checked against who held which shard.
+  const [service, tenantPlanes] = await Promise.all([startControlPlane('service', { audit: sharded }), startControlPlanes(...TENANTS)]);
+  const planes: ControlPlane[] = [service, ...tenantPlanes];
+  const relsyncs = new Map<string, RelsyncProcess>();
   let writing = true;
   try {
-    const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
-    const { service: svc, ...platform } = clusters.client;
-    const storePath = join(dir, 'relsync.db');
-    const configPath = writeConfig(dir, {
+    await Promise.all(planes.map((p) => installCrd(p.kubeConfig)));
+    const tokens = Object.fromEntries(REPLICAS.map((r) => [`relsync-${r}`, `token-${r}-${options.seed}`]));
+    if (sharded) await acceptTokens(service, tokens);
+    const svc = new ClusterClient('service', service.kubeConfig);
+    const platform: Record<Tenant, ClusterClient> = Object.fromEntries(tenantPlanes.map((p) => [p.name, new ClusterClient(p.name, p.kubeConfig)]));
+    const storeDir = (r: string) => join(dir, r);
+    const storePath = (r: string) => join(storeDir(r), 'relsync.db');
+    const serviceKubeconfig = (r: string) => {
+      if (!sharded) return service.kubeconfigPath;
+      // This replica's own user, so that the audit log tells replicas apart.
+      const kubeconfig = parse(readFileSync(service.kubeconfigPath, 'utf8')) as { users: Array<{ user: Record<string, string> }> };
+      kubeconfig.users[0]!.user = { token: tokens[`relsync-${r}`]! };
+      const path = join(dir, `service-${r}.yaml`);
+      writeFileSync(path, JSON.stringify(kubeconfig));
+      return path;
+    };
+    const configPath = (r: string) => writeConfig(dir, {
       agentName: AGENT,
-      platformClusters: [
-        { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
-        { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
-      ],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: storePath },
+      platformClusters: tenantPlanes.map((p) => ({ name: p.name, kubeconfig: p.kubeconfigPath })),
+      serviceCluster: { name: 'service', kubeconfig: serviceKubeconfig(r) },
+      store: { path: storePath(r) },
+      ...(sharded ? { sharding: { shards: TENANTS.length } } : {}),
       // A killed leader holds the lease until it expires: keep that short.
       leaderElection: { leaseDurationSeconds: 3, renewDeadlineSeconds: 2, retryPeriodSeconds: 1 },
       resources: [
@@ -112,15 +147,15 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
           ],
         },
       ],
-    });
-    for (const t of TENANTS) for (const ns of NAMESPACES) await platform[t].ensureNamespace(ns);
+    }, `${r}.yaml`);
+    for (const t of TENANTS) for (const ns of NAMESPACES) await platform[t]!.ensureNamespace(ns);
 
     // ---- the writer --------------------------------------------------------
     let changes = 0;
     let seq = 0;
     const value = (who: string) => `${who}:${++seq}`;
     const tenantOps = async (t: Tenant) => {
-      const c = platform[t];
+      const c = platform[t]!;
       const ns = pick(NAMESPACES);
       const p = pick(PRIMARIES);
       const db = await c.database(ns, p);
@@ -175,32 +210,46 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
         await sleep(10);
       }
     };
-    const writers = [lane(() => tenantOps('tenant-a')), lane(() => tenantOps('tenant-b')), lane(serviceOps)];
+    const writers = [...TENANTS.map((t) => lane(() => tenantOps(t))), lane(serviceOps)];
 
     // ---- the kills ---------------------------------------------------------
     let runs = 0;
     let integrity = 'ok';
     let integrityChecks = 0;
-    const checkIntegrity = () => {
-      const db = new BetterSqlite3(storePath);
-      try {
-        const answer = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check).join('; ');
-        integrityChecks++;
-        if (answer !== 'ok' && integrity === 'ok') integrity = answer;
-      } finally {
-        db.close();
+    /** A replica's store and its shards' stores (those its last run left), each checked. */
+    const checkIntegrity = (r: string) => {
+      for (const path of storesOf(storeDir(r))) {
+        const db = new BetterSqlite3(path);
+        try {
+          const answer = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((row) => row.integrity_check).join('; ');
+          integrityChecks++;
+          if (answer !== 'ok' && integrity === 'ok') integrity = `${path}: ${answer}`;
+        } finally {
+          db.close();
+        }
       }
     };
-    const start = async () => (relsync = await startRelsync(configPath, join(dir, `relsync-${++runs}.log`), ['--log-level', 'info']));
-    await start();
+    const logs: Record<string, string[]> = Object.fromEntries(REPLICAS.map((r) => [r, []]));
+    const killedAt: Record<string, number[]> = Object.fromEntries(REPLICAS.map((r) => [r, []]));
+    const start = async (r: string) => {
+      mkdirSync(storeDir(r), { recursive: true });
+      const file = join(dir, `relsync-${r}-${++runs}.log`);
+      logs[r]!.push(file);
+      // killedAt is indexed by run: a run that is not killed ends at Infinity.
+      killedAt[r]!.length = logs[r]!.length - 1;
+      relsyncs.set(r, await startRelsync(configPath(r), file, ['--log-level', 'info']));
+    };
+    for (const r of REPLICAS) await start(r);
     for (let k = 1; k <= options.kills; k++) {
       const [min, max] = options.killAfterMs;
       const after = Math.round(min + rand() * (max - min));
       await sleep(after);
-      await relsync!.kill();
-      checkIntegrity();
-      log(`kill ${k}/${options.kills}: SIGKILL ${after} ms after start; ${changes} changes so far; store integrity ${integrity}`);
-      await start();
+      const victim = pick(REPLICAS);
+      await relsyncs.get(victim)!.kill();
+      killedAt[victim]!.push(Date.now());
+      checkIntegrity(victim);
+      log(`kill ${k}/${options.kills}: SIGKILL of ${victim} ${after} ms after the last start; ${changes} changes so far; store integrity ${integrity}`);
+      await start(victim);
     }
     await sleep(options.killAfterMs[1]);
     writing = false;
@@ -209,18 +258,49 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
 
     // ---- convergence -------------------------------------------------------
     const stoppedAt = Date.now();
-    let check = await liveCheck(platform, svc);
+    let check = await liveCheck(platform, svc, TENANTS);
     while ((check.lost.length > 0 || check.orphans.length > 0) && Date.now() - stoppedAt < options.convergeTimeoutMs) {
       await sleep(500);
-      check = await liveCheck(platform, svc);
+      check = await liveCheck(platform, svc, TENANTS);
     }
     const convergeMs = Date.now() - stoppedAt;
-    const exitCode = await relsync!.stop();
-    relsync = undefined;
-    checkIntegrity();
-    const storeProblems = await compareStore(storePath, platform);
+    const shardProblems: string[] = [];
+    let storeProblems: string[];
+    if (sharded) {
+      // Every shard held by exactly one replica, once they agree (a restarted one takes its share back).
+      const deadline = Date.now() + 60_000;
+      let held: Array<number[] | undefined> = [];
+      for (;;) {
+        held = await Promise.all(REPLICAS.map((r) => shardsHeld(relsyncs.get(r)!.httpPort).catch(() => undefined)));
+        const all = held.flatMap((h) => h ?? []).sort((a, b) => a - b);
+        if (held.every((h) => h !== undefined) && all.length === TENANTS.length && all.every((s, i) => s === i)) break;
+        if (Date.now() > deadline) {
+          shardProblems.push(`shards not held exactly once at the end: ${REPLICAS.map((r, i) => `${r}: ${held[i]?.join(',') ?? 'not ready'}`).join('; ')}`);
+          break;
+        }
+        await sleep(500);
+      }
+      log(`shards at the end: ${REPLICAS.map((r, i) => `${r} holds ${held[i]?.join(',') ?? '?'}`).join('; ')}`);
+      // A shard's store goes with the shard: read those held (as each replica says, relsync inspect shards) while they are.
+      const heldStores = REPLICAS.flatMap((r) => (JSON.parse(readFileSync(`${storePath(r)}.shards.json`, 'utf8')) as { held: Array<{ store: string; phase: string }> }).held.filter((h) => h.phase === 'working' && existsSync(h.store)).map((h) => h.store));
+      storeProblems = await compareStore(heldStores, platform, TENANTS, false);
+    }
+    const exits = await Promise.all(REPLICAS.map(async (r) => [r, await relsyncs.get(r)!.stop()] as const));
+    relsyncs.clear();
+    for (const r of REPLICAS) checkIntegrity(r);
+    storeProblems ??= await compareStore([storePath(REPLICAS[0]!)], platform, TENANTS, true);
+    let writesChecked = 0;
+    if (sharded) {
+      const map = new ShardMap(TENANTS.length, TENANTS.map((name) => ({ name, kubeconfig: name, context: undefined })));
+      const shardOf = new Map(TENANTS.flatMap((t) => NAMESPACES.map((ns) => [defaultCopyNamespace(t, ns), map.shardOf(t)] as const)));
+      const checked = writesOutsideHoldings(service.auditLogPath!, holdingsFromLogs(logs, killedAt), (ns) => shardOf.get(ns), (user) => (user.startsWith('relsync-r') ? user.slice('relsync-'.length) : undefined));
+      writesChecked = checked.checked;
+      shardProblems.push(...checked.problems);
+      log(`${checked.checked} writes of copies checked against the replicas' holdings`);
+    }
     const problems = [
-      ...(exitCode === 0 ? [] : [`relsync exited with ${exitCode} on SIGTERM`]),
+      ...exits.filter(([, code]) => code !== 0).map(([r, code]) => `${r} exited with ${code} on SIGTERM`),
+      ...shardProblems,
       ...check.lost.map((p) => `lost: ${p}`),
       ...check.orphans.map((p) => `orphan: ${p}`),
       ...check.crossTenant.map((p) => `crossTenant: ${p}`),
@@ -238,12 +318,20 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       convergeMs,
       problems,
       seed: options.seed,
+      replicas: replicaCount,
+      writesChecked,
     };
   } finally {
     writing = false;
-    await relsync?.kill();
-    await clusters.stop();
+    await Promise.all([...relsyncs.values()].map((p) => p.kill()));
+    await Promise.all(planes.map((p) => p.stop()));
   }
+}
+
+/** A replica's store files: its own, and its shards' (`<store>.shard-…`). */
+function storesOf(storeDir: string): string[] {
+  if (!existsSync(storeDir)) return [];
+  return readdirSync(storeDir).filter((f) => f.endsWith('.db') && f.startsWith('relsync')).map((f) => join(storeDir, f));
 }
 
 function ignoreNotFound(err: unknown): void {
@@ -266,7 +354,7 @@ const source = (o: V1ConfigMap | V1Secret | Database) => `${o.metadata?.annotati
 const marked = (o: V1ConfigMap | V1Secret | Database) => o.metadata?.labels?.['relsync.dev/agent'] === AGENT;
 
 /** What the rules say must exist, from the live sources, against what does. */
-async function liveCheck(platform: Record<Tenant, ClusterClient>, svc: ClusterClient): Promise<LiveCheck> {
+async function liveCheck(platform: Record<Tenant, ClusterClient>, svc: ClusterClient, TENANTS: readonly Tenant[]): Promise<LiveCheck> {
   const out: LiveCheck = { lost: [], orphans: [], crossTenant: [] };
   const svcConfigMaps = (await svc.core.listConfigMapForAllNamespaces({ labelSelector: `relsync.dev/agent=${AGENT}` })).items;
   const svcSecrets = (await svc.core.listSecretForAllNamespaces()).items;
@@ -276,7 +364,7 @@ async function liveCheck(platform: Record<Tenant, ClusterClient>, svc: ClusterCl
   const expectedInPlatform = new Set<string>();
 
   for (const t of TENANTS) {
-    const c = platform[t];
+    const c = platform[t]!;
     const databases = ((await c.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: Database[] }).items;
     const configMaps = (await c.core.listConfigMapForAllNamespaces()).items;
     const secrets = (await c.core.listSecretForAllNamespaces()).items;
@@ -338,11 +426,14 @@ async function liveCheck(platform: Record<Tenant, ClusterClient>, svc: ClusterCl
   return out;
 }
 
-/** Store rows against the live relationships (after a clean stop). */
-async function compareStore(storePath: string, platform: Record<Tenant, ClusterClient>): Promise<string[]> {
+/**
+ * Store rows against the live relationships: of one store after a clean stop, or of every held
+ * shard's store together while running (`stopped` false: work may still be pending there).
+ */
+async function compareStore(storePaths: readonly string[], platform: Record<Tenant, ClusterClient>, TENANTS: readonly Tenant[], stopped: boolean): Promise<string[]> {
   const want = { primaries: new Set<string>(), relations: new Set<string>() };
   for (const t of TENANTS) {
-    const c = platform[t];
+    const c = platform[t]!;
     const databases = ((await c.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: Database[] }).items;
     const configMaps = (await c.core.listConfigMapForAllNamespaces()).items;
     for (const db of databases) {
@@ -355,30 +446,29 @@ async function compareStore(storePath: string, platform: Record<Tenant, ClusterC
       for (const cm of configMaps) if (cm.metadata?.namespace === ns && cm.metadata.labels?.app === name) want.relations.add(`${t}/${ns}/${name} extra ${t}/${ns}/${cm.metadata.name}`);
     }
   }
-  const db = new BetterSqlite3(storePath, { readonly: true });
-  try {
-    const have = {
-      primaries: new Set((db.prepare('select cluster, namespace, name from primaries').all() as Array<Record<string, string>>).map((r) => `${r.cluster}/${r.namespace}/${r.name}`)),
-      relations: new Set(
-        (db.prepare('select primary_cluster, primary_namespace, primary_name, rule_id, source_cluster, source_namespace, source_name from relations').all() as Array<Record<string, string>>).map(
-          (r) => `${r.primary_cluster}/${r.primary_namespace}/${r.primary_name} ${r.rule_id} ${r.source_cluster}/${r.source_namespace}/${r.source_name}`,
-        ),
-      ),
-    };
-    const problems: string[] = [];
-    for (const table of ['primaries', 'relations'] as const) {
-      for (const k of want[table]) if (!have[table].has(k)) problems.push(`${table}: missing row ${k}`);
-      for (const k of have[table]) if (!want[table].has(k)) problems.push(`${table}: row for a relationship that is not live: ${k}`);
+  const have = { primaries: new Set<string>(), relations: new Set<string>() };
+  const problems: string[] = [];
+  for (const path of storePaths) {
+    const db = new BetterSqlite3(path, { readonly: true });
+    try {
+      for (const r of db.prepare('select cluster, namespace, name from primaries').all() as Array<Record<string, string>>) have.primaries.add(`${r.cluster}/${r.namespace}/${r.name}`);
+      for (const r of db.prepare('select primary_cluster, primary_namespace, primary_name, rule_id, source_cluster, source_namespace, source_name from relations').all() as Array<Record<string, string>>) {
+        have.relations.add(`${r.primary_cluster}/${r.primary_namespace}/${r.primary_name} ${r.rule_id} ${r.source_cluster}/${r.source_namespace}/${r.source_name}`);
+      }
+      const pending = (db.prepare('select count(*) as n from pending_primaries').get() as { n: number }).n;
+      if (stopped && pending > 0) problems.push(`pending_primaries: ${pending} rows left after a clean stop`);
+    } finally {
+      db.close();
     }
-    const pending = (db.prepare('select count(*) as n from pending_primaries').get() as { n: number }).n;
-    if (pending > 0) problems.push(`pending_primaries: ${pending} rows left after a clean stop`);
-    return problems;
-  } finally {
-    db.close();
   }
+  for (const table of ['primaries', 'relations'] as const) {
+    for (const k of want[table]) if (!have[table].has(k)) problems.push(`${table}: missing row ${k}`);
+    for (const k of have[table]) if (!want[table].has(k)) problems.push(`${table}: row for a relationship that is not live: ${k}`);
+  }
+  return problems;
 }
 
 /** The one line the issue asks for. */
 export function summaryLine(r: CrashLoopResult): string {
-  return `kills=${r.kills} changes=${r.changes} lost=${r.lost} orphans=${r.orphans} crossTenant=${r.crossTenant} integrity=${r.integrity === 'ok' ? 'ok' : 'failed'} convergeMs=${r.convergeMs}`;
+  return `${r.replicas > 1 ? `replicas=${r.replicas} writesChecked=${r.writesChecked} ` : ''}kills=${r.kills} changes=${r.changes} lost=${r.lost} orphans=${r.orphans} crossTenant=${r.crossTenant} integrity=${r.integrity === 'ok' ? 'ok' : 'failed'} convergeMs=${r.convergeMs}`;
 }

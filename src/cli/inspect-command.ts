@@ -56,7 +56,9 @@ function shardStatus(path: string): ShardStatusFile | undefined {
 async function withStores<T>(options: InspectOptions, fn: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T[]>): Promise<T[]> {
   const path = storePath(options);
   if (!existsSync(path)) fail(`store ${path} does not exist (give --store or --config)`);
-  const paths = [path, ...(shardStatus(path)?.held.map((h) => h.store).filter((p) => existsSync(p)) ?? [])];
+  // With shards, the replica's own store is not worked with (only `relsync sweep` uses it): the held shards' are the current ones.
+  const status = shardStatus(path);
+  const paths = status ? status.held.map((h) => h.store).filter((p) => existsSync(p)) : [path];
   const out: T[] = [];
   for (const p of paths) {
     const store = await openStore(p, { readonly: true });

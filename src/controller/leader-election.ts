@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { systemClock, type Clock, type Timer } from '../util/clock.js';
+import { monotonicClock, systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
 
@@ -33,8 +33,10 @@ export interface LeaderElectionOptions {
   readonly onStarted: () => void;
   /** Called once, when a leader could not renew within the renew deadline. */
   readonly onLost: () => void;
-  /** Time for the lease's expiry, the renew deadline and the retry period; default the system's. */
+  /** Time for the lease's expiry, the renew deadline and the retry period; default monotonic (util/clock.ts). */
   readonly clock?: Clock;
+  /** The time of day written into the Lease (renewTime, acquireTime); default the given clock's, else the system's. */
+  readonly wallClock?: () => number;
 }
 
 interface LeaseSpec {
@@ -52,9 +54,11 @@ export class LeaderElector {
   private lastRenew = 0;
   private loop: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
+  private readonly wall: () => number;
 
   constructor(private readonly options: LeaderElectionOptions) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? monotonicClock;
+    this.wall = options.wallClock ?? (options.clock ? () => options.clock!.now() : Date.now);
   }
 
   get isLeader(): boolean {
@@ -117,7 +121,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs } = this.options;
-    const now = new Date(this.clock.now());
+    const now = new Date(this.wall());
     const spec = (): LeaseSpec => ({ holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: micro(now) });
     const lease = await client.get(namespace, name);
     if (!lease) {
@@ -175,7 +179,7 @@ export class LeaderElector {
         const lease = await client.get(namespace, name);
         if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
         try {
-          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.clock.now())) } });
+          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall())) } });
           logger.info('released the leader lease');
           return;
         } catch (err) {

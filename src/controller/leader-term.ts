@@ -15,6 +15,9 @@ import { prepareReconciles } from './reconcile-prerequisites.js';
 import { scheduleSweeps } from './sweep-triggers.js';
 import { bindingWatchFor, watchFor } from './watches.js';
 import { ResourceClient } from '../kube/resource-client.js';
+import { isForbidden } from '../kube/api-error.js';
+import { ShardLeases } from './shard-leases.js';
+import { monotonicClock } from '../util/clock.js';
 import type { Wiring } from './wiring.js';
 import { sleep } from '../util/sleep.js';
 
@@ -41,9 +44,10 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   let lost = false;
   let becameLeader: () => void = () => undefined;
   const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
+  // Renewed past the service cluster's concurrency limit: a Retry-After on writes must not cost the lease.
+  const leaseClient = new ResourceClient(w.clusters.service.connection.unlimited(), leaseType);
   const elector = new LeaderElector({
-    // Renewed past the service cluster's concurrency limit: a Retry-After on writes must not cost the lease.
-    client: new ResourceClient(w.clusters.service.connection.unlimited(), leaseType),
+    client: leaseClient,
     namespace: le.namespace,
     name: le.name,
     identity: options.identity,
@@ -57,14 +61,15 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
       term.abort();
     },
   });
-  // No write of this term's leaves once the lease is not provably held (Events excepted: they change nothing a leader owns).
-  w.clusters.setWriteFence((_method, path) => (isEventsPath(path) ? undefined : elector.writeBlocked()));
+  // No write of this term's leaves once the lease is not provably held (Events go through clients of their own: wiring.ts).
+  w.clusters.setWriteFence(() => elector.writeBlocked());
   options.status.campaigning(elector);
   logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
   try {
     const electing = elector.start(term.signal);
     const aborted = new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve(), { once: true }));
     await Promise.race([leadership, aborted]);
+    if (!term.signal.aborted) await withoutShardHolders(leaseClient, options, term.signal);
     if (!term.signal.aborted) await lead(w, options, term.signal);
     term.abort();
     await electing;
@@ -75,10 +80,33 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   }
 }
 
-/** Events (core or events.k8s.io): a term that ended may still say what its last reconciles found. */
-export function isEventsPath(path: string): boolean {
-  // Anchored: a namespace (a tenant's choice) named "events" is not an Event.
-  return /^\/(api\/v1|apis\/events\.k8s\.io\/v1)\/namespaces\/[^/]+\/events(\/[^/]+)?$/.test(path);
+/**
+ * Waits while replicas of a sharded config (sharding.shards > 1, a rollout between the two) hold
+ * shards of this installation: they work for clusters this leader would too. Its Lease was
+ * written before this read, and they read it after taking a shard (shard-leases.ts view()), so
+ * of a leader and a shard holder that start together, at least one sees the other. A record is
+ * no one's once it stood unchanged for its lease duration, as seen here.
+ */
+async function withoutShardHolders(client: ResourceClient, options: TermOptions & { readonly identity: string }, signal: AbortSignal): Promise<void> {
+  const le = options.config.leaderElection;
+  const leases = new ShardLeases({ client, namespace: le.namespace, base: le.name, identity: options.identity, fingerprint: 'without shards', leaseDurationMs: le.leaseDurationSeconds * 1000, clock: monotonicClock, wallClock: Date.now });
+  let said = false;
+  while (!signal.aborted) {
+    try {
+      const { foreign } = await leases.view(0);
+      if (foreign.length === 0) return;
+      if (!said) options.logger.warn({ holders: foreign }, 'leads, but waits: replicas of a sharded config hold shards of this installation; they give them up when stopped');
+      said = true;
+    } catch (err) {
+      // RBAC of a release before sharding (no list on Leases): no shard can be seen, and none can be held without that grant.
+      if (isForbidden(err)) {
+        options.logger.warn({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see shard holders (give it list on leases in its namespace, as deploy/rbac.yaml does); leads');
+        return;
+      }
+      options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
+    }
+    await sleep(le.retryPeriodSeconds * 1000, signal);
+  }
 }
 
 /** The leader's work: watches, reconciles, checkpoints, sweeps. */

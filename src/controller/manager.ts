@@ -26,11 +26,11 @@ import { sweepOnce } from './sweep-triggers.js';
 import { rewire, wire, type Wiring, type WiringOptions } from './wiring.js';
 import { ShardMap } from '../config/shard-map.js';
 import { ResourceClient } from '../kube/resource-client.js';
-import { systemClock } from '../util/clock.js';
+import { monotonicClock } from '../util/clock.js';
 import { leaseType } from './leader-election.js';
 import { ShardCoordinator, type HeldShard } from './shard-coordinator.js';
 import { ShardLeases } from './shard-leases.js';
-import { dropOtherMapsStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermView } from './shard-term.js';
+import { dropShardStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermView } from './shard-term.js';
 
 export { LeaderRunningError } from './sweep-triggers.js';
 
@@ -58,6 +58,8 @@ export class Manager {
   /** With shards: the coordinator, and each held shard's term (its status and wiring, once wired). */
   private coordinator: ShardCoordinator | undefined;
   private readonly shardTerms = new Map<number, ShardTermView>();
+  /** Why a held shard is not wired up yet (its last try's error). */
+  private readonly shardProblems = new Map<number, string>();
   private readonly map: ShardMap;
   private readonly status: TermStatus;
   private readonly identity: string;
@@ -124,17 +126,14 @@ export class Manager {
     }
   }
 
-  /**
-   * Active-active (sharding.shards > 1): this replica's share of the shards, each worked by a
-   * term of its own (shard-coordinator.ts, shard-term.ts). Rejects when a shard's work failed
-   * for good (a type not served): the process stops, as one without shards would.
-   */
+  /** Active-active (sharding.shards > 1): this replica's share of the shards, each worked by a term of its own (shard-coordinator.ts, shard-term.ts). */
   private async runSharded(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.options;
     const le = config.leaderElection;
     const map = this.map;
     this.metrics.shardsConfigured.set(map.shards);
-    for (const name of dropOtherMapsStores(config.storePath, map)) logger.info({ file: name }, 'sharding: removed the store of a shard of another shard map (an earlier config)');
+    // Every shard's store is built afresh when the shard is taken: one an earlier process left (killed) may be stale.
+    for (const name of dropShardStores(config.storePath)) logger.info({ file: name }, 'sharding: removed a shard store an earlier process left');
     const service = config.serviceCluster;
     const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
     connection.observer = (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) });
@@ -146,7 +145,8 @@ export class Manager {
       identity: this.identity,
       fingerprint: map.fingerprint,
       leaseDurationMs: le.leaseDurationSeconds * 1000,
-      clock: systemClock,
+      clock: monotonicClock,
+      wallClock: Date.now,
     });
     logger.info({ shards: map.shards, sharding: map.fingerprint, leases: `${le.namespace}/${le.name}-shard-*`, identity: this.identity }, 'sharding: this replica takes its share of the shards');
     const coordinator = (this.coordinator = new ShardCoordinator({
@@ -158,6 +158,11 @@ export class Manager {
       logger,
       metrics: this.metrics,
       onChange: (held) => {
+        // No longer the one that sweeps any shard: the alert on missed sweeps reads this process no more.
+        if (!held.some((h) => h.phase === 'working')) {
+          this.metrics.sweepInterval.set(0);
+          this.metrics.termStart.set(0);
+        }
         try {
           writeShardStatus(config.storePath, {
             identity: this.identity,
@@ -180,9 +185,11 @@ export class Manager {
             logger: logger.child({ shard }),
             fence,
             onStatus: (term) => {
+              this.shardProblems.delete(shard);
               if (term) this.shardTerms.set(shard, term);
               else this.shardTerms.delete(shard);
             },
+            onWiring: (problem) => this.shardProblems.set(shard, problem),
           },
           shardSignal,
         ),
@@ -253,7 +260,10 @@ export class Manager {
     if (this.map.shards === 1) return this.status.notReady();
     if (!this.options.store.sqlite.open) return ['the store is closed'];
     // A replica that holds no shard (yet) is ready, as a standby is: it takes shards when its share says so.
-    return [...this.shardTerms].flatMap(([shard, t]) => t.status.notReady().map((why) => `shard ${shard}: ${why}`));
+    const starting = this.heldShards()
+      .filter((h) => h.phase === 'working' && !this.shardTerms.has(h.shard) && this.map.platformsOf(h.shard, this.options.config.platformClusters).length > 0)
+      .map((h) => `shard ${h.shard}: starting${this.shardProblems.has(h.shard) ? `: ${this.shardProblems.get(h.shard)}` : ''}`);
+    return [...starting, ...[...this.shardTerms].flatMap(([shard, t]) => t.status.notReady().map((why) => `shard ${shard}: ${why}`))];
   }
 
   /** Why this process should be restarted (the liveness probe; see TermStatus.notLive). */

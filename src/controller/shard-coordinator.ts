@@ -3,30 +3,36 @@
  * shards, held as Leases in the service cluster (shard-leases.ts), each
  * worked by a term of its own (shard-term.ts).
  *
- * Two loops, so that a slow LIST never delays a renewal:
- * - renew, every retry period: this replica's member Lease and each shard it
- *   holds, each write with the renew deadline as its timeout. A shard whose
- *   last renewal was sent longer ago than the renew deadline is lost: its
- *   fence shuts at that moment (no write of its term leaves after it), and
- *   its term is stopped. Another replica takes it only once its record stood
+ * Loops of their own, so that one slow request never delays another Lease's
+ * renewal:
+ * - one per held shard, every retry period: its renewal, with the renew
+ *   deadline as its timeout. The shard's fence is shut once its last renewal
+ *   was sent longer ago than the renew deadline (no write of its term leaves
+ *   after that, however late the loop runs), and the shard is then lost: its
+ *   term is stopped. Another replica takes it only once its record stood
  *   unchanged for a whole lease duration, longer, as seen on that replica's
- *   clock.
+ *   (monotonic) clock.
+ * - the member slot's, every retry period.
  * - balance, every retry period: one LIST of the set, then this replica's
  *   share (shard-balance.ts). Above it, a shard is given up: its term is
  *   stopped (renewed meanwhile, so that no one takes it while in-flight work
- *   ends), then the Lease is released. Below it, free shards are taken; each
- *   taken one is checked once more against the members (a replica of another
- *   shard map that wrote its member Lease meanwhile), and released at once
- *   if there is one, before any work.
+ *   ends), its fence shut, then the Lease released. Below it, free shards are
+ *   taken (a shard whose Lease still names this replica, left by its previous
+ *   process, at once); each taken one is checked once more against the set (a
+ *   replica of another shard map, or one without shards, that took something
+ *   meanwhile), and released at once if there is one, before any work.
  *
  * On stop every term stops, then every shard is released and the member
- * Lease deleted, so that the others take over at once.
+ * slot too, so that the others take over at once. A shard whose work fails
+ * (it should not: a shard's term retries what it cannot reach) is given up
+ * and not taken again here for a while.
  */
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { KubeObject } from '../core/object.js';
 import type { ShardMap } from '../config/shard-map.js';
 import type { Metrics } from '../server/metrics.js';
-import { systemClock, type Clock, type Timer } from '../util/clock.js';
+import { monotonicClock, type Clock, type Timer } from '../util/clock.js';
 import { balance } from './shard-balance.js';
 import type { ShardLeases } from './shard-leases.js';
 
@@ -38,22 +44,24 @@ export interface ShardCoordinatorOptions {
   readonly retryPeriodMs: number;
   readonly logger: Logger;
   readonly metrics?: Metrics;
-  /** Works for `shard` until `signal` aborts (shard-term.ts); `fence` says why writes may not leave, undefined while they may. */
+  /** Works for `shard` until `signal` aborts (shard-term.ts); `fence` says why writes may not leave, undefined while they may. It should not end by itself. */
   readonly work: (shard: number, signal: AbortSignal, fence: () => string | undefined) => Promise<void>;
+  /** For ages and deadlines; default monotonic (util/clock.ts). */
   readonly clock?: Clock;
   /** Told the held shards each time they change (for `relsync inspect shards`). */
   readonly onChange?: (held: HeldShard[]) => void;
 }
 
-type Phase = 'working' | 'giving-up' | 'lost';
+type Phase = 'working' | 'giving-up' | 'lost' | 'released';
 
 interface Holding {
   readonly shard: number;
   lease: KubeObject;
-  /** When the last successful write of the Lease was sent. */
+  /** When the last successful write of the Lease was sent (monotonic). */
   lastRenew: number;
   phase: Phase;
-  readonly since: number;
+  /** Time of day it was taken, for people. */
+  readonly since: string;
   readonly stop: AbortController;
   done: Promise<void>;
 }
@@ -65,22 +73,26 @@ export interface HeldShard {
   readonly since: string;
 }
 
+/** After a shard's work failed: not taken again here before this, doubling from 30 s to 5 min. */
+const FAILED_BACKOFF_MS = [30_000, 300_000] as const;
+
 export class ShardCoordinator {
   private readonly holdings = new Map<number, Holding>();
   private readonly clock: Clock;
   private stopping = false;
   private waitingForeign: string | undefined;
   private waitingSlot: string | undefined;
-  private failure: unknown;
-  /** The renew loop's waits: it ends when nothing is held any more, not at the stop signal. */
+  /** Shards whose work failed here, and until when this replica leaves them to others. */
+  private readonly failedUntil = new Map<number, { until: number; ms: number }>();
+  /** The loops' waits that end when nothing is held any more, not at the stop signal. */
   private readonly never = new AbortController().signal;
 
   constructor(private readonly options: ShardCoordinatorOptions) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? monotonicClock;
   }
 
   held(): HeldShard[] {
-    return [...this.holdings.values()].sort((a, b) => a.shard - b.shard).map((h) => ({ shard: h.shard, phase: h.phase, since: new Date(h.since).toISOString() }));
+    return [...this.holdings.values()].sort((a, b) => a.shard - b.shard).map((h) => ({ shard: h.shard, phase: h.phase, since: h.since }));
   }
 
   /** Why this replica takes no shard now (replicas of another shard map are alive, or no member slot is free), if so. */
@@ -88,15 +100,15 @@ export class ShardCoordinator {
     return this.waitingForeign ?? this.waitingSlot;
   }
 
-  /** Runs until `signal` aborts, then hands every shard over; rejects when a shard's work failed for good (a config problem). */
+  /** Runs until `signal` aborts, then hands every shard over. */
   async start(signal: AbortSignal): Promise<void> {
     const { logger, retryPeriodMs } = this.options;
     // A member slot first: the others count this replica before it takes anything.
     await this.heartbeat();
-    const renewing = this.renewLoop();
-    while (!signal.aborted && this.failure === undefined) {
+    const membership = this.memberLoop();
+    while (!signal.aborted) {
       try {
-        await this.balanceOnce();
+        await this.balanceOnce(signal);
       } catch (err) {
         logger.warn({ err: (err as Error).message }, 'sharding: could not read or write the shard Leases; will retry');
       }
@@ -105,35 +117,39 @@ export class ShardCoordinator {
     this.stopping = true;
     for (const h of this.holdings.values()) if (h.phase === 'working') this.giveUp(h, 'stopping');
     await Promise.all([...this.holdings.values()].map((h) => h.done));
-    await renewing;
+    await membership;
     try {
-      await this.timed(this.options.leases.leave(), 'member lease');
+      await this.timed(this.options.leases.leave(), 'member slot');
     } catch (err) {
-      logger.warn({ err: (err as Error).message }, 'sharding: could not delete this replica\'s member Lease; the others count it out when it expires');
+      logger.warn({ err: (err as Error).message }, 'sharding: could not release this replica\'s member slot; the others count it out when it expires');
     }
-    if (this.failure !== undefined) throw this.failure;
   }
 
-  /** Renews the member Lease and every shard not lost, until stopped and nothing is held. */
-  private async renewLoop(): Promise<void> {
+  /** Renews (or takes) the member slot every retry period until stopping. */
+  private async memberLoop(): Promise<void> {
+    while (!this.stopping) {
+      await this.clock.sleep(this.options.retryPeriodMs, this.never);
+      if (!this.stopping) await this.heartbeat();
+    }
+  }
+
+  /** Renews one held shard every retry period while it is held and not lost. */
+  private async renewLoop(h: Holding): Promise<void> {
     const { leases, logger, renewDeadlineMs, retryPeriodMs } = this.options;
-    while (!(this.stopping && this.holdings.size === 0)) {
-      const renewals = [...this.holdings.values()].filter((h) => h.phase !== 'lost').map(async (h) => {
-        const sentAt = this.clock.now();
-        try {
-          const lease = await this.timed(leases.renew(h.lease), `shard ${h.shard} lease`);
-          if (!lease) return this.lose(h, 'another replica holds its Lease now');
-          h.lease = lease;
-          h.lastRenew = sentAt;
-        } catch (err) {
-          logger.warn({ shard: h.shard, err: (err as Error).message }, 'sharding: could not renew a shard Lease');
-        }
-      });
-      await Promise.all([...renewals, this.stopping ? Promise.resolve() : this.heartbeat()]);
-      for (const h of this.holdings.values()) {
-        if (h.phase !== 'lost' && this.clock.now() - h.lastRenew > renewDeadlineMs) this.lose(h, 'its Lease could not be renewed within the renew deadline');
-      }
+    for (;;) {
       await this.clock.sleep(retryPeriodMs, this.never);
+      if (h.phase !== 'working' && h.phase !== 'giving-up') return;
+      const sentAt = this.clock.now();
+      try {
+        const lease = await this.timed(leases.renew(h.lease), `shard ${h.shard} lease`);
+        if (h.phase !== 'working' && h.phase !== 'giving-up') return;
+        if (!lease) return this.lose(h, 'another replica holds its Lease now');
+        h.lease = lease;
+        h.lastRenew = sentAt;
+      } catch (err) {
+        logger.warn({ shard: h.shard, err: (err as Error).message }, 'sharding: could not renew a shard Lease');
+      }
+      if (this.clock.now() - h.lastRenew > renewDeadlineMs) return this.lose(h, 'its Lease could not be renewed within the renew deadline');
     }
   }
 
@@ -141,7 +157,7 @@ export class ShardCoordinator {
   private async heartbeat(): Promise<void> {
     const { leases, map, logger } = this.options;
     try {
-      const member = await this.timed(leases.heartbeat(map.shards), 'member lease');
+      const member = await this.timed(leases.heartbeat(map.shards), 'member slot');
       const why = member ? undefined : `every member slot (${map.shards}, one per shard) is held by a live replica: this one stands by`;
       if (why && this.waitingSlot !== why) logger.warn(`sharding: ${why}`);
       this.waitingSlot = why;
@@ -150,34 +166,40 @@ export class ShardCoordinator {
     }
   }
 
-  private async balanceOnce(): Promise<void> {
+  private async balanceOnce(signal: AbortSignal): Promise<void> {
     const { leases, map, identity, logger } = this.options;
     // Not counted by the others: it takes nothing (what it holds it keeps renewing; no one may take that).
     if (!leases.isMember) return;
     const view = await this.timed(leases.view(map.shards), 'shard leases');
     if (view.foreign.length > 0) {
-      const why = `replicas working from another shard map (another config) are alive: ${view.foreign.slice(0, 3).join(', ')}`;
+      const why = `replicas of another config (another shard map, or without shards) hold shards or the leader Lease: ${view.foreign.slice(0, 3).join(', ')}`;
       if (this.waitingForeign !== why) logger.warn({ foreign: view.foreign }, `sharding: takes no shard while ${why}; they give theirs up when stopped`);
       this.waitingForeign = why;
       return;
     }
     this.waitingForeign = undefined;
+    const now = this.clock.now();
     const working = new Set([...this.holdings.values()].filter((h) => h.phase === 'working').map((h) => h.shard));
-    const busy = new Set(this.holdings.keys());
-    // A shard this replica still stops (giving up, lost) is not free to it yet.
-    const holders = view.shards.map((s, k) => (busy.has(k) ? identity : s.holder));
+    const holders = view.shards.map((s, k) => {
+      // Held here (also while it stops): not free to take again yet.
+      if (this.holdings.has(k)) return identity;
+      // Failed here lately: left to the others for a while.
+      if ((this.failedUntil.get(k)?.until ?? 0) > now) return `${identity} (failed lately)`;
+      // Named this replica but not held: left by its previous process (the replica lock keeps the identity), free to it at once.
+      return s.holder === identity ? undefined : s.holder;
+    });
     const decision = balance({ members: view.members, holders }, identity, working);
     for (const shard of decision.giveUp) this.giveUp(this.holdings.get(shard)!, `its share is ${decision.share} of ${map.shards} with ${view.members.length} replicas`);
     for (const shard of decision.take) {
-      if (this.stopping) return;
+      if (signal.aborted) return;
       const sentAt = this.clock.now();
       const lease = await this.timed(leases.take(shard, view.shards[shard]!.lease), `shard ${shard} lease`);
       if (!lease) continue; // another replica was first
-      // Written after this replica's member Lease, read after that: of two replicas of different maps, one sees the other.
+      // Written before this read: of two replicas of different configs that take at once, one sees the other's take.
       const again = await this.timed(leases.view(map.shards), 'shard leases').catch(() => undefined);
-      if (!again || again.foreign.length > 0) {
-        logger.warn({ shard, foreign: again?.foreign }, 'sharding: gives a shard it just took back: replicas of another shard map are alive (or the Leases could not be read again)');
-        await leases.release(lease).catch(() => undefined);
+      if (!again || again.foreign.length > 0 || signal.aborted) {
+        logger.warn({ shard, foreign: again?.foreign }, 'sharding: gives a shard it just took back: replicas of another config hold shards (or the Leases could not be read again, or it stops)');
+        await this.timed(leases.release(lease), `shard ${shard} lease`).catch(() => undefined);
         continue;
       }
       this.begin(shard, lease, sentAt, decision.share, view.members.length);
@@ -187,25 +209,38 @@ export class ShardCoordinator {
   private begin(shard: number, lease: KubeObject, sentAt: number, share: number, members: number): void {
     const { logger, renewDeadlineMs } = this.options;
     const stop = new AbortController();
-    const h: Holding = { shard, lease, lastRenew: sentAt, phase: 'working', since: this.clock.now(), stop, done: Promise.resolve() };
-    // Checked as each write is sent: shut once the phase is lost or the last renewal is older than the deadline.
+    setMaxListeners(0, stop.signal);
+    const h: Holding = { shard, lease, lastRenew: sentAt, phase: 'working', since: new Date().toISOString(), stop, done: Promise.resolve() };
+    // Asked as each write is sent: shut once the shard is lost or released, or its last renewal is older than the deadline.
     const fence = () => {
-      if (h.phase === 'lost') return `shard ${shard}'s Lease was lost`;
+      if (h.phase === 'lost' || h.phase === 'released') return `shard ${shard}'s Lease is no longer held here (${h.phase})`;
       const age = this.clock.now() - h.lastRenew;
       return age > renewDeadlineMs ? `shard ${shard}'s Lease was last renewed ${Math.round(age)} ms ago, past the renew deadline` : undefined;
     };
     this.holdings.set(shard, h);
     this.report();
     logger.info({ shard, share, replicas: members }, 'sharding: took a shard');
+    const renewing = this.renewLoop(h);
     h.done = this.options
       .work(shard, stop.signal, fence)
-      .catch((err: unknown) => {
-        if (stop.signal.aborted) return;
-        // A config problem (a type not served) stops the replica, as it would one without shards.
-        logger.error({ shard, err: (err as Error).message }, 'sharding: the work for a shard failed');
-        this.failure ??= err;
-      })
-      .then(() => this.finish(h));
+      .then(
+        () => {
+          if (!stop.signal.aborted) this.failed(shard, new Error('its work ended by itself'));
+        },
+        (err: unknown) => {
+          if (!stop.signal.aborted) this.failed(shard, err);
+        },
+      )
+      .then(() => this.finish(h))
+      .then(() => renewing);
+  }
+
+  /** A shard's work failed (not stopped): given up, and left to the others for a while. */
+  private failed(shard: number, err: unknown): void {
+    const last = this.failedUntil.get(shard);
+    const ms = last ? Math.min(last.ms * 2, FAILED_BACKOFF_MS[1]) : FAILED_BACKOFF_MS[0];
+    this.failedUntil.set(shard, { until: this.clock.now() + ms, ms });
+    this.options.logger.error({ shard, err: (err as Error).message, retryInMs: ms }, 'sharding: the work for a shard failed; it is given up and left to the other replicas for a while');
   }
 
   private giveUp(h: Holding, why: string): void {
@@ -217,17 +252,18 @@ export class ShardCoordinator {
   }
 
   private lose(h: Holding, why: string): void {
-    if (h.phase === 'lost') return;
+    if (h.phase === 'lost' || h.phase === 'released') return;
     h.phase = 'lost';
-    this.options.metrics?.leadershipLost.inc();
+    this.options.metrics?.shardsLost.inc();
     this.options.logger.error({ shard: h.shard, why }, 'sharding: lost a shard: no more writes for it; its work stops');
     h.stop.abort();
     this.report();
   }
 
-  /** The shard's work ended: released when this replica still holds it, forgotten either way. */
+  /** The shard's work ended: released when this replica still holds it (its fence shut first), forgotten either way. */
   private async finish(h: Holding): Promise<void> {
     if (h.phase !== 'lost') {
+      h.phase = 'released';
       try {
         await this.timed(this.options.leases.release(h.lease), `shard ${h.shard} lease`);
         this.options.logger.info({ shard: h.shard }, 'sharding: released a shard');
@@ -245,10 +281,6 @@ export class ShardCoordinator {
     if (!metrics) return;
     metrics.shardsHeld.reset();
     for (const h of this.holdings.values()) metrics.shardsHeld.set({ shard: String(h.shard), phase: h.phase }, 1);
-    if (![...this.holdings.values()].some((h) => h.phase === 'working')) {
-      metrics.sweepInterval.set(0);
-      metrics.termStart.set(0);
-    }
   }
 
   /** One Lease request may not outlast the renew deadline (an API server that hangs). */

@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../core/object.js';
-import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { Clock } from '../util/clock.js';
 import { micro } from './leader-election.js';
@@ -40,7 +40,10 @@ export interface ShardLeasesOptions {
   /** The shard map's (config/shard-map.ts). */
   readonly fingerprint: string;
   readonly leaseDurationMs: number;
+  /** For the age of records: monotonic in production (util/clock.ts). */
   readonly clock: Clock;
+  /** The time of day written into the Leases; default the clock's. */
+  readonly wallClock?: () => number;
 }
 
 interface LeaseSpec {
@@ -53,9 +56,13 @@ interface LeaseSpec {
 
 /** What one LIST of the set showed. */
 export interface LeaseSetView {
-  /** Live members that work from this map, by identity (this replica included). */
+  /** Live members that work from this map, by identity (this replica included once it holds a slot). */
   readonly members: string[];
-  /** Live members or shard holders that work from another map: while there are any, no shard is taken. */
+  /**
+   * Live holders of shards of another map, or of the leader Lease (a replica without shards): while
+   * there are any, no shard is taken. Members of another map do not count: they take nothing
+   * either while this map's shards are held.
+   */
   readonly foreign: string[];
   /** Each shard's live holder (undefined: free), and its Lease as read (undefined: none yet). */
   readonly shards: Array<{ readonly holder: string | undefined; readonly lease: KubeObject | undefined }>;
@@ -68,7 +75,11 @@ export class ShardLeases {
   private readonly observed = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   private member: KubeObject | undefined;
 
-  constructor(private readonly options: ShardLeasesOptions) {}
+  private readonly wall: () => number;
+
+  constructor(private readonly options: ShardLeasesOptions) {
+    this.wall = options.wallClock ?? (() => options.clock.now());
+  }
 
   shardName(shard: number): string {
     return `${this.options.base}-shard-${shard}`;
@@ -85,8 +96,7 @@ export class ShardLeases {
 
   /** The label value that finds the set: the base name when it is a valid label value, else its hash. */
   get setLabel(): string {
-    const base = this.options.base;
-    return base.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(base) ? base : createHash('sha256').update(base).digest('hex').slice(0, 32);
+    return leaseSetLabel(this.options.base);
   }
 
   /** One LIST of the set: who is alive, and who holds each of `shards` and each member slot. */
@@ -99,10 +109,16 @@ export class ShardLeases {
     const byName = new Map(items.map((l) => [l.metadata.name ?? '', l]));
     for (const lease of items) {
       const holder = this.liveHolder(lease, now);
+      if (holder === undefined) continue;
       const theirs = lease.metadata.annotations?.[SHARDING_ANNOTATION];
-      if (holder !== undefined && holder !== identity && theirs !== fingerprint) foreign.add(holder);
-      if (holder !== undefined && theirs === fingerprint && lease.metadata.labels?.[LEASE_KIND_LABEL] === 'member') members.add(holder);
+      const kind = lease.metadata.labels?.[LEASE_KIND_LABEL];
+      if (kind === 'shard' && theirs !== fingerprint && holder !== identity) foreign.add(holder);
+      if (kind === 'member' && theirs === fingerprint) members.add(holder);
     }
+    // The leader Lease of this installation: held by a replica that works for every cluster.
+    const leader = await client.get(namespace, this.options.base);
+    const leaderHolder = leader ? this.liveHolder(leader, now) : undefined;
+    if (leaderHolder !== undefined && leaderHolder !== identity) foreign.add(leaderHolder);
     const held = (name: string) => {
       const lease = byName.get(name);
       return { holder: lease ? this.liveHolder(lease, now) : undefined, lease };
@@ -125,7 +141,7 @@ export class ShardLeases {
 
   private async takeLease(name: string, kind: 'shard' | 'member', index: number, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
     const { client, namespace } = this.options;
-    const now = new Date(this.options.clock.now());
+    const now = new Date(this.wall());
     try {
       if (!seen) {
         const created = await client.create(namespace, {
@@ -150,7 +166,7 @@ export class ShardLeases {
   /** Renews a shard this replica holds; the new record, or undefined when it is no longer this replica's (another took it). */
   async renew(held: KubeObject): Promise<KubeObject | undefined> {
     const { client, namespace, identity } = this.options;
-    const now = new Date(this.options.clock.now());
+    const now = new Date(this.wall());
     try {
       return this.wrote(await this.options.client.replace({ ...held, spec: { ...(held.spec as LeaseSpec), ...this.spec(now) } }));
     } catch (err) {
@@ -169,7 +185,7 @@ export class ShardLeases {
       const current = attempt === 1 ? held : await client.get(namespace, held.metadata.name ?? '');
       if (!current || (current.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
       try {
-        await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.options.clock.now())) } });
+        await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall())) } });
         return;
       } catch (err) {
         if ((!isConflict(err) && !isNotFound(err)) || attempt >= 3) throw err;
@@ -245,4 +261,31 @@ export class ShardLeases {
     this.observed.set(lease.metadata.name ?? '', { resourceVersion: lease.metadata.resourceVersion ?? '', at: this.options.clock.now() });
     return lease;
   }
+}
+
+/**
+ * A holder of a shard of this installation whose record looks alive (renewed within its duration,
+ * by this machine's clock and the record's renewTime), else undefined: for one-shot commands that
+ * must not work beside running replicas (as liveLeader for the leader Lease).
+ */
+export async function liveShardHolder(client: Pick<ShardLeaseClient, 'listAll'>, namespace: string, base: string, now: number = Date.now()): Promise<{ holder: string; lease: string } | undefined> {
+  let items: KubeObject[];
+  try {
+    ({ items } = await client.listAll({ namespace, labelSelector: `${LEASE_SET_LABEL}=${leaseSetLabel(base)},${LEASE_KIND_LABEL}=shard` }));
+  } catch (err) {
+    // RBAC of a release before sharding: no replica could hold a shard with it (they list the set).
+    if (isForbidden(err)) return undefined;
+    throw err;
+  }
+  for (const lease of items) {
+    const spec = (lease.spec ?? {}) as LeaseSpec;
+    if (!spec.holderIdentity || !spec.renewTime) continue;
+    if (now - Date.parse(spec.renewTime) < (spec.leaseDurationSeconds ?? 15) * 1000) return { holder: spec.holderIdentity, lease: `${namespace}/${lease.metadata.name ?? ''}` };
+  }
+  return undefined;
+}
+
+/** The label value that finds a set's Leases: the leader Lease's name when it is a valid label value, else its hash. */
+function leaseSetLabel(base: string): string {
+  return base.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(base) ? base : createHash('sha256').update(base).digest('hex').slice(0, 32);
 }

@@ -5,7 +5,10 @@
  * asks the shard's fence first (Connection.setWriteFence): none leaves once
  * the shard's Lease is not provably held. The store goes with the shard: a
  * replica that gets it again (or another) builds it afresh from the API
- * servers, listing, then watching, then sweeping.
+ * servers, listing, then watching, then sweeping. What it cannot reach (a
+ * tenant's API server down, discovery failing, a type not served there) it
+ * retries, held and not ready, for as long as it holds the shard: one
+ * tenant's cluster never stops the replica.
  */
 import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
@@ -16,7 +19,7 @@ import { ResolveError } from '../sync/resolved-config.js';
 import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 import { TermStatus } from './health.js';
-import { isEventsPath, lead, type TermOptions } from './leader-term.js';
+import { lead, type TermOptions } from './leader-term.js';
 import { wire, type Wiring, type WiringOptions } from './wiring.js';
 
 /** Where shard `shard`'s store is: beside the replica's store, named by the map, so that another map's is never read. */
@@ -50,15 +53,14 @@ export function dropShardStore(path: string): void {
   for (const p of [path, `${path}-wal`, `${path}-shm`]) rmSync(p, { force: true });
 }
 
-/** Shard stores of another map (an earlier config) beside the replica's store: never to be read again. */
-export function dropOtherMapsStores(storePath: string, map: ShardMap): string[] {
+/** Every shard store beside the replica's store (and its WAL), whichever map it was of: a process starts without any. */
+export function dropShardStores(storePath: string): string[] {
   const dir = dirname(storePath);
-  const ext = extname(storePath);
-  const stem = `${basename(storePath, ext)}.shard-`;
+  const stem = `${basename(storePath, extname(storePath))}.shard-`;
   if (!existsSync(dir)) return [];
   const dropped: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (!name.startsWith(stem) || name.includes(`-of-${map.shards}.${map.fingerprint}${ext}`)) continue;
+    if (!name.startsWith(stem)) continue;
     rmSync(join(dir, name), { force: true });
     dropped.push(name);
   }
@@ -82,9 +84,11 @@ export interface ShardTermOptions {
   readonly fence: () => string | undefined;
   /** The term's status, wiring and store, for the probes, metrics and /explain, as they come (and go: undefined). */
   readonly onStatus: (term: ShardTermView | undefined) => void;
+  /** Why the shard is not wired up yet, each time a try failed (for /readyz). */
+  readonly onWiring: (problem: string) => void;
 }
 
-/** Runs the shard's work until `signal` aborts; drops its store after. ResolveError (a type not served) is thrown: a config problem. */
+/** Runs the shard's work until `signal` aborts; drops its store after. */
 export async function runShardTerm(options: ShardTermOptions, signal: AbortSignal): Promise<void> {
   const { shard, map, logger } = options;
   const config = options.wiring.config;
@@ -104,21 +108,23 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
     const cache = { bytes: Math.floor(config.cache.bytes / map.shards), indexBytes: Math.floor(config.cache.indexBytes / map.shards) };
     // Every line of the shard's work names the shard.
     const shardWiring: WiringOptions = { ...options.wiring, logger, config: { ...config, cache }, store, shard: { platforms, ownsLogical: (name) => map.shardOf(name) === shard } };
-    const backoff = new Backoff({ initialMs: 500, maxMs: 5_000 });
+    const backoff = new Backoff({ initialMs: 500, maxMs: 60_000 });
     while (!w && !signal.aborted) {
       try {
         w = await wire(shardWiring, signal);
       } catch (err) {
         if (signal.aborted) break;
-        if (err instanceof ResolveError) throw err;
         const retryInMs = backoff.next();
-        logger.warn({ shard, err: (err as Error).message, retryInMs }, 'could not wire up the shard; will retry');
+        const message = (err as Error).message;
+        options.onWiring(err instanceof ResolveError ? `a configured type: ${message}` : message);
+        logger[err instanceof ResolveError ? 'error' : 'warn']({ shard, err: message, retryInMs }, 'could not wire up the shard; will retry');
         await sleep(retryInMs, signal);
       }
     }
     if (!w) return;
     const fence = options.fence;
-    w.clusters.setWriteFence((_method, path) => (isEventsPath(path) ? undefined : fence()));
+    // Events go through clients the fence lets through (wiring.ts).
+    w.clusters.setWriteFence(() => fence());
     status = new TermStatus(() => store.sqlite.open, () => true);
     options.onStatus({ status, wiring: w, store });
     logger.info({ shard, clusters: platforms.map((p) => p.name) }, 'working for the shard');

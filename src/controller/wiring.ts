@@ -123,7 +123,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const store = new RelationStore(options.store);
     const checkpoints = new CheckpointStore(db);
     const checkpointer = new Checkpointer(checkpoints, logger);
-    const recorder = new EventRecorder({ clusters, agentName: config.agentName, logger, events: metrics.kubeEvents });
+    // Events through clients the write fence lets through: a term that ended may still say what its last reconciles found.
+    const recorder = new EventRecorder({ clusters: { client: (cluster, type) => clusters.eventsClient(cluster, type) }, agentName: config.agentName, logger, events: metrics.kubeEvents });
     const ownWrites = new OwnWrites();
     // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).

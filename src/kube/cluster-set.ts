@@ -56,6 +56,7 @@ export class ClusterSet {
   private readonly byName = new Map<string, Cluster>();
   private readonly logical = new Map<string, Cluster>();
   private readonly clients = new Map<string, ResourceClient>();
+  private readonly eventClients = new Map<string, ResourceClient>();
   /**
    * LIST pages in flight at once, per cluster (a kcp platform's workspaces share their
    * platform's): a cluster that stalls holds only its own (resource-client.ts).
@@ -134,6 +135,21 @@ export class ClusterSet {
     return client;
   }
 
+  /**
+   * A client whose writes the write fence does not hold back (Connection.unfenced): for Events
+   * only, which a term that ended may still write. In a dry run, the dry-run client.
+   */
+  eventsClient(cluster: string, type: ResourceType): ResourceClient {
+    if (this.dryRun) return this.client(cluster, type);
+    const key = compositeKey(cluster, type.group, type.version, type.resource);
+    let client = this.eventClients.get(key);
+    if (!client) {
+      client = new ResourceClient(this.get(cluster).connection.unfenced(), type);
+      this.eventClients.set(key, client);
+    }
+    return client;
+  }
+
   resolve(cluster: string, ref: TypeReference): Promise<ResourceType> {
     return this.get(cluster).discovery.resolve(ref);
   }
@@ -148,6 +164,7 @@ export class ClusterSet {
     await this.logicalClusters?.forget(name);
     this.logical.delete(name);
     for (const key of this.clients.keys()) if (key.startsWith(compositeKey(name, ''))) this.clients.delete(key);
+    for (const key of this.eventClients.keys()) if (key.startsWith(compositeKey(name, ''))) this.eventClients.delete(key);
   }
 
   /** Every connection's writes from now on ask `fence` first (Connection.setWriteFence): a term's, while it holds its Lease. */

@@ -197,6 +197,16 @@ export class Connection {
     return child;
   }
 
+  /**
+   * This connection, but the write fence does not hold its writes back: for Kubernetes Events on
+   * primaries, which a term that ended may still write (they change nothing a holder owns).
+   */
+  unfenced(): Connection {
+    const child = Object.create(Connection.prototype) as Connection;
+    Object.assign(child, this, { fenced: false });
+    return child;
+  }
+
   /** The base URL, once known. */
   get baseUrl(): string | undefined {
     return this.server;
@@ -270,9 +280,11 @@ export class Connection {
     const { headers: auth, tls } = await this.transport.credentials.current();
     this.server ??= (await this.resolveServer()).replace(/\/+$/, '');
     const url = new URL(this.server + path);
-    // At the last moment before sending, after every wait (a slot, credentials, the server's URL).
-    const fenced = method !== 'GET' && this.fenced ? this.transport.writeFence?.(method, path) : undefined;
-    if (fenced !== undefined) throw new FencedWriteError(`${method} ${path}: not sent to ${this.name}: ${fenced}`);
+    // After every wait (a slot, credentials, the server's URL), and again once the request has its socket (below).
+    const fence = method !== 'GET' && this.fenced ? this.transport.writeFence : undefined;
+    const refused = (why: string) => new FencedWriteError(`${method} ${path}: not sent to ${this.name}: ${why}`);
+    const fenced = fence?.(method, path);
+    if (fenced !== undefined) throw refused(fenced);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
@@ -302,7 +314,13 @@ export class Connection {
         req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from ${this.name} within ${timeoutMs} ms`)));
       }
       req.on('error', reject);
-      req.end(body);
+      if (!fence) return void req.end(body);
+      // Nothing is sent before end(): a write that waited in the agent's queue for a socket asks the fence again first.
+      req.once('socket', () => {
+        const why = fence(method, path);
+        if (why === undefined) req.end(body);
+        else req.destroy(refused(why));
+      });
     });
   }
 }

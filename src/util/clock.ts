@@ -32,3 +32,10 @@ export const systemClock: Clock = {
   },
   sleep,
 };
+
+/**
+ * Time that only moves forward, at the machine's rate (performance.now()): for the ages of Lease
+ * records and renew deadlines, which a wall clock stepped back or forward (NTP, a VM resumed)
+ * would stretch or cut, as client-go measures them on Go's monotonic clock. Not a time of day.
+ */
+export const monotonicClock: Clock = { ...systemClock, now: () => performance.now() };

@@ -14,26 +14,13 @@ import { parse } from 'yaml';
 import { acceptTokens, startControlPlane, startControlPlanes, type ControlPlane } from '../harness/control-plane.js';
 import { eventually, installCrd } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { holdingsFromLogs, shardsHeld, writesOutsideHoldings } from '../harness/shard-holdings.js';
 import { ClusterClient, defaultCopyNamespace } from '../harness/tenant.js';
 
 const LEASE_SECONDS = 4;
 const TENANTS = ['t1', 't2', 't3', 't4', 't5', 't6'] as const;
 const REPLICAS = ['r1', 'r2', 'r3'] as const;
 type Replica = (typeof REPLICAS)[number];
-
-interface AuditEvent {
-  readonly verb: string;
-  readonly user: { readonly username: string };
-  readonly objectRef?: { readonly resource?: string; readonly namespace?: string; readonly name?: string; readonly apiGroup?: string };
-  readonly requestReceivedTimestamp: string;
-  readonly responseStatus?: { readonly code?: number };
-}
-
-interface LogLine {
-  readonly time: string | number;
-  readonly msg: string;
-  readonly shard?: number;
-}
 
 describe('sharding: three replicas over six platform clusters', () => {
   let service: ControlPlane;
@@ -77,13 +64,7 @@ describe('sharding: three replicas over six platform clusters', () => {
   const heldBy = async (r: Replica): Promise<number[] | undefined> => {
     const p = replicas[r];
     if (!p || p.child.exitCode !== null) return [];
-    const res = await fetch(`http://127.0.0.1:${p.httpPort}/readyz`);
-    const text = await res.text();
-    if (res.status !== 200) return undefined;
-    const m = /holds (?:no shard|shards? ([\d, ]+)) of 6/.exec(text);
-    assert.ok(m, text);
-    if (text.includes('stopping')) return undefined;
-    return m[1] ? m[1].split(', ').map(Number) : [];
+    return shardsHeld(p.httpPort);
   };
 
   /** Waits until the running replicas hold every shard exactly once, `each` apiece. */
@@ -214,46 +195,11 @@ describe('sharding: three replicas over six platform clusters', () => {
   });
 
   it('never lets a replica write for a shard it did not hold at that moment (the audit log)', async () => {
-    // Each replica's holding of each shard, from its logs: from "took a shard" to "released a shard", "lost a shard", or its kill.
-    const intervals: Array<{ replica: Replica; shard: number; from: number; to: number }> = [];
-    for (const r of REPLICAS) {
-      logs[r].forEach((file, run) => {
-        const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine).map((l) => ({ ...l, time: typeof l.time === 'number' ? l.time : Date.parse(l.time) }));
-        const end = killedAt[r]?.[run] ?? Infinity;
-        const open = new Map<number, number>();
-        for (const l of lines) {
-          if (l.shard === undefined) continue;
-          if (l.msg === 'sharding: took a shard') open.set(l.shard, l.time);
-          if ((l.msg === 'sharding: released a shard' || l.msg === 'sharding: lost a shard: no more writes for it; its work stops' || l.msg.startsWith('sharding: could not release')) && open.has(l.shard)) {
-            intervals.push({ replica: r, shard: l.shard, from: open.get(l.shard)!, to: l.time });
-            open.delete(l.shard);
-          }
-        }
-        for (const [shard, from] of open) intervals.push({ replica: r, shard, from, to: end });
-      });
-    }
+    const holdings = holdingsFromLogs(logs, killedAt);
     const copyNamespaces = new Map(TENANTS.map((t, shard) => [defaultCopyNamespace(t, 'shop'), shard]));
-    const events = readFileSync(service.auditLogPath!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent);
-    const writes = events.filter((e) => e.user.username.startsWith('relsync-r') && ['create', 'update', 'patch', 'delete'].includes(e.verb) && e.objectRef?.apiGroup !== 'coordination.k8s.io');
-    let checked = 0;
-    for (const e of writes) {
-      const ref = e.objectRef!;
-      // The copy namespace itself, or an object in it.
-      const shard = copyNamespaces.get(ref.namespace ?? '') ?? (ref.resource === 'namespaces' ? copyNamespaces.get(ref.name ?? '') : undefined);
-      if (shard === undefined) continue;
-      const replica = e.user.username.slice('relsync-'.length) as Replica;
-      const at = Date.parse(e.requestReceivedTimestamp);
-      const held = intervals.some((i) => i.replica === replica && i.shard === shard && i.from <= at && at <= i.to);
-      // A replica that believes it still holds a shard (paused past its lease) may not write once another took it:
-      // of the holdings that overlap then, the latest taken is the one that may write.
-      const latest = intervals.filter((i) => i.shard === shard && i.from <= at && at <= i.to).sort((a, b) => b.from - a.from)[0];
-      const taken = latest && latest.replica !== replica ? latest : undefined;
-      const what = `${replica} wrote ${e.verb} ${ref.resource} ${ref.namespace ?? ''}/${ref.name ?? ''} at ${e.requestReceivedTimestamp} for shard ${shard}`;
-      assert.ok(held, `${what}, which it did not hold then (${JSON.stringify(intervals.filter((i) => i.shard === shard))})`);
-      assert.ok(!taken, `${what}, which ${taken?.replica} held then`);
-      checked++;
-    }
-    console.log(`${checked} writes of copies checked against ${intervals.length} holdings`);
+    const { checked, problems } = writesOutsideHoldings(service.auditLogPath!, holdings, (ns) => copyNamespaces.get(ns), (user) => (user.startsWith('relsync-r') ? user.slice('relsync-'.length) : undefined));
+    assert.deepEqual(problems, [], JSON.stringify(holdings));
+    console.log(`${checked} writes of copies checked against ${holdings.length} holdings`);
     assert.ok(checked >= 6 * 5, `the copies' writes are in the audit log (${checked})`);
   });
 });

@@ -32,6 +32,8 @@ class LeaseApi {
 /** One replica's client of the LeaseApi; `mode` hang: nothing it sends is answered (a paused network). */
 class Client implements ShardLeaseClient {
   mode: 'up' | 'hang' = 'up';
+  /** Requests for these Leases are never answered (one hanging request among others). */
+  readonly hangs = new Set<string>();
   constructor(private readonly api: LeaseApi) {}
 
   async get(_ns: string, name: string) {
@@ -51,6 +53,7 @@ class Client implements ShardLeaseClient {
   }
   async replace(object: KubeObject) {
     await this.answer();
+    if (this.hangs.has(object.metadata.name!)) await new Promise<void>(() => undefined);
     const current = this.api.leases.get(object.metadata.name!);
     if (!current) throw new ApiError('PUT', 'leases', 404, JSON.stringify({ kind: 'Status', reason: 'NotFound' }));
     if (current.metadata.resourceVersion !== object.metadata.resourceVersion) throw new ApiError('PUT', 'leases', 409, JSON.stringify({ kind: 'Status', reason: 'Conflict' }));
@@ -71,8 +74,8 @@ interface Replica {
   readonly done: Promise<void>;
 }
 
-function replica(api: LeaseApi, clock: FakeClock, name: string, options: { fingerprint?: string; stopMs?: number } = {}): Replica {
-  const client = new Client(api);
+function replica(api: LeaseApi, clock: FakeClock, name: string, options: { fingerprint?: string; stopMs?: number; client?: Client } = {}): Replica {
+  const client = options.client ?? new Client(api);
   const working = new Map<number, () => string | undefined>();
   const leases = new ShardLeases({ client, namespace: 'relsync', base: 'relsync-e2e', identity: name, fingerprint: options.fingerprint ?? 'map-1', leaseDurationMs: 15_000, clock });
   const coordinator = new ShardCoordinator({
@@ -133,14 +136,79 @@ describe('shard coordinator on a fake clock', () => {
     cut.client.mode = 'hang';
     const at = clock.now();
     // run() checks at every step that its fence shut before anyone else worked for its shards.
-    await run(clock, replicas, 30_000);
+    const takenAfter = new Map<number, number>();
+    for (let t = 0; t < 30_000; t += 250) {
+      await run(clock, replicas, 250);
+      for (const shard of itsShards) if (!takenAfter.has(shard) && replicas.slice(0, 2).some((r) => r.working.has(shard))) takenAfter.set(shard, clock.now() - at);
+    }
     assert.deepEqual(shares(replicas.slice(0, 2)), [3, 3], 'the others took its shards');
     for (const shard of itsShards) {
       assert.ok(cut.working.has(shard), `shard ${shard}: its work has not ended yet`);
       assert.ok(cut.working.get(shard)!() !== undefined, `shard ${shard}: the cut-off replica may not write`);
     }
-    const takenAt = replicas.slice(0, 2).flatMap((r) => r.coordinator.held().filter((h) => itsShards.includes(h.shard)).map((h) => Date.parse(h.since)));
-    assert.ok(takenAt.every((t) => t - at >= 15_000 && t - at <= 15_000 + 2 * 2_000 + 250), `taken after a lease duration and at most two retry periods: ${takenAt.map((t) => t - at).join(', ')} ms`);
+    const delays = [...takenAfter.values()];
+    assert.equal(delays.length, itsShards.length);
+    assert.ok(delays.every((ms) => ms >= 15_000 && ms <= 15_000 + 2 * 2_000 + 250), `taken after a lease duration and at most two retry periods: ${delays.join(', ')} ms`);
+  });
+
+  it('takes back at once the shards that still name it: after an outage of its own, and as a process restarted with its identity', async () => {
+    const clock = new FakeClock();
+    const api = new LeaseApi();
+    const client = new Client(api);
+    const alone = replica(api, clock, 'a', { client });
+    await run(clock, [alone], 6_000);
+    assert.deepEqual(shares([alone]), [6]);
+    client.mode = 'hang';
+    await run(clock, [alone], 15_000);
+    assert.deepEqual(shares([alone]), [0], 'lost every shard while the service cluster did not answer');
+    client.mode = 'up';
+    // Requests sent while it hung time out first (the renew deadline); then it takes its own shards back, no one else being there.
+    await run(clock, [alone], 14_000);
+    assert.deepEqual(shares([alone]), [6], 'its own shards again');
+    // Killed (its Leases still name it, renewed a moment ago) and started again with the same identity.
+    alone.stop.abort();
+    const restarted = replica(api, clock, 'a');
+    await run(clock, [restarted], 6_000);
+    assert.deepEqual(shares([restarted]), [6]);
+    restarted.stop.abort();
+    await run(clock, [alone, restarted], 5_000);
+  });
+
+  it('keeps the other shards\' fences open while one shard\'s Lease request hangs', async () => {
+    const clock = new FakeClock();
+    const api = new LeaseApi();
+    const client = new Client(api);
+    const one = replica(api, clock, 'a', { client });
+    await run(clock, [one], 6_000);
+    client.hangs.add('relsync-e2e-shard-0');
+    for (let t = 0; t < 30_000; t += 250) {
+      await clock.advance(250);
+      for (const shard of [1, 2, 3, 4, 5]) assert.equal(one.working.get(shard)?.(), undefined, `shard ${shard}'s fence at ${clock.now()} ms`);
+    }
+    assert.notEqual(one.working.get(0)?.() ?? 'stopped', undefined, 'shard 0, whose Lease hangs, may not write');
+    client.hangs.clear();
+    one.stop.abort();
+    await run(clock, [one], 15_000);
+  });
+
+  it('takes no shard while a replica without shards holds the leader Lease (a rollout from one replica to shards)', async () => {
+    const clock = new FakeClock();
+    const api = new LeaseApi();
+    const renewLeader = () => api.store({ ...(api.leases.get('relsync-e2e') ?? { metadata: { name: 'relsync-e2e', namespace: 'relsync' } }), spec: { holderIdentity: 'old-leader', leaseDurationSeconds: 15, renewTime: new Date(clock.now()).toISOString() } });
+    renewLeader();
+    const sharded = replica(api, clock, 'new');
+    for (let t = 0; t < 20_000; t += 2_000) {
+      await run(clock, [sharded], 2_000);
+      renewLeader();
+    }
+    assert.deepEqual(shares([sharded]), [0], 'the live leader works for every cluster');
+    assert.match(sharded.coordinator.waiting ?? '', /leader Lease/);
+    // The old leader stops (its Lease released): the sharded replica takes everything.
+    api.store({ ...api.leases.get('relsync-e2e')!, spec: { holderIdentity: '' } });
+    await run(clock, [sharded], 6_000);
+    assert.deepEqual(shares([sharded]), [6]);
+    sharded.stop.abort();
+    await run(clock, [sharded], 5_000);
   });
 
   it('releases a shard it gives up only after the shard\'s work stopped, and keeps renewing it meanwhile', async () => {
