@@ -190,6 +190,44 @@ describe('sharding: three replicas over six platform clusters', () => {
     }
     for (const shard of held.r2!) await paused.waitForLog(`r2 loses shard ${shard}`, (l) => l.includes('"msg":"sharding: lost a shard') && l.includes(`"shard":${shard},`), 20_000);
     await spread(REPLICAS, 2, 60_000);
+  });
+
+  it('gives a replica killed and started again at once its own shards back, without waiting for them to expire', async () => {
+    const before = await spread(REPLICAS, 2, 30_000);
+    await replicas.r2!.kill();
+    (killedAt.r2 ??= []).push(Date.now());
+    const restartedAt = Date.now();
+    await start('r2');
+    const after = await spread(REPLICAS, 2, 30_000);
+    const took = Date.now() - restartedAt;
+    console.log(`restarted r2 held ${after.r2!.join(', ')} again ${took} ms after its start (before: ${before.r2!.join(', ')})`);
+    assert.deepEqual([...after.r2!].sort(), [...before.r2!].sort(), 'the same shards: their Leases still named it');
+    await changeEverywhere('6', 60_000);
+  });
+
+  it('lets no sharded replica work beside a replica without shards (a rollout between the two), and takes over when it stops', async () => {
+    for (const r of REPLICAS) assert.equal(await replicas[r]!.stop(), 0);
+    // The same installation without shards: one replica leads for every cluster.
+    const single = configFor('r1').replace(/r1\.yaml$/, 'single.yaml');
+    const config = parse(readFileSync(configFor('r1'), 'utf8')) as Record<string, unknown>;
+    mkdirSync(join(dir, 'single'), { recursive: true });
+    writeFileSync(single, JSON.stringify({ ...config, sharding: { shards: 1 }, store: { path: join(dir, 'single', 'relsync.db') }, serviceCluster: { name: 'service', kubeconfig: service.kubeconfigPath } }));
+    const leader = await startRelsync(single, join(dir, 'single.log'));
+    try {
+      await eventually('the replica without shards leads', async () => /^ok: leader/.test(await (await fetch(`http://127.0.0.1:${leader.httpPort}/readyz`)).text()) || undefined, 30_000);
+      await start('r1');
+      await replicas.r1!.waitForLog('r1 waits for the leader', /takes no shard while replicas of another config/, 20_000);
+      await changeEverywhere('7', 60_000);
+      assert.deepEqual(await heldBy('r1'), [], 'the sharded replica took nothing while the leader led');
+    } finally {
+      assert.equal(await leader.stop(), 0);
+    }
+    const stoppedAt = Date.now();
+    await spread(['r1'], 6, 30_000);
+    console.log(`the sharded replica took every shard ${Date.now() - stoppedAt} ms after the leader without shards stopped`);
+    await start('r2');
+    await start('r3');
+    await spread(REPLICAS, 2, 60_000);
     // A marker after everything: once it arrived, every earlier write is in the audit log.
     await changeEverywhere('marker', 60_000);
   });
