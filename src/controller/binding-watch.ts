@@ -17,7 +17,7 @@
  * showing without a DELETED event.
  */
 import type { Logger } from 'pino';
-import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
+import { configuredPlatformOf, LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { LogicalClusters } from '../kube/logical-clusters.js';
 import type { ChangeType, WatchHandler } from '../kube/list-watch.js';
 import type { KubeObject } from '../core/object.js';
@@ -64,7 +64,8 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
       return;
     }
     const owner = logical.platformOf(cluster);
-    if (owner !== undefined && owner !== platform) {
+    // Another URL of the same platform's endpoint slice is the same platform (the workspace follows its URL).
+    if (owner !== undefined && configuredPlatformOf(owner) !== configuredPlatformOf(platform)) {
       logger.error({ cluster: platform, logicalCluster: cluster, platform: owner }, 'a workspace binds the exports of two configured kcp platforms; it stays with the first');
       return;
     }

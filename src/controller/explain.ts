@@ -20,7 +20,7 @@ import { isServiceOriginCopy } from '../sync/copy-of.js';
 import { finalizerName, markedSource } from '../sync/marks.js';
 import { isSelected, platformNamespaceType } from '../sync/primary-selection.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
-import { awaitKcpEndpoints } from './kcp-workspaces.js';
+import { expandKcpEndpoints } from './kcp-workspaces.js';
 import { SYNC_PROBLEM_ANNOTATION, SYNCED_GENERATION_ANNOTATION, verdictCondition } from '../sync/sync-verdict.js';
 
 export interface ExplainQuery {
@@ -198,9 +198,9 @@ async function asPrimary(deps: ExplainDeps, seen: Seen, cluster: string, primary
 /** Connects to the config's clusters, resolves its types, and explains `q` with the store at `db`; closes what it opened. */
 export async function explainWithConfig(config: Config, db: Kysely<Database>, logger: Logger, q: ExplainQuery): Promise<Explanation> {
   const logical = await LogicalClusters.load(new LogicalClusterStore(db));
-  const clusters = new ClusterSet(config.serviceCluster, config.platformClusters, { logicalClusters: logical });
+  const platforms = await expandKcpEndpoints(config.platformClusters, logger, AbortSignal.timeout(30_000));
+  const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical });
   try {
-    await awaitKcpEndpoints(clusters, logger, AbortSignal.timeout(30_000));
     const resources = await resolveConfig(config, clusters);
     return await explain({ agentName: config.agentName, resources, clusters, db }, q);
   } finally {

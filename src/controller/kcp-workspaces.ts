@@ -8,7 +8,9 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
-import { EndpointPendingError } from '../kube/kcp-endpoint.js';
+import { configuredPlatformOf, endpointPlatformNames, endpointSliceUrls, EndpointPendingError } from '../kube/kcp-endpoint.js';
+import type { ClusterConfig } from '../kube/cluster-config.js';
+import { Connection } from '../kube/connection.js';
 import { typeName } from '../core/resource-type.js';
 import { apiBindingType } from '../core/kcp-types.js';
 import type { EventRouter } from './event-router.js';
@@ -17,25 +19,81 @@ import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 
 /**
- * A kcp platform's virtual workspace URL appears once a workspace binds the
- * export: until then relsync waits (and says so) instead of failing.
+ * The platforms to connect to: each kcp platform given by an APIExportEndpointSlice becomes one
+ * platform per URL the slice lists (one per kcp shard that serves a bound workspace; named as
+ * endpointPlatformNames says), each with its URL fixed. The slice shows a URL only once a
+ * workspace binds the export: until then relsync waits (and says so) instead of failing.
  */
-export async function awaitKcpEndpoints(clusters: ClusterSet, logger: Logger, signal: AbortSignal): Promise<void> {
-  for (const platform of clusters.platforms) {
-    if (!platform.endpoint) continue;
+export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal): Promise<ClusterConfig[]> {
+  const out: ClusterConfig[] = [];
+  for (const platform of platforms) {
+    const slice = platform.kcp?.endpointSlice;
+    if (!slice || platform.kcp?.url) {
+      out.push(platform);
+      continue;
+    }
+    const provider = new Connection({ name: platform.name, kubeconfig: platform.kubeconfig, context: platform.context });
     const backoff = new Backoff({ initialMs: 1_000, maxMs: 10_000 });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const url = await platform.endpoint.resolve();
-        logger.info({ cluster: platform.name, url }, 'kcp virtual workspace found');
-        break;
-      } catch (err) {
-        if (!(err instanceof EndpointPendingError) || signal.aborted) throw err;
-        const retryInMs = backoff.next();
-        if (attempt === 1 || attempt % 10 === 0) logger.info({ cluster: platform.name, retryInMs }, `${err.message}; waiting`);
-        await sleep(retryInMs, signal);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const urls = await endpointSliceUrls(provider, slice);
+          const names = endpointPlatformNames(platform.name, urls);
+          logger.info({ cluster: platform.name, urls }, urls.length === 1 ? 'kcp virtual workspace found' : `kcp virtual workspaces found: the endpoint slice lists ${urls.length} shards, each served as a platform of its own`);
+          urls.forEach((url, i) => out.push({ ...platform, name: names[i]!, kcp: { endpointSlice: slice, url } }));
+          break;
+        } catch (err) {
+          if (!(err instanceof EndpointPendingError) || signal.aborted) throw err;
+          const retryInMs = backoff.next();
+          if (attempt === 1 || attempt % 10 === 0) logger.info({ cluster: platform.name, retryInMs }, `${err.message}; waiting`);
+          await sleep(retryInMs, signal);
+        }
+      }
+    } finally {
+      provider.close();
+    }
+  }
+  return out;
+}
+
+/** How often a term reads its kcp platforms' endpoint slices again, to follow shards that come or go. */
+const SLICE_FOLLOW_MS = 30_000;
+
+/**
+ * Resolves with what changed once an endpoint slice a platform was expanded from (expandKcpEndpoints)
+ * lists other URLs than it did (a kcp shard added, or gone): the term then ends and is wired
+ * afresh with them. Never resolves while nothing changes; stops with `signal`.
+ */
+export async function endpointSlicesChanged(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal, everyMs = SLICE_FOLLOW_MS): Promise<string | undefined> {
+  const followed = new Map<string, { config: ClusterConfig; urls: string[] }>();
+  for (const p of platforms) {
+    const slice = p.kcp?.endpointSlice;
+    if (!slice || !p.kcp?.url) continue;
+    const key = `${configuredPlatformOf(p.name)}/${slice}`;
+    const entry = followed.get(key) ?? { config: p, urls: [] };
+    entry.urls.push(p.kcp.url);
+    followed.set(key, entry);
+  }
+  if (followed.size === 0) return new Promise((resolve) => signal.addEventListener('abort', () => resolve(undefined), { once: true }));
+  const connections = new Map([...followed].map(([key, f]) => [key, new Connection({ name: configuredPlatformOf(f.config.name), kubeconfig: f.config.kubeconfig, context: f.config.context })]));
+  try {
+    while (!signal.aborted) {
+      await sleep(everyMs, signal);
+      for (const [key, f] of followed) {
+        if (signal.aborted) return undefined;
+        try {
+          const now = await endpointSliceUrls(connections.get(key)!, f.config.kcp!.endpointSlice!);
+          const before = [...f.urls].sort();
+          if (now.join(' ') !== before.join(' ')) return `the APIExportEndpointSlice of ${configuredPlatformOf(f.config.name)} lists ${now.join(', ')} (it listed ${before.join(', ')})`;
+        } catch (err) {
+          // Unreadable for a moment (an outage): the URLs being served go on; read again at the next turn.
+          if (!(err instanceof EndpointPendingError)) logger.warn({ cluster: configuredPlatformOf(f.config.name), err: (err as Error).message }, 'could not read the kcp endpoint slice again; will retry');
+        }
       }
     }
+    return undefined;
+  } finally {
+    for (const c of connections.values()) c.close();
   }
 }
 

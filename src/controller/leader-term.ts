@@ -20,6 +20,7 @@ import { ShardLeases } from './shard-leases.js';
 import { monotonicClock } from '../util/clock.js';
 import type { Wiring } from './wiring.js';
 import { sleep } from '../util/sleep.js';
+import { endpointSlicesChanged } from './kcp-workspaces.js';
 
 export interface TermOptions {
   readonly config: Config;
@@ -33,8 +34,11 @@ export interface TermOptions {
   readonly shard?: number;
 }
 
-/** One term: wait for the lease, lead until stopped; true when the lease was lost. */
-export async function campaignAndLead(w: Wiring, options: TermOptions & { readonly identity: string }, signal: AbortSignal): Promise<boolean> {
+/** How a term ended before its stop signal: the lease lost, or kcp shards that changed (lead()). */
+export type TermEnd = { readonly lost: true } | { readonly rewire: string };
+
+/** One term: wait for the lease, lead until stopped; says why when it ended before the stop signal. */
+export async function campaignAndLead(w: Wiring, options: TermOptions & { readonly identity: string }, signal: AbortSignal): Promise<TermEnd | undefined> {
   const { logger } = options;
   const le = options.config.leaderElection;
   const term = new AbortController();
@@ -70,11 +74,11 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
     const aborted = new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve(), { once: true }));
     await Promise.race([leadership, aborted]);
     if (!term.signal.aborted) await withoutShardHolders(leaseClient, options, term.signal);
-    if (!term.signal.aborted) await lead(w, options, term.signal);
+    const rewire = term.signal.aborted ? undefined : await lead(w, options, term.signal);
     term.abort();
     await electing;
     await elector.release();
-    return lost;
+    return lost ? { lost: true } : rewire !== undefined ? { rewire } : undefined;
   } finally {
     signal.removeEventListener('abort', stopTerm);
   }
@@ -109,9 +113,24 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
   }
 }
 
-/** The leader's work: watches, reconciles, checkpoints, sweeps. */
-export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal): Promise<void> {
+/**
+ * The leader's work: watches, reconciles, checkpoints, sweeps, until `signal` aborts, or until a
+ * kcp endpoint slice lists other shards than it was wired with: then it ends by itself and says
+ * why (the caller wires afresh and leads again).
+ */
+export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): Promise<string | undefined> {
   const { config, logger, status } = options;
+  const ended = new AbortController();
+  setMaxListeners(0, ended.signal);
+  const signal = AbortSignal.any([stop, ended.signal]);
+  setMaxListeners(0, signal);
+  let rewire: string | undefined;
+  const following = endpointSlicesChanged(w.platforms, logger, signal).then((why) => {
+    if (why === undefined || signal.aborted) return;
+    rewire = why;
+    logger.info({ why }, 'kcp shards changed: this term ends and is wired afresh with them');
+    ended.abort();
+  });
   const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
   // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
   await prepareReconciles(w, options, signal);
@@ -159,7 +178,11 @@ export async function lead(w: Wiring, options: TermOptions, signal: AbortSignal)
     await sweeps.last();
     await w.checkpointer.flush();
     await w.store.flushTouches();
+    ended.abort();
+    await following;
+    return rewire;
   } finally {
+    ended.abort();
     clearInterval(readyCheck);
     await sweeps.destroy();
     // No longer the one that sweeps: the alert on missed sweeps reads this process no more

@@ -105,17 +105,18 @@ export class Manager {
       return;
     }
     try {
-      if (!config.leaderElection.enabled) await lead(w, this.termOptions, signal);
-      else {
-        for (let term = 1; !signal.aborted; term++) {
-          const lost = await campaignAndLead(w, { ...this.termOptions, identity: this.identity }, signal);
-          if (!lost || signal.aborted) break;
+      for (let term = 1; !signal.aborted; term++) {
+        const end = config.leaderElection.enabled
+          ? await campaignAndLead(w, { ...this.termOptions, identity: this.identity }, signal)
+          : await lead(w, this.termOptions, signal).then((why) => (why === undefined ? undefined : { rewire: why }));
+        if (!end || signal.aborted) break;
+        if ('lost' in end) {
           this.metrics.leadershipLost.inc();
           logger.warn({ term }, 'lost the leader lease: stopped all work; wiring afresh and campaigning again');
-          await w.recorder.idle(2000);
-          w.clusters.close();
-          w = this.wiring = await rewire(this.wiringOptions, signal);
-        }
+        } else logger.info({ term, why: end.rewire }, 'wiring afresh for the kcp shards the endpoint slice lists now');
+        await w.recorder.idle(2000);
+        w.clusters.close();
+        w = this.wiring = await rewire(this.wiringOptions, signal);
       }
       await server;
       logger.info('relsync stopped');

@@ -101,34 +101,41 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
   }
   const path = shardStorePath(config.storePath, map, shard);
   const store = await openStore(path);
-  let status: TermStatus | undefined;
   let w: Wiring | undefined;
   try {
     // The replica's cache budgets are shared out: one that holds every shard uses what one without shards would.
     const cache = { bytes: Math.floor(config.cache.bytes / map.shards), indexBytes: Math.floor(config.cache.indexBytes / map.shards) };
     // Every line of the shard's work names the shard.
     const shardWiring: WiringOptions = { ...options.wiring, logger, config: { ...config, cache }, store, shard: { platforms, ownsLogical: (name) => map.shardOf(name) === shard } };
-    const backoff = new Backoff({ initialMs: 500, maxMs: 60_000 });
-    while (!w && !signal.aborted) {
-      try {
-        w = await wire(shardWiring, signal);
-      } catch (err) {
-        if (signal.aborted) break;
-        const retryInMs = backoff.next();
-        const message = (err as Error).message;
-        options.onWiring(err instanceof ResolveError ? `a configured type: ${message}` : message);
-        logger[err instanceof ResolveError ? 'error' : 'warn']({ shard, err: message, retryInMs }, 'could not wire up the shard; will retry');
-        await sleep(retryInMs, signal);
+    // Wired and led again when kcp's shards change (lead() ends by itself then), until the shard is given up.
+    while (!signal.aborted) {
+      const backoff = new Backoff({ initialMs: 500, maxMs: 60_000 });
+      while (!w && !signal.aborted) {
+        try {
+          w = await wire(shardWiring, signal);
+        } catch (err) {
+          if (signal.aborted) break;
+          const retryInMs = backoff.next();
+          const message = (err as Error).message;
+          options.onWiring(err instanceof ResolveError ? `a configured type: ${message}` : message);
+          logger[err instanceof ResolveError ? 'error' : 'warn']({ shard, err: message, retryInMs }, 'could not wire up the shard; will retry');
+          await sleep(retryInMs, signal);
+        }
       }
+      if (!w) return;
+      const fence = options.fence;
+      // Events go through clients the fence lets through (wiring.ts).
+      w.clusters.setWriteFence(() => fence());
+      const status = new TermStatus(() => store.sqlite.open, () => true);
+      options.onStatus({ status, wiring: w, store });
+      logger.info({ shard, clusters: w.clusters.platforms.map((p) => p.name) }, 'working for the shard');
+      const why = await lead(w, { ...options.term, logger, status, shard }, signal);
+      if (why === undefined) break;
+      options.onStatus(undefined);
+      await w.recorder.idle(2000);
+      w.clusters.close();
+      w = undefined;
     }
-    if (!w) return;
-    const fence = options.fence;
-    // Events go through clients the fence lets through (wiring.ts).
-    w.clusters.setWriteFence(() => fence());
-    status = new TermStatus(() => store.sqlite.open, () => true);
-    options.onStatus({ status, wiring: w, store });
-    logger.info({ shard, clusters: platforms.map((p) => p.name) }, 'working for the shard');
-    await lead(w, { ...options.term, logger, status, shard }, signal);
   } finally {
     options.onStatus(undefined);
     if (w) {

@@ -80,6 +80,9 @@ export function longestGapSeconds(runs: readonly Date[]): number {
   return longest;
 }
 
+/** After a sweep that left related copies it was unsure of: the next one, doubling from 30 s to 5 min while it still is. */
+const FOLLOW_UP_MS = [30_000, 300_000] as const;
+
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
   readonly last: () => Promise<unknown>;
@@ -92,12 +95,26 @@ export interface ScheduledSweeps {
  * `signal` aborts. `onInterval` is told the longest gap between two of the schedule's next runs
  * (in seconds), for the alert on sweeps that do not happen.
  */
-export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void): ScheduledSweeps {
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void, followUpMs: readonly [number, number] = FOLLOW_UP_MS): ScheduledSweeps {
   let sweeping: Promise<unknown> = Promise.resolve();
-  const sweep = (trigger: 'startup' | 'schedule') => {
+  let followUp: { timer: NodeJS.Timeout; ms: number } | undefined;
+  let nextFollowUpMs = followUpMs[0];
+  const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;
-    sweeping = sweeper.sweep(trigger);
+    sweeping = sweeper.sweep(trigger).then((result) => {
+      // Related copies it could not tell were orphans (sweeper.ts, unsure): looked at again soon, not at the next scheduled sweep.
+      if (result.status === 'skipped' || signal.aborted) return;
+      if ((result.phases?.unsure ?? 0) === 0) {
+        nextFollowUpMs = followUpMs[0];
+        return;
+      }
+      if (followUp) return;
+      const ms = nextFollowUpMs;
+      nextFollowUpMs = Math.min(ms * 2, followUpMs[1]);
+      followUp = { ms, timer: setTimeout(() => ((followUp = undefined), sweep('followup')), ms) };
+    });
   };
+  signal.addEventListener('abort', () => followUp && clearTimeout(followUp.timer), { once: true });
   const task = cron.schedule(resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
   onInterval?.(longestGapSeconds(task.getNextRuns(25)));
   signal.addEventListener('abort', () => void task.stop(), { once: true });
@@ -105,6 +122,7 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
   return {
     last: () => sweeping,
     destroy: async () => {
+      if (followUp) clearTimeout(followUp.timer);
       await task.destroy();
     },
   };

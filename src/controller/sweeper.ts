@@ -93,6 +93,8 @@ export interface SweepPhases {
   cleanupMs: number;
   /** Primaries not reconciled: their last complete sync acted on what the LISTs showed. */
   skipped: number;
+  /** Related copies left in place that may be orphans: their cluster had a primary whose relations were unknown (a follow-up sweep looks again soon). */
+  unsure: number;
 }
 
 /** A copy a sweep listed: what the orphan check needs, without the object. */
@@ -135,7 +137,7 @@ export class Sweeper {
     const id = await sweeps.start(trigger);
     logger.info({ sweep: id, trigger }, 'sweep started');
     const counts = { ...zero };
-    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0 };
+    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0 };
     try {
       await this.run(counts, phases);
       const durationMs = Date.now() - started;
@@ -321,7 +323,8 @@ export class Sweeper {
         this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete (or release) a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
-    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure] }, 'sweep left related copies that no stored relation accounts for in place: a primary of their cluster failed or was kept as it was (error, conflict) without a stored relation, so they may be its; the next sweep looks again');
+    phases.unsure = keptUnsure;
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure] }, 'sweep left related copies that no stored relation accounts for in place: a primary of their cluster failed or was kept as it was (error, conflict) without a stored relation, so they may be its; a follow-up sweep looks again soon');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 

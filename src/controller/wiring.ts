@@ -38,7 +38,7 @@ import { ClusterScope } from './cluster-scope.js';
 import { EventRouter } from './event-router.js';
 import { FirstLists } from './first-lists.js';
 import { NamespaceFilter } from './namespace-filter.js';
-import { awaitKcpEndpoints } from './kcp-workspaces.js';
+import { expandKcpEndpoints } from './kcp-workspaces.js';
 import { mergeKeys, primaryKeyString, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
 import { SweepReads } from './sweep-snapshot.js';
@@ -53,6 +53,8 @@ import { sleep } from '../util/sleep.js';
 export const QUEUE = { name: 'relsync', controller: 'relsync' } as const;
 
 export interface Wiring {
+  /** The platform clusters connected to, kcp endpoint slices expanded (kcp-workspaces.ts): what the slices are followed against. */
+  readonly platforms: readonly ClusterConfig[];
   readonly clusters: ClusterSet;
   readonly logical: LogicalClusters;
   readonly scope: ClusterScope;
@@ -103,7 +105,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   const { config, logger, metrics } = options;
   const db = options.store.db;
   const logical = await LogicalClusters.load(new LogicalClusterStore(db), options.shard?.ownsLogical);
-  const clusters = new ClusterSet(config.serviceCluster, options.shard?.platforms ?? config.platformClusters, {
+  // A kcp platform's endpoint slice of several URLs (kcp shards): a platform per URL.
+  const platforms = await expandKcpEndpoints(options.shard?.platforms ?? config.platformClusters, logger, signal);
+  const clusters = new ClusterSet(config.serviceCluster, platforms, {
     observer: (cluster, method, code, seconds) => {
       metrics.apiRequests.inc({ cluster, method, code: String(code) });
       if (seconds !== undefined) metrics.restClientDuration.observe({ verb: method, host: cluster }, seconds);
@@ -118,7 +122,6 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     ...(options.dryRun ? { dryRun: options.dryRun } : {}),
   });
   try {
-    await awaitKcpEndpoints(clusters, logger, signal);
     const resources = await resolveConfig(config, clusters);
     const store = new RelationStore(options.store);
     const checkpoints = new CheckpointStore(db);
@@ -258,7 +261,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     });
     const scope = new ClusterScope(clusters, logical, logger);
     const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint });
-    return { clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
+    return { platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();
     throw err;

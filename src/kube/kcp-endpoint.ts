@@ -7,7 +7,11 @@
  *
  * The URL comes from the config or from the APIExportEndpointSlice in the
  * kubeconfig's (the provider's) workspace, which kcp fills in once a
- * workspace binds the export. It is looked up on first use and kept.
+ * workspace binds the export: one URL per kcp shard that serves such a
+ * workspace, each serving only the workspaces on its shard. A slice of
+ * several URLs is served as one platform per URL (controller/kcp-workspaces.ts
+ * expands it, endpointSliceUrls() here reads it); a KcpEndpoint then has its
+ * one URL from the start.
  */
 import { isNotFound, isObjectNotFound } from './api-error.js';
 import type { Connection } from './connection.js';
@@ -52,17 +56,11 @@ export class KcpEndpoint {
       if (isNotFound(err)) throw new Error(`cluster ${this.provider.name}: no APIExportEndpointSlice "${name}" in the kubeconfig's workspace (kcp.apiExportEndpointSlice)`, { cause: err });
       throw err;
     }
-    const urls = (slice.status?.endpoints ?? []).flatMap((e) => (e.url ? [e.url] : []));
-    if (urls.length === 0) {
-      throw new EndpointPendingError(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists no endpoint yet (kcp adds one once a workspace binds the export)`);
-    }
+    const urls = endpointUrlsOf(this.provider.name, name, slice);
     // Each shard serves only its own workspaces, and which one is listed first
     // can change: serving "the first" would make workspaces look unbound.
-    if (urls.length > 1) {
-      throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls.length} shards (${urls.join(', ')}); relsync serves one virtual workspace: set kcp.virtualWorkspaceUrl to the shard to serve, one relsync per shard`);
-    }
-    if (!urls[0]!.startsWith('https://')) throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls[0]}, not an https URL`);
-    this.url = urls[0]!.replace(/\/+$/, '');
+    if (urls.length > 1) throw new Error(`cluster ${this.provider.name}: APIExportEndpointSlice "${name}" lists ${urls.length} shards; serve it expanded, one platform per URL (controller/kcp-workspaces.ts)`);
+    this.url = urls[0]!;
     return this.url;
   }
 
@@ -95,4 +93,44 @@ export class KcpEndpoint {
   async logicalCluster(name: string): Promise<string> {
     return `${await this.resolve()}/clusters/${encodeURIComponent(name)}`;
   }
+}
+
+/**
+ * The virtual workspace URLs an APIExportEndpointSlice in the provider's workspace lists, sorted
+ * and without trailing slashes; EndpointPendingError while it lists none.
+ */
+export async function endpointSliceUrls(provider: Connection, name: string): Promise<string[]> {
+  let slice: EndpointSlice;
+  try {
+    slice = await provider.request<EndpointSlice>('GET', `/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${encodeURIComponent(name)}`);
+  } catch (err) {
+    if (isNotFound(err)) throw new Error(`cluster ${provider.name}: no APIExportEndpointSlice "${name}" in the kubeconfig's workspace (kcp.apiExportEndpointSlice)`, { cause: err });
+    throw err;
+  }
+  return endpointUrlsOf(provider.name, name, slice);
+}
+
+function endpointUrlsOf(cluster: string, name: string, slice: EndpointSlice): string[] {
+  const urls = [...new Set((slice.status?.endpoints ?? []).flatMap((e) => (e.url ? [e.url.replace(/\/+$/, '')] : [])))].sort();
+  if (urls.length === 0) throw new EndpointPendingError(`cluster ${cluster}: APIExportEndpointSlice "${name}" lists no endpoint yet (kcp adds one once a workspace binds the export)`);
+  const plain = urls.find((u) => !u.startsWith('https://'));
+  if (plain) throw new Error(`cluster ${cluster}: APIExportEndpointSlice "${name}" lists ${plain}, not an https URL`);
+  return urls;
+}
+
+/**
+ * The platform that serves one URL of a kcp platform's endpoint slice: the configured name when
+ * the slice lists one URL (as before slices of several were served), else `<name>@<host>` (a
+ * configured name is a DNS label: never one with "@"), numbered when two URLs share a host.
+ */
+export function endpointPlatformNames(platform: string, urls: readonly string[]): string[] {
+  if (urls.length === 1) return [platform];
+  const hosts = urls.map((u) => new URL(u).host);
+  return hosts.map((h, i) => (hosts.indexOf(h) === hosts.lastIndexOf(h) ? `${platform}@${h}` : `${platform}@${h}#${hosts.slice(0, i + 1).filter((x) => x === h).length}`));
+}
+
+/** The configured kcp platform a platform serving one URL belongs to: the name before "@". */
+export function configuredPlatformOf(platform: string): string {
+  const at = platform.indexOf('@');
+  return at < 0 ? platform : platform.slice(0, at);
 }

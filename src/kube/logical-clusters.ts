@@ -7,6 +7,7 @@
  * Bounded by the workspaces bound to the export.
  */
 import type { LogicalClusterRecord } from '../core/logical-cluster.js';
+import { configuredPlatformOf } from './kcp-endpoint.js';
 
 /** Where the registry keeps its records (the store's logical_clusters table; the controller wires it). */
 export interface LogicalClusterStorage {
@@ -50,10 +51,20 @@ export class LogicalClusters {
     return [...this.byName.values()];
   }
 
-  /** A logical cluster seen bound through `platform`: 'new', 'rebound', or undefined when nothing changed. Never takes one over from another platform. */
+  /**
+   * A logical cluster seen bound through `platform`: 'new', 'rebound', or undefined when nothing
+   * changed. Never takes one over from another configured platform; within one (the URLs of its
+   * endpoint slice, kcp-endpoint.ts), it follows the URL that serves it now.
+   */
   async bound(name: string, platform: string): Promise<'new' | 'rebound' | undefined> {
     if (!this.owns(name)) return undefined;
     const known = this.byName.get(name);
+    if (known && known.platform !== platform && configuredPlatformOf(known.platform) === configuredPlatformOf(platform)) {
+      const moved: LogicalClusterRecord = { name, platform, state: 'bound' };
+      await this.store?.save(moved);
+      this.byName.set(name, moved);
+      return known.state === 'unbound' ? 'rebound' : undefined;
+    }
     if (known && (known.platform !== platform || known.state === 'bound')) return undefined;
     const record: LogicalClusterRecord = { name, platform, state: 'bound' };
     await this.store?.save(record);

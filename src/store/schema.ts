@@ -75,7 +75,8 @@ export interface PendingPrimariesTable extends IdentityColumns<''> {
   queued_at: string;
 }
 
-export type SweepTrigger = 'startup' | 'schedule' | 'cli';
+/** followup: soon after a sweep that left related copies it could not tell were orphans (sweep-triggers.ts). */
+export type SweepTrigger = 'startup' | 'schedule' | 'cli' | 'followup';
 export type SweepStatus = 'running' | 'done' | 'failed' | 'skipped';
 
 export interface SweepsTable {
