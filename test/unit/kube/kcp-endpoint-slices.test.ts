@@ -1,0 +1,94 @@
+// An APIExportEndpointSlice of several virtual workspace URLs (one per kcp
+// shard): each URL a platform of its own, named after its host (one URL keeps
+// the configured name, as before); workspaces follow the URL that serves them
+// within one configured platform, never across two; and a term sees the
+// slice list other URLs (a shard added or gone), against a local HTTP server
+// that answers as kcp does.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { configuredPlatformOf, endpointPlatformNames } from '../../../src/kube/kcp-endpoint.js';
+import { LogicalClusters } from '../../../src/kube/logical-clusters.js';
+import { endpointSlicesChanged, expandKcpEndpoints } from '../../../src/controller/kcp-workspaces.js';
+import type { ClusterConfig } from '../../../src/kube/cluster-config.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('kcp endpoint slices of several shards', () => {
+  let server: http.Server;
+  let kubeconfig: string;
+  let endpoints: string[] = [];
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      if (req.url !== '/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/databases') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ kind: 'Status', reason: 'NotFound', code: 404 }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: { endpoints: endpoints.map((url) => ({ url })) } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-kcp-slices-'));
+    kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+      clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'u', user: { token: 't' } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+    }));
+  });
+  after(() => server.close());
+
+  const platform = (): ClusterConfig => ({ name: 'kcp', kubeconfig, context: undefined, kcp: { endpointSlice: 'databases', url: undefined } });
+
+  it('names one platform per URL after its host, and keeps the configured name for one URL', () => {
+    assert.deepEqual(endpointPlatformNames('kcp', ['https://root:6443/services/apiexport/a/x']), ['kcp']);
+    assert.deepEqual(endpointPlatformNames('kcp', ['https://root:6443/services/apiexport/a/x', 'https://shard-1:6443/services/apiexport/a/x']), ['kcp@root:6443', 'kcp@shard-1:6443']);
+    assert.deepEqual(endpointPlatformNames('kcp', ['https://h/a', 'https://h/b']), ['kcp@h#1', 'kcp@h#2']);
+    assert.equal(configuredPlatformOf('kcp@shard-1:6443'), 'kcp');
+    assert.equal(configuredPlatformOf('kcp'), 'kcp');
+  });
+
+  it('expands a slice of two shards into two platforms, each with its URL; refuses a URL that is not https', async () => {
+    endpoints = ['https://shard-1:6443/services/apiexport/root/databases/', 'https://root:6443/services/apiexport/root/databases'];
+    const expanded = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000));
+    assert.deepEqual(expanded.map((c) => [c.name, c.kcp?.url]), [
+      ['kcp@root:6443', 'https://root:6443/services/apiexport/root/databases'],
+      ['kcp@shard-1:6443', 'https://shard-1:6443/services/apiexport/root/databases'],
+    ]);
+    endpoints = ['http://root:6443/services/apiexport/root/databases'];
+    await assert.rejects(expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000)), /not an https URL/);
+  });
+
+  it('moves a workspace to the URL that serves it within one platform, never to another configured platform', async () => {
+    const logical = await LogicalClusters.load(undefined);
+    assert.equal(await logical.bound('ws1', 'kcp'), 'new');
+    // The slice grew to two shards: the workspace is served by one of them now.
+    assert.equal(await logical.bound('ws1', 'kcp@root:6443'), undefined);
+    assert.equal(logical.platformOf('ws1'), 'kcp@root:6443');
+    assert.equal(await logical.bound('ws1', 'other'), undefined, 'another configured platform does not take it');
+    assert.equal(logical.platformOf('ws1'), 'kcp@root:6443');
+    await logical.unbound('ws1', 'kcp@root:6443');
+    assert.equal(await logical.bound('ws1', 'kcp@shard-1:6443'), 'rebound', 'bound again, on the other shard');
+  });
+
+  it('tells a term when the slice lists other URLs, and not while it lists the same', async () => {
+    endpoints = ['https://root:6443/services/apiexport/root/databases'];
+    const wired = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000));
+    const stop = new AbortController();
+    const changed = endpointSlicesChanged(wired, logger, stop.signal, 20);
+    let said: string | undefined;
+    void changed.then((why) => (said = why));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(said, undefined, 'the same URL: nothing to do');
+    endpoints = ['https://root:6443/services/apiexport/root/databases', 'https://shard-1:6443/services/apiexport/root/databases'];
+    assert.match((await changed) ?? '', /lists https:\/\/root:6443\S* https:\/\/shard-1:6443\S*|lists https:\/\/root:6443.*, https:\/\/shard-1:6443/);
+    stop.abort();
+  });
+});
