@@ -15,6 +15,7 @@ import { typeName } from '../core/resource-type.js';
 import { apiBindingType } from '../core/kcp-types.js';
 import type { EventRouter } from './event-router.js';
 import type { PlannedWatch } from './watch-plan.js';
+import type { Wiring } from './wiring.js';
 import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 
@@ -56,8 +57,11 @@ export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], lo
   return out;
 }
 
-/** How often a term reads its kcp platforms' endpoint slices again, to follow shards that come or go. */
-const SLICE_FOLLOW_MS = 30_000;
+/**
+ * How often a term reads its kcp platforms' endpoint slices again, to follow shards that come or go:
+ * 30 s, or RELSYNC_KCP_SLICE_FOLLOW_MS (the tests' shorter wait).
+ */
+const SLICE_FOLLOW_MS = Number(process.env.RELSYNC_KCP_SLICE_FOLLOW_MS) || 30_000;
 
 /**
  * Resolves with what changed once an endpoint slice a platform was expanded from (expandKcpEndpoints)
@@ -142,4 +146,26 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
     }
   };
   for (const p of w.plan.filter((x) => x.cluster === platform)) await relistType(p);
+}
+
+/**
+ * Workspaces still recorded under a platform that is no longer connected (a URL gone from its
+ * endpoint slice, or the names that change when a slice goes from one URL to several) and that no
+ * connected URL's binding watch showed bound: unbound, as a workspace whose APIBinding went is
+ * (its primaries are enqueued; their copies go). Run once every binding watch has listed: a
+ * workspace one of them showed was moved to it then (LogicalClusters.bound).
+ */
+export async function settleStrayWorkspaces(w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue'>, logger: Logger): Promise<void> {
+  for (const record of w.logical.records()) {
+    if (record.state === 'unbound' || w.clusters.isConfigured(record.platform)) continue;
+    await w.logical.markUnbound(record.name);
+    const primaries = await w.store.primariesOfCluster(record.name);
+    if (primaries.length === 0) {
+      await w.clusters.forgetLogical(record.name);
+      logger.info({ logicalCluster: record.name, platform: record.platform }, 'a workspace of a kcp shard no longer served (its URL left the endpoint slice) and bound through none that is: nothing of it is left, relsync forgets it');
+      continue;
+    }
+    for (const p of primaries) w.enqueue(p.id);
+    logger.warn({ logicalCluster: record.name, platform: record.platform, primaries: primaries.length }, 'a workspace of a kcp shard no longer served (its URL left the endpoint slice) and bound through none that is: removing the copies of its primaries');
+  }
 }

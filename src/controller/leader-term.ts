@@ -20,7 +20,7 @@ import { ShardLeases } from './shard-leases.js';
 import { monotonicClock } from '../util/clock.js';
 import type { Wiring } from './wiring.js';
 import { sleep } from '../util/sleep.js';
-import { endpointSlicesChanged } from './kcp-workspaces.js';
+import { endpointSlicesChanged, settleStrayWorkspaces } from './kcp-workspaces.js';
 
 export interface TermOptions {
   readonly config: Config;
@@ -147,6 +147,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
   // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
   status.watching(bindingWatches, false);
   while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
+  if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger);
   const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
   const watches = [...bindingWatches, ...objectWatches];
   status.watching(watches, true);
