@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds the kcp server binary (github.com/kcp-dev/kcp/cmd/kcp) from its Go module
-# through the Go module proxy and caches it by version. No prebuilt binary is downloaded.
+# Builds the kcp server binary (github.com/kcp-dev/kcp/cmd/kcp), and for kcp with
+# several shards its cache server and front-proxy (cmd/cache-server,
+# cmd/kcp-front-proxy), from its Go module through the Go module proxy and caches
+# them by version. No prebuilt binary is downloaded.
 #
 #   scripts/build-kcp.sh                      # build if missing, print the folder
 #   KCP_VERSION=v0.32.3 scripts/build-kcp.sh
 #
-# The folder printed on the last line holds `kcp` (and `kcp.version`, the module
-# versions it was built from). Cache: ${RELSYNC_KCP_CACHE:-~/.cache/relsync/kcp}/<version>/.
+# The folder printed on the last line holds `kcp`, `cache-server` and
+# `kcp-front-proxy` (and `kcp.version`, the module versions they were built from). Cache: ${RELSYNC_KCP_CACHE:-~/.cache/relsync/kcp}/<version>/.
 #
 # Why a wrapper module (same reason as build-control-plane.sh): github.com/kcp-dev/kcp
 # requires its in-repo staging modules (github.com/kcp-dev/sdk, client-go,
@@ -38,7 +40,10 @@ KCP_VERSION="${KCP_VERSION:-v0.28.1}"
 CACHE_ROOT="${RELSYNC_KCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/kcp}"
 OUT="$CACHE_ROOT/$KCP_VERSION"
 
-if [[ -x "$OUT/kcp" ]]; then
+COMMANDS=(kcp cache-server kcp-front-proxy)
+missing=()
+for c in "${COMMANDS[@]}"; do [[ -x "$OUT/$c" ]] || missing+=("$c"); done
+if [[ ${#missing[@]} -eq 0 ]]; then
   echo "$OUT"
   exit 0
 fi
@@ -160,7 +165,9 @@ cat > tools.go <<'GO'
 package tools
 
 import (
+	_ "github.com/kcp-dev/kcp/cmd/cache-server"
 	_ "github.com/kcp-dev/kcp/cmd/kcp"
+	_ "github.com/kcp-dev/kcp/cmd/kcp-front-proxy"
 )
 GO
 
@@ -185,14 +192,17 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 start=$(date +%s)
-echo "build-kcp: building kcp $KCP_VERSION (this takes many minutes on 2 cores)" >&2
 mkdir -p "$OUT"
-if ! CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kcp.tmp" github.com/kcp-dev/kcp/cmd/kcp; then
-  [[ -z "$stubbed" ]] || echo "build-kcp: these staging modules were stubbed because the proxy does not serve them:$stubbed; pin a served version with KCP_STAGING_VERSIONS=\"module@version\"" >&2
-  rm -f "$OUT/kcp.tmp"; rmdir "$OUT" 2>/dev/null || true
-  die "go build of github.com/kcp-dev/kcp/cmd/kcp@$KCP_VERSION failed (work dir kept: $work)"
-fi
-mv "$OUT/kcp.tmp" "$OUT/kcp"
+# Only those missing: a cache from before the multi-shard commands keeps its kcp.
+for c in "${missing[@]}"; do
+  echo "build-kcp: building $c $KCP_VERSION (kcp itself takes many minutes on 2 cores)" >&2
+  if ! CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/$c.tmp" "github.com/kcp-dev/kcp/cmd/$c"; then
+    [[ -z "$stubbed" ]] || echo "build-kcp: these staging modules were stubbed because the proxy does not serve them:$stubbed; pin a served version with KCP_STAGING_VERSIONS=\"module@version\"" >&2
+    rm -f "$OUT/$c.tmp"
+    die "go build of github.com/kcp-dev/kcp/cmd/$c@$KCP_VERSION failed (work dir kept: $work)"
+  fi
+  mv "$OUT/$c.tmp" "$OUT/$c"
+done
 {
   echo "kcp $KCP_VERSION ($commit)"
   echo "kubernetes $kube_version"

@@ -150,14 +150,38 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
 
 /**
  * Workspaces still recorded under a platform that is no longer connected (a URL gone from its
- * endpoint slice, or the names that change when a slice goes from one URL to several) and that no
- * connected URL's binding watch showed bound: unbound, as a workspace whose APIBinding went is
- * (its primaries are enqueued; their copies go). Run once every binding watch has listed: a
- * workspace one of them showed was moved to it then (LogicalClusters.bound).
+ * endpoint slice, or the names that change when a slice goes from one URL to several): asked of
+ * each connected URL of the same configured platform whether it serves them (a binding watch that
+ * resumed from a checkpoint lists nothing, so it cannot be left to tell), moved to the one that
+ * does; unbound when none does, as a workspace whose APIBinding went is (its primaries are
+ * enqueued; their copies go). Run once the binding watches have synced.
  */
 export async function settleStrayWorkspaces(w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue'>, logger: Logger): Promise<void> {
   for (const record of w.logical.records()) {
     if (record.state === 'unbound' || w.clusters.isConfigured(record.platform)) continue;
+    const family = configuredPlatformOf(record.platform);
+    const candidates = w.clusters.platforms.filter((p) => p.kind === 'kcp' && configuredPlatformOf(p.name) === family);
+    let servedBy: string | undefined;
+    let unsure = false;
+    for (const p of candidates) {
+      const client = w.clusters.clientThrough(p.name, record.name, apiBindingType);
+      try {
+        if (client && (await client.listPage({ limit: 1 })).items.length > 0) servedBy = p.name;
+      } catch (err) {
+        // Not served there (403/404): the next URL. Anything else: left as it is, looked at again next term.
+        if (!isForbidden(err) && !isNotFound(err)) {
+          logger.warn({ logicalCluster: record.name, platform: p.name, err: (err as Error).message }, 'could not ask a kcp shard whether it serves a workspace; left as it is');
+          unsure = true;
+        }
+      }
+      if (servedBy || unsure) break;
+    }
+    if (unsure) continue;
+    if (servedBy) {
+      await w.logical.bound(record.name, servedBy);
+      logger.info({ logicalCluster: record.name, from: record.platform, to: servedBy }, 'a workspace is served through another URL of its platform\'s endpoint slice now');
+      continue;
+    }
     await w.logical.markUnbound(record.name);
     const primaries = await w.store.primariesOfCluster(record.name);
     if (primaries.length === 0) {

@@ -176,6 +176,17 @@ export class ClusterSet {
     for (const c of this.byName.values()) c.connection.close();
   }
 
+  /**
+   * A client for one logical cluster through a given kcp platform, whichever the registry records
+   * it under (not kept): to ask a URL of a platform's endpoint slice whether a workspace is served there.
+   */
+  clientThrough(platform: string, name: string, type: ResourceType): ResourceClient | undefined {
+    const parent = this.byName.get(platform);
+    if (!parent?.endpoint) return undefined;
+    const endpoint = parent.endpoint;
+    return new ResourceClient(parent.connection.derive(`${parent.name}/${name}`, () => endpoint.logicalCluster(name)), type);
+  }
+
   private logicalCluster(name: string): Cluster | undefined {
     const known = this.logical.get(name);
     if (known) return known;
