@@ -92,3 +92,20 @@ describe('kcp endpoint slices of several shards', () => {
     stop.abort();
   });
 });
+
+describe('logical clusters of one shard', () => {
+  it('knows only the workspaces its shard owns, from the store and from bindings', async () => {
+    const saved: Array<{ name: string; platform: string; state: 'bound' | 'unbound' }> = [
+      { name: 'ws-mine', platform: 'kcp', state: 'bound' },
+      { name: 'ws-theirs', platform: 'kcp', state: 'bound' },
+    ];
+    const storage = { all: async () => saved, save: async () => undefined, delete: async () => undefined };
+    const owns = (name: string) => name.endsWith('-mine') || name === 'new-mine';
+    const logical = await LogicalClusters.load(storage, owns);
+    assert.equal(logical.platformOf('ws-mine'), 'kcp');
+    assert.equal(logical.platformOf('ws-theirs'), undefined, "another shard's workspace is never known here");
+    assert.equal(await logical.bound('new-theirs', 'kcp'), undefined, "another shard's binding is ignored");
+    assert.equal(logical.platformOf('new-theirs'), undefined);
+    assert.equal(await logical.bound('new-mine', 'kcp'), 'new');
+  });
+});
