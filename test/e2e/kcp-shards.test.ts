@@ -6,7 +6,7 @@
 // and disappear (it unbinds) while it runs, and each workspace's copies go
 // through the URL of its shard.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,12 +15,16 @@ import { bindDatabaseExport, createDatabaseExport, DATABASE_EXPORT, grantAgentAc
 import { createWorkspacesOn, startShardedKcp, type ShardedKcp } from '../harness/kcp-sharded.js';
 import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { shardsHeld } from '../harness/shard-holdings.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+import { ShardMap } from '../../src/config/shard-map.js';
+import { parse } from 'yaml';
 
 describe('kcp with two shards', () => {
   let kcp: ShardedKcp | undefined;
   let service: Clusters<'service'> | undefined;
   let relsync: RelsyncProcess | undefined;
+  let replicas: RelsyncProcess[] = [];
   let dir: string;
   let lc: Record<string, string>;
   let a: ClusterClient;
@@ -63,6 +67,7 @@ describe('kcp with two shards', () => {
 
   after(async () => {
     await relsync?.stop();
+    for (const p of replicas) await p.stop();
     await service?.stop();
     await kcp?.stop();
   });
@@ -101,5 +106,37 @@ describe('kcp with two shards', () => {
     await a.putConfigMap('default', 'settings', { v: 'a3' });
     await eventually('consumer-a synced through the one URL left', async () => (await svc.configMap(copyNs('consumer-a'), 'settings'))?.data?.v === 'a3' || undefined, 60_000);
     assert.ok(await svc.database(copyNs('consumer-a'), 'orders'), 'consumer-a\'s copy stayed');
+  });
+
+  it('spreads the workspaces over two relsync replicas by shard (sharding.shards), each served by exactly one of them', async () => {
+    await relsync!.stop();
+    relsync = undefined;
+    await bindDatabaseExport(kcp!, 'root:consumer-b', 'root:provider');
+    await eventually('the slice lists both shards again', async () => ((await sliceUrls()).length === 2 ? true : undefined), 60_000);
+    const base = parse(readFileSync(join(dir, 'relsync.yaml'), 'utf8')) as Record<string, unknown>;
+    const start = async (r: string) => {
+      const path = join(dir, `${r}.yaml`);
+      writeFileSync(path, JSON.stringify({ ...base, store: { path: join(dir, r, 'relsync.db') }, sharding: { shards: 2 }, leaderElection: { leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 } }));
+      return startRelsync(path, join(dir, `${r}.log`), [], { env: { RELSYNC_KCP_SLICE_FOLLOW_MS: '1000' } });
+    };
+    replicas = [await start('r1'), await start('r2')];
+    const held = await eventually('one shard each', async () => {
+      const h = await Promise.all(replicas.map((p) => shardsHeld(p.httpPort).catch(() => undefined)));
+      return h.every((x) => x?.length === 1) ? h.map((x) => x![0]!) : undefined;
+    }, 60_000);
+    await b.ensureNamespace('default');
+    await a.putConfigMap('default', 'settings', { v: 'a4' });
+    await b.putConfigMap('default', 'settings', { v: 'b4' });
+    await b.createDatabase('default', 'orders', { configMapName: 'settings' }).catch(() => undefined);
+    await eventually('both workspaces synced by the replicas', async () => ((await svc.configMap(copyNs('consumer-a'), 'settings'))?.data?.v === 'a4' && (await svc.configMap(copyNs('consumer-b'), 'settings'))?.data?.v === 'b4') || undefined, 90_000);
+    // Each workspace is known to the replica that holds its shard, and to no other.
+    const map = new ShardMap(2, [{ name: 'kcp', kubeconfig: '', context: undefined, kcp: { endpointSlice: DATABASE_EXPORT, url: undefined } }]);
+    for (const ws of ['consumer-a', 'consumer-b']) {
+      const owner = held.indexOf(map.shardOf(lc[ws]!));
+      replicas.forEach((p, i) => {
+        const knows = p.log().split('\n').some((l) => l.includes('"msg":"a workspace binds the export"') && l.includes(lc[ws]!));
+        assert.equal(knows, i === owner, `${ws} (${lc[ws]}, shard ${map.shardOf(lc[ws]!)}) known to replica ${i + 1}: ${knows}`);
+      });
+    }
   });
 });
