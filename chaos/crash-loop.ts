@@ -296,6 +296,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       const checked = writesOutsideHoldings(service.auditLogPath!, holdingsFromLogs(logs, killedAt), (ns) => shardOf.get(ns), (user) => (user.startsWith('relsync-r') ? user.slice('relsync-'.length) : undefined));
       writesChecked = checked.checked;
       shardProblems.push(...checked.problems);
+      // An audit log without the copies' writes (not kept, or of other users) would check nothing and pass.
+      if (writesChecked < changes / 10) shardProblems.push(`only ${writesChecked} writes of copies found in the audit log for ${changes} changes: the check saw too little to tell`);
       log(`${checked.checked} writes of copies checked against the replicas' holdings`);
     }
     const problems = [

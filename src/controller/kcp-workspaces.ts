@@ -63,10 +63,18 @@ export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], lo
  */
 const SLICE_FOLLOW_MS = Number(process.env.RELSYNC_KCP_SLICE_FOLLOW_MS) || 30_000;
 
+/** Reads that must show the same other URLs before a term acts on them (a URL that comes and goes at once is no reason). */
+const STABLE_READS = 3;
+/** Reads a term lives at least before it acts on a change: with STABLE_READS, at most one rewiring per 5 minutes at 30 s. */
+const MIN_TERM_READS = 10;
+
 /**
  * Resolves with what changed once an endpoint slice a platform was expanded from (expandKcpEndpoints)
  * lists other URLs than it did (a kcp shard added, or gone): the term then ends and is wired
- * afresh with them. Never resolves while nothing changes; stops with `signal`.
+ * afresh with them. Acts only on a set seen alike in STABLE_READS reads in a row, and not before the
+ * term has lived MIN_TERM_READS reads: a tenant that binds and unbinds on a shard of its own to make
+ * its URL come and go cannot make relsync rewire (and relist) at will. Never resolves while nothing
+ * changes; stops with `signal`.
  */
 export async function endpointSlicesChanged(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal, everyMs = SLICE_FOLLOW_MS): Promise<string | undefined> {
   const followed = new Map<string, { config: ClusterConfig; urls: string[] }>();
@@ -80,15 +88,19 @@ export async function endpointSlicesChanged(platforms: readonly ClusterConfig[],
   }
   if (followed.size === 0) return new Promise((resolve) => signal.addEventListener('abort', () => resolve(undefined), { once: true }));
   const connections = new Map([...followed].map(([key, f]) => [key, new Connection({ name: configuredPlatformOf(f.config.name), kubeconfig: f.config.kubeconfig, context: f.config.context })]));
+  const seen = new Map<string, { urls: string; reads: number }>();
   try {
-    while (!signal.aborted) {
+    for (let read = 1; !signal.aborted; read++) {
       await sleep(everyMs, signal);
       for (const [key, f] of followed) {
         if (signal.aborted) return undefined;
         try {
-          const now = await endpointSliceUrls(connections.get(key)!, f.config.kcp!.endpointSlice!);
-          const before = [...f.urls].sort();
-          if (now.join(' ') !== before.join(' ')) return `the APIExportEndpointSlice of ${configuredPlatformOf(f.config.name)} lists ${now.join(', ')} (it listed ${before.join(', ')})`;
+          const now = (await endpointSliceUrls(connections.get(key)!, f.config.kcp!.endpointSlice!)).join(', ');
+          const before = [...f.urls].sort().join(', ');
+          const last = seen.get(key);
+          const reads = now === before ? 0 : last?.urls === now ? last.reads + 1 : 1;
+          seen.set(key, { urls: now, reads });
+          if (reads >= STABLE_READS && read >= MIN_TERM_READS) return `the APIExportEndpointSlice of ${configuredPlatformOf(f.config.name)} lists ${now} (it listed ${before})`;
         } catch (err) {
           // Unreadable for a moment (an outage): the URLs being served go on; read again at the next turn.
           if (!(err instanceof EndpointPendingError)) logger.warn({ cluster: configuredPlatformOf(f.config.name), err: (err as Error).message }, 'could not read the kcp endpoint slice again; will retry');
@@ -152,44 +164,35 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
  * Workspaces still recorded under a platform that is no longer connected (a URL gone from its
  * endpoint slice, or the names that change when a slice goes from one URL to several): asked of
  * each connected URL of the same configured platform whether it serves them (a binding watch that
- * resumed from a checkpoint lists nothing, so it cannot be left to tell), moved to the one that
- * does; unbound when none does, as a workspace whose APIBinding went is (its primaries are
- * enqueued; their copies go). Run once the binding watches have synced.
+ * resumed from a checkpoint lists nothing, so it cannot be left to tell), and moved to the one that
+ * does. One that no connected URL serves is left as it is, copies and all: a URL may leave the
+ * slice for a moment (a shard restarted), and copies are never removed on a guess. Its workspace's
+ * unbinding, seen through its URL while that was listed, is what removes them (binding-watch.ts).
+ * Run once the binding watches have synced.
  */
-export async function settleStrayWorkspaces(w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue'>, logger: Logger): Promise<void> {
-  for (const record of w.logical.records()) {
-    if (record.state === 'unbound' || w.clusters.isConfigured(record.platform)) continue;
+export async function settleStrayWorkspaces(w: Pick<Wiring, 'clusters' | 'logical'>, logger: Logger, signal: AbortSignal): Promise<void> {
+  const strays = w.logical.records().filter((r) => r.state !== 'unbound' && !w.clusters.isConfigured(r.platform));
+  let unserved = 0;
+  for (const record of strays) {
+    if (signal.aborted) return;
     const family = configuredPlatformOf(record.platform);
-    const candidates = w.clusters.platforms.filter((p) => p.kind === 'kcp' && configuredPlatformOf(p.name) === family);
     let servedBy: string | undefined;
-    let unsure = false;
-    for (const p of candidates) {
+    for (const p of w.clusters.platforms.filter((c) => c.kind === 'kcp' && configuredPlatformOf(c.name) === family)) {
       const client = w.clusters.clientThrough(p.name, record.name, apiBindingType);
       try {
         if (client && (await client.listPage({ limit: 1 })).items.length > 0) servedBy = p.name;
       } catch (err) {
-        // Not served there (403/404): the next URL. Anything else: left as it is, looked at again next term.
-        if (!isForbidden(err) && !isNotFound(err)) {
-          logger.warn({ logicalCluster: record.name, platform: p.name, err: (err as Error).message }, 'could not ask a kcp shard whether it serves a workspace; left as it is');
-          unsure = true;
-        }
+        // Not served there (403; a 404 of a virtual workspace still starting): the next URL.
+        if (!isForbidden(err) && !isNotFound(err)) logger.warn({ logicalCluster: record.name, platform: p.name, err: (err as Error).message }, 'could not ask a kcp shard whether it serves a workspace');
       }
-      if (servedBy || unsure) break;
+      if (servedBy) break;
     }
-    if (unsure) continue;
-    if (servedBy) {
-      await w.logical.bound(record.name, servedBy);
-      logger.info({ logicalCluster: record.name, from: record.platform, to: servedBy }, 'a workspace is served through another URL of its platform\'s endpoint slice now');
+    if (!servedBy) {
+      unserved++;
       continue;
     }
-    await w.logical.markUnbound(record.name);
-    const primaries = await w.store.primariesOfCluster(record.name);
-    if (primaries.length === 0) {
-      await w.clusters.forgetLogical(record.name);
-      logger.info({ logicalCluster: record.name, platform: record.platform }, 'a workspace of a kcp shard no longer served (its URL left the endpoint slice) and bound through none that is: nothing of it is left, relsync forgets it');
-      continue;
-    }
-    for (const p of primaries) w.enqueue(p.id);
-    logger.warn({ logicalCluster: record.name, platform: record.platform, primaries: primaries.length }, 'a workspace of a kcp shard no longer served (its URL left the endpoint slice) and bound through none that is: removing the copies of its primaries');
+    await w.logical.bound(record.name, servedBy);
+    logger.info({ logicalCluster: record.name, from: record.platform, to: servedBy }, 'a workspace is served through another URL of its platform\'s endpoint slice now');
   }
+  if (unserved > 0) logger.warn({ workspaces: unserved }, 'workspaces recorded under a kcp shard URL the endpoint slice no longer lists are served by none it lists: left as they are, copies and all, until a URL serves them again');
 }

@@ -131,66 +131,71 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
     logger.info({ why }, 'kcp shards changed: this term ends and is wired afresh with them');
     ended.abort();
   });
-  const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
-  // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
-  await prepareReconciles(w, options, signal);
-  const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key.edges));
-
-  // Work that was routed but not reconciled when the last process ended.
-  const pending = await w.checkpoints.pending();
-  for (const id of pending) if (!w.enqueue(id)) w.checkpointer.noteDone(id);
-  if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
-
-  // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
-  const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => bindingWatchFor(w, watchOptions, p.name, signal)));
-  const bindingRuns = bindingWatches.map((x) => x.start(signal));
-  // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
-  status.watching(bindingWatches, false);
-  while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
-  if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger);
-  const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
-  const watches = [...bindingWatches, ...objectWatches];
-  status.watching(watches, true);
-  logger.info(
-    {
-      agent: config.agentName,
-      resources: w.resources.map((r) => typeName(r.primaryType)),
-      watches: watches.map((x) => x.name),
-      resumed: watches.filter((x) => x.resumed).length,
-      resync: config.resync,
-    },
-    'relsync started',
-  );
-  const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
-
-  const sweeps = scheduleSweeps(w.sweeper, config.resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
-  // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
-  options.metrics.termStart.set(Date.now() / 1000);
-
-  let announced = false;
-  const readyCheck = setInterval(() => {
-    if (!announced && status.notReady().length === 0) {
-      announced = true;
-      logger.info('every watch has synced once; ready');
-    }
-  }, 200);
+  // Whatever ends the term (a throw before the work runs included) stops the slice follower.
   try {
-    await Promise.all(runs);
-    await sweeps.last();
-    await w.checkpointer.flush();
-    await w.store.flushTouches();
-    ended.abort();
-    await following;
-    return rewire;
+    const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
+    // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
+    await prepareReconciles(w, options, signal);
+    const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key.edges));
+
+    // Work that was routed but not reconciled when the last process ended.
+    const pending = await w.checkpoints.pending();
+    for (const id of pending) if (!w.enqueue(id)) w.checkpointer.noteDone(id);
+    if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
+
+    // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
+    const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => bindingWatchFor(w, watchOptions, p.name, signal)));
+    const bindingRuns = bindingWatches.map((x) => x.start(signal));
+    // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
+    status.watching(bindingWatches, false);
+    while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
+    if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger, signal);
+    const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
+    const watches = [...bindingWatches, ...objectWatches];
+    status.watching(watches, true);
+    logger.info(
+      {
+        agent: config.agentName,
+        resources: w.resources.map((r) => typeName(r.primaryType)),
+        watches: watches.map((x) => x.name),
+        resumed: watches.filter((x) => x.resumed).length,
+        resync: config.resync,
+      },
+      'relsync started',
+    );
+    const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
+
+    const sweeps = scheduleSweeps(w.sweeper, config.resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
+    // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
+    options.metrics.termStart.set(Date.now() / 1000);
+
+    let announced = false;
+    const readyCheck = setInterval(() => {
+      if (!announced && status.notReady().length === 0) {
+        announced = true;
+        logger.info('every watch has synced once; ready');
+      }
+    }, 200);
+    try {
+      await Promise.all(runs);
+      await sweeps.last();
+      await w.checkpointer.flush();
+      await w.store.flushTouches();
+      ended.abort();
+      await following;
+      return rewire;
+    } finally {
+      ended.abort();
+      clearInterval(readyCheck);
+      await sweeps.destroy();
+      // No longer the one that sweeps: the alert on missed sweeps reads this process no more
+      // (of a shard's term, the coordinator says so once it works for no shard).
+      if (options.shard === undefined) {
+        options.metrics.sweepInterval.set(0);
+        options.metrics.termStart.set(0);
+      }
+    }
   } finally {
     ended.abort();
-    clearInterval(readyCheck);
-    await sweeps.destroy();
-    // No longer the one that sweeps: the alert on missed sweeps reads this process no more
-    // (of a shard's term, the coordinator says so once it works for no shard).
-    if (options.shard === undefined) {
-      options.metrics.sweepInterval.set(0);
-      options.metrics.termStart.set(0);
-    }
   }
 }

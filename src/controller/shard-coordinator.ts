@@ -225,18 +225,20 @@ export class ShardCoordinator {
       .work(shard, stop.signal, fence)
       .then(
         () => {
-          if (!stop.signal.aborted) this.failed(shard, new Error('its work ended by itself'));
+          if (!stop.signal.aborted) this.failed(h, new Error('its work ended by itself'));
         },
         (err: unknown) => {
-          if (!stop.signal.aborted) this.failed(shard, err);
+          if (!stop.signal.aborted) this.failed(h, err);
         },
       )
       .then(() => this.finish(h))
       .then(() => renewing);
   }
 
-  /** A shard's work failed (not stopped): given up, and left to the others for a while. */
-  private failed(shard: number, err: unknown): void {
+  /** A shard's work failed (not stopped): whatever of it still runs is stopped, it is given up, and left to the others for a while. */
+  private failed(h: Holding, err: unknown): void {
+    const shard = h.shard;
+    h.stop.abort();
     const last = this.failedUntil.get(shard);
     const ms = last ? Math.min(last.ms * 2, FAILED_BACKOFF_MS[1]) : FAILED_BACKOFF_MS[0];
     this.failedUntil.set(shard, { until: this.clock.now() + ms, ms });

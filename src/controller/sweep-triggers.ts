@@ -82,6 +82,8 @@ export function longestGapSeconds(runs: readonly Date[]): number {
 
 /** After a sweep that left related copies it was unsure of: the next one, doubling from 30 s to 5 min while it still is. */
 const FOLLOW_UP_MS = [30_000, 300_000] as const;
+/** Then the schedule's sweeps again (each may start another few). */
+const MAX_FOLLOW_UPS = 4;
 
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
@@ -99,12 +101,15 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
   let sweeping: Promise<unknown> = Promise.resolve();
   let followUp: { timer: NodeJS.Timeout; ms: number } | undefined;
   let nextFollowUpMs = followUpMs[0];
+  /** Follow-ups in a row that still left copies unsure: a primary that keeps failing would make them endless. */
+  let followUps = 0;
   const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;
     sweeping = sweeper.sweep(trigger).then((result) => {
       // Related copies it could not tell were orphans (sweeper.ts, unsure): looked at again soon, not at the next scheduled sweep.
       if (result.status === 'skipped' || signal.aborted) return;
-      if ((result.phases?.unsure ?? 0) === 0) {
+      followUps = trigger === 'followup' ? followUps + 1 : 0;
+      if ((result.phases?.unsure ?? 0) === 0 || followUps >= MAX_FOLLOW_UPS) {
         nextFollowUpMs = followUpMs[0];
         return;
       }

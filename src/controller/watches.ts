@@ -9,6 +9,7 @@ import type { Config } from '../config/config.js';
 import { ListWatch, wholeList, type ListSink, type WatchHandler } from '../kube/list-watch.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
+import { createHash } from 'node:crypto';
 import type { WatchKey } from '../store/checkpoint-store.js';
 import type { Metrics } from '../server/metrics.js';
 import { apiBindingType } from '../core/kcp-types.js';
@@ -30,7 +31,7 @@ export interface WatchOptions {
  * and its first list lets the primaries that read it run (first-lists.ts).
  */
 export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepReads' | 'router' | 'checkpoints' | 'checkpointer' | 'cache' | 'finderIndex' | 'firstLists'>, options: WatchOptions, p: PlannedWatch): Promise<ListWatch> {
-  const key = { cluster: p.cluster, group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
+  const key = { cluster: checkpointCluster(w, p.cluster), group: p.type.group, resource: p.type.resource, labelSelector: p.labelSelector ?? '' };
   // The finder index follows this watch when it sees every object of a type rules find (finder-index.ts);
   // not a kcp platform's (a workspace's objects can appear without events).
   const index = w.clusters.get(p.cluster).kind !== 'kcp' && w.finderIndex?.wants(p.cluster, p.type, p.labelSelector) ? w.finderIndex : undefined;
@@ -104,7 +105,7 @@ export function bindingWatchFor(
     logger: options.logger,
   });
   // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
-  return listWatch(w, options, { cluster: platform, group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {
+  return listWatch(w, options, { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {
     onEvent: (change, object) => {
       // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
       // without an event for each, so the cache forgets them (before its primaries are queued).
@@ -143,4 +144,14 @@ async function listWatch(
     onFirstSync,
   });
   return watch;
+}
+
+/**
+ * The cluster part of a watch's checkpoint key: a kcp platform's name with its URL, since a name
+ * may serve another shard's URL after its endpoint slice changed (kcp-endpoint.ts
+ * endpointPlatformNames), and a resourceVersion of one shard means nothing on another.
+ */
+function checkpointCluster(w: Pick<Wiring, 'clusters'>, cluster: string): string {
+  const url = w.clusters.isConfigured(cluster) ? w.clusters.get(cluster).endpoint?.knownUrl : undefined;
+  return url === undefined ? cluster : `${cluster} ${createHash('sha256').update(url).digest('hex').slice(0, 12)}`;
 }

@@ -315,11 +315,15 @@ export class Connection {
       }
       req.on('error', reject);
       if (!fence) return void req.end(body);
-      // Nothing is sent before end(): a write that waited in the agent's queue for a socket asks the fence again first.
-      req.once('socket', () => {
-        const why = fence(method, path);
-        if (why === undefined) req.end(body);
-        else req.destroy(refused(why));
+      // Nothing is sent before end(): a write that waited in the agent's queue for a socket, or for a new one to connect, asks the fence again first.
+      req.once('socket', (socket) => {
+        const send = () => {
+          const why = fence(method, path);
+          if (why === undefined) req.end(body);
+          else req.destroy(refused(why));
+        };
+        if (socket.connecting) socket.once('connect', send);
+        else send();
       });
     });
   }

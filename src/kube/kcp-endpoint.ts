@@ -46,6 +46,11 @@ export class KcpEndpoint {
     this.url = source.url;
   }
 
+  /** The URL served, when known (given, or read once). */
+  get knownUrl(): string | undefined {
+    return this.url;
+  }
+
   async resolve(): Promise<string> {
     if (this.url) return this.url;
     const name = this.source.endpointSlice!;

@@ -82,15 +82,6 @@ export class LogicalClusters {
     return true;
   }
 
-  /** Marks a logical cluster unbound whichever platform it was recorded under (one no longer connected: stray()). */
-  async markUnbound(name: string): Promise<void> {
-    const known = this.byName.get(name);
-    if (!known || known.state === 'unbound') return;
-    const record: LogicalClusterRecord = { ...known, state: 'unbound' };
-    await this.store?.save(record);
-    this.byName.set(name, record);
-  }
-
   async forget(name: string): Promise<void> {
     await this.store?.delete(name);
     this.byName.delete(name);

@@ -49,3 +49,21 @@ describe('follow-up sweeps', () => {
     await sweeps.destroy();
   });
 });
+
+describe('follow-up sweeps that stay unsure', () => {
+  it('stops after four follow-ups in a row (a primary that keeps failing), leaving it to the schedule', async () => {
+    const triggers: string[] = [];
+    const sweeper = {
+      sweep: async (trigger: SweepTrigger): Promise<SweepResult> => {
+        triggers.push(trigger);
+        return { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 1, id: triggers.length, durationMs: 1, status: 'done', phases: { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 1 } };
+      },
+    };
+    const stop = new AbortController();
+    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, undefined, [5, 5]);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(triggers, ['startup', 'followup', 'followup', 'followup', 'followup']);
+    stop.abort();
+    await sweeps.destroy();
+  });
+});
