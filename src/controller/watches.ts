@@ -152,6 +152,7 @@ async function listWatch(
  * endpointPlatformNames), and a resourceVersion of one shard means nothing on another.
  */
 function checkpointCluster(w: Pick<Wiring, 'clusters'>, cluster: string): string {
-  const url = w.clusters.isConfigured(cluster) ? w.clusters.get(cluster).endpoint?.knownUrl : undefined;
+  const c = w.clusters.get(cluster);
+  const url = c.kind === 'kcp' ? c.endpoint?.knownUrl : undefined;
   return url === undefined ? cluster : `${cluster} ${createHash('sha256').update(url).digest('hex').slice(0, 12)}`;
 }
