@@ -86,6 +86,8 @@ export async function endpointSlicesChanged(platforms: readonly ClusterConfig[],
     entry.urls.push(p.kcp.url);
     followed.set(key, entry);
   }
+  // (An abort event is never sent again to a signal aborted already.)
+  if (signal.aborted) return undefined;
   if (followed.size === 0) return new Promise((resolve) => signal.addEventListener('abort', () => resolve(undefined), { once: true }));
   const connections = new Map([...followed].map(([key, f]) => [key, new Connection({ name: configuredPlatformOf(f.config.name), kubeconfig: f.config.kubeconfig, context: f.config.context })]));
   const seen = new Map<string, { urls: string; reads: number }>();

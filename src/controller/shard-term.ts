@@ -122,7 +122,8 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
           await sleep(retryInMs, signal);
         }
       }
-      if (!w) return;
+      // Wired, but given up meanwhile: nothing to lead.
+      if (!w || signal.aborted) return;
       const fence = options.fence;
       // Events go through clients the fence lets through (wiring.ts).
       w.clusters.setWriteFence(() => fence());

@@ -101,6 +101,14 @@ describe('kcp endpoint slices of several shards', () => {
   });
 });
 
+describe('a term that ends before it began', () => {
+  it('has its slice follower end at once, with or without slices to follow (an abort event is not sent twice)', async () => {
+    const stopped = AbortSignal.abort();
+    assert.equal(await endpointSlicesChanged([], logger, stopped), undefined);
+    assert.equal(await endpointSlicesChanged([{ name: 'kcp', kubeconfig: '/nowhere', context: undefined, kcp: { endpointSlice: 's', url: 'https://h/x' } }], logger, stopped), undefined);
+  });
+});
+
 describe('logical clusters of one shard', () => {
   it('knows only the workspaces its shard owns, from the store and from bindings', async () => {
     const saved: Array<{ name: string; platform: string; state: 'bound' | 'unbound' }> = [
