@@ -64,6 +64,8 @@ export class FoundMatches {
   private readonly sources = new Map<string, Set<string>>();
   /** Reconciled, whatever their relations: over `perPrimary`, or found for an object they have no relation with. */
   private readonly dirty = new Set<string>();
+  /** Primaries some of whose found pairs went past the budget (checked against the store, not kept). */
+  private readonly untold = new Set<string>();
   private bytes = 0;
 
   constructor(
@@ -97,8 +99,19 @@ export class FoundMatches {
       else this.sources.set(key, new Set([sourceKey]));
     }
     if (unknown.length === 0) return;
+    for (const key of unknown) this.untold.add(key);
     const relatedKeys = new Set((await related()).map(identityKey));
     for (const key of unknown) if (!relatedKeys.has(key)) this.markDirty(key);
+  }
+
+  /**
+   * Whether rules of this primary found `source` among the listed objects; true also when that cannot
+   * be told (its pairs past the budget were checked against the store instead, not kept): a flood
+   * of another tenant's matches costs no primary its skip.
+   */
+  has(key: PrimaryKey, source: ObjectIdentity): boolean {
+    const name = primaryKeyString(key);
+    return this.sources.get(name)?.has(identityKey(source)) === true || this.untold.has(name);
   }
 
   /** Whether rules of this primary found a listed object it has no relation with (as a source). */
@@ -148,8 +161,14 @@ export function isUpToDate(c: SkipContext, key: PrimaryKey, record: PrimaryRecor
   const config = selectionFingerprint(key.resource, c.fingerprint.of(key.resource), key.resource.namespaceSelector ? (listed.versionOf(namespace) ?? 'not listed') : undefined);
   if (!record || record.state !== 'synced' || !versions || versions.config !== config) return false;
   if (listed.versionOf(key.id) !== versions.primary || listed.versionOf(record.copy, true) !== versions.copy) return false;
+  const finders = new Map(key.resource.rules.map((rule) => [rule.id, rule.finder.kind]));
   for (const r of relations) {
     if ((r.state !== 'synced' && r.state !== 'pending') || !r.versions) return false;
+    // A selector or inverse relation whose source the LISTs show but its rules no longer find there (a
+    // label removed): the stored version alone cannot tell, when the last sync read the object's new
+    // version and kept the relation on an older view of what matched.
+    const kind = finders.get(r.ruleId);
+    if ((kind === 'selector' || kind === 'inverse') && !c.found.has(key, r.source)) return false;
     if (!c.reachable(r.source.cluster) || !c.reachable(r.destination.cluster)) return false;
     if (listed.versionOf(r.source) !== r.versions.source || listed.versionOf(r.destination, true) !== r.versions.destination) return false;
   }

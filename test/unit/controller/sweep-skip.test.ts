@@ -118,6 +118,15 @@ describe('sweep skip', () => {
     assert.equal(await check(store, { found: onlyOther }), true, 'what rules of another primary find does not concern this one');
   });
 
+  it("reconciles when a selector relation's source is listed at its stored version but its rules no longer find it (a label removed: a stale relation the versions alone cannot tell)", async () => {
+    const stale: Relation = { ...synced, ruleId: 'extra' };
+    const store = await storeWith('synced', [stale]);
+    const found = new FoundMatches();
+    assert.equal(await check(store, { found }), false, 'found by no rule now');
+    await found.found([key], source, noStoreRead);
+    assert.equal(await check(store, { found }), true, 'found: up to date');
+  });
+
   it("past its budget checks a found object against the store at once: another tenant's flood costs no primary its skip", async () => {
     const store = await storeWith('synced', [synced, pending]);
     const found = new FoundMatches(2_000);
