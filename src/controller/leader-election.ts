@@ -39,7 +39,8 @@ export interface LeaderElectionOptions {
   readonly wallClock?: () => number;
 }
 
-interface LeaseSpec {
+/** A coordination.k8s.io/v1 Lease's spec, as the elector and the shard Leases (shard-leases.ts) read and write it. */
+export interface LeaseSpec {
   holderIdentity?: string;
   leaseDurationSeconds?: number;
   acquireTime?: string;

@@ -22,7 +22,7 @@ import type { KubeObject } from '../core/object.js';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { Clock } from '../util/clock.js';
-import { micro } from './leader-election.js';
+import { micro, type LeaseSpec } from './leader-election.js';
 
 export const LEASE_SET_LABEL = 'relsync.dev/lease-set';
 export const LEASE_KIND_LABEL = 'relsync.dev/lease-kind';
@@ -44,14 +44,6 @@ export interface ShardLeasesOptions {
   readonly clock: Clock;
   /** The time of day written into the Leases; default the clock's. */
   readonly wallClock?: () => number;
-}
-
-interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
 }
 
 /** What one LIST of the set showed. */

@@ -15,9 +15,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { freePort, startTracked, stopProcess } from './control-plane.js';
-import { kcpPath, type Kcp } from './kcp.js';
+import { kcpPath, raw, writeKcpKubeconfig, type Kcp } from './kcp.js';
 import { eventually } from './kube.js';
-import https from 'node:https';
 
 export interface ShardedKcp extends Kcp {
   /** Each shard's own URL (its virtual workspaces are served there), by shard name. */
@@ -100,7 +99,7 @@ export async function startShardedKcp(): Promise<ShardedKcp> {
     await eventually(`${what} /readyz (log ${log})`, async () => {
       const dead = children.find((c) => c.exitCode !== null);
       if (dead) throw new Error(`a kcp process exited with ${dead.exitCode}:\n${existsSync(log) ? readFileSync(log, 'utf8').slice(-2000) : ''}`);
-      return (await get(`${at}/readyz`, readFileSync(ca))).status === 200 || undefined;
+      return (await raw('GET', `${at}/readyz`, undefined, undefined, readFileSync(ca))).status === 200 || undefined;
     }, 240_000);
   };
   const common = [
@@ -135,25 +134,14 @@ export async function startShardedKcp(): Promise<ShardedKcp> {
     ca: caBytes,
     dir,
     shards: { root: rootUrl, 'shard-1': shardUrl },
-    request: <T>(method: string, path: string, body?: unknown) => request<T>(method, path.startsWith('https:') ? path : `${url}${path}`, body, token, caBytes),
-    kubeconfig(file: string, server = url, as = token) {
-      writeFileSync(file, [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: kcp, cluster: {server: '${server}', certificate-authority-data: ${caBytes.toString('base64')}}}]`,
-        `users: [{name: admin, user: {token: ${as}}}]`,
-        'contexts: [{name: kcp, context: {cluster: kcp, user: admin}}]',
-        'current-context: kcp',
-        '',
-      ].join('\n'));
-      return file;
-    },
+    request: <T>(method: string, path: string, body?: unknown) => raw<T>(method, path.startsWith('https:') ? path : `${url}${path}`, body, token, caBytes),
+    kubeconfig: (file: string, server = url, as = token) => writeKcpKubeconfig(file, server, caBytes, as),
     stop,
   };
   // Each Shard labelled by name, so that a workspace's location selector can pick it (shard-1 registers itself with the root).
   for (const shard of ['root', 'shard-1']) {
     await eventually(`Shard ${shard} labelled`, async () => {
-      const res = await request('PATCH', `${url}/clusters/root/apis/core.kcp.io/v1alpha1/shards/${shard}`, { metadata: { labels: { 'relsync-shard': shard } } }, token, caBytes, 'application/merge-patch+json');
+      const res = await raw('PATCH', `${url}/clusters/root/apis/core.kcp.io/v1alpha1/shards/${shard}`, { metadata: { labels: { 'relsync-shard': shard } } }, token, caBytes, 'application/merge-patch+json');
       return res.status === 200 || undefined;
     }, 60_000);
   }
@@ -178,39 +166,4 @@ export async function createWorkspacesOn(kcp: ShardedKcp, shard: 'root' | 'shard
     }, 180_000);
   }
   return clusters;
-}
-
-function get(url: string, ca: Buffer): Promise<{ status: number }> {
-  return new Promise((resolve) => {
-    const req = https.request(url, { ca, timeout: 5_000 }, (res) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? 0 });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve({ status: 0 }));
-    req.end();
-  });
-}
-
-function request<T>(method: string, url: string, body: unknown, token: string, ca: Buffer, contentType = 'application/json'): Promise<{ status: number; body: T }> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = https.request(url, { method, ca, timeout: 10_000, headers: { Accept: 'application/json', Authorization: `Bearer ${token}`, ...(data ? { 'Content-Type': contentType } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          // not JSON
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed as T });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: no answer`)));
-    req.on('error', reject);
-    req.end(data);
-  });
 }

@@ -86,21 +86,7 @@ export async function startKcp(): Promise<Kcp> {
     ca,
     dir,
     request: <T>(method: string, path: string, body?: unknown) => raw<T>(method, path.startsWith('https:') ? path : `${url}${path}`, body, token, ca),
-    kubeconfig(file: string, server = url, as = token) {
-      writeFileSync(
-        file,
-        [
-          'apiVersion: v1',
-          'kind: Config',
-          `clusters: [{name: kcp, cluster: {server: '${server}', certificate-authority-data: ${ca.toString('base64')}}}]`,
-          `users: [{name: admin, user: {token: ${as}}}]`,
-          'contexts: [{name: kcp, context: {cluster: kcp, user: admin}}]',
-          'current-context: kcp',
-          '',
-        ].join('\n'),
-      );
-      return file;
-    },
+    kubeconfig: (file: string, server = url, as = token) => writeKcpKubeconfig(file, server, ca, as),
     async stop() {
       await stopProcess(child, 10_000);
       if (!process.env.RELSYNC_KEEP_CONTROL_PLANES) rmSync(dir, { recursive: true, force: true });
@@ -108,14 +94,32 @@ export async function startKcp(): Promise<Kcp> {
   };
 }
 
-function raw<T>(method: string, url: string, body: unknown, token: string | undefined, ca: Buffer | undefined): Promise<{ status: number; body: T }> {
+/** A kubeconfig for `server` with a bearer token and kcp's CA (single-shard or sharded). */
+export function writeKcpKubeconfig(file: string, server: string, ca: Buffer, token: string): string {
+  writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: kcp, cluster: {server: '${server}', certificate-authority-data: ${ca.toString('base64')}}}]`,
+      `users: [{name: admin, user: {token: ${token}}}]`,
+      'contexts: [{name: kcp, context: {cluster: kcp, user: admin}}]',
+      'current-context: kcp',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/** One JSON request; without a token, a failure to connect answers status 0 (a probe) instead of rejecting. */
+export function raw<T>(method: string, url: string, body: unknown, token: string | undefined, ca: Buffer | undefined, contentType = 'application/json'): Promise<{ status: number; body: T }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const req = https.request(
       url,
       {
         method,
-        headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(data ? { 'Content-Type': 'application/json' } : {}) },
+        headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(data ? { 'Content-Type': contentType } : {}) },
         ca,
         rejectUnauthorized: ca !== undefined,
         timeout: 10_000,
