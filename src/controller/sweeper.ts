@@ -106,6 +106,8 @@ interface ListedCopy {
   readonly copy: NonNullable<ReturnType<typeof copyOf>>;
 }
 
+const ZERO: SweepCounts = { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0 };
+
 export type SweepResult = SweepCounts & { readonly id: number; readonly durationMs: number; readonly status: 'done' | 'failed' | 'skipped'; readonly phases?: SweepPhases };
 
 export class Sweeper {
@@ -123,22 +125,37 @@ export class Sweeper {
     return this.running;
   }
 
+  /**
+   * Runs one sweep. Never rejects: a failure, of the API servers or of the store itself (a full
+   * disk, a read-only or corrupt file), ends the sweep as 'failed' before its deletes, is logged
+   * and counted, and the next sweep runs as usual.
+   */
   async sweep(trigger: SweepTrigger): Promise<SweepResult> {
     const { logger, metrics, sweeps } = this.options;
-    const zero: SweepCounts = { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0 };
     if (this.running) {
       metrics.sweeps.inc({ trigger, status: 'skipped' });
       logger.warn({ trigger }, 'sweep skipped: the previous sweep is still running');
-      await sweeps.skipped(trigger, 'the previous sweep was still running');
-      return { ...zero, id: 0, durationMs: 0, status: 'skipped' };
+      await sweeps.skipped(trigger, 'the previous sweep was still running').catch((err: unknown) => logger.error({ trigger, err: (err as Error).message }, 'could not record a skipped sweep in the store'));
+      return { ...ZERO, id: 0, durationMs: 0, status: 'skipped' };
     }
     this.running = true;
-    const started = Date.now();
-    const id = await sweeps.start(trigger);
-    logger.info({ sweep: id, trigger }, 'sweep started');
-    const counts = { ...zero };
-    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0 };
     try {
+      return await this.sweepOnce(trigger);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async sweepOnce(trigger: SweepTrigger): Promise<SweepResult> {
+    const { logger, metrics, sweeps } = this.options;
+    const started = Date.now();
+    const counts = { ...ZERO };
+    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0 };
+    /** The sweep's row in the store; undefined while (or when) it could not be written. */
+    let id: number | undefined;
+    try {
+      id = await sweeps.start(trigger);
+      logger.info({ sweep: id, trigger }, 'sweep started');
       await this.run(counts, phases);
       const durationMs = Date.now() - started;
       await sweeps.finish(id, 'done', counts);
@@ -150,12 +167,13 @@ export class Sweeper {
     } catch (err) {
       counts.errors++;
       const message = (err as Error).message;
-      await sweeps.finish(id, 'failed', counts, message);
       metrics.sweeps.inc({ trigger, status: 'failed' });
-      logger.error({ sweep: id, trigger, err: message }, 'sweep failed');
-      return { ...counts, id, durationMs: Date.now() - started, status: 'failed' };
-    } finally {
-      this.running = false;
+      logger.error({ sweep: id, trigger, err: message }, id === undefined ? 'sweep failed: the store could not record its start (nothing was deleted)' : 'sweep failed');
+      if (id !== undefined) {
+        const row = id;
+        await sweeps.finish(row, 'failed', counts, message).catch((e: unknown) => logger.error({ sweep: row, err: (e as Error).message }, 'could not record the failed sweep in the store'));
+      }
+      return { ...counts, id: id ?? 0, durationMs: Date.now() - started, status: 'failed' };
     }
   }
 
@@ -181,6 +199,14 @@ export class Sweeper {
     const failed = new Set<string>();
     /** Clusters with a primary whose relations this sweep does not know (failed, or kept without any stored): their related copies stay. */
     const unsure = new Set<string>();
+    /**
+     * Which primaries exist is known of a cluster only once every primary type's LIST of its
+     * platform completed: a LIST that failed (a 503, a timeout, an expired continue token), a
+     * workspace bound halfway through one, or a platform without a watch at all (not wired yet)
+     * leaves primaries the store may not know, whose related copies would look like orphans.
+     */
+    const primaryLists = new PrimaryListCoverage(this.options.resources, (c) => clusters.platformOf(c));
+    const isUnsure = (cluster: string) => unsure.has(cluster) || !primaryLists.complete(cluster);
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
     const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
@@ -197,6 +223,8 @@ export class Sweeper {
       const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
       for (const watch of plan) {
         const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
+        /** A LIST of primaries (of a platform; the service cluster's list of the same type holds copies). */
+        const ofPrimaries = resource !== undefined && watch.cluster !== clusters.service.name;
         /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
         const covered = new Set<string>([watch.cluster]);
         // A LIST may have no items: its type still counts as listed (what is not in it does not exist).
@@ -214,7 +242,10 @@ export class Sweeper {
               // The page's measured size, when it is all of one cluster (a kcp list spans workspaces; a
               // split that left out objects of unknown workspaces makes it larger than the part: cautious).
               snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
-              if (!known.has(cluster)) snapshot.incomplete(cluster, watch.type);
+              if (!known.has(cluster)) {
+                snapshot.incomplete(cluster, watch.type);
+                if (ofPrimaries) unsure.add(cluster);
+              }
               for (const item of part) {
                 const copy = copyOf(this.copies, cluster, watch.type, item);
                 if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
@@ -232,10 +263,12 @@ export class Sweeper {
               for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
             }
           }
+          if (ofPrimaries) primaryLists.listed(watch.cluster, watch.type);
         } catch (err) {
           // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
           // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
           counts.errors++;
+          if (ofPrimaries) primaryLists.failed(watch.cluster);
           for (const cluster of covered) snapshot.incomplete(cluster, watch.type);
           this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
         }
@@ -281,11 +314,14 @@ export class Sweeper {
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
       await Promise.all(
         keys.map(async (key) => {
-          if ((await queue.addAndWait(key, { ignoreGate: true })) === 'error') {
+          const { outcome, result } = await queue.addAndWait(key, { ignoreGate: true });
+          if (outcome === 'error') {
             counts.errors++;
             failed.add(identityKey(key.id));
             unsure.add(key.id.cluster);
           }
+          // It lives, but the store knows none of its relations (refused by a limit, say).
+          if (result?.relationsUnknown) unsure.add(key.id.cluster);
           // Read again as it ends: its pairs for the orphan check, and what it changed.
           const record = await store.primary(key.id);
           const relations = await store.relationsOf(key.id);
@@ -311,7 +347,7 @@ export class Sweeper {
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounting.accounts(copy.source, id)) continue;
       // A related copy does not say whose it is: of a tenant with a primary whose relations are unknown, it may be that one's.
-      if (copy.kind === 'related' && unsure.has(cluster === clusters.service.name ? copy.source.cluster : cluster)) {
+      if (copy.kind === 'related' && isUnsure(cluster === clusters.service.name ? copy.source.cluster : cluster)) {
         keptUnsure++;
         continue;
       }
@@ -324,7 +360,7 @@ export class Sweeper {
       }
     }
     phases.unsure = keptUnsure;
-    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure] }, 'sweep left related copies that no stored relation accounts for in place: a primary of their cluster failed or was kept as it was (error, conflict) without a stored relation, so they may be its; a follow-up sweep looks again soon');
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure], unlisted: primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep looks again soon');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 
@@ -384,6 +420,42 @@ export class Sweeper {
     const primary = await this.options.clusters.client(id.cluster, resource.primaryType).get(id.namespace, id.name);
     const clusters = this.options.clusters;
     return primary !== undefined && !primary.metadata.deletionTimestamp && (await isSelected(resource, primary, (ns) => clusters.client(id.cluster, platformNamespaceType).get('', ns)));
+  }
+}
+
+/**
+ * Which platforms a sweep listed every primary type of, completely. A platform
+ * is complete once each configured primary type was listed there and no LIST
+ * of a primary type failed there.
+ */
+class PrimaryListCoverage {
+  private readonly done = new Map<string, Set<string>>();
+  private readonly broken = new Set<string>();
+
+  constructor(
+    private readonly resources: readonly ResolvedResource[],
+    private readonly platformOf: (cluster: string) => string,
+  ) {}
+
+  listed(platform: string, type: ResourceType): void {
+    let types = this.done.get(platform);
+    if (!types) this.done.set(platform, (types = new Set()));
+    types.add(typeName(type));
+  }
+
+  failed(platform: string): void {
+    this.broken.add(platform);
+  }
+
+  complete(cluster: string): boolean {
+    const platform = this.platformOf(cluster);
+    const types = this.done.get(platform);
+    return !this.broken.has(platform) && types !== undefined && this.resources.every((r) => types.has(typeName(r.primaryType)));
+  }
+
+  /** The platforms not complete, of those seen (for the log). */
+  incomplete(): string[] {
+    return [...new Set([...this.broken, ...this.done.keys()])].filter((p) => !this.complete(p));
   }
 }
 

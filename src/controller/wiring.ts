@@ -198,7 +198,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
           retryInMs === undefined ? 'reconcile failed; not retried' : 'reconcile failed; will retry',
         );
       },
-      onProcessed: (item, ms, outcome) => {
+      onProcessed: (item, ms, outcome, runsAgain) => {
         metrics.reconciles.inc({ outcome });
         // controller-runtime's per-controller series, a controller being a primary type here.
         const controller = typeName(item.resource.primaryType);
@@ -207,7 +207,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         metrics.reconcileTime.observe({ controller }, ms / 1000);
         metrics.workqueueWorkDuration.observe(QUEUE, ms / 1000);
         metrics.reconcileDuration.observe(ms / 1000);
-        if (outcome !== 'error') checkpointer.noteDone(item.id);
+        // Pending until no run of it is due: an event routed while it ran (its checkpoint may be
+        // stored already), a failure or a requeue keeps it pending, so a restart reconciles it.
+        if (!runsAgain) checkpointer.noteDone(item.id);
       },
     });
     // The queue's counters exist from the start (at 0), as controller-runtime's do, so that rates and alerts have a series.

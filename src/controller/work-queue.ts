@@ -22,6 +22,12 @@ import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export type Outcome = 'ok' | 'error' | 'requeue';
 
+/** How a run ended: its outcome, and the handler's result when it returned one. */
+export interface Finished {
+  readonly outcome: Outcome;
+  readonly result?: Result;
+}
+
 export interface WorkQueueOptions<T> {
   readonly key: (item: T) => string;
   /**
@@ -42,7 +48,11 @@ export interface WorkQueueOptions<T> {
    */
   readonly backoffMaxMsFor?: (err: unknown) => number | undefined;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
-  readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome) => void;
+  /**
+   * A run ended. `runsAgain`: another run of the key is due (it was added while it ran, it failed,
+   * or it asked to be looked at again): its work is not done, whatever the outcome.
+   */
+  readonly onProcessed?: (item: T, durationMs: number, outcome: Outcome, runsAgain: boolean) => void;
   /** An item was added that did not wait already (workqueue_adds_total). */
   readonly onAdded?: (item: T) => void;
   /** A run begins, `waitedMs` after its key was first added (workqueue_queue_duration_seconds). */
@@ -76,7 +86,7 @@ export class WorkQueue<T> {
   /** When each waiting key was first added, and when each running key started: as many as wait and run. */
   private readonly queuedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
-  private readonly waiters = new Map<string, Array<(outcome: Outcome) => void>>();
+  private readonly waiters = new Map<string, Array<(finished: Finished) => void>>();
   private wake: (() => void) | undefined;
   private stopped = false;
 
@@ -178,19 +188,19 @@ export class WorkQueue<T> {
    * Adds the item and resolves when a run of it that started after this call
    * has finished (with its outcome), or with 'error' if the queue stops first.
    */
-  addAndWait(item: T, options: AddOptions = {}): Promise<Outcome> {
+  addAndWait(item: T, options: AddOptions = {}): Promise<Finished> {
     const key = this.options.key(item);
-    const done = new Promise<Outcome>((resolve) => this.waiters.set(key, [...(this.waiters.get(key) ?? []), resolve]));
-    if (this.stopped) this.resolveWaiters(key, 'error');
+    const done = new Promise<Finished>((resolve) => this.waiters.set(key, [...(this.waiters.get(key) ?? []), resolve]));
+    if (this.stopped) this.resolveWaiters(key, { outcome: 'error' });
     else this.add(item, options);
     return done;
   }
 
-  private resolveWaiters(key: string, outcome: Outcome): void {
+  private resolveWaiters(key: string, finished: Finished): void {
     const waiting = this.waiters.get(key);
     if (!waiting) return;
     this.waiters.delete(key);
-    for (const resolve of waiting) resolve(outcome);
+    for (const resolve of waiting) resolve(finished);
   }
 
   /** Runs workers until `signal` aborts; resolves when in-flight work has finished. */
@@ -204,7 +214,7 @@ export class WorkQueue<T> {
     await Promise.all(workers);
     for (const { timer } of this.timers.values()) timer.cancel();
     this.timers.clear();
-    for (const key of [...this.waiters.keys()]) this.resolveWaiters(key, 'error');
+    for (const key of [...this.waiters.keys()]) this.resolveWaiters(key, { outcome: 'error' });
   }
 
   private async worker(handle: (item: T) => Promise<Result>): Promise<void> {
@@ -234,15 +244,16 @@ export class WorkQueue<T> {
   }
 
   /** One run of `key`: the handler, then its retry or requeue, the counts and the waiters. */
-  private async process(key: string, item: T, waiting: ReadonlyArray<(outcome: Outcome) => void>, handle: (item: T) => Promise<Result>): Promise<void> {
+  private async process(key: string, item: T, waiting: ReadonlyArray<(finished: Finished) => void>, handle: (item: T) => Promise<Result>): Promise<void> {
     const started = this.clock.now();
     this.startedAt.set(key, started);
     const queuedAt = this.queuedAt.get(key);
     this.queuedAt.delete(key);
     let outcome: Outcome = 'ok';
+    let result: Result | undefined;
     try {
       if (queuedAt !== undefined) this.options.onStarted?.(item, started - queuedAt);
-      const result = await handle(item);
+      result = await handle(item);
       this.failures.delete(key);
       if (result.requeueAfterMs !== undefined) {
         outcome = 'requeue';
@@ -263,8 +274,8 @@ export class WorkQueue<T> {
       this.startedAt.delete(key);
       this.processing.delete(key);
       this.lanes.done(key);
-      this.options.onProcessed?.(item, this.clock.now() - started, outcome);
-      for (const resolve of waiting) resolve(outcome);
+      this.options.onProcessed?.(item, this.clock.now() - started, outcome, outcome !== 'ok' || this.dirty.has(key));
+      for (const resolve of waiting) resolve({ outcome, ...(result !== undefined ? { result } : {}) });
       if (this.dirty.delete(key)) this.add(this.items.get(key) ?? item, { ignoreGate: this.bypass.delete(key) });
       else if (!this.queued.has(key) && !this.held.has(key) && !this.timers.has(key)) this.items.delete(key);
       // A lane that was at its cap may take work again.

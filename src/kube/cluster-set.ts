@@ -117,9 +117,14 @@ export class ClusterSet {
     return this.logicalClusters?.isUnbound(name) ?? false;
   }
 
+  /** The configured cluster whose watches see `cluster`: a logical cluster's kcp platform, else itself. */
+  platformOf(cluster: string): string {
+    return this.logicalClusters?.platformOf(cluster) ?? cluster;
+  }
+
   /** The name metrics use: a logical cluster counts under its kcp platform (one label value per workspace would not scale). */
   metricsName(cluster: string): string {
-    return this.logicalClusters?.platformOf(cluster) ?? cluster;
+    return this.platformOf(cluster);
   }
 
   client(cluster: string, type: ResourceType): ResourceClient {

@@ -203,7 +203,8 @@ export class PrimaryReconciler {
       const message = `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`;
       this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
       await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
-      return done;
+      // A fresh store admits primaries in another order: this one's copies may exist and must stay.
+      return { relationsUnknown: true };
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);
     let workspacePath: string | undefined;

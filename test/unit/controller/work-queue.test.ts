@@ -80,7 +80,7 @@ describe('work queue', () => {
     open = false;
     const swept = queue.addAndWait('p', { ignoreGate: true });
     release!();
-    assert.equal(await swept, 'ok');
+    assert.equal((await swept).outcome, 'ok');
     assert.deepEqual(runs, ['p', 'p']);
     ac.abort();
     await done;
@@ -196,13 +196,60 @@ describe('work queue addAndWait', () => {
     });
     queue.add('a');
     await tick(5); // 'a' is running now
-    const waited = queue.addAndWait('a').then((o) => order.push(`waited a ${o}`));
+    const waited = queue.addAndWait('a').then((o) => order.push(`waited a ${o.outcome}`));
     const bad = await queue.addAndWait('bad');
     await waited;
     ac.abort();
     await done;
-    assert.equal(bad, 'error');
+    assert.equal(bad.outcome, 'error');
     assert.deepEqual(order.filter((o) => o.includes(' a')), ['run a', 'run a', 'waited a ok'], 'the waiter waited for the second run');
+  });
+
+  it("hands the waiter the handler's result", async () => {
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 1 });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async () => ({ relationsUnknown: true }));
+    const finished = await queue.addAndWait('a');
+    ac.abort();
+    await done;
+    assert.deepEqual(finished, { outcome: 'ok', result: { relationsUnknown: true } });
+  });
+});
+
+describe('work queue: when is a key done', () => {
+  // The checkpointer deletes a primary's pending row on a run that is not followed by another:
+  // a run that an event dirtied, that failed or that asked to run again must say so, or a crash
+  // before the next run resumes the watch past the event with nothing pending.
+  it('says a run is followed by another when its key was added while it ran, failed or requeued', async () => {
+    const seen: string[] = [];
+    let release: (() => void) | undefined;
+    let runs = 0;
+    const queue = new WorkQueue<string>({
+      key: (s) => s,
+      concurrency: 1,
+      backoffInitialMs: 5,
+      onProcessed: (key, _ms, outcome, runsAgain) => seen.push(`${key} ${outcome} ${runsAgain}`),
+    });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (key) => {
+      runs++;
+      if (key === 'dirtied' && runs === 1) await new Promise<void>((r) => (release = r));
+      if (key === 'fails' && seen.filter((s) => s.startsWith('fails')).length === 0) throw new Error('boom');
+      if (key === 'requeues' && seen.filter((s) => s.startsWith('requeues')).length === 0) return { requeueAfterMs: 5 };
+      return {};
+    });
+    queue.add('dirtied');
+    await tick(5);
+    queue.add('dirtied'); // an event while it runs
+    release!();
+    await tick(20);
+    queue.add('fails');
+    await tick(40);
+    queue.add('requeues');
+    await tick(40);
+    ac.abort();
+    await done;
+    assert.deepEqual(seen, ['dirtied ok true', 'dirtied ok false', 'fails error true', 'fails ok false', 'requeues requeue true', 'requeues ok false']);
   });
 });
 

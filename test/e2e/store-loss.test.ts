@@ -1,0 +1,225 @@
+// Correct with any store (issue #35): whatever the store holds — nothing, an
+// older copy — relsync never deletes a copy that is still wanted and never
+// loses a change. Each case loses or ages the store while relsync is down (or
+// kills it at the worst moment), with real API servers behind fault proxies,
+// and checks copies by uid: a copy deleted and written again is a failure even
+// when it ends up with the right data.
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
+import { eventually } from '../harness/kube.js';
+import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, GROUP, type ClusterClient } from '../harness/tenant.js';
+
+type Names = 'tenant-a' | 'service';
+
+/** A LIST (not a watch) of Databases, cluster-wide or in a namespace. */
+const DATABASE_LIST = { method: 'GET', path: new RegExp(`^/apis/${GROUP}/v1alpha1/(namespaces/[^/]+/)?databases$`), query: /^(?!.*watch=(true|1))/ } as const;
+
+describe('correct with any store', () => {
+  let clusters: Clusters<Names>;
+  let a: ClusterClient;
+  let svc: ClusterClient;
+  /** Between relsync and the tenant's API server, and between relsync and the service cluster. */
+  let tenantProxy: FaultProxy;
+  let serviceProxy: FaultProxy;
+  let dir: string;
+  const running = new Set<RelsyncProcess>();
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-store-loss-'));
+    clusters = await startClusters('tenant-a', 'service');
+    ({ 'tenant-a': a, service: svc } = clusters.client);
+    tenantProxy = await startFaultProxy(clusters.plane['tenant-a'], 'tenant-proxy');
+    serviceProxy = await startFaultProxy(clusters.plane.service, 'service-proxy');
+  });
+
+  after(async () => {
+    for (const p of running) await p.stop();
+    await tenantProxy?.close();
+    await serviceProxy?.close();
+    await clusters?.stop();
+  });
+
+  /**
+   * One agent of its own (primaries labelled `suite: <agent>`, so that the cases never see each
+   * other's), its store in `<dir>/<agent>.db`.
+   */
+  function agent(name: string, extra: Record<string, unknown> = {}) {
+    const store = join(dir, `${name}.db`);
+    const config = writeConfig(dir, {
+      agentName: name,
+      platformClusters: [{ name: 'tenant-a', kubeconfig: tenantProxy.kubeconfigPath }],
+      serviceCluster: { name: 'service', kubeconfig: serviceProxy.kubeconfigPath },
+      store: { path: store },
+      leaderElection: { enabled: false },
+      resync: { schedule: '0 0 1 1 *', onStartup: true },
+      ...extra,
+      resources: [
+        {
+          group: GROUP,
+          resource: 'databases',
+          selector: { matchLabels: { suite: name } },
+          related: [
+            { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+            { id: 'extra', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { app: '{{ name }}' } } },
+          ],
+        },
+      ],
+    }, `${name}.yaml`);
+    let runs = 0;
+    return {
+      store,
+      start: async () => {
+        const p = await startRelsync(config, join(dir, `${name}-${++runs}.log`));
+        running.add(p);
+        return p;
+      },
+      stop: async (p: RelsyncProcess) => {
+        running.delete(p);
+        await p.stop();
+      },
+      kill: async (p: RelsyncProcess) => {
+        running.delete(p);
+        await p.kill();
+      },
+      /** The store as if it were lost (a new pod with an emptyDir). */
+      lose: () => {
+        for (const suffix of ['', '-wal', '-shm']) rmSync(store + suffix, { force: true });
+      },
+    };
+  }
+
+  const uidOf = async (ns: string, name: string) => (await svc.configMap(ns, name))?.metadata?.uid;
+
+  it('a fresh store and a LIST of primaries that fails: the startup sweep deletes no related copy', async () => {
+    const sut = agent('list-fails');
+    const ns = 'list-fails';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.putConfigMap(ns, 'ref-cfg', { v: '1' });
+    await a.putConfigMap(ns, 'sel-cfg', { v: '1' }, { app: 'db' });
+    await a.createDatabase(ns, 'db', { configMapName: 'ref-cfg' }, { suite: 'list-fails' });
+    let relsync = await sut.start();
+    await eventually('both related copies written', async () => (await uidOf(copyNs, 'ref-cfg')) && (await uidOf(copyNs, 'sel-cfg')), 30_000);
+    const uids = { ref: await uidOf(copyNs, 'ref-cfg'), sel: await uidOf(copyNs, 'sel-cfg') };
+    await sut.stop(relsync);
+
+    sut.lose();
+    // Every LIST of the primary type answers 503 (the watches' first LIST and the sweep's) until removed.
+    const remove = tenantProxy.inject({ ...DATABASE_LIST, action: { kind: 'status', status: 503 } });
+    try {
+      relsync = await sut.start();
+      await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
+      assert.match(relsync.log(), /sweep could not list a type.*databases|databases.*sweep could not list a type/, 'the fault hit the sweep\'s LIST of Databases');
+      assert.deepEqual({ ref: await uidOf(copyNs, 'ref-cfg'), sel: await uidOf(copyNs, 'sel-cfg') }, uids, 'both related copies kept (same uids)');
+      assert.doesNotMatch(relsync.log(), /sweep deleted a copy/);
+    } finally {
+      remove();
+    }
+    // A marker: once the LISTs work, a change arrives, into the same copy.
+    await a.putConfigMap(ns, 'ref-cfg', { v: '2' });
+    await eventually('the change reached the copy', async () => (await svc.configMap(copyNs, 'ref-cfg'))?.data?.v === '2', 30_000);
+    assert.deepEqual({ ref: await uidOf(copyNs, 'ref-cfg'), sel: await uidOf(copyNs, 'sel-cfg') }, uids, 'still the same copies');
+    await sut.stop(relsync);
+  });
+
+  it('a fresh store admits primaries over the limit in another order: the refused one keeps its related copies', async () => {
+    const sut = agent('limit-order', { workers: 1, limits: { primariesPerCluster: 1 } });
+    const ns = 'limit-order';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.putConfigMap(ns, 'first-cfg', { v: '1' });
+    await a.putConfigMap(ns, 'second-cfg', { v: '1' });
+    let relsync = await sut.start();
+    // "z-first" is admitted while it is alone; "a-second" is refused by the limit.
+    await a.createDatabase(ns, 'z-first', { configMapName: 'first-cfg' }, { suite: 'limit-order' });
+    await eventually('the first primary\'s related copy written', () => uidOf(copyNs, 'first-cfg'), 30_000);
+    await a.createDatabase(ns, 'a-second', { configMapName: 'second-cfg' }, { suite: 'limit-order' });
+    await relsync.waitForLog('the second primary refused', (l) => l.includes('limits.primariesPerCluster') && l.includes('a-second'), 30_000);
+    const uid = await uidOf(copyNs, 'first-cfg');
+    await sut.stop(relsync);
+
+    // With a fresh store, the LISTs come sorted by name: "a-second" is admitted first, "z-first" refused.
+    sut.lose();
+    relsync = await sut.start();
+    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
+    await relsync.waitForLog('z-first refused this time', (l) => l.includes('limits.primariesPerCluster') && l.includes('z-first'), 30_000);
+    assert.equal(await uidOf(copyNs, 'first-cfg'), uid, 'the refused primary\'s related copy is kept (same uid)');
+    assert.doesNotMatch(relsync.log(), /sweep deleted a copy/);
+    await sut.stop(relsync);
+  });
+
+  it('a change that arrives while its primary is reconciled survives a SIGKILL before the run after', async () => {
+    // No sweep at start: only the pending work and the watches' checkpoints can bring the change.
+    const sut = agent('mid-run', { resync: { schedule: '0 0 1 1 *', onStartup: false } });
+    const ns = 'mid-run';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.putConfigMap(ns, 'busy-cfg', { v: '1' });
+    let relsync = await sut.start();
+    await eventually('relsync is ready', async () => (await fetch(`http://127.0.0.1:${relsync.httpPort}/readyz`)).ok, 30_000);
+    // The related copy's first write is held 3 s (the run the change arrives during), the second
+    // one (the run after, which carries the change) until relsync is killed.
+    const copyPath = new RegExp(`^/api/v1/namespaces/${copyNs}/configmaps/busy-cfg$`);
+    const removes = [
+      serviceProxy.inject({ method: 'PATCH', path: copyPath, times: 1, action: { kind: 'delay', ms: 3000 } }),
+      serviceProxy.inject({ method: 'PATCH', path: copyPath, times: 1, action: { kind: 'delay', ms: 120_000 } }),
+    ];
+    const held = () => serviceProxy.requests.filter((r) => r.method === 'PATCH' && copyPath.test(r.path) && r.fault === 'delay');
+    try {
+      await a.createDatabase(ns, 'busy', { configMapName: 'busy-cfg' }, { suite: 'mid-run' });
+      await eventually('the first write of the copy is held', async () => held().length === 1, 30_000);
+      await a.putConfigMap(ns, 'busy-cfg', { v: '2' });
+      await eventually('the run after is held too', async () => held().length === 2, 30_000);
+      assert.equal((await svc.configMap(copyNs, 'busy-cfg'))?.data?.v, '1', 'the first run wrote the old data');
+      // Checkpoints are written every second: the event's resourceVersion is stored by now.
+      await new Promise((r) => setTimeout(r, 2500));
+      await sut.kill(relsync);
+    } finally {
+      for (const remove of removes) remove();
+    }
+    relsync = await sut.start();
+    await eventually('the change reached the copy after the restart', async () => (await svc.configMap(copyNs, 'busy-cfg'))?.data?.v === '2', 20_000);
+    assert.doesNotMatch(relsync.log(), /"msg":"sweep started"/, 'no sweep brought it');
+    await sut.stop(relsync);
+  });
+
+  it('an older store (a backup restored) keeps every copy and catches up', async () => {
+    const sut = agent('older-store');
+    const ns = 'older-store';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.putConfigMap(ns, 'old-cfg', { v: '1' });
+    await a.createDatabase(ns, 'old', { configMapName: 'old-cfg' }, { suite: 'older-store' });
+    let relsync = await sut.start();
+    await eventually('the first primary synced', () => uidOf(copyNs, 'old-cfg'), 30_000);
+    await sut.stop(relsync);
+    const backup = `${sut.store}.backup`;
+    assert.ok(existsSync(sut.store));
+    copyFileSync(sut.store, backup);
+
+    relsync = await sut.start();
+    await a.putConfigMap(ns, 'new-cfg', { v: '1' });
+    await a.createDatabase(ns, 'new', { configMapName: 'new-cfg' }, { suite: 'older-store' });
+    await a.putConfigMap(ns, 'moved-cfg', { v: '1' });
+    await eventually('the second primary synced', () => uidOf(copyNs, 'new-cfg'), 30_000);
+    const uids = { old: await uidOf(copyNs, 'old-cfg'), new: await uidOf(copyNs, 'new-cfg') };
+    await sut.stop(relsync);
+
+    // The backup knows nothing of "new"; changes made while down must arrive too.
+    sut.lose();
+    copyFileSync(backup, sut.store);
+    await a.putConfigMap(ns, 'new-cfg', { v: '2' });
+    await a.putConfigMap(ns, 'old-cfg', { v: '2' });
+    relsync = await sut.start();
+    await eventually('both changes arrived', async () => (await svc.configMap(copyNs, 'new-cfg'))?.data?.v === '2' && (await svc.configMap(copyNs, 'old-cfg'))?.data?.v === '2', 30_000);
+    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
+    assert.deepEqual({ old: await uidOf(copyNs, 'old-cfg'), new: await uidOf(copyNs, 'new-cfg') }, uids, 'the same copies (uids)');
+    await sut.stop(relsync);
+  });
+});
