@@ -185,7 +185,10 @@ export class PrimaryReconciler {
       if (primary && (record || primary.metadata.finalizers?.includes(this.finalizer))) confirmLive(reads);
       if (primary && !primary.metadata.deletionTimestamp) this.deps.logger.debug({ primary: describeIdentity(id) }, 'not synced: not selected by the resource\'s selector or namespace selector, or one of relsync\'s copies');
       // The copy may be of the stored incarnation or of this one (deleted and created again since).
-      return this.finalize(resource, id, primary, record?.copy, [record?.uid, primary?.metadata.uid]);
+      // Without a record (a lost, older or another shard's store) a primary that carries relsync's
+      // finalizer was synced: its copy is where the naming puts it, and it goes before the primary does.
+      const copyId = record?.copy ?? (primary?.metadata.finalizers?.includes(this.finalizer) ? await this.namedCopyOf(reads, resource, id, primary) : undefined);
+      return this.finalize(resource, id, primary, copyId, [record?.uid, primary?.metadata.uid]);
     }
     if (record && record.uid !== primary.metadata.uid) {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
@@ -446,6 +449,21 @@ export class PrimaryReconciler {
   /** False for a kcp workspace that unbound the export, or that relsync has forgotten: nothing can be read or written there. */
   private reachable(cluster: string): boolean {
     return this.deps.clusters.has(cluster) && !this.deps.clusters.isUnbound(cluster);
+  }
+
+  /**
+   * Where the naming puts this primary's copy, for a primary the store has no record of. A name
+   * that cannot be rendered (or a workspace path not known yet) throws: the finalizer stays and the
+   * reconcile is retried, rather than letting the primary go with its copy left behind.
+   */
+  private async namedCopyOf(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject): Promise<ObjectIdentity> {
+    const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster) : undefined;
+    const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
+    const namespace = resource.copyType.namespaced ? this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context) : '';
+    const name = resource.naming.name.render(context);
+    const problem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(namespace)) : undefined) ?? prefixed('copy name', objectNameProblem(name));
+    if (problem) throw new Error(`${describeIdentity(id)} is being deleted and the store has no record of its copy: ${problem}; its finalizer stays`);
+    return { cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace, name };
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */

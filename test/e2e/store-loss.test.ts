@@ -189,6 +189,32 @@ describe('correct with any store', () => {
     await sut.stop(relsync);
   });
 
+  it('a primary deleted while the store was lost is released only once its copy is gone', async () => {
+    const sut = agent('gone-while-lost');
+    const ns = 'gone-while-lost';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.createDatabase(ns, 'doomed', {}, { suite: 'gone-while-lost' });
+    let relsync = await sut.start();
+    await svc.copyOf(copyNs, 'doomed');
+    // The operator holds the copy until it has deprovisioned.
+    await svc.updateDatabase(copyNs, 'doomed', (db) => (db.metadata.finalizers = ['operator.example/deprovision']));
+    await sut.stop(relsync);
+
+    sut.lose();
+    await a.deleteDatabase(ns, 'doomed'); // held by relsync's finalizer
+    relsync = await sut.start();
+    await eventually('the copy is being deleted', async () => (await svc.database(copyNs, 'doomed'))?.metadata.deletionTimestamp, 30_000);
+    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
+    // A marker: a primary created after the sweep is synced, so the deleted one was looked at since.
+    await a.createDatabase(ns, 'marker', {}, { suite: 'gone-while-lost' });
+    await svc.copyOf(copyNs, 'marker');
+    assert.ok(await a.database(ns, 'doomed'), 'the primary waits while its copy is held by the operator');
+    await svc.updateDatabase(copyNs, 'doomed', (db) => (db.metadata.finalizers = []));
+    await eventually('the primary is released once its copy is gone', async () => (await a.database(ns, 'doomed')) === undefined, 30_000);
+    await sut.stop(relsync);
+  });
+
   it('an older store (a backup restored) keeps every copy and catches up', async () => {
     const sut = agent('older-store');
     const ns = 'older-store';
@@ -206,7 +232,6 @@ describe('correct with any store', () => {
     relsync = await sut.start();
     await a.putConfigMap(ns, 'new-cfg', { v: '1' });
     await a.createDatabase(ns, 'new', { configMapName: 'new-cfg' }, { suite: 'older-store' });
-    await a.putConfigMap(ns, 'moved-cfg', { v: '1' });
     await eventually('the second primary synced', () => uidOf(copyNs, 'new-cfg'), 30_000);
     const uids = { old: await uidOf(copyNs, 'old-cfg'), new: await uidOf(copyNs, 'new-cfg') };
     await sut.stop(relsync);
