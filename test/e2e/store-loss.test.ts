@@ -144,8 +144,10 @@ describe('correct with any store', () => {
     const uid = await uidOf(copyNs, 'first-cfg');
     await sut.stop(relsync);
 
-    // With a fresh store, the LISTs come sorted by name: "a-second" is admitted first, "z-first" refused.
+    // With a fresh store the other one is admitted: the tenant's LIST queues "a-second" first when
+    // the service cluster's LIST (whose copy of "z-first" would queue it first) comes late.
     sut.lose();
+    serviceProxy.inject({ ...DATABASE_LIST, times: 2, action: { kind: 'delay', ms: 3000 } });
     relsync = await sut.start();
     await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
     await relsync.waitForLog('z-first refused this time', (l) => l.includes('limits.primariesPerCluster') && l.includes('z-first'), 30_000);
@@ -162,7 +164,7 @@ describe('correct with any store', () => {
     await a.ensureNamespace(ns);
     await a.putConfigMap(ns, 'busy-cfg', { v: '1' });
     let relsync = await sut.start();
-    await eventually('relsync is ready', async () => (await fetch(`http://127.0.0.1:${relsync.httpPort}/readyz`)).ok, 30_000);
+    await relsync.waitForLog('the first LISTs', (l) => l.includes('every watch its primaries read has listed once'), 30_000);
     // The related copy's first write is held 3 s (the run the change arrives during), the second
     // one (the run after, which carries the change) until relsync is killed.
     const copyPath = new RegExp(`^/api/v1/namespaces/${copyNs}/configmaps/busy-cfg$`);
