@@ -55,6 +55,7 @@ import { readAhead } from '../util/read-ahead.js';
 import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
+import type { ClaimKnowledge } from '../sync/claim-knowledge.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -84,6 +85,11 @@ export interface SweeperOptions {
    */
   readonly finders?: Pick<EventRouter, 'isFinderType' | 'foundBySelectorOrInverse'>;
   readonly fingerprint?: { of(resource: ResolvedResource): string };
+  /**
+   * Told which clusters this sweep saw completely (every primary listed and reconciled): the store
+   * knows their claims from then on; the copies left in place until then are decided here.
+   */
+  readonly claims?: ClaimKnowledge;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -207,6 +213,8 @@ export class Sweeper {
      */
     const primaryLists = new PrimaryListCoverage(this.options.resources, (c) => clusters.platformOf(c));
     const isUnsure = (cluster: string) => unsure.has(cluster) || !primaryLists.complete(cluster);
+    /** The clusters whose primaries a LIST of this sweep showed (those it may find complete). */
+    const primaryClusters = new Set<string>();
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
     const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
@@ -227,6 +235,7 @@ export class Sweeper {
         const ofPrimaries = resource !== undefined && watch.cluster !== clusters.service.name;
         /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
         const covered = new Set<string>([watch.cluster]);
+        if (ofPrimaries) primaryClusters.add(watch.cluster);
         // A LIST may have no items: its type still counts as listed (what is not in it does not exist).
         snapshot.add({ cluster: watch.cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: [] });
         try {
@@ -239,6 +248,7 @@ export class Sweeper {
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {
               covered.add(cluster);
+              if (ofPrimaries) primaryClusters.add(cluster);
               // The page's measured size, when it is all of one cluster (a kcp list spans workspaces; a
               // split that left out objects of unknown workspaces makes it larger than the part: cautious).
               snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
@@ -359,6 +369,23 @@ export class Sweeper {
         this.options.logger.warn({ copy: describeIdentity(id), type: typeName(type), err: (err as Error).message }, 'sweep could not delete (or release) a copy that no rule resolves to any more; the next sweep tries again');
       }
     }
+    // The clusters seen completely: their claims are known from now on, and the copies left in place
+    // until then (their last known claim ended) are orphans unless a stored relation accounts for them.
+    const claims = this.options.claims;
+    if (claims) {
+      claims.markComplete([...primaryClusters].filter((c) => !isUnsure(c)));
+      const { copies: decidable, overflowed } = claims.takeDecidable();
+      for (const deferred of decidable) {
+        try {
+          await this.deleteIfUnclaimed(deferred.destination, deferred.type);
+        } catch (err) {
+          counts.errors++;
+          this.options.logger.warn({ copy: describeIdentity(deferred.destination), err: (err as Error).message }, 'sweep could not delete a related copy left in place while the claims were not known; the next sweep looks again');
+        }
+      }
+      // Those not remembered are found by the next sweep's LISTs.
+      keptUnsure += overflowed;
+    }
     phases.unsure = keptUnsure;
     if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure], unlisted: primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep looks again soon');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
@@ -367,6 +394,16 @@ export class Sweeper {
     counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
     counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
     phases.cleanupMs = lap();
+  }
+
+  /** A related copy left in place while the claims were not known: deleted (or released) if it is an orphan now. */
+  private async deleteIfUnclaimed(id: ObjectIdentity, type: ResourceType): Promise<void> {
+    const { clusters } = this.options;
+    if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return;
+    const current = await clusters.client(id.cluster, type).get(id.namespace, id.name);
+    const copy = current && copyOf(this.copies, id.cluster, type, current);
+    if (!current || !copy || copy.kind !== 'related') return;
+    await this.deleteIfOrphan({ cluster: id.cluster, type, id, uid: current.metadata.uid, copy });
   }
 
   /**

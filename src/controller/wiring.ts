@@ -26,6 +26,7 @@ import { CopyWriter } from '../sync/copy-writer.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import { ContentHasher } from '../sync/content-hasher.js';
 import { ConfigFingerprint } from '../sync/config-fingerprint.js';
+import { ClaimKnowledge } from '../sync/claim-knowledge.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
@@ -150,8 +151,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const installation = options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined;
     const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation });
     const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits }, () => copyNamespaces.pinsDigest());
+    // Until a sweep has seen a cluster completely, the store may not know every claim there
+    // (claim-knowledge.ts); without a startup sweep the store is taken as current.
+    const claims = new ClaimKnowledge(!config.resync.onStartup);
     const reconciler = new PrimaryReconciler({
-      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint,
+      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims,
       readsFor: (id) => sweepReads.readsFor(id),
       copyPolicy: config.copy,
       // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
@@ -262,7 +266,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites }), metrics, logger, finders: router, fingerprint, claims });
     return { platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();

@@ -42,6 +42,7 @@ import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
 import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
+import type { ClaimKnowledge } from './claim-knowledge.js';
 import { AdoptionRefusals } from './adoption.js';
 import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
 import type { OwnWrites } from './own-writes.js';
@@ -81,9 +82,9 @@ export interface ReconcilerDeps {
   readonly copyNamespaces: CopyNamespaces;
   /** The config a complete sync is stored with (config-fingerprint.ts); without it, no versions are stored and sweeps skip nothing. */
   readonly fingerprint?: ConfigFingerprint;
+  /** Whether the store knows every claim of a cluster (claim-knowledge.ts); without it, the store is trusted. */
+  readonly claims?: ClaimKnowledge;
 }
-
-
 
 export class PrimaryReconciler {
   private readonly finalizer: string;
@@ -479,7 +480,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(resource, relation, id, 'primary gone');
       else shared.push(relation);
     }
     // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's; one it never synced (another
@@ -502,7 +503,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endCopy(resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(resource, relation, id, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);

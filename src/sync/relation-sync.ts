@@ -33,6 +33,7 @@ import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
 import { AdoptionRefusals } from './adoption.js';
+import type { ClaimKnowledge } from './claim-knowledge.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -55,6 +56,8 @@ export interface RelationSyncDeps {
   readonly conflictRetryMs?: number | undefined;
   /** limits.relatedPerPrimary: also bounds the copies a cleanup policy keeps (default 500). */
   readonly limits?: { readonly relatedPerPrimary: number } | undefined;
+  /** Whether the store knows every claim of a cluster (claim-knowledge.ts); without it, the store is trusted. */
+  readonly claims?: ClaimKnowledge | undefined;
 }
 
 export class RelationSync {
@@ -314,10 +317,30 @@ export class RelationSync {
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
+      // A destination this primary now fills from another source is freed at once (no other primary
+      // could keep the old source there without a conflict); any other waits for the claims to be known.
+      if (destinations.has(identityKey(old.destination))) await this.endCopy(resource, old, owner, 'stale');
       // Beyond the room for kept copies: ended as the policy ends them with the primary.
-      await this.endCopy(resource, old, owner, kept && !destinations.has(identityKey(old.destination)) ? 'primary gone' : 'stale');
+      else await this.endUnclaimed(resource, old, owner, kept ? 'primary gone' : 'stale');
     }
     return retained;
+  }
+
+  /**
+   * Ends the copy of a relation that no claim the store holds keeps any more — or, while the store
+   * may not hold every claim of the owner's cluster (a lost, older or new store: claim-knowledge.ts),
+   * leaves it in place for the sweep that completes the cluster to decide. Returns which.
+   */
+  async endUnclaimed(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred'> {
+    const claims = this.deps.claims;
+    const type = ruleOf(resource, relation)?.destinationType;
+    if (claims && type && !claims.complete(owner.cluster)) {
+      claims.defer({ claimants: owner.cluster, type, destination: relation.destination, source: relation.source });
+      this.deps.logger.info({ copy: describeIdentity(relation.destination), source: describeIdentity(relation.source), primary: describeIdentity(owner) }, 'left a related copy in place whose last known claim ended: the store may not know every primary of this cluster yet (no sweep has completed it since the store was opened); that sweep decides');
+      return 'deferred';
+    }
+    await this.endCopy(resource, relation, owner, why);
+    return 'ended';
   }
 
   /**

@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
 import { eventually } from '../harness/kube.js';
@@ -94,6 +95,15 @@ describe('correct with any store', () => {
     };
   }
 
+  /** Synced relations (claims) on a destination of that name, read from the store file as people read it. */
+  const claimsOn = (store: string, name: string) => {
+    const db = new BetterSqlite3(store, { readonly: true });
+    try {
+      return (db.prepare("select count(*) as n from relations where dest_name = ? and state = 'synced'").get(name) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
   const uidOf = async (ns: string, name: string) => (await svc.configMap(ns, name))?.metadata?.uid;
 
   it('a fresh store and a LIST of primaries that fails: the startup sweep deletes no related copy', async () => {
@@ -214,6 +224,51 @@ describe('correct with any store', () => {
     assert.ok(await a.database(ns, 'doomed'), 'the primary waits while its copy is held by the operator');
     await svc.updateDatabase(copyNs, 'doomed', (db) => (db.metadata.finalizers = []));
     await eventually('the primary is released once its copy is gone', async () => (await a.database(ns, 'doomed')) === undefined, 30_000);
+    await sut.stop(relsync);
+  });
+
+  it('an older store that knows one of two claimants: the shared copy outlives the claim the store knew', async () => {
+    const sut = agent('shared-claim');
+    const ns = 'shared-claim';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    await a.putConfigMap(ns, 'shared-cfg', { v: '1' });
+    await a.putConfigMap(ns, 'other-cfg', { v: '1' });
+    let relsync = await sut.start();
+    await a.createDatabase(ns, 'one', { configMapName: 'shared-cfg', size: 'small' }, { suite: 'shared-claim' });
+    await eventually('the shared copy written', () => uidOf(copyNs, 'shared-cfg'), 30_000);
+    await sut.stop(relsync);
+    const backup = `${sut.store}.backup`;
+    copyFileSync(sut.store, backup); // knows "one" only
+
+    relsync = await sut.start();
+    await a.createDatabase(ns, 'two', { configMapName: 'shared-cfg', size: 'small' }, { suite: 'shared-claim' });
+    await svc.copyOf(copyNs, 'two');
+    await eventually('both claims on the shared copy stored', async () => claimsOn(sut.store, 'shared-cfg') === 2, 30_000);
+    const uid = await uidOf(copyNs, 'shared-cfg');
+    await sut.stop(relsync);
+
+    // The backup comes back; meanwhile "one" stopped referencing the shared ConfigMap, and "two"
+    // changed too (its copy's write, held 5 s, keeps "two" from claiming until after "one" ended its claim).
+    sut.lose();
+    copyFileSync(backup, sut.store);
+    await a.updateDatabase(ns, 'one', (db) => (db.spec = { ...db.spec, configMapName: 'other-cfg' }));
+    await a.updateDatabase(ns, 'two', (db) => (db.spec = { ...db.spec, size: 'large' }));
+    const twoCopy = new RegExp(`^/apis/${GROUP}/v1alpha1/namespaces/${copyNs}/databases/two$`);
+    const remove = serviceProxy.inject({ method: 'PATCH', path: twoCopy, times: 1, action: { kind: 'delay', ms: 5000 } });
+    try {
+      relsync = await sut.start();
+      await eventually('"one" moved to the other ConfigMap', () => uidOf(copyNs, 'other-cfg'), 30_000);
+      await eventually('"two" written after its hold', async () => (await svc.database(copyNs, 'two'))?.spec?.size === 'large', 30_000);
+      await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 60_000);
+    } finally {
+      remove();
+    }
+    assert.equal(await uidOf(copyNs, 'shared-cfg'), uid, 'the shared copy was never deleted (same uid)');
+    assert.doesNotMatch(relsync.log(), /deleted a related copy that no primary owns any more.*shared-cfg/);
+    // Once the claims are known, a claim that really was the last one ends the copy at once.
+    await a.updateDatabase(ns, 'two', (db) => (db.spec = { ...db.spec, configMapName: 'other-cfg' }));
+    await eventually('the shared copy goes with its last claim', async () => (await uidOf(copyNs, 'shared-cfg')) === undefined, 30_000);
     await sut.stop(relsync);
   });
 

@@ -1,0 +1,75 @@
+/**
+ * Whether the store knows every claim on a cluster's related copies.
+ *
+ * A related copy may be claimed by several primaries (one Secret referenced by
+ * two databases). When one of them stops claiming it, the copy goes only if no
+ * other primary does — and the store can say that only if it holds the
+ * relations of every primary of the cluster. A store that was lost, restored
+ * from an older backup or built afresh for a shard that just arrived does not,
+ * until every primary of the cluster has been reconciled once: a sweep with a
+ * complete view of the cluster's primaries (controller/sweeper.ts) is that
+ * evidence. Until then such a copy is left in place, remembered here, and the
+ * sweep that completes the cluster decides it (it deletes it only if no stored
+ * relation accounts for it by then).
+ *
+ * `resync.onStartup: false` says the store is current when relsync starts (no
+ * sweep would come to complete it soon): the store is trusted from the start.
+ *
+ * Memory: one entry per cluster a sweep completed, and at most `maxDeferred`
+ * copies left in place (beyond, they wait for a later sweep's orphan check,
+ * which finds them by listing).
+ */
+import { compositeKey } from '../core/composite-key.js';
+import { identityKey, type ObjectIdentity } from '../core/identity.js';
+import type { ResourceType } from '../core/resource-type.js';
+
+/** A related copy left in place because its cluster's claims were not known. */
+export interface DeferredCopy {
+  /** The cluster whose primaries may claim it (the source's, for a copy in the service cluster). */
+  readonly claimants: string;
+  readonly type: ResourceType;
+  readonly destination: ObjectIdentity;
+  readonly source: ObjectIdentity;
+}
+
+export class ClaimKnowledge {
+  private readonly known = new Set<string>();
+  private readonly deferred = new Map<string, DeferredCopy>();
+  /** Copies left in place that did not fit in `deferred`: a later sweep must look again. */
+  private overflow = 0;
+
+  constructor(
+    private readonly trustedAtStart: boolean,
+    private readonly maxDeferred = 10_000,
+  ) {}
+
+  /** True once the store holds every claim of `cluster`'s primaries. */
+  complete(cluster: string): boolean {
+    return this.trustedAtStart || this.known.has(cluster);
+  }
+
+  /** A sweep reconciled every primary of these clusters, with complete LISTs. */
+  markComplete(clusters: Iterable<string>): void {
+    for (const c of clusters) this.known.add(c);
+  }
+
+  /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
+  defer(copy: DeferredCopy): void {
+    const key = compositeKey(identityKey(copy.destination), identityKey(copy.source));
+    if (this.deferred.has(key) || this.deferred.size < this.maxDeferred) this.deferred.set(key, copy);
+    else this.overflow++;
+  }
+
+  /** The copies left in place whose cluster is complete now, forgotten here; and whether any others overflowed. */
+  takeDecidable(): { copies: DeferredCopy[]; overflowed: number } {
+    const copies: DeferredCopy[] = [];
+    for (const [key, copy] of this.deferred) {
+      if (!this.complete(copy.claimants)) continue;
+      copies.push(copy);
+      this.deferred.delete(key);
+    }
+    const overflowed = this.overflow;
+    this.overflow = 0;
+    return { copies, overflowed };
+  }
+}
