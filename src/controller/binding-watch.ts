@@ -34,11 +34,12 @@ export interface BindingWatchOptions {
   /** Forgets a logical cluster with nothing left in the store (kube/cluster-set.ts forgetLogical). */
   readonly forget: (cluster: string) => Promise<void>;
   /**
-   * Asks the workspace itself whether it still binds the export, before a
-   * relist that lacks its binding counts as an unbind: a workspace that bound
-   * while the LIST was paged is in no snapshot yet.
+   * Asks the workspace itself, through every URL of the platform, whether it still binds the
+   * export, before a DELETED binding or a relist that lacks it counts as an unbind: a workspace
+   * that bound while the LIST was paged is in no snapshot yet, one that moved to another kcp shard
+   * leaves this URL's list, and only 'unbound' (every URL answered) removes copies.
    */
-  readonly stillBound: (cluster: string) => Promise<boolean>;
+  readonly stillBound: (cluster: string) => Promise<'bound' | 'unbound' | 'unknown'>;
   /**
    * Lists and routes every watched type of a workspace that became known
    * after the object watches started: their events of it, if any came
@@ -84,6 +85,13 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
 
   const unbound = async (cluster: string) => {
     unbinding.delete(cluster);
+    // Positive evidence only: a binding gone from this URL may be served by another (a shard move),
+    // or not answered for (an outage); copies are never removed on a guess.
+    const answer = await options.stillBound(cluster);
+    if (answer !== 'unbound') {
+      if (answer === 'unknown') logger.warn({ cluster: platform, logicalCluster: cluster }, 'a workspace\'s binding left this URL\'s list, but not every URL of the platform could say it is unbound: left as it is, copies and all; the next relist of the bindings looks again');
+      return;
+    }
     if (!(await logical.unbound(cluster, platform))) return;
     const primaries = await store.primariesOfCluster(cluster);
     if (primaries.length === 0) {
@@ -114,7 +122,6 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
       }
       for (const cluster of logical.of(platform)) {
         if (seen.has(cluster) || logical.isUnbound(cluster)) continue;
-        if (await options.stillBound(cluster)) continue;
         await unbound(cluster);
       }
       objectWatchesRunning = true;

@@ -115,14 +115,42 @@ export async function endpointSlicesChanged(platforms: readonly ClusterConfig[],
   }
 }
 
-/** Whether a logical cluster still shows an APIBinding of the export (the virtual workspace forbids a workspace that does not). */
-export async function stillBinds(clusters: ClusterSet, cluster: string): Promise<boolean> {
-  try {
-    return (await clusters.client(cluster, apiBindingType).listPage({ limit: 1 })).items.length > 0;
-  } catch (err) {
-    if (isForbidden(err) || isNotFound(err)) return false;
-    throw err;
+/** What every URL of a kcp platform says of one workspace's binding (bindingOf). */
+export type BindingAnswer = 'bound' | 'unbound' | 'unknown';
+
+/**
+ * Whether a logical cluster still binds the export, asked of every connected URL of its configured
+ * platform (a workspace may move between kcp shards): 'bound' when one of them lists an APIBinding
+ * in it (the workspace is moved to that URL if it is another); 'unbound' only when every URL
+ * answered, with no binding or with a 403 (the virtual workspace forbids a workspace that does not
+ * bind); 'unknown' otherwise — a 404 (of a path, not an object: a virtual workspace starting, a
+ * shard being replaced) or an outage proves nothing, and an unbind removes copies.
+ */
+export async function bindingOf(w: Pick<Wiring, 'clusters' | 'logical'>, cluster: string, logger: Logger): Promise<BindingAnswer> {
+  const current = w.logical.platformOf(cluster);
+  if (current === undefined) return 'unknown';
+  const family = configuredPlatformOf(current);
+  const urls = w.clusters.platforms.filter((c) => c.kind === 'kcp' && configuredPlatformOf(c.name) === family).map((c) => c.name);
+  // The URL it is recorded under first: the usual answer.
+  urls.sort((x, y) => Number(y === current) - Number(x === current));
+  let unanswered = 0;
+  for (const url of urls) {
+    const client = url === current ? w.clusters.client(cluster, apiBindingType) : w.clusters.clientThrough(url, cluster, apiBindingType);
+    if (!client) continue;
+    try {
+      if ((await client.listPage({ limit: 1 })).items.length === 0) continue;
+      if (url !== current) {
+        await w.logical.bound(cluster, url);
+        logger.info({ logicalCluster: cluster, from: current, to: url }, 'a workspace is served through another URL of its platform\'s endpoint slice now');
+      }
+      return 'bound';
+    } catch (err) {
+      if (isForbidden(err)) continue;
+      unanswered++;
+      logger.warn({ logicalCluster: cluster, platform: url, err: (err as Error).message }, 'could not ask a kcp URL whether a workspace still binds the export; it is not taken as unbound');
+    }
   }
+  return unanswered === 0 && urls.length > 0 ? 'unbound' : 'unknown';
 }
 
 export interface WorkspaceRelist {

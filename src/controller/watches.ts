@@ -15,7 +15,7 @@ import type { Metrics } from '../server/metrics.js';
 import { apiBindingType } from '../core/kcp-types.js';
 import { bindingHandler } from './binding-watch.js';
 import { identityOf } from './event-router.js';
-import { relistWorkspace, stillBinds } from './kcp-workspaces.js';
+import { bindingOf, relistWorkspace } from './kcp-workspaces.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { Wiring } from './wiring.js';
@@ -95,7 +95,7 @@ export function bindingWatchFor(
 ): Promise<ListWatch> {
   const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void w.enqueue(id),
     forget: (c) => w.clusters.forgetLogical(c),
-    stillBound: (c) => stillBinds(w.clusters, c),
+    stillBound: (c) => bindingOf(w, c, options.logger),
     relist: (c) => {
       // The workspace's own first list: its primaries wait for it (first-lists.ts).
       w.firstLists.listing(c);

@@ -38,7 +38,9 @@ describe('APIBinding watch', () => {
     const forget = async (name: string) => void forgotten.push(name);
     // what each workspace says when asked directly
     const binds = new Set<string>();
-    const stillBound = async (name: string) => binds.has(name);
+    /** Workspaces no URL could answer for (a 404 of a path, an outage). */
+    const unanswered = new Set<string>();
+    const stillBound = async (name: string) => (binds.has(name) ? 'bound' : unanswered.has(name) ? 'unknown' : 'unbound') as 'bound' | 'unbound' | 'unknown';
     const relisted: string[] = [];
     const relist = async (name: string) => void relisted.push(name);
     const reserved = (name: string) => name === 'service';
@@ -48,6 +50,18 @@ describe('APIBinding watch', () => {
     assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b'], 'a logical cluster named like a configured cluster is refused');
     assert.equal(queued.length, 0, 'a binding seen queues nothing');
     assert.deepEqual(relisted, [], 'the first LIST comes before the object watches, whose own LIST covers these');
+
+    // A binding that leaves this URL's list is not an unbind on its own: the workspace moved to
+    // another shard's URL (it says it binds), or no URL could answer (a 404 proves nothing).
+    binds.add('ws-a');
+    await handler.onEvent('DELETED', binding('ws-a'));
+    assert.equal(logical.isUnbound('ws-a'), false, 'still bound through another URL: not unbound');
+    binds.delete('ws-a');
+    unanswered.add('ws-a');
+    await handler.onEvent('DELETED', binding('ws-a'));
+    assert.equal(logical.isUnbound('ws-a'), false, 'unknown: not unbound');
+    unanswered.delete('ws-a');
+    assert.equal(queued.length, 0, 'no copy removed on a guess');
 
     await handler.onEvent('MODIFIED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), false, 'a terminating binding is still bound: kcp deletes the objects, relsync follows');
