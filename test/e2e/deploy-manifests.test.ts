@@ -1,6 +1,7 @@
 // deploy/ is valid: `kubectl apply -k deploy --dry-run=server` against a real
 // API server accepts every object, and once applied the ServiceAccount may do
-// exactly what relsync does in the service cluster (and not more).
+// exactly what relsync does in the service cluster (and not more), and each
+// replica keeps its store on a PersistentVolumeClaim of its own.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,9 +17,36 @@ import { installCrd } from '../harness/kube.js';
 
 const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
 
+interface Volume {
+  name: string;
+  secret?: { defaultMode?: number };
+  emptyDir?: { sizeLimit?: string };
+  persistentVolumeClaim?: unknown;
+}
+interface Container {
+  name: string;
+  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+}
+interface StatefulSet {
+  spec: {
+    replicas: number;
+    serviceName?: string;
+    podManagementPolicy?: string;
+    updateStrategy?: { type?: string };
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: { serviceAccountName: string; containers: Container[]; volumes: Volume[] } };
+    volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { accessModes?: string[]; storageClassName?: string; resources?: { requests?: Record<string, string> } } }>;
+  };
+}
+
 describe('deploy manifests', () => {
   let plane: ControlPlane;
   const kubectl = (...args: string[]) => spawnSync(kubectlPath(), ['--kubeconfig', plane.kubeconfigPath, ...args], { encoding: 'utf8' });
+  const statefulSet = () => {
+    const out = kubectl('get', 'statefulset', 'database-operator', '-n', 'relsync-system', '-o', 'json');
+    assert.equal(out.status, 0, out.stderr);
+    return JSON.parse(out.stdout) as StatefulSet;
+  };
 
   before(async () => {
     plane = await startControlPlane('deploy');
@@ -33,13 +61,13 @@ describe('deploy manifests', () => {
     assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
     const out = kubectl('apply', '-k', deploy, '--dry-run=server');
     assert.equal(out.status, 0, out.stderr);
-    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'deployment.apps/database-operator']) {
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'statefulset.apps/database-operator', 'service/database-operator-headless']) {
       assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
     }
   });
 
   it('grant the verbs relsync uses on the types it is configured for, and no others', () => {
-    // Apply for real (the Deployment stays pending: no scheduler or kubelet runs here).
+    // Apply for real (the StatefulSet gets no pods: no controller, scheduler or kubelet runs here).
     const applied = kubectl('apply', '-k', deploy);
     assert.equal(applied.status, 0, applied.stderr);
     const sa = 'system:serviceaccount:relsync-system:relsync';
@@ -63,20 +91,47 @@ describe('deploy manifests', () => {
   });
 
   it('give the operator container its own identity, and relsync its token read-only', () => {
-    const deployment = JSON.parse(kubectl('get', 'deployment', 'database-operator', '-n', 'relsync-system', '-o', 'json').stdout) as {
-      spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; volumeMounts?: Array<{ name: string; readOnly?: boolean }> }>; volumes: Array<{ name: string; secret?: { defaultMode?: number } }> } } };
-    };
-    const pod = deployment.spec.template.spec;
+    const pod = statefulSet().spec.template.spec;
     assert.equal(pod.serviceAccountName, 'database-operator', 'the pod\'s identity is the operator\'s');
     const operator = pod.containers.find((c) => c.name === 'operator')!;
     assert.ok(!(operator.volumeMounts ?? []).some((m) => m.name === 'relsync-token' || m.name === 'kubeconfigs'), 'the operator mounts none of relsync\'s credentials');
     for (const name of ['kubeconfigs', 'relsync-token']) assert.equal(pod.volumes.find((v) => v.name === name)?.secret?.defaultMode, 0o400, `${name} mode 0400`);
     const relsync = pod.containers.find((c) => c.name === 'relsync')!;
     assert.ok(relsync.volumeMounts!.filter((m) => m.name !== 'store' && m.name !== 'tmp').every((m) => m.readOnly), 'relsync mounts its config and credentials read-only');
-    const podToken = relsync.volumeMounts!.find((m) => (m as { mountPath?: string }).mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
+    const podToken = relsync.volumeMounts!.find((m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
     assert.equal(pod.volumes.find((v) => v.name === podToken?.name && 'emptyDir' in v) !== undefined, true, 'relsync\'s container does not get the pod\'s (the operator\'s) token');
     const operatorCan = kubectl('auth', 'can-i', 'create', 'namespaces', '--as', 'system:serviceaccount:relsync-system:database-operator').stdout.trim();
     assert.equal(operatorCan, 'no', 'the operator has none of relsync\'s permissions');
+  });
+
+  it('keep each replica\'s store on a PersistentVolumeClaim of its own, and give every emptyDir a size limit', () => {
+    // As applied (the previous tests applied deploy/): what the API server stored, defaults included.
+    const workload = statefulSet();
+    const claims = workload.spec.volumeClaimTemplates ?? [];
+    assert.deepEqual(claims.map((c) => c.metadata.name), ['store'], 'one claim template, the store');
+    const store = claims[0]!.spec;
+    assert.deepEqual(store.accessModes, ['ReadWriteOnce']);
+    assert.equal(store.resources?.requests?.storage, '1Gi');
+    assert.equal(store.storageClassName, undefined, 'the cluster\'s default storage class');
+    const pod = workload.spec.template.spec;
+    const relsync = pod.containers.find((c) => c.name === 'relsync')!;
+    assert.deepEqual(relsync.volumeMounts!.filter((m) => m.mountPath === '/var/lib/relsync').map((m) => m.name), ['store'], 'the claim is mounted at /var/lib/relsync');
+    assert.equal(pod.volumes.find((v) => v.name === 'store'), undefined, 'no pod volume in the claim\'s place');
+    // The config's store (and the shards' stores beside it) is on that volume.
+    for (const file of ['config.yaml', join('sharded', 'config.yaml')]) {
+      const config = parse(readFileSync(join(deploy, file), 'utf8')) as { store: { path: string } };
+      assert.ok(config.store.path.startsWith('/var/lib/relsync/'), `${file}: store.path ${config.store.path} on the claim`);
+    }
+    const emptyDirs = pod.volumes.filter((v) => v.emptyDir !== undefined);
+    assert.deepEqual(emptyDirs.map((v) => v.name).sort(), ['no-pod-token', 'tmp']);
+    for (const v of emptyDirs) assert.ok(v.emptyDir!.sizeLimit, `emptyDir ${v.name} has a sizeLimit`);
+    assert.equal(workload.spec.podManagementPolicy, 'Parallel');
+    assert.equal(workload.spec.updateStrategy?.type, 'RollingUpdate');
+    // The governing Service exists, is headless and selects the pods.
+    const service = JSON.parse(kubectl('get', 'service', workload.spec.serviceName!, '-n', 'relsync-system', '-o', 'json').stdout) as { spec: { clusterIP: string; selector: Record<string, string> } };
+    assert.equal(service.spec.clusterIP, 'None');
+    assert.deepEqual(service.spec.selector, workload.spec.selector.matchLabels);
+    for (const [k, v] of Object.entries(workload.spec.selector.matchLabels)) assert.equal(workload.spec.template.metadata.labels[k], v);
   });
 
   it('run three replicas over six shards with deploy/sharded, each Lease granted by name', () => {
@@ -85,8 +140,9 @@ describe('deploy manifests', () => {
     writeFileSync(join(overlay, 'kustomization.yaml'), `resources: [${relative(overlay, deploy)}]\ncomponents: [${relative(overlay, join(deploy, 'sharded'))}]\n`);
     const applied = kubectl('apply', '-k', overlay);
     assert.equal(applied.status, 0, applied.stderr);
-    const deployment = JSON.parse(kubectl('get', 'deployment', 'database-operator', '-n', 'relsync-system', '-o', 'json').stdout) as { spec: { replicas: number } };
-    assert.equal(deployment.spec.replicas, 3);
+    const workload = statefulSet();
+    assert.equal(workload.spec.replicas, 3);
+    assert.deepEqual(workload.spec.volumeClaimTemplates?.map((c) => c.metadata.name), ['store'], 'each replica still with a claim of its own');
     // The config is deploy/config.yaml with sharding, nothing else: the two cannot drift apart.
     const base = parse(readFileSync(join(deploy, 'config.yaml'), 'utf8')) as Record<string, unknown>;
     const sharded = parse(readFileSync(join(deploy, 'sharded', 'config.yaml'), 'utf8')) as Record<string, unknown>;

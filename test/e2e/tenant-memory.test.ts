@@ -3,7 +3,7 @@
 // "small"), then 10 ConfigMaps of 1 MiB made of tiny keys (several times
 // their text once parsed), then 200 ConfigMaps of 1 MiB, all in a watched
 // type. relsync runs as deploy/ runs
-// it (deploy/deployment.yaml's NODE_OPTIONS and MALLOC_ARENA_MAX, the default resync.snapshotBytes); it lists, watches and
+// it (deploy/statefulset.yaml's NODE_OPTIONS and MALLOC_ARENA_MAX, the default resync.snapshotBytes); it lists, watches and
 // sweeps them (at start and on schedule) and keeps syncing. Before LISTs were
 // streamed and the sweep's snapshot bounded, a sweep held every listed object
 // and the process died out of memory.
@@ -19,7 +19,7 @@ import { defaultCopyNamespace, GROUP, PLURAL } from '../harness/tenant.js';
 
 const BIG = 200;
 const KEYED = 10;
-/** deploy/deployment.yaml's Node.js flags (a 256 MB heap, 8 MiB semi-spaces) and MALLOC_ARENA_MAX. */
+/** deploy/statefulset.yaml's Node.js flags (a 256 MB heap, 8 MiB semi-spaces) and MALLOC_ARENA_MAX. */
 const DEPLOYED = asDeployed();
 const HEAP_MB = Number(DEPLOYED.nodeArgs.find((a) => a.startsWith('--max-old-space-size='))?.split('=')[1]);
 

@@ -84,11 +84,11 @@ export interface StartOptions {
 }
 
 /**
- * Node's flags and the environment that deploy/deployment.yaml gives the relsync container
+ * Node's flags and the environment that deploy/statefulset.yaml gives the relsync container
  * (NODE_OPTIONS split into flags), so that a test can run relsync as deploy/ runs it.
  */
 export function asDeployed(): Required<Pick<StartOptions, 'nodeArgs' | 'env'>> {
-  const file = fileURLToPath(new URL('../../../deploy/deployment.yaml', import.meta.url));
+  const file = fileURLToPath(new URL('../../../deploy/statefulset.yaml', import.meta.url));
   const doc = parse(readFileSync(file, 'utf8')) as {
     spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } } };
   };
