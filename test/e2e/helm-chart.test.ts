@@ -1,7 +1,8 @@
 // deploy/helm/relsync: linted and rendered by a real helm (built from its Go module), its output
 // accepted by a real API server (server-side dry run), in both modes; once applied, relsync's
 // ServiceAccount may do what the kustomize base (deploy/) lets it do, and the two render the same
-// RBAC rules.
+// RBAC rules and keep the store alike: on a PersistentVolumeClaim per replica (a StatefulSet), or,
+// with persistence.enabled=false, in an emptyDir of limited size (a Deployment).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,14 +18,38 @@ import { installCrd } from '../harness/kube.js';
 const chart = fileURLToPath(new URL('../../../deploy/helm/relsync', import.meta.url));
 const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
 
+interface Volume {
+  name: string;
+  emptyDir?: { sizeLimit?: string };
+}
+interface ClaimTemplate {
+  metadata: { name: string; annotations?: Record<string, string> };
+  spec: { accessModes?: string[]; storageClassName?: string; resources?: { requests?: Record<string, string> } };
+}
 interface Manifest {
   kind: string;
   metadata: { name: string };
   rules?: unknown[];
   data?: Record<string, string>;
-  spec?: { template: { spec: { serviceAccountName?: string; containers: Array<{ name: string; args?: string[] }> } } };
+  spec?: {
+    serviceName?: string;
+    podManagementPolicy?: string;
+    updateStrategy?: { type?: string };
+    clusterIP?: string;
+    selector?: Record<string, unknown>;
+    template: {
+      metadata: { labels: Record<string, string> };
+      spec: { serviceAccountName?: string; containers: Array<{ name: string; args?: string[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>; volumes: Volume[] };
+    };
+    volumeClaimTemplates?: ClaimTemplate[];
+  };
 }
 const docs = (text: string) => parseAllDocuments(text).map((d) => d.toJS() as Manifest | null).filter((d): d is Manifest => d !== null);
+const workloadOf = (all: Manifest[]) => {
+  const found = all.filter((d) => d.kind === 'StatefulSet' || d.kind === 'Deployment');
+  assert.equal(found.length, 1, `one workload, got ${found.map((d) => d.kind).join(', ')}`);
+  return found[0]!;
+};
 
 describe('the Helm chart', () => {
   let plane: ControlPlane;
@@ -55,12 +80,80 @@ describe('the Helm chart', () => {
     assert.match(bad.stderr, /mode must be sidecar or standalone, got "daemonset"/);
   });
 
-  it('renders what a real API server accepts, in both modes (server-side dry run)', () => {
+  it('renders what a real API server accepts, in both modes, with and without persistence (server-side dry run)', () => {
     for (const mode of ['sidecar', 'standalone']) {
-      const out = kubectl(['apply', '--dry-run=server', '-n', 'relsync-system', '-f', '-'], render(`mode=${mode}`));
-      assert.equal(out.status, 0, `${mode}: ${out.stderr}`);
-      for (const kind of ['serviceaccount/relsync', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', `deployment.apps/${mode === 'sidecar' ? 'database-operator' : 'relsync'}`]) {
-        assert.ok(out.stdout.includes(kind), `${mode}: ${kind} in:\n${out.stdout}`);
+      const name = mode === 'sidecar' ? 'database-operator' : 'relsync';
+      for (const persistent of [true, false]) {
+        const out = kubectl(['apply', '--dry-run=server', '-n', 'relsync-system', '-f', '-'], render(`mode=${mode}`, `persistence.enabled=${persistent}`));
+        assert.equal(out.status, 0, `${mode}, persistence ${persistent}: ${out.stderr}`);
+        const workload = persistent ? [`statefulset.apps/${name}`, `service/${name}-headless`] : [`deployment.apps/${name}`];
+        for (const kind of ['serviceaccount/relsync', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', ...workload]) {
+          assert.ok(out.stdout.includes(kind), `${mode}, persistence ${persistent}: ${kind} in:\n${out.stdout}`);
+        }
+        if (!persistent) assert.doesNotMatch(out.stdout, /statefulset|headless/);
+      }
+    }
+  });
+
+  it('keeps the store on a PersistentVolumeClaim per replica by default, as the kustomize base does', () => {
+    for (const mode of ['sidecar', 'standalone']) {
+      const all = docs(render(`mode=${mode}`));
+      const workload = workloadOf(all);
+      assert.equal(workload.kind, 'StatefulSet', mode);
+      const spec = workload.spec!;
+      assert.deepEqual(spec.volumeClaimTemplates!.map((c) => c.metadata.name), ['store'], mode);
+      const claim = spec.volumeClaimTemplates![0]!;
+      assert.deepEqual(claim.spec.accessModes, ['ReadWriteOnce'], mode);
+      assert.equal(claim.spec.resources?.requests?.storage, '1Gi', mode);
+      assert.equal(claim.spec.storageClassName, undefined, `${mode}: the cluster's default storage class`);
+      const pod = spec.template.spec;
+      const relsync = pod.containers.find((c) => c.name === 'relsync')!;
+      assert.deepEqual(relsync.volumeMounts!.filter((m) => m.mountPath === '/var/lib/relsync').map((m) => m.name), ['store'], `${mode}: the claim at /var/lib/relsync`);
+      assert.equal(pod.volumes.find((v) => v.name === 'store'), undefined, `${mode}: no pod volume in the claim's place`);
+      for (const v of pod.volumes.filter((v) => v.emptyDir !== undefined)) assert.ok(v.emptyDir!.sizeLimit, `${mode}: emptyDir ${v.name} has a sizeLimit`);
+      assert.equal(spec.podManagementPolicy, 'Parallel');
+      assert.equal(spec.updateStrategy?.type, 'RollingUpdate');
+      const headless = all.find((d) => d.kind === 'Service' && d.metadata.name === spec.serviceName)!;
+      assert.ok(headless, `${mode}: the governing Service ${spec.serviceName}`);
+      assert.equal(headless.spec!.clusterIP, 'None');
+      for (const [k, v] of Object.entries(headless.spec!.selector!)) assert.equal(spec.template.metadata.labels[k], v, `${mode}: the headless Service selects the pods`);
+    }
+    // The chart's sidecar and deploy/statefulset.yaml keep the store and their other volumes alike.
+    const base = docs(readFileSync(`${deploy}/statefulset.yaml`, 'utf8'))[0]!.spec!;
+    const chartSpec = workloadOf(docs(render())).spec!;
+    assert.deepEqual(chartSpec.volumeClaimTemplates!.map((c) => c.spec), base.volumeClaimTemplates!.map((c) => c.spec));
+    assert.deepEqual(chartSpec.template.spec.volumes, base.template.spec.volumes);
+    assert.equal(chartSpec.podManagementPolicy, base.podManagementPolicy);
+    assert.deepEqual(chartSpec.updateStrategy, base.updateStrategy);
+    // What a provider sets reaches the claim; applied for real, the API server keeps it.
+    const custom = render('persistence.size=5Gi', 'persistence.storageClassName=local-ssd', 'persistence.accessModes={ReadWriteOncePod}', 'persistence.annotations.backup\\.example\\.com/skip=true');
+    const claim = workloadOf(docs(custom)).spec!.volumeClaimTemplates![0]!;
+    assert.deepEqual(claim.spec, { accessModes: ['ReadWriteOncePod'], storageClassName: 'local-ssd', resources: { requests: { storage: '5Gi' } } });
+    assert.deepEqual(claim.metadata.annotations, { 'backup.example.com/skip': 'true' });
+    const dry = kubectl(['apply', '--dry-run=server', '-f', '-'], custom);
+    assert.equal(dry.status, 0, dry.stderr);
+    const applied = kubectl(['apply', '-f', '-'], render());
+    assert.equal(applied.status, 0, applied.stderr);
+    const stored = kubectl(['get', 'statefulset', 'database-operator', '-n', 'relsync-system', '-o', 'json']);
+    assert.equal(stored.status, 0, stored.stderr);
+    const storedSpec = (JSON.parse(stored.stdout) as Manifest).spec!;
+    assert.deepEqual(storedSpec.volumeClaimTemplates!.map((c) => [c.metadata.name, c.spec.accessModes, c.spec.resources?.requests?.storage, c.spec.storageClassName]), [['store', ['ReadWriteOnce'], '1Gi', undefined]]);
+    for (const v of storedSpec.template.spec.volumes.filter((v) => v.emptyDir !== undefined)) assert.ok(v.emptyDir!.sizeLimit, `applied: emptyDir ${v.name} has a sizeLimit`);
+  });
+
+  it('renders a Deployment with the store in a size-limited emptyDir with persistence.enabled=false', () => {
+    for (const mode of ['sidecar', 'standalone']) {
+      for (const [set, limit] of [[[], '1Gi'], [['persistence.emptyDirSizeLimit=2Gi'], '2Gi']] as const) {
+        const all = docs(render(`mode=${mode}`, 'persistence.enabled=false', ...set));
+        const workload = workloadOf(all);
+        assert.equal(workload.kind, 'Deployment', mode);
+        assert.equal(workload.spec!.volumeClaimTemplates, undefined);
+        assert.equal(all.find((d) => d.kind === 'Service' && d.metadata.name.endsWith('-headless')), undefined, `${mode}: no headless Service`);
+        const pod = workload.spec!.template.spec;
+        const relsync = pod.containers.find((c) => c.name === 'relsync')!;
+        const mount = relsync.volumeMounts!.find((m) => m.mountPath === '/var/lib/relsync')!;
+        assert.deepEqual(pod.volumes.find((v) => v.name === mount.name)?.emptyDir, { sizeLimit: limit }, `${mode}: the store in an emptyDir of ${limit}`);
+        for (const v of pod.volumes.filter((v) => v.emptyDir !== undefined)) assert.ok(v.emptyDir!.sizeLimit, `${mode}: emptyDir ${v.name} has a sizeLimit`);
       }
     }
   });
@@ -102,7 +195,7 @@ describe('the Helm chart', () => {
     assert.deepEqual(none.filter((d) => /Role/.test(d.kind) || d.metadata.name === 'relsync-platform-kubeconfigs').map((d) => d.kind), []);
     const out = kubectl(['apply', '--dry-run=server', '-f', '-'], render('rbac.create=false', 'platformKubeconfigs.create=false'));
     assert.equal(out.status, 0, out.stderr);
-    assert.ok(out.stdout.includes('deployment.apps/database-operator'), 'every namespaced object names the release\'s namespace (no -n given)');
+    assert.ok(out.stdout.includes('statefulset.apps/database-operator') && out.stdout.includes('service/database-operator-headless'), 'every namespaced object names the release\'s namespace (no -n given)');
 
     // metrics.auth=kubernetes: the flag, and the reviews relsync then asks for; not without it.
     const rulesOf = (rendered: string) => JSON.stringify(docs(rendered).find((d) => d.kind === 'ClusterRole'));
@@ -116,16 +209,16 @@ describe('the Helm chart', () => {
   });
 
   it('runs relsync beside the operator (sidecar) or alone (standalone), with its own identity either way', () => {
-    const deployment = (mode: string) => docs(render(`mode=${mode}`)).find((d) => d.kind === 'Deployment')!.spec!.template.spec;
-    const sidecar = deployment('sidecar');
+    const podOf = (mode: string) => workloadOf(docs(render(`mode=${mode}`))).spec!.template.spec;
+    const sidecar = podOf('sidecar');
     assert.deepEqual(sidecar.containers.map((c) => c.name), ['operator', 'relsync']);
     assert.equal(sidecar.serviceAccountName, 'database-operator');
     // The pod's token is the operator's: relsync's container has an empty directory in its place, and the operator none of relsync's credentials.
     const [operator, relsync] = sidecar.containers as Array<{ volumeMounts?: Array<{ name: string; mountPath: string }> }>;
     const tokenMount = relsync!.volumeMounts!.find((m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount');
-    assert.ok(tokenMount && (sidecar as unknown as { volumes: Array<{ name: string; emptyDir?: object }> }).volumes.find((v) => v.name === tokenMount.name)?.emptyDir, 'relsync does not get the operator\'s token');
+    assert.ok(tokenMount && sidecar.volumes.find((v) => v.name === tokenMount.name)?.emptyDir, 'relsync does not get the operator\'s token');
     assert.deepEqual((operator!.volumeMounts ?? []).filter((m) => m.name === 'relsync-token' || m.name === 'kubeconfigs'), []);
-    const standalone = deployment('standalone');
+    const standalone = podOf('standalone');
     assert.deepEqual(standalone.containers.map((c) => c.name), ['relsync']);
     assert.equal(standalone.serviceAccountName, 'relsync');
     assert.deepEqual(standalone.containers[0]!.args, ['run', '--config', '/etc/relsync/config.yaml', '--http-port', '8080', '--log-level', 'info', '--log-format', 'json']);

@@ -7,9 +7,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{/* The Deployment's name and pod selector label. */}}
-{{- define "relsync.deploymentName" -}}
+{{/* The workload's name and pod selector label (a StatefulSet, or a Deployment with persistence.enabled=false). */}}
+{{- define "relsync.workloadName" -}}
 {{- if eq .Values.mode "sidecar" -}}{{ .Values.operator.deploymentName }}{{- else -}}relsync{{- end -}}
+{{- end -}}
+
+{{/* StatefulSet: the store on a claim per replica; Deployment: the store in an emptyDir. */}}
+{{- define "relsync.workloadKind" -}}
+{{- if .Values.persistence.enabled -}}StatefulSet{{- else -}}Deployment{{- end -}}
 {{- end -}}
 
 {{/* The Lease relsync holds: leaderElection.name, else relsync-<agentName> as config/compile-config.ts makes it. */}}
