@@ -74,8 +74,8 @@ export interface SweeperOptions {
   /** limits.relatedPerPrimary: a primary that rules find more objects for is reconciled, not checked. */
   readonly relatedPerPrimary?: number;
   readonly queue: WorkQueue<PrimaryKey>;
-  /** Releases (instead of deleting) copies an Orphan rule may have made. */
-  readonly writer: Pick<CopyWriter, 'release'>;
+  /** Deletes orphans, or releases those an Orphan rule may have made: the reconciler's one way to (copy-writer.ts). */
+  readonly writer: Pick<CopyWriter, 'release' | 'remove'>;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /**
@@ -435,8 +435,7 @@ export class Sweeper {
       }
       return;
     }
-    await client.delete(id.namespace, id.name, current.metadata.uid);
-    this.options.metrics.copiesRemoved.inc({ kind: copy.kind });
+    if (!(await this.options.writer.remove(client, { kind: copy.kind, copy: id, source: copy.source, existing: current, decidedOn: 'sweep', why: 'orphan' }))) return;
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
   }
 

@@ -131,10 +131,11 @@ export class DryRunClient extends ResourceClient {
     return this.write(namespace, name, before, this.stamped(mergeOver(before, patch) as KubeObject, before));
   }
 
-  override async delete(namespace: string, name: string, uid?: string): Promise<void> {
+  override async delete(namespace: string, name: string, uid?: string, resourceVersion?: string): Promise<void> {
     const before = await this.get(namespace, name);
     if (!before) return;
     if (uid && before.metadata.uid !== uid) throw this.status(409, 'Conflict', `the uid precondition of ${this.type.resource} "${name}" failed`, name);
+    if (resourceVersion && before.metadata.resourceVersion !== resourceVersion) throw this.status(409, 'Conflict', `the resourceVersion precondition of ${this.type.resource} "${name}" failed`, name);
     // Finalizers hold it, being deleted (the operator's, on a copy): still there for the next read.
     const held = (before.metadata.finalizers?.length ?? 0) > 0;
     const after = held ? this.stamped({ ...before, metadata: { ...before.metadata, deletionTimestamp: before.metadata.deletionTimestamp ?? new Date().toISOString() } }, before) : undefined;

@@ -271,10 +271,15 @@ export class ResourceClient {
   }
 
   /** Deletes; a missing object is not an error. `uid` makes it a precondition. */
-  async delete(namespace: string, name: string, uid?: string): Promise<void> {
+  /**
+   * Deletes the object; a 404 is success. Preconditions: its uid and, when given, its
+   * resourceVersion (a 409 when it changed since it was read).
+   */
+  async delete(namespace: string, name: string, uid?: string, resourceVersion?: string): Promise<void> {
+    const preconditions = { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) };
     try {
       await this.connection.request('DELETE', this.path(namespace, name), {
-        body: uid ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { uid } } : undefined,
+        body: uid || resourceVersion ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions } : undefined,
       });
     } catch (err) {
       if (!isNotFound(err)) throw err;

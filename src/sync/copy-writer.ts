@@ -24,6 +24,7 @@ import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, fieldManagerName, isRelsy
 import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
+import { confirmLive, type ObjectReads } from './object-reads.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
@@ -37,6 +38,39 @@ export interface CopyWriterDeps {
 }
 
 export type CopyKind = 'primary' | 'related';
+
+/**
+ * Why a copy goes, as its caller decided it: said where it is deleted, so that no delete happens
+ * without a stated reason. Every one of them is positive evidence read live (or from a sweep's
+ * complete LISTs): the store's silence alone is never one.
+ */
+export type RemovalReason =
+  /** The source (a related object) does not exist, or is not provably the copy's. */
+  | 'source gone'
+  /** The primary is deleted or no longer selected, and no claim the store knows keeps the copy (claim-knowledge.ts). */
+  | 'primary gone'
+  /** The primary no longer resolves to it, and no other claim keeps it. */
+  | 'claim ended'
+  /** The naming now puts the primary's copy elsewhere. */
+  | 'copy moved'
+  /** The copy of an earlier incarnation of the primary (deleted and created again). */
+  | 'earlier incarnation'
+  /** The copy policy refuses what it would hold (a Secret type). */
+  | 'refused content'
+  /** A sweep found no primary or relation that accounts for it, with complete LISTs. */
+  | 'orphan';
+
+export interface CopyRemoval {
+  readonly kind: CopyKind;
+  readonly copy: ObjectIdentity;
+  /** The source its marks must name. */
+  readonly source: ObjectIdentity;
+  /** The copy as the decision read it; nothing is deleted when it is absent or not the marked copy. */
+  readonly existing: KubeObject | undefined;
+  /** What the decision was made on: a reconcile's reads (they must be live), or a sweep's complete LISTs. */
+  readonly decidedOn: ObjectReads | 'sweep';
+  readonly why: RemovalReason;
+}
 
 /** The labels and annotations relsync puts on a copy, beside the source's. */
 export interface Marks {
@@ -153,11 +187,35 @@ export class CopyWriter {
     return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
   }
 
-  /** Deletes `existing` (read before) if its marks name `source`; whether it did. */
-  async deleteIfMarked(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined): Promise<boolean> {
-    if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
-    await client.delete(copy.namespace, copy.name, existing.metadata.uid);
-    this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
+  /**
+   * The one way relsync deletes a copy. `existing` is the copy as the decision read it; it goes
+   * only if it carries this agent's marks naming `source`. The decision's reads must be live
+   * (confirmLive: a decision made on the cache starts over, reading live) unless it was made by a
+   * sweep on its own complete LISTs and the store. The DELETE carries the uid and resourceVersion
+   * read as preconditions, so that a copy written since (by a reconcile that claimed it, or by the
+   * replica that took the shard over) is not deleted on an older view: it is read again and
+   * deleted only if it still is the marked copy, up to three times. Whether it was deleted.
+   */
+  async remove(client: ObjectClient, removal: CopyRemoval): Promise<boolean> {
+    const { kind, copy, source, decidedOn } = removal;
+    let current = removal.existing;
+    if (!current) return false;
+    // Before the marks are looked at: they may be the cache's too.
+    if (decidedOn !== 'sweep') confirmLive(decidedOn);
+    if (!this.isMarkedCopyOf(current, source)) return false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.delete(copy.namespace, copy.name, current.metadata.uid, current.metadata.resourceVersion);
+        break;
+      } catch (err) {
+        if (!isConflict(err) || attempt >= 3) throw err;
+        // Changed since it was read: still the same marked copy (same uid) is deleted; anything else decides again.
+        const again = await client.get(copy.namespace, copy.name);
+        if (!again || again.metadata.uid !== current.metadata.uid || !this.isMarkedCopyOf(again, source)) return false;
+        current = again;
+      }
+    }
+    this.deps.onWritten?.(copy, current.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
     return true;

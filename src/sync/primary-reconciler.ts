@@ -37,7 +37,7 @@ import type { ConfigFingerprint } from './config-fingerprint.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import { CopyRefusals } from './copy-refusals.js';
-import { CopyWriter } from './copy-writer.js';
+import { CopyWriter, type RemovalReason } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
 import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
@@ -189,14 +189,14 @@ export class PrimaryReconciler {
       // Without a record (a lost, older or another shard's store) a primary that carries relsync's
       // finalizer was synced: its copy is where the naming puts it, and it goes before the primary does.
       const copyId = record?.copy ?? (primary?.metadata.finalizers?.includes(this.finalizer) ? await this.namedCopyOf(reads, resource, id, primary) : undefined);
-      return this.finalize(resource, id, primary, copyId, [record?.uid, primary?.metadata.uid]);
+      return this.finalize(reads, resource, id, primary, copyId, [record?.uid, primary?.metadata.uid]);
     }
     if (record && record.uid !== primary.metadata.uid) {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
       // already this one's). Related copies do not depend on the primary's uid: the ones this
       // incarnation no longer resolves to are ended below, like any stale relation.
       confirmLive(reads);
-      const waiting = await this.removeCopy(resource, id, record.copy, [record.uid]);
+      const waiting = await this.removeCopy(reads, resource, id, record.copy, [record.uid], 'earlier incarnation');
       if (waiting) return waiting;
     }
 
@@ -238,7 +238,7 @@ export class PrimaryReconciler {
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) {
       confirmLive(reads);
-      await this.deleteOwnedCopy(resource, record.copy, id);
+      await this.deleteOwnedCopy(reads, resource, record.copy, id);
     }
 
     // What the copy holds: the primary's fields, mutated (rules/mutation.ts), judged (size, Secret
@@ -264,7 +264,7 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       if (record) {
-        await this.removeCopy(resource, id, record.copy, [record.uid, primary.metadata.uid]);
+        await this.removeCopy(reads, resource, id, record.copy, [record.uid, primary.metadata.uid], 'refused content');
       }
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
       return done;
@@ -468,10 +468,10 @@ export class PrimaryReconciler {
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
-  private async finalize(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uids: ReadonlyArray<string | undefined>): Promise<Result> {
+  private async finalize(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uids: ReadonlyArray<string | undefined>): Promise<Result> {
     const { clusters, store, logger } = this.deps;
     if (copyId) {
-      const waiting = await this.removeCopy(resource, id, copyId, uids);
+      const waiting = await this.removeCopy(reads, resource, id, copyId, uids, 'primary gone');
       if (waiting) return waiting;
     }
     const shared: RelationRecord[] = [];
@@ -480,7 +480,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone');
       else shared.push(relation);
     }
     // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's; one it never synced (another
@@ -503,7 +503,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);
@@ -519,12 +519,12 @@ export class PrimaryReconciler {
    * that another replica, with a store of its own, already synced after a delete-and-recreate):
    * it is left in place.
    */
-  private async removeCopy(resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>): Promise<Result | undefined> {
+  private async removeCopy(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
     if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
-    if (!copy.metadata.deletionTimestamp && (await this.writer.deleteIfMarked(copies, 'primary', copyId, id, copy))) {
+    if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why }))) {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }
     if (await copies.get(copyId.namespace, copyId.name)) {
@@ -535,10 +535,10 @@ export class PrimaryReconciler {
   }
 
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
-  private async deleteOwnedCopy(resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
+  private async deleteOwnedCopy(reads: ObjectReads, resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return;
-    await this.writer.deleteIfMarked(copies, 'primary', copyId, owner, await copies.get(copyId.namespace, copyId.name));
+    await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: owner, existing: await copies.get(copyId.namespace, copyId.name), decidedOn: reads, why: 'copy moved' });
   }
 
   /**

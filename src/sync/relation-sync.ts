@@ -112,9 +112,8 @@ export class RelationSync {
         const message = `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
         return { ...base, state: 'retained', contentHash: null, message, versions: null };
       }
-      // The source's absence is the API server's word; the destination's marks may be the cache's.
-      if (destRead.object) confirmLive(reads);
-      const removed = await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
+      // The source's absence is the API server's word; the destination's marks may be the cache's (remove() confirms live).
+      const removed = await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' });
       // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
@@ -137,8 +136,7 @@ export class RelationSync {
       // written before the policy said so goes.
       const destRead = await read(dests, pair.destination);
       if (destRead.forbidden !== undefined) return refusedRead(destRead);
-      if (destRead.object) confirmLive(reads);
-      await this.deps.writer.deleteIfMarked(dests, 'related', pair.destination, pair.source, destRead.object);
+      await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'refused content' });
       const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
       this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
@@ -319,9 +317,9 @@ export class RelationSync {
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
       // A destination this primary now fills from another source is freed at once (no other primary
       // could keep the old source there without a conflict); any other waits for the claims to be known.
-      if (destinations.has(identityKey(old.destination))) await this.endCopy(resource, old, owner, 'stale');
+      if (destinations.has(identityKey(old.destination))) await this.endCopy(reads, resource, old, owner, 'stale');
       // Beyond the room for kept copies: ended as the policy ends them with the primary.
-      else await this.endUnclaimed(resource, old, owner, kept ? 'primary gone' : 'stale');
+      else await this.endUnclaimed(reads, resource, old, owner, kept ? 'primary gone' : 'stale');
     }
     return retained;
   }
@@ -331,7 +329,7 @@ export class RelationSync {
    * may not hold every claim of the owner's cluster (a lost, older or new store: claim-knowledge.ts),
    * leaves it in place for the sweep that completes the cluster to decide. Returns which.
    */
-  async endUnclaimed(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred'> {
+  async endUnclaimed(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred'> {
     const claims = this.deps.claims;
     const type = ruleOf(resource, relation)?.destinationType;
     if (claims && type && !claims.complete(owner.cluster)) {
@@ -339,7 +337,7 @@ export class RelationSync {
       this.deps.logger.info({ copy: describeIdentity(relation.destination), source: describeIdentity(relation.source), primary: describeIdentity(owner) }, 'left a related copy in place whose last known claim ended: the store may not know every primary of this cluster yet (no sweep has completed it since the store was opened); that sweep decides');
       return 'deferred';
     }
-    await this.endCopy(resource, relation, owner, why);
+    await this.endCopy(decidedOn, resource, relation, owner, why);
     return 'ended';
   }
 
@@ -350,7 +348,7 @@ export class RelationSync {
    * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
    * (the sweep deletes it there).
    */
-  async endCopy(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<void> {
+  private async endCopy(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<void> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
     const onPlatform = dest.cluster !== this.deps.clusters.service.name;
@@ -373,7 +371,7 @@ export class RelationSync {
       }
       return;
     }
-    if (await this.deps.writer.deleteIfMarked(dests, 'related', dest, source, existing)) {
+    if (await this.deps.writer.remove(dests, { kind: 'related', copy: dest, source, existing, decidedOn, why: why === 'stale' ? 'claim ended' : 'primary gone' })) {
       this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     }
   }
