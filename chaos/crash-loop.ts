@@ -26,7 +26,7 @@
  * Used by `npm run chaos -- --kills K [--replicas N]` (chaos/run.ts) and, with
  * a few kills, by the end-to-end test test/e2e/crash-loop.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -53,6 +53,11 @@ export interface CrashLoopOptions {
   readonly replicas?: number;
   /** Platform clusters (tenants); default 2, or 6 with replicas. */
   readonly tenants?: number;
+  /**
+   * After each kill the victim's store is lost (its files deleted) or replaced by an older copy of
+   * itself (one saved at an earlier kill), at random: relsync must be correct with any store.
+   */
+  readonly storeLoss?: boolean;
 }
 
 export interface CrashLoopResult {
@@ -72,6 +77,10 @@ export interface CrashLoopResult {
   readonly replicas: number;
   /** With replicas: writes of copies checked against who held their shard (the audit log). */
   readonly writesChecked: number;
+  /** Whether stores were lost or aged at the kills. */
+  readonly storeLoss: boolean;
+  /** Copies of the anchors (sources and primaries that live through the whole run) deleted or replaced (uid changed) at any kill. */
+  readonly wronglyDeleted: number;
 }
 
 type Tenant = string;
@@ -80,6 +89,11 @@ const NAMESPACES = ['shop', 'blog'];
 const PRIMARIES = ['db-0', 'db-1', 'db-2', 'db-3', 'db-4'];
 const EXTRAS = 2;
 const AGENT = 'chaos';
+/**
+ * A primary per tenant that lives through the whole run, with related objects that are changed
+ * but never deleted nor relabelled: its copies must keep their uids whatever happens to the store.
+ */
+const ANCHOR = { ns: 'shop', name: 'anchor', cfg: 'anchor-cfg', tls: 'anchor-tls', extra: 'anchor-extra' } as const;
 
 /** mulberry32: small, seedable, good enough to pick operations. */
 function random(seed: number): () => number {
@@ -149,6 +163,37 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       ],
     }, `${r}.yaml`);
     for (const t of TENANTS) for (const ns of NAMESPACES) await platform[t]!.ensureNamespace(ns);
+    for (const t of TENANTS) {
+      const c = platform[t]!;
+      await c.putConfigMap(ANCHOR.ns, ANCHOR.cfg, { v: `${t}:anchor` });
+      await c.putSecret(ANCHOR.ns, ANCHOR.tls, { k: `${t}:anchor` });
+      await c.putConfigMap(ANCHOR.ns, ANCHOR.extra, { v: `${t}:anchor` }, { app: ANCHOR.name });
+      await c.createDatabase(ANCHOR.ns, ANCHOR.name, { configMapName: ANCHOR.cfg, secretName: ANCHOR.tls });
+    }
+    /** The anchors' copies in the service cluster, by `kind/ns/name`: their uids once synced. */
+    const anchorCopies = async (): Promise<Map<string, string | undefined>> => {
+      const found = new Map<string, string | undefined>();
+      for (const t of TENANTS) {
+        const ns = defaultCopyNamespace(t, ANCHOR.ns);
+        found.set(`databases/${ns}/${ANCHOR.name}`, (await svc.database(ns, ANCHOR.name))?.metadata.uid);
+        for (const name of [ANCHOR.cfg, ANCHOR.extra]) found.set(`configmaps/${ns}/${name}`, (await svc.configMap(ns, name))?.metadata?.uid);
+        found.set(`secrets/${ns}/${ANCHOR.tls}`, (await svc.secret(ns, ANCHOR.tls))?.metadata?.uid);
+      }
+      return found;
+    };
+    let anchors = new Map<string, string | undefined>();
+    /** Anchor copies seen deleted or replaced. */
+    const wronglyDeleted = new Set<string>();
+    const checkAnchors = async (when: string) => {
+      const now = await anchorCopies();
+      for (const [key, uid] of anchors) {
+        if (now.get(key) === uid) continue;
+        if (!wronglyDeleted.has(key)) log(`wrongly deleted (${when}): ${key} ${now.get(key) === undefined ? 'is gone' : `has a new uid (${now.get(key)}, was ${uid})`}`);
+        wronglyDeleted.add(key);
+        // Counted once; its new incarnation is what later checks compare with.
+      }
+      for (const [key, uid] of now) if (uid !== undefined) anchors.set(key, uid);
+    };
 
     // ---- the writer --------------------------------------------------------
     let changes = 0;
@@ -171,7 +216,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
         return;
       }
       if (!live) return;
-      if (r < 0.3) await c.putConfigMap(ns, `${p}-cfg`, { v: value(t) });
+      if (r < 0.05) await c.putConfigMap(ANCHOR.ns, ANCHOR.cfg, { v: value(t) });
+      else if (r < 0.3) await c.putConfigMap(ns, `${p}-cfg`, { v: value(t) });
       else if (r < 0.45) await c.putSecret(ns, `${p}-tls`, { k: value(t) });
       else if (r < 0.6) {
         // a selector match appears, changes, or loses its label
@@ -240,6 +286,28 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       relsyncs.set(r, await startRelsync(configPath(r), file, ['--log-level', 'info']));
     };
     for (const r of REPLICAS) await start(r);
+    const anchorsDeadline = Date.now() + 120_000;
+    while ([...(anchors = await anchorCopies()).values()].some((uid) => uid === undefined)) {
+      if (Date.now() > anchorsDeadline) throw new Error(`the anchors were not synced within 120 s: ${[...anchors].filter(([, uid]) => !uid).map(([k]) => k).join(', ')}`);
+      await sleep(500);
+    }
+    log(`${anchors.size} anchor copies synced; their uids must not change`);
+    /** Older copies of each replica's store, saved at earlier kills, for storeLoss. */
+    const olderStores: Record<string, string[]> = Object.fromEntries(REPLICAS.map((r) => [r, []]));
+    const loseOrAge = (r: string, k: number) => {
+      const path = storePath(r);
+      const older = olderStores[r]!;
+      // This run's store (with its WAL: a consistent state) is kept as an older copy for a later kill.
+      const saved = join(storeDir(r), `older-${k}`);
+      mkdirSync(saved, { recursive: true });
+      for (const suffix of ['', '-wal']) if (existsSync(path + suffix)) copyFileSync(path + suffix, join(saved, `relsync.db${suffix}`));
+      const choice = older.length > 0 && rand() < 0.5 ? pick(older) : undefined;
+      older.push(saved);
+      for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+      if (!choice) return 'lost (deleted)';
+      for (const suffix of ['', '-wal']) if (existsSync(join(choice, `relsync.db${suffix}`))) copyFileSync(join(choice, `relsync.db${suffix}`), path + suffix);
+      return `replaced by an older copy (${choice.slice(choice.lastIndexOf('older-'))})`;
+    };
     for (let k = 1; k <= options.kills; k++) {
       const [min, max] = options.killAfterMs;
       const after = Math.round(min + rand() * (max - min));
@@ -248,7 +316,9 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       await relsyncs.get(victim)!.kill();
       killedAt[victim]!.push(Date.now());
       checkIntegrity(victim);
-      log(`kill ${k}/${options.kills}: SIGKILL of ${victim} ${after} ms after the last start; ${changes} changes so far; store integrity ${integrity}`);
+      await checkAnchors(`kill ${k}`);
+      const store = options.storeLoss ? `; store ${loseOrAge(victim, k)}` : '';
+      log(`kill ${k}/${options.kills}: SIGKILL of ${victim} ${after} ms after the last start; ${changes} changes so far; store integrity ${integrity}${store}`);
       await start(victim);
     }
     await sleep(options.killAfterMs[1]);
@@ -264,6 +334,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       check = await liveCheck(platform, svc, TENANTS);
     }
     const convergeMs = Date.now() - stoppedAt;
+    await checkAnchors('the end');
     const shardProblems: string[] = [];
     let storeProblems: string[];
     if (sharded) {
@@ -307,6 +378,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       ...check.orphans.map((p) => `orphan: ${p}`),
       ...check.crossTenant.map((p) => `crossTenant: ${p}`),
       ...storeProblems.map((p) => `store: ${p}`),
+      ...[...wronglyDeleted].map((k) => `wrongly deleted: ${k}`),
     ];
     return {
       kills: options.kills,
@@ -322,6 +394,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       seed: options.seed,
       replicas: replicaCount,
       writesChecked,
+      storeLoss: options.storeLoss ?? false,
+      wronglyDeleted: wronglyDeleted.size,
     };
   } finally {
     writing = false;
@@ -472,5 +546,5 @@ async function compareStore(storePaths: readonly string[], platform: Record<Tena
 
 /** The one line the issue asks for. */
 export function summaryLine(r: CrashLoopResult): string {
-  return `${r.replicas > 1 ? `replicas=${r.replicas} writesChecked=${r.writesChecked} ` : ''}kills=${r.kills} changes=${r.changes} lost=${r.lost} orphans=${r.orphans} crossTenant=${r.crossTenant} integrity=${r.integrity === 'ok' ? 'ok' : 'failed'} convergeMs=${r.convergeMs}`;
+  return `${r.replicas > 1 ? `replicas=${r.replicas} writesChecked=${r.writesChecked} ` : ''}${r.storeLoss ? 'storeLoss=yes ' : ''}kills=${r.kills} changes=${r.changes} lost=${r.lost} orphans=${r.orphans} wronglyDeleted=${r.wronglyDeleted} crossTenant=${r.crossTenant} integrity=${r.integrity === 'ok' ? 'ok' : 'failed'} convergeMs=${r.convergeMs}`;
 }
