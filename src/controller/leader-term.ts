@@ -102,12 +102,13 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
       if (!said) options.logger.warn({ holders: foreign }, 'leads, but waits: replicas of a sharded config hold shards of this installation; they give them up when stopped');
       said = true;
     } catch (err) {
-      // RBAC of a release before sharding (no list on Leases): no shard can be seen, and none can be held without that grant.
+      // RBAC of a release before sharding (no list on Leases): shard holders cannot be seen, and ones
+      // that run beside it (a rollback that restored the old RBAC) would write for the same clusters.
+      // It does not lead blind: it waits, and says what to grant.
       if (isForbidden(err)) {
-        options.logger.warn({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see shard holders (give it list on leases in its namespace, as deploy/rbac.yaml does); leads');
-        return;
-      }
-      options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
+        if (!said) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
+        said = true;
+      } else options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
     }
     await sleep(le.retryPeriodSeconds * 1000, signal);
   }

@@ -171,6 +171,14 @@ export class ShardCoordinator {
     // Not counted by the others: it takes nothing (what it holds it keeps renewing; no one may take that).
     if (!leases.isMember) return;
     const view = await this.timed(leases.view(map.shards), 'shard leases');
+    // A replica without shards leads: it works for every cluster. It waits while it sees shard
+    // holders, but one that started as this replica took a shard may not have seen it (each reads
+    // the other's Lease after writing its own: at least one sees the other). The shards go to it.
+    if (view.leader !== undefined) {
+      const working = [...this.holdings.values()].filter((h) => h.phase === 'working');
+      if (working.length > 0) logger.warn({ leader: view.leader, shards: working.map((h) => h.shard) }, 'sharding: a replica without shards holds the leader Lease of this installation; every shard held here is given up to it');
+      for (const h of working) this.giveUp(h, `a replica without shards (${view.leader}) leads this installation`);
+    }
     if (view.foreign.length > 0) {
       const why = `replicas of another config (another shard map, or without shards) hold shards or the leader Lease: ${view.foreign.slice(0, 3).join(', ')}`;
       if (this.waitingForeign !== why) logger.warn({ foreign: view.foreign }, `sharding: takes no shard while ${why}; they give theirs up when stopped`);

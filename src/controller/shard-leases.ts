@@ -56,6 +56,8 @@ export interface LeaseSetView {
    * either while this map's shards are held.
    */
   readonly foreign: string[];
+  /** The live holder of the installation's leader Lease (a replica without shards), when another. */
+  readonly leader: string | undefined;
   /** Each shard's live holder (undefined: free), and its Lease as read (undefined: none yet). */
   readonly shards: Array<{ readonly holder: string | undefined; readonly lease: KubeObject | undefined }>;
   /** Each member slot's live holder (undefined: free), and its Lease as read. */
@@ -118,6 +120,7 @@ export class ShardLeases {
     return {
       members: [...members].sort(),
       foreign: [...foreign].sort(),
+      leader: leaderHolder !== identity ? leaderHolder : undefined,
       shards: Array.from({ length: shards }, (_, k) => held(this.shardName(k))),
       slots: Array.from({ length: shards }, (_, k) => held(this.memberName(k))),
     };

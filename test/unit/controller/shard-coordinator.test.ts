@@ -211,6 +211,23 @@ describe('shard coordinator on a fake clock', () => {
     await run(clock, [sharded], 5_000);
   });
 
+  it('gives up the shards it holds when a replica without shards leads (it may not have seen them: a rollback)', async () => {
+    const clock = new FakeClock();
+    const api = new LeaseApi();
+    const sharded = replica(api, clock, 'new');
+    await run(clock, [sharded], 6_000);
+    assert.deepEqual(shares([sharded]), [6]);
+    const renewLeader = () => api.store({ ...(api.leases.get('relsync-e2e') ?? { metadata: { name: 'relsync-e2e', namespace: 'relsync' } }), spec: { holderIdentity: 'old-leader', leaseDurationSeconds: 15, renewTime: new Date(clock.now()).toISOString() } });
+    for (let t = 0; t < 20_000; t += 2_000) {
+      renewLeader();
+      await run(clock, [sharded], 2_000);
+    }
+    assert.deepEqual(shares([sharded]), [0], 'every shard given up to the leader');
+    assert.equal([...api.leases.values()].filter((l) => l.metadata.name?.includes('-shard-') && (l.spec as { holderIdentity?: string }).holderIdentity === 'new').length, 0, 'and released');
+    sharded.stop.abort();
+    await run(clock, [sharded], 5_000);
+  });
+
   it('releases a shard it gives up only after the shard\'s work stopped, and keeps renewing it meanwhile', async () => {
     const clock = new FakeClock();
     const api = new LeaseApi();
