@@ -207,15 +207,3 @@ export function micro(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-/**
- * The holder of the lease when it looks alive (renewed within its duration,
- * by this machine's clock), else undefined. For one-shot commands that must
- * not work beside a running leader.
- */
-export async function liveLeader(client: Pick<LeaseClient, 'get'>, namespace: string, name: string, clock: Clock = systemClock): Promise<string | undefined> {
-  const lease = await client.get(namespace, name);
-  const spec = (lease?.spec ?? {}) as LeaseSpec;
-  if (!spec.holderIdentity || !spec.renewTime) return undefined;
-  const age = clock.now() - Date.parse(spec.renewTime);
-  return age < (spec.leaseDurationSeconds ?? 15) * 1000 ? spec.holderIdentity : undefined;
-}

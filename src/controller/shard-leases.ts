@@ -258,29 +258,7 @@ export class ShardLeases {
   }
 }
 
-/**
- * A holder of a shard of this installation whose record looks alive (renewed within its duration,
- * by this machine's clock and the record's renewTime), else undefined: for one-shot commands that
- * must not work beside running replicas (as liveLeader for the leader Lease).
- */
-export async function liveShardHolder(client: Pick<ShardLeaseClient, 'listAll'>, namespace: string, base: string, now: number = Date.now()): Promise<{ holder: string; lease: string } | undefined> {
-  let items: KubeObject[];
-  try {
-    ({ items } = await client.listAll({ namespace, labelSelector: `${LEASE_SET_LABEL}=${leaseSetLabel(base)},${LEASE_KIND_LABEL}=shard` }));
-  } catch (err) {
-    // RBAC of a release before sharding: no replica could hold a shard with it (they list the set).
-    if (isForbidden(err)) return undefined;
-    throw err;
-  }
-  for (const lease of items) {
-    const spec = (lease.spec ?? {}) as LeaseSpec;
-    if (!spec.holderIdentity || !spec.renewTime) continue;
-    if (now - Date.parse(spec.renewTime) < (spec.leaseDurationSeconds ?? 15) * 1000) return { holder: spec.holderIdentity, lease: `${namespace}/${lease.metadata.name ?? ''}` };
-  }
-  return undefined;
-}
-
 /** The label value that finds a set's Leases: the leader Lease's name when it is a valid label value, else its hash. */
-function leaseSetLabel(base: string): string {
+export function leaseSetLabel(base: string): string {
   return base.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(base) ? base : createHash('sha256').update(base).digest('hex').slice(0, 32);
 }

@@ -7,8 +7,8 @@
 import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Config } from '../config/config.js';
-import { leaseType, liveLeader } from './leader-election.js';
-import { liveShardHolder } from './shard-leases.js';
+import { leaseType } from './leader-election.js';
+import { liveHolder } from './live-holders.js';
 import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
 import type { Sweeper, SweepResult } from './sweeper.js';
 import type { Wiring } from './wiring.js';
@@ -33,15 +33,12 @@ export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean;
   if (le.enabled && !options.force && !options.dryRun) {
     // A sweep beside a running leader would race its reconciles (and, on a shared volume, its store).
     const leases = w.clusters.client(w.clusters.service.name, leaseType);
-    // The leader, or with shards any shard's holder (a shard's sweeps are its holder's).
-    const found = await Promise.all([
-      liveLeader(leases, le.namespace, le.name).then((holder) => (holder ? { holder, lease: `${le.namespace}/${le.name}` } : undefined)),
-      liveShardHolder(leases, le.namespace, le.name),
-    ]).catch((err: Error) => {
+    // The leader, or with shards any shard's holder (a shard's sweeps are its holder's): a record
+    // that names one is watched for up to its lease duration (live-holders.ts).
+    const running = await liveHolder(leases, le.namespace, le.name).catch((err: Error) => {
       w.clusters.close();
       throw err;
     });
-    const running = found.find((f) => f !== undefined);
     if (running) {
       w.clusters.close();
       throw new LeaderRunningError(`relsync "${running.holder}" holds the lease ${running.lease} and sweeps on its own schedule; stop it first, or pass --force`);

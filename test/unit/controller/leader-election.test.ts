@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { KubeObject } from '../../../src/core/object.js';
 import { ApiError } from '../../../src/kube/api-error.js';
-import { LeaderElector, liveLeader, type LeaseClient } from '../../../src/controller/leader-election.js';
+import { LeaderElector, type LeaseClient } from '../../../src/controller/leader-election.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 const logger = pino({ level: 'silent' });
@@ -192,15 +192,3 @@ describe('leader election on a fake clock', () => {
   });
 });
 
-describe('live leader (for one-shot commands)', () => {
-  it('names the holder while its last renewal is younger than its duration on this clock', async () => {
-    const clock = new FakeClock();
-    const leases = new FakeLeases();
-    leases.lease = { metadata: { name: 'relsync' }, spec: { holderIdentity: 'other', leaseDurationSeconds: 15, renewTime: '1970-01-01T00:00:00.000000Z' } };
-    assert.equal(await liveLeader(leases, 'relsync', 'relsync', clock), 'other');
-    await clock.advance(14_999);
-    assert.equal(await liveLeader(leases, 'relsync', 'relsync', clock), 'other');
-    await clock.advance(1);
-    assert.equal(await liveLeader(leases, 'relsync', 'relsync', clock), undefined, 'expired');
-  });
-});
