@@ -192,30 +192,23 @@ export class CopyWriter {
    * only if it carries this agent's marks naming `source`. The decision's reads must be live
    * (confirmLive: a decision made on the cache starts over, reading live) unless it was made by a
    * sweep on its own complete LISTs and the store. The DELETE carries the uid and resourceVersion
-   * read as preconditions, so that a copy written since (by a reconcile that claimed it, or by the
-   * replica that took the shard over) is not deleted on an older view: it is read again and
-   * deleted only if it still is the marked copy, up to three times. Whether it was deleted.
+   * read as preconditions: a copy written since (by a reconcile that claimed it, or by the replica
+   * that took the shard over) is not deleted on an older view; the 409 leaves it to the next
+   * reconcile, which decides on what it reads then. Whether it was deleted.
    */
   async remove(client: ObjectClient, removal: CopyRemoval): Promise<boolean> {
-    const { kind, copy, source, decidedOn } = removal;
-    let current = removal.existing;
-    if (!current) return false;
+    const { kind, copy, source, decidedOn, existing } = removal;
+    if (!existing) return false;
     // Before the marks are looked at: they may be the cache's too.
     if (decidedOn !== 'sweep') confirmLive(decidedOn);
-    if (!this.isMarkedCopyOf(current, source)) return false;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await client.delete(copy.namespace, copy.name, current.metadata.uid, current.metadata.resourceVersion);
-        break;
-      } catch (err) {
-        if (!isConflict(err) || attempt >= 3) throw err;
-        // Changed since it was read: still the same marked copy (same uid) is deleted; anything else decides again.
-        const again = await client.get(copy.namespace, copy.name);
-        if (!again || again.metadata.uid !== current.metadata.uid || !this.isMarkedCopyOf(again, source)) return false;
-        current = again;
-      }
+    if (!this.isMarkedCopyOf(existing, source)) return false;
+    try {
+      await client.delete(copy.namespace, copy.name, existing.metadata.uid, existing.metadata.resourceVersion);
+    } catch (err) {
+      if (isConflict(err)) return false;
+      throw err;
     }
-    this.deps.onWritten?.(copy, current.metadata.resourceVersion, true);
+    this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
     return true;

@@ -278,14 +278,17 @@ describe('ownership and garbage collection', () => {
     ], secretPath('two-sec'));
     // 2. The window of the claim: the old owner decides first (the new owner is held 1.5 s before
     // it claims) and its DELETE is held 3 s, so the new owner claims, finds the copy in place and
-    // writes the new data before the DELETE lands; the DELETE's event must bring the copy back.
+    // writes the new data before the DELETE lands. The DELETE carries the resourceVersion its
+    // decision read: the copy changed since, so it is refused, and the copy is never deleted.
+    const uidBefore = (await svc.configMap(rns, 'moving'))?.metadata?.uid;
     const ms2 = await move('two', 'one', '3', [
       { method: 'GET', path: databasePath('one'), times: 1, action: { kind: 'delay', ms: 1500 } },
       { method: 'DELETE', path: copyPath, times: 1, action: { kind: 'delay', ms: 3000 } },
     ], copyPath);
     const deleted = proxy.requests.find((r) => r.method === 'DELETE' && copyPath.test(r.path) && r.fault === 'delay');
-    assert.equal(deleted?.status, 200, 'the old owner\'s DELETE did land');
+    assert.equal(deleted?.status, 409, 'the old owner\'s DELETE, sent on an older view, was refused by its preconditions');
     assert.ok(proxy.requests.some((r) => r.method === 'PATCH' && copyPath.test(r.path) && (r.status === 200 || r.status === 201) && r.at > deleted!.at && r.at < deleted!.at + 3000), 'the new owner wrote the copy while the DELETE was held');
+    assert.equal((await svc.configMap(rns, 'moving'))?.metadata?.uid, uidBefore, 'the copy was never deleted (same uid)');
     console.log(`moved between primaries: the copy has the new data ${ms1} ms (new owner held before recording) and ${ms2} ms (old owner's DELETE held 3 s) after the relabel`);
     // Still there once everything settled (a marker: a later change arrives).
     await a.putConfigMap('race', 'moving', { v: '4' }, { app: 'one' });
