@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { monotonicClock, systemClock, type Clock, type Timer } from '../util/clock.js';
+import { monotonicClock, type Clock, type Timer } from '../util/clock.js';
 
 export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
 

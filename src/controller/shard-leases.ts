@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../core/object.js';
-import { isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { Clock } from '../util/clock.js';
 import { micro, type LeaseSpec } from './leader-election.js';
