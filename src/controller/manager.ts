@@ -133,8 +133,8 @@ export class Manager {
     const le = config.leaderElection;
     const map = this.map;
     this.metrics.shardsConfigured.set(map.shards);
-    // Every shard's store is built afresh when the shard is taken: one an earlier process left (killed) may be stale.
-    for (const name of dropShardStores(config.storePath)) logger.info({ file: name }, 'sharding: removed a shard store an earlier process left');
+    // Stores of another shard map can never be resumed; this map's are, when a take proves them current (shard-term.ts).
+    for (const name of dropShardStores(config.storePath, map)) logger.info({ file: name }, 'sharding: removed a shard store of another shard map');
     const service = config.serviceCluster;
     const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
     connection.observer = (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) });
@@ -176,10 +176,12 @@ export class Manager {
           logger.warn({ err: (err as Error).message }, 'sharding: could not write which shards this replica holds (for relsync inspect shards)');
         }
       },
-      work: (shard, shardSignal, fence) =>
+      work: (shard, shardSignal, fence, taken) =>
         runShardTerm(
           {
             shard,
+            identity: this.identity,
+            taken,
             map,
             wiring: this.wiringOptions,
             term: this.termOptions,

@@ -45,7 +45,7 @@ export interface ShardCoordinatorOptions {
   readonly logger: Logger;
   readonly metrics?: Metrics;
   /** Works for `shard` until `signal` aborts (shard-term.ts); `fence` says why writes may not leave, undefined while they may. It should not end by itself. */
-  readonly work: (shard: number, signal: AbortSignal, fence: () => string | undefined) => Promise<void>;
+  readonly work: (shard: number, signal: AbortSignal, fence: () => string | undefined, taken: ShardTake) => Promise<void>;
   /** For ages and deadlines; default monotonic (util/clock.ts). */
   readonly clock?: Clock;
   /** Told the held shards each time they change (for `relsync inspect shards`). */
@@ -210,11 +210,11 @@ export class ShardCoordinator {
         await this.timed(leases.release(lease), `shard ${shard} lease`).catch(() => undefined);
         continue;
       }
-      this.begin(shard, lease, sentAt, decision.share, view.members.length);
+      this.begin(shard, lease, sentAt, decision.share, view.members.length, takeOf(view.shards[shard]!.lease, lease));
     }
   }
 
-  private begin(shard: number, lease: KubeObject, sentAt: number, share: number, members: number): void {
+  private begin(shard: number, lease: KubeObject, sentAt: number, share: number, members: number, taken: ShardTake): void {
     const { logger, renewDeadlineMs } = this.options;
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
@@ -230,7 +230,7 @@ export class ShardCoordinator {
     logger.info({ shard, share, replicas: members }, 'sharding: took a shard');
     const renewing = this.renewLoop(h);
     h.done = this.options
-      .work(shard, stop.signal, fence)
+      .work(shard, stop.signal, fence, taken)
       .then(
         () => {
           if (!stop.signal.aborted) this.failed(h, new Error('its work ended by itself'));
@@ -300,4 +300,21 @@ export class ShardCoordinator {
     const timeout = new Promise<never>((_, reject) => (timer = this.clock.after(ms, () => reject(new Error(`${what}: no answer within ${ms} ms`)))));
     return Promise.race([work, timeout]).finally(() => timer?.cancel());
   }
+}
+
+/**
+ * The Lease history of one take, for a shard store to tell whether it is still current
+ * (shard-term.ts): the Lease's uid, and its leaseTransitions before and after this take. Every
+ * take by any replica adds a transition; renewals and releases do not.
+ */
+export interface ShardTake {
+  readonly leaseUid: string;
+  /** undefined: there was no Lease (this take created it). */
+  readonly transitionsBefore: number | undefined;
+  readonly transitionsAfter: number;
+}
+
+function takeOf(seen: KubeObject | undefined, taken: KubeObject): ShardTake {
+  const transitions = (lease: KubeObject | undefined) => ((lease?.spec ?? {}) as { leaseTransitions?: number }).leaseTransitions;
+  return { leaseUid: taken.metadata.uid ?? '', transitionsBefore: seen ? (transitions(seen) ?? 0) : undefined, transitionsAfter: transitions(taken) ?? 0 };
 }

@@ -3,14 +3,18 @@
  * the shard's platform clusters (on kcp: of its logical clusters), and a term
  * (leader-term.ts) until the coordinator stops it. Every write of the term
  * asks the shard's fence first (Connection.setWriteFence): none leaves once
- * the shard's Lease is not provably held. The store goes with the shard: a
- * replica that gets it again (or another) builds it afresh from the API
- * servers, listing, then watching, then sweeping. What it cannot reach (a
+ * the shard's Lease is not provably held. The store stays beside the
+ * replica's when the shard ends: a replica that takes the shard again resumes
+ * from it (its watches from their checkpoints) when the Lease's history proves
+ * no one else held the shard since (shardStoreFor); otherwise the store is
+ * built afresh from the API servers, listing, then watching, then sweeping.
+ * (An older store would be safe too: claim-knowledge.ts; a current one only
+ * saves the relist.) What it cannot reach (a
  * tenant's API server down, discovery failing, a type not served there) it
  * retries, held and not ready, for as long as it holds the shard: one
  * tenant's cluster never stops the replica.
  */
-import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ShardMap } from '../config/shard-map.js';
@@ -20,6 +24,7 @@ import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 import { TermStatus } from './health.js';
 import { lead, type TermOptions } from './leader-term.js';
+import type { ShardTake } from './shard-coordinator.js';
 import { wire, type Wiring, type WiringOptions } from './wiring.js';
 
 /** Where shard `shard`'s store is: beside the replica's store, named by the map, so that another map's is never read. */
@@ -48,23 +53,59 @@ export function writeShardStatus(storePath: string, status: ShardStatusFile): vo
   renameSync(`${path}.tmp`, path);
 }
 
-/** Removes a shard store and its WAL. */
+/** Removes a shard store, its WAL and its record of the holding it belongs to. */
 export function dropShardStore(path: string): void {
-  for (const p of [path, `${path}-wal`, `${path}-shm`]) rmSync(p, { force: true });
+  for (const p of [path, `${path}-wal`, `${path}-shm`, holdingPath(path)]) rmSync(p, { force: true });
 }
 
-/** Every shard store beside the replica's store (and its WAL), whichever map it was of: a process starts without any. */
-export function dropShardStores(storePath: string): string[] {
+/** Every shard store beside the replica's store (and its WAL) of another shard map than `map`: they can never be resumed. */
+export function dropShardStores(storePath: string, map: ShardMap): string[] {
   const dir = dirname(storePath);
   const stem = `${basename(storePath, extname(storePath))}.shard-`;
+  const ours = new Set(Array.from({ length: map.shards }, (_, k) => basename(shardStorePath(storePath, map, k))));
   if (!existsSync(dir)) return [];
   const dropped: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (!name.startsWith(stem)) continue;
+    if (!name.startsWith(stem) || [...ours].some((o) => name === o || name.startsWith(`${o}-`) || name.startsWith(`${o}.`))) continue;
     rmSync(join(dir, name), { force: true });
     dropped.push(name);
   }
   return dropped;
+}
+
+/** Which holding a shard store belongs to: this replica's identity and the Lease history of its take. */
+interface HoldingRecord {
+  readonly identity: string;
+  readonly leaseUid: string;
+  /** The Lease's leaseTransitions once this replica took it. */
+  readonly transitions: number;
+}
+
+function holdingPath(path: string): string {
+  return `${path}.holding.json`;
+}
+
+/**
+ * Whether the shard store at `path` may be resumed for this take, else it is dropped; then it is
+ * recorded as this take's. It may when it is this replica's (identity: store/replica-lock.ts keeps
+ * it only on the same machine boot) and no replica took the Lease since this one last did: the
+ * same Lease (uid), with as many transitions before this take as after its last one. A shard
+ * taken back after a crash, or after a clean stop that released it with no one taking it
+ * meanwhile, resumes; one another replica held since is built afresh.
+ */
+export function shardStoreFor(path: string, identity: string, taken: ShardTake): 'resumed' | 'fresh' {
+  let resumed = false;
+  try {
+    const record = JSON.parse(readFileSync(holdingPath(path), 'utf8')) as HoldingRecord;
+    resumed = existsSync(path) && record.identity === identity && record.leaseUid === taken.leaseUid && record.transitions === taken.transitionsBefore;
+  } catch {
+    // No record (a new shard store, or one from before records): fresh.
+  }
+  if (!resumed) dropShardStore(path);
+  const record: HoldingRecord = { identity, leaseUid: taken.leaseUid, transitions: taken.transitionsAfter };
+  writeFileSync(`${holdingPath(path)}.tmp`, JSON.stringify(record), { mode: 0o600 });
+  renameSync(`${holdingPath(path)}.tmp`, holdingPath(path));
+  return resumed ? 'resumed' : 'fresh';
 }
 
 export interface ShardTermView {
@@ -75,6 +116,9 @@ export interface ShardTermView {
 
 export interface ShardTermOptions {
   readonly shard: number;
+  /** This replica's identity, and the Lease history of the take: whether the shard's store may be resumed. */
+  readonly identity: string;
+  readonly taken: ShardTake;
   readonly map: ShardMap;
   readonly wiring: Omit<WiringOptions, 'store' | 'shard'>;
   readonly term: Omit<TermOptions, 'status'>;
@@ -88,7 +132,7 @@ export interface ShardTermOptions {
   readonly onWiring: (problem: string) => void;
 }
 
-/** Runs the shard's work until `signal` aborts; drops its store after. */
+/** Runs the shard's work until `signal` aborts; its store stays for a later take to resume (shardStoreFor). */
 export async function runShardTerm(options: ShardTermOptions, signal: AbortSignal): Promise<void> {
   const { shard, map, logger } = options;
   const config = options.wiring.config;
@@ -100,6 +144,8 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
     return;
   }
   const path = shardStorePath(config.storePath, map, shard);
+  const origin = shardStoreFor(path, options.identity, options.taken);
+  logger.info({ shard, store: path }, origin === 'resumed' ? 'sharding: resumes the shard\'s store (no other replica held the shard since this one)' : 'sharding: builds the shard\'s store afresh');
   const store = await openStore(path);
   let w: Wiring | undefined;
   try {
@@ -144,6 +190,5 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
       w.clusters.close();
     }
     await store.close();
-    dropShardStore(path);
   }
 }
