@@ -95,6 +95,7 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
   const le = options.config.leaderElection;
   const leases = new ShardLeases({ client, namespace: le.namespace, base: le.name, identity: options.identity, fingerprint: 'without shards', leaseDurationMs: le.leaseDurationSeconds * 1000, clock: monotonicClock, wallClock: Date.now });
   let said = false;
+  let saidForbiddenAt = 0;
   while (!signal.aborted) {
     try {
       const { foreign } = await leases.view(0);
@@ -106,8 +107,9 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
       // that run beside it (a rollback that restored the old RBAC) would write for the same clusters.
       // It does not lead blind: it waits, and says what to grant.
       if (isForbidden(err)) {
-        if (!said) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
-        said = true;
+        // Said again every few minutes: an upgrade that kept older RBAC is an outage until it is granted.
+        if (Date.now() - saidForbiddenAt > 5 * 60_000) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
+        saidForbiddenAt = Date.now();
       } else options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
     }
     await sleep(le.retryPeriodSeconds * 1000, signal);
@@ -166,7 +168,9 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
     );
     const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
 
-    const sweeps = scheduleSweeps(w.sweeper, config.resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
+    // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
+    const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
+    const sweeps = scheduleSweeps(w.sweeper, resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
     // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
     options.metrics.termStart.set(Date.now() / 1000);
 

@@ -21,7 +21,7 @@ export interface LiveHolder {
   readonly lease: string;
 }
 
-interface Record {
+interface HolderRecord {
   readonly holder: string;
   readonly resourceVersion: string;
   readonly durationMs: number;
@@ -39,8 +39,8 @@ export class LeaseListForbiddenError extends Error {
  * its lease duration (at most the longest duration of them: 15 s by default).
  */
 export async function liveHolder(client: Pick<ResourceClient, 'get' | 'listAll'>, namespace: string, base: string, clock: Clock = monotonicClock, signal: AbortSignal = new AbortController().signal): Promise<LiveHolder | undefined> {
-  const read = async (): Promise<Map<string, Record>> => {
-    const held = new Map<string, Record>();
+  const read = async (): Promise<Map<string, HolderRecord>> => {
+    const held = new Map<string, HolderRecord>();
     const note = (lease: KubeObject | undefined) => {
       const spec = (lease?.spec ?? {}) as LeaseSpec;
       if (!lease || !spec.holderIdentity) return;

@@ -52,6 +52,7 @@ import type { WorkQueue } from './work-queue.js';
 import type { CopyWriter } from '../sync/copy-writer.js';
 import { markedSource } from '../sync/marks.js';
 import { readAhead } from '../util/read-ahead.js';
+import { isNotFound } from '../kube/api-error.js';
 import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
@@ -74,7 +75,7 @@ export interface SweeperOptions {
   /** limits.relatedPerPrimary: a primary that rules find more objects for is reconciled, not checked. */
   readonly relatedPerPrimary?: number;
   readonly queue: WorkQueue<PrimaryKey>;
-  /** Deletes orphans, or releases those an Orphan rule may have made: the reconciler's one way to (copy-writer.ts). */
+  /** Deletes orphans through the one delete path (CopyWriter.remove), or releases those an Orphan rule may have made. */
   readonly writer: Pick<CopyWriter, 'release' | 'remove'>;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -99,7 +100,11 @@ export interface SweepPhases {
   cleanupMs: number;
   /** Primaries not reconciled: their last complete sync acted on what the LISTs showed. */
   skipped: number;
-  /** Related copies left in place that may be orphans: their cluster had a primary whose relations were unknown (a follow-up sweep looks again soon). */
+  /**
+   * Related copies left in place that may be orphans: their cluster had a primary whose relations
+   * were unknown, or a LIST of its primaries that did not complete, or copies left in place while
+   * the claims were not known did not fit in memory (a follow-up sweep looks again soon).
+   */
   unsure: number;
 }
 
@@ -278,7 +283,10 @@ export class Sweeper {
           // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
           // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
           counts.errors++;
-          if (ofPrimaries) primaryLists.failed(watch.cluster);
+          // A plain cluster that does not serve the primary type (its CRD not installed there) has none of
+          // its primaries: listed, empty. On kcp a 404 of the path proves nothing (a virtual workspace starting).
+          if (ofPrimaries && isNotFound(err) && clusters.get(watch.cluster).kind === 'kubernetes') primaryLists.listed(watch.cluster, watch.type);
+          else if (ofPrimaries) primaryLists.failed(watch.cluster);
           for (const cluster of covered) snapshot.incomplete(cluster, watch.type);
           this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
         }
@@ -435,7 +443,7 @@ export class Sweeper {
       }
       return;
     }
-    if (!(await this.options.writer.remove(client, { kind: copy.kind, copy: id, source: copy.source, existing: current, decidedOn: 'sweep', why: 'orphan' }))) return;
+    if ((await this.options.writer.remove(client, { kind: copy.kind, copy: id, source: copy.source, existing: current, decidedOn: 'sweep', why: 'orphan' })) !== 'deleted') return;
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
   }
 

@@ -54,6 +54,8 @@ import { sleep } from '../util/sleep.js';
 export const QUEUE = { name: 'relsync', controller: 'relsync' } as const;
 
 export interface Wiring {
+  /** Whether the store knows every claim of a cluster yet (claim-knowledge.ts). */
+  readonly claims: ClaimKnowledge;
   /** The platform clusters connected to, kcp endpoint slices expanded (kcp-workspaces.ts): what the slices are followed against. */
   readonly platforms: readonly ClusterConfig[];
   readonly clusters: ClusterSet;
@@ -152,8 +154,10 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation });
     const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits }, () => copyNamespaces.pinsDigest());
     // Until a sweep has seen a cluster completely, the store may not know every claim there
-    // (claim-knowledge.ts); without a startup sweep the store is taken as current.
-    const claims = new ClaimKnowledge(!config.resync.onStartup);
+    // (claim-knowledge.ts). Without a startup sweep, a store that knows primaries is taken as
+    // current (resync.onStartup false says so); a new or lost one never is: it gets a startup
+    // sweep all the same (leader-term.ts), which completes it.
+    const claims = new ClaimKnowledge(!config.resync.onStartup && (await store.knowsAnyPrimary()));
     const reconciler = new PrimaryReconciler({
       agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims,
       readsFor: (id) => sweepReads.readsFor(id),
@@ -266,8 +270,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims });
-    return { platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims });
+    return { claims, platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();
     throw err;

@@ -270,9 +270,9 @@ export class ResourceClient {
     return this.connection.request<KubeObject>('PATCH', this.path(namespace, name), options);
   }
 
-  /** Deletes; a missing object is not an error. `uid` makes it a precondition. */
   /**
-   * Deletes the object; a 404 is success. Preconditions: its uid and, when given, its
+   * Deletes the object; the API server's NotFound of this object is success (a 404 of the path,
+   * such as a type not served for a moment, is not). Preconditions: its uid and, when given, its
    * resourceVersion (a 409 when it changed since it was read).
    */
   async delete(namespace: string, name: string, uid?: string, resourceVersion?: string): Promise<void> {
@@ -282,7 +282,7 @@ export class ResourceClient {
         body: uid || resourceVersion ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions } : undefined,
       });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isObjectNotFound(err, name)) throw err;
     }
   }
 

@@ -99,6 +99,11 @@ export class RelationStore {
   }
 
   /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */
+  /** Whether the store knows any primary at all (a new or lost store knows none). */
+  async knowsAnyPrimary(): Promise<boolean> {
+    return (await this.db.selectFrom('primaries').select('name').limit(1).executeTakeFirst()) !== undefined;
+  }
+
   async hasPrimaries(cluster: string): Promise<boolean> {
     return (await this.db.selectFrom('primaries').select('name').where('cluster', '=', cluster).limit(1).executeTakeFirst()) !== undefined;
   }

@@ -13,11 +13,13 @@
  * relation accounts for it by then).
  *
  * `resync.onStartup: false` says the store is current when relsync starts (no
- * sweep would come to complete it soon): the store is trusted from the start.
+ * sweep would come to complete it soon): a store that knows primaries is
+ * trusted from the start. A new or lost one is not (it knows no claim at all):
+ * it gets a startup sweep all the same.
  *
  * Memory: one entry per cluster a sweep completed, and at most `maxDeferred`
- * copies left in place (beyond, they wait for a later sweep's orphan check,
- * which finds them by listing).
+ * copies left in place, `maxPerCluster` of one cluster (beyond, they wait for
+ * a later sweep's orphan check, which finds them by listing).
  */
 import { compositeKey } from '../core/composite-key.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
@@ -38,9 +40,14 @@ export class ClaimKnowledge {
   /** Copies left in place that did not fit in `deferred`: a later sweep must look again. */
   private overflow = 0;
 
+  /** Copies remembered per cluster: one tenant does not take all the room. */
+  private readonly perCluster = new Map<string, number>();
+
   constructor(
-    private readonly trustedAtStart: boolean,
+    /** The store is taken as knowing every claim from the start (claims are never deferred). */
+    readonly trustedAtStart: boolean,
     private readonly maxDeferred = 10_000,
+    private readonly maxPerCluster = 1_000,
   ) {}
 
   /** True once the store holds every claim of `cluster`'s primaries. */
@@ -56,8 +63,14 @@ export class ClaimKnowledge {
   /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
   defer(copy: DeferredCopy): void {
     const key = compositeKey(identityKey(copy.destination), identityKey(copy.source));
-    if (this.deferred.has(key) || this.deferred.size < this.maxDeferred) this.deferred.set(key, copy);
-    else this.overflow++;
+    if (this.deferred.has(key)) return;
+    const held = this.perCluster.get(copy.claimants) ?? 0;
+    if (this.deferred.size >= this.maxDeferred || held >= this.maxPerCluster) {
+      this.overflow++;
+      return;
+    }
+    this.deferred.set(key, copy);
+    this.perCluster.set(copy.claimants, held + 1);
   }
 
   /** The copies left in place whose cluster is complete now, forgotten here; and whether any others overflowed. */
@@ -67,6 +80,9 @@ export class ClaimKnowledge {
       if (!this.complete(copy.claimants)) continue;
       copies.push(copy);
       this.deferred.delete(key);
+      const held = (this.perCluster.get(copy.claimants) ?? 1) - 1;
+      if (held > 0) this.perCluster.set(copy.claimants, held);
+      else this.perCluster.delete(copy.claimants);
     }
     const overflowed = this.overflow;
     this.overflow = 0;

@@ -15,7 +15,8 @@
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
-import { sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { describeIdentity, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import type { Logger } from 'pino';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
@@ -28,6 +29,8 @@ import { confirmLive, type ObjectReads } from './object-reads.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
+  /** Says why a copy was deleted (debug) and when a delete was refused by its preconditions (info). */
+  readonly logger?: Logger | undefined;
   readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly metrics: SyncMetrics;
   readonly ownWrites?: OwnWrites | undefined;
@@ -40,9 +43,10 @@ export interface CopyWriterDeps {
 export type CopyKind = 'primary' | 'related';
 
 /**
- * Why a copy goes, as its caller decided it: said where it is deleted, so that no delete happens
- * without a stated reason. Every one of them is positive evidence read live (or from a sweep's
- * complete LISTs): the store's silence alone is never one.
+ * Why a copy goes, as its caller decided it: said where it is deleted (and logged), so that no
+ * delete happens without a stated reason. 'claim ended', 'primary gone' and 'orphan' rest on the
+ * store's claims too: they are taken only while the store knows every claim of the cluster
+ * (sync/claim-knowledge.ts) or after a sweep with complete LISTs.
  */
 export type RemovalReason =
   /** The source (a related object) does not exist, or is not provably the copy's. */
@@ -194,24 +198,29 @@ export class CopyWriter {
    * sweep on its own complete LISTs and the store. The DELETE carries the uid and resourceVersion
    * read as preconditions: a copy written since (by a reconcile that claimed it, or by the replica
    * that took the shard over) is not deleted on an older view; the 409 leaves it to the next
-   * reconcile, which decides on what it reads then. Whether it was deleted.
+   * reconcile, which decides on what it reads then: 'changed', which a caller that would let a
+   * primary go on it takes as "not yet". 'absent': there was no marked copy of `source` to delete.
    */
-  async remove(client: ObjectClient, removal: CopyRemoval): Promise<boolean> {
+  async remove(client: ObjectClient, removal: CopyRemoval): Promise<'deleted' | 'absent' | 'changed'> {
     const { kind, copy, source, decidedOn, existing } = removal;
-    if (!existing) return false;
+    if (!existing) return 'absent';
     // Before the marks are looked at: they may be the cache's too.
     if (decidedOn !== 'sweep') confirmLive(decidedOn);
-    if (!this.isMarkedCopyOf(existing, source)) return false;
+    if (!this.isMarkedCopyOf(existing, source)) return 'absent';
     try {
       await client.delete(copy.namespace, copy.name, existing.metadata.uid, existing.metadata.resourceVersion);
     } catch (err) {
-      if (isConflict(err)) return false;
+      if (isConflict(err)) {
+        this.deps.logger?.info({ copy: describeIdentity(copy), why: removal.why }, 'did not delete a copy that changed since it was read (its preconditions failed); the next reconcile decides again');
+        return 'changed';
+      }
       throw err;
     }
+    this.deps.logger?.debug({ copy: describeIdentity(copy), why: removal.why }, 'deleted a copy');
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
-    return true;
+    return 'deleted';
   }
 
   /**

@@ -86,6 +86,14 @@ export interface ReconcilerDeps {
   readonly claims?: ClaimKnowledge;
 }
 
+/**
+ * The result of a reconcile that kept the primary's relations as the store had them instead of
+ * resolving them (a conflict, a limit, a name or a rule it cannot use now): with a store that is
+ * new or older, the copies the primary resolves to may be in none of them, and a sweep must not
+ * take them for orphans (controller/sweeper.ts).
+ */
+const KEPT_AS_IT_WAS = { relationsUnknown: true } as const;
+
 export class PrimaryReconciler {
   private readonly finalizer: string;
   private readonly live: ObjectReads;
@@ -221,7 +229,7 @@ export class PrimaryReconciler {
         this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
         await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
         await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
-        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
       }
     }
     const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
@@ -233,7 +241,7 @@ export class PrimaryReconciler {
       await this.notSynced(resource, id, primary, 'InvalidCopyName', nameProblem);
       // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, []);
-      return done;
+      return KEPT_AS_IT_WAS;
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) {
@@ -254,7 +262,7 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
-      return done;
+      return KEPT_AS_IT_WAS;
     }
     const refused = this.refusals.secret(resource.copyType, content);
     if (refused) {
@@ -278,7 +286,7 @@ export class PrimaryReconciler {
       await this.notSynced(resource, id, current, 'CopyConflict', taken);
       this.deps.metrics.conflicts.inc({ kind: 'namespace' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, await this.keptRelations(id));
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
     }
 
     for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
@@ -300,7 +308,7 @@ export class PrimaryReconciler {
       await this.notSynced(resource, id, current, 'CopyConflict', message);
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 };
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
     }
 
     const synced = await this.syncStatus(resource, primaries, current, copy, id);
@@ -332,7 +340,7 @@ export class PrimaryReconciler {
       });
       found.push({ plan, ...result });
     }
-    this.finder.capRelated(found, stored);
+    const capped = this.finder.capRelated(found, stored);
     // Claim what selector and inverse rules found before touching any copy: another primary's
     // reconcile that is about to delete one of these copies (it stopped owning it) sees the claim
     // and keeps it, or, if it already decided, its delete is routed here by the claim and this
@@ -390,7 +398,10 @@ export class PrimaryReconciler {
     if (state === 'synced' && !completedBefore && !showsSynced(synced) && showsSynced(shown)) this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
     const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
-    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000 } : done;
+    // A rule kept what it had (it could not be evaluated) or was cut at the limit: with a store that
+    // did not know them, copies it resolved to before are in no stored relation (a sweep keeps them).
+    const unknown = capped || found.some((f) => f.keepStored) ? KEPT_AS_IT_WAS : {};
+    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...unknown } : unknown;
   }
 
   /** The versions of a complete sync, or null when any object it acted on has none to compare. */
@@ -453,18 +464,26 @@ export class PrimaryReconciler {
   }
 
   /**
-   * Where the naming puts this primary's copy, for a primary the store has no record of. A name
-   * that cannot be rendered (or a workspace path not known yet) throws: the finalizer stays and the
-   * reconcile is retried, rather than letting the primary go with its copy left behind.
+   * Where the naming puts this primary's copy, for a primary the store has no record of (its
+   * removeCopy checks the marks: a name that misses the copy deletes nothing). A name that cannot
+   * be rendered now (fields the tenant changed, a workspace path not known) is said and left to
+   * the sweep, which finds the copy by its marks once its primary is gone: the tenant cannot hold
+   * a finalizer, and a worker, with a name it broke.
    */
-  private async namedCopyOf(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject): Promise<ObjectIdentity> {
-    const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster) : undefined;
-    const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
-    const namespace = resource.copyType.namespaced ? this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context) : '';
-    const name = resource.naming.name.render(context);
-    const problem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(namespace)) : undefined) ?? prefixed('copy name', objectNameProblem(name));
-    if (problem) throw new Error(`${describeIdentity(id)} is being deleted and the store has no record of its copy: ${problem}; its finalizer stays`);
-    return { cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace, name };
+  private async namedCopyOf(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject): Promise<ObjectIdentity | undefined> {
+    try {
+      const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster) : undefined;
+      const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
+      const namespace = resource.copyType.namespaced ? this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context) : '';
+      const name = resource.naming.name.render(context);
+      const problem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(namespace)) : undefined) ?? prefixed('copy name', objectNameProblem(name));
+      if (problem) throw new Error(problem);
+      return { cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace, name };
+    } catch (err) {
+      if (err instanceof ReadAgainLive) throw err;
+      this.deps.logger.warn({ primary: describeIdentity(id), err: (err as Error).message }, 'a primary without a record in the store is let go, but where its copy is cannot be told now; the sweep removes the copy once it finds it (by its marks) without a primary');
+      return undefined;
+    }
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
@@ -475,14 +494,17 @@ export class PrimaryReconciler {
       if (waiting) return waiting;
     }
     const shared: RelationRecord[] = [];
+    let changed = false;
     for (const relation of await store.relationsOf(id)) {
       if (!this.reachable(relation.destination.cluster)) {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) changed = (await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone')) === 'changed' || changed;
       else shared.push(relation);
     }
+    // A related copy that changed since it was read was not deleted: the primary is not let go yet.
+    if (changed) return { requeueAfterMs: 1000 };
     // A primary relsync no longer syncs (deselected) keeps no verdict of relsync's; one it never synced (another
     // agent's, which may show its own verdict) and relsync's own copies are not touched.
     const synced = primary !== undefined && (copyId !== undefined || primary.metadata.finalizers?.includes(this.finalizer) === true);
@@ -524,7 +546,7 @@ export class PrimaryReconciler {
     if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
     if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
-    if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why }))) {
+    if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why })) === 'deleted') {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }
     if (await copies.get(copyId.namespace, copyId.name)) {

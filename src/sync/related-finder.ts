@@ -143,11 +143,12 @@ export class RelatedFinder {
    * order; within a rule, the ones already stored first, then by source name, so that a copy made
    * before is not dropped for a newcomer; the rest is a problem on the primary. (Selector and
    * inverse rules list at most one past the limit, in the API server's order: beyond that, a
-   * stored one may give way.)
+   * stored one may give way.) Whether it cut any rule's.
    */
-  capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): void {
+  capRelated(found: Array<{ plan: RulePlan } & Found>, stored: readonly RelationOutcome[]): boolean {
     const had = new Set(stored.map(claimKey));
     let left = this.deps.limits?.relatedPerPrimary ?? 500;
+    let capped = false;
     for (let i = 0; i < found.length; i++) {
       const f = found[i]!;
       if (f.keepStored) continue;
@@ -165,7 +166,9 @@ export class RelatedFinder {
       const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
       found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
       left = 0;
+      capped = true;
     }
+    return capped;
   }
 
   /**

@@ -113,7 +113,7 @@ export class RelationSync {
         return { ...base, state: 'retained', contentHash: null, message, versions: null };
       }
       // The source's absence is the API server's word; the destination's marks may be the cache's (remove() confirms live).
-      const removed = await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' });
+      const removed = (await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' })) === 'deleted';
       // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
@@ -315,11 +315,11 @@ export class RelationSync {
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
       if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
-      // A destination this primary now fills from another source is freed at once (no other primary
-      // could keep the old source there without a conflict); any other waits for the claims to be known.
-      if (destinations.has(identityKey(old.destination))) await this.endCopy(reads, resource, old, owner, 'stale');
-      // Beyond the room for kept copies: ended as the policy ends them with the primary.
-      else await this.endUnclaimed(reads, resource, old, owner, kept ? 'primary gone' : 'stale');
+      // Beyond the room for kept copies: ended as the policy ends them with the primary. While the
+      // store may not know every claim, left for the sweep (also where this primary now fills the
+      // destination from another source: another primary may still copy the old one there, and
+      // then this one's copy is the conflict).
+      await this.endUnclaimed(reads, resource, old, owner, kept && !destinations.has(identityKey(old.destination)) ? 'primary gone' : 'stale');
     }
     return retained;
   }
@@ -327,9 +327,10 @@ export class RelationSync {
   /**
    * Ends the copy of a relation that no claim the store holds keeps any more — or, while the store
    * may not hold every claim of the owner's cluster (a lost, older or new store: claim-knowledge.ts),
-   * leaves it in place for the sweep that completes the cluster to decide. Returns which.
+   * leaves it in place for the sweep that completes the cluster to decide. Returns which ('changed':
+   * the copy changed since it was read and was not deleted; the next reconcile decides again).
    */
-  async endUnclaimed(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred'> {
+  async endUnclaimed(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred' | 'changed'> {
     const claims = this.deps.claims;
     const type = ruleOf(resource, relation)?.destinationType;
     if (claims && type && !claims.complete(owner.cluster)) {
@@ -337,8 +338,7 @@ export class RelationSync {
       this.deps.logger.info({ copy: describeIdentity(relation.destination), source: describeIdentity(relation.source), primary: describeIdentity(owner) }, 'left a related copy in place whose last known claim ended: the store may not know every primary of this cluster yet (no sweep has completed it since the store was opened); that sweep decides');
       return 'deferred';
     }
-    await this.endCopy(decidedOn, resource, relation, owner, why);
-    return 'ended';
+    return (await this.endCopy(decidedOn, resource, relation, owner, why)) === 'changed' ? 'changed' : 'ended';
   }
 
   /**
@@ -348,18 +348,18 @@ export class RelationSync {
    * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
    * (the sweep deletes it there).
    */
-  private async endCopy(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<void> {
+  private async endCopy(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
     const onPlatform = dest.cluster !== this.deps.clusters.service.name;
     if (!rule && !onPlatform) {
       this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured; its copy is left in place');
-      return;
+      return 'done';
     }
     const type = rule?.destinationType ?? resource.rules.find((r) => sameType(r.destinationType, dest))?.destinationType;
     if (!type) {
       this.deps.logger.warn({ copy: describeIdentity(dest), rule: relation.ruleId }, 'a stored relation names a rule that is no longer configured, of a type no rule writes; its copy is left in place');
-      return;
+      return 'done';
     }
     const dests = this.deps.clusters.client(dest.cluster, type);
     const existing = await dests.get(dest.namespace, dest.name);
@@ -369,11 +369,11 @@ export class RelationSync {
       if (await this.deps.writer.release(dests, 'related', dest, source, existing, claimed)) {
         this.deps.logger.info({ copy: describeIdentity(dest), rule: relation.ruleId }, rule ? "released a related copy whose primary is gone: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)" : "released a related copy of a rule no longer configured: relsync's marks are removed and the object is left in place");
       }
-      return;
+      return 'done';
     }
-    if (await this.deps.writer.remove(dests, { kind: 'related', copy: dest, source, existing, decidedOn, why: why === 'stale' ? 'claim ended' : 'primary gone' })) {
-      this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
-    }
+    const removed = await this.deps.writer.remove(dests, { kind: 'related', copy: dest, source, existing, decidedOn, why: why === 'stale' ? 'claim ended' : 'primary gone' });
+    if (removed === 'deleted') this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
+    return removed === 'changed' ? 'changed' : 'done';
   }
 }
 

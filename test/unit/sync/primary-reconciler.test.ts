@@ -313,7 +313,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         world.put('service', databases, { metadata: { namespace: COPY_NS, name: 'orders', labels: { ...labels }, annotations: { ...annotations } }, spec: { theirs: true } });
         const before = service(databases, 'orders');
         world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
-        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
         assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.deepEqual(service(databases, 'orders'), before);
@@ -329,7 +329,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       it(`a copy namespace ${what} takes nothing: a conflict`, async () => {
         world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { ...labels }, annotations: { ...annotations } } });
         putPrimary();
-        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+        assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
         assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders', 'replaceStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
@@ -342,7 +342,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.remove('service', databases, COPY_NS, 'orders');
       raceOnCreate(databases, () => ({ metadata: { namespace: COPY_NS, name: 'orders' }, spec: { theirs: true } }));
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
-      assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
+      assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
       assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), [`apply service/databases/${COPY_NS}/orders`], 'the refused create only');
       assert.deepEqual(service(databases, 'orders')?.spec, { theirs: true });
       assert.equal((await store.primary(primaryId))?.state, 'conflict');
