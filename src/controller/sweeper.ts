@@ -220,6 +220,14 @@ export class Sweeper {
     const isUnsure = (cluster: string) => unsure.has(cluster) || !primaryLists.complete(cluster);
     /** The clusters whose primaries a LIST of this sweep showed (those it may find complete). */
     const primaryClusters = new Set<string>();
+    /**
+     * Clusters with a primary whose claims this sweep could not bring into the store: its reconcile
+     * failed, or it has no record at all (refused by a limit). A primary kept as it was (a conflict,
+     * a name it cannot use) has its stored relations stand for its claims: that keeps this sweep
+     * from deleting its cluster's unaccounted copies (unsure), but the store knows its claims as
+     * well as it ever will, and the copies other primaries let go are decided.
+     */
+    const claimsUnknown = new Set<string>();
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
     const accounting = new SweepAccounting();
     const { finders, fingerprint } = this.options;
@@ -259,7 +267,10 @@ export class Sweeper {
               snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
               if (!known.has(cluster)) {
                 snapshot.incomplete(cluster, watch.type);
-                if (ofPrimaries) unsure.add(cluster);
+                if (ofPrimaries) {
+                  unsure.add(cluster);
+                  claimsUnknown.add(cluster);
+                }
               }
               for (const item of part) {
                 const copy = copyOf(this.copies, cluster, watch.type, item);
@@ -337,12 +348,15 @@ export class Sweeper {
             counts.errors++;
             failed.add(identityKey(key.id));
             unsure.add(key.id.cluster);
+            claimsUnknown.add(key.id.cluster);
           }
           // It lives, but the store knows none of its relations (refused by a limit, say).
           if (result?.relationsUnknown) unsure.add(key.id.cluster);
           // Read again as it ends: its pairs for the orphan check, and what it changed.
           const record = await store.primary(key.id);
           const relations = await store.relationsOf(key.id);
+          // No record at all (refused by a limit): not even a claim of before stands for it.
+          if (result?.relationsUnknown && !record) claimsUnknown.add(key.id.cluster);
           // Kept as it was (error, conflict) with nothing to keep: a store that never knew its relations (new, or a shard's that just arrived).
           if (record && (record.state === 'error' || record.state === 'conflict') && relations.length === 0) unsure.add(key.id.cluster);
           const changed = accounting.reconciled(key.id, record, relations);
@@ -381,7 +395,7 @@ export class Sweeper {
     // until then (their last known claim ended) are orphans unless a stored relation accounts for them.
     const claims = this.options.claims;
     if (claims) {
-      claims.markComplete([...primaryClusters].filter((c) => !isUnsure(c)));
+      claims.markComplete([...primaryClusters].filter((c) => primaryLists.complete(c) && !claimsUnknown.has(c)));
       const { copies: decidable, overflowed } = claims.takeDecidable();
       for (const deferred of decidable) {
         try {
