@@ -178,6 +178,12 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   throw new Error(`${what} did not become ready within ${timeoutMs} ms; last log lines of ${logFile}:\n${tail}`);
 }
 
+/** Ready, or an error with the log's tail at once if the process already exited (a port it could not bind). */
+async function exitedOrOk(child: ChildProcess, logFile: string, url: string): Promise<boolean> {
+  if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}; last log lines of ${logFile}:\n${readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n')}`);
+  return httpOk(url);
+}
+
 async function httpOk(url: string): Promise<boolean> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
@@ -192,8 +198,31 @@ export interface ControlPlaneOptions {
   readonly audit?: boolean;
 }
 
+/**
+ * Runs `start` again, with new ports, when a server it started could not bind
+ * one. Test files run in parallel processes, each with its own record of the
+ * ports it handed out, so two of them can pick the same free port in the same
+ * instant (seen in CI: etcd's "bind: address already in use"). Any other
+ * failure is the test's to report.
+ */
+export async function retryOnPortClash<T>(what: string, start: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      const clash = err instanceof Error && /address already in use/.test(err.message);
+      if (!clash || attempt >= attempts) throw err;
+      process.stderr.write(`${what}: a port was taken by another process; starting again on new ports (attempt ${attempt + 1} of ${attempts})\n`);
+    }
+  }
+}
+
 /** Starts one control plane and waits until its /readyz answers 200. */
-export async function startControlPlane(name: string, options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+export function startControlPlane(name: string, options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  return retryOnPortClash(`control plane ${name}`, () => startControlPlaneOnce(name, options));
+}
+
+async function startControlPlaneOnce(name: string, options: ControlPlaneOptions): Promise<ControlPlane> {
   const assets = controlPlaneAssets();
   const dir = mkdtempSync(join(tmpdir(), `relsync-cp-${name}-`));
   const token = `admin-${name}-${Math.random().toString(36).slice(2)}`;
@@ -216,7 +245,7 @@ export async function startControlPlane(name: string, options: ControlPlaneOptio
     etcdLog,
     `etcd-${name}`,
   );
-  await waitFor(`etcd of ${name}`, () => httpOk(`http://127.0.0.1:${etcdClientPort}/health`), 30_000, etcdLog).catch(async (err: unknown) => {
+  await waitFor(`etcd of ${name}`, () => exitedOrOk(etcd, etcdLog, `http://127.0.0.1:${etcdClientPort}/health`), 30_000, etcdLog).catch(async (err: unknown) => {
     await stopProcess(etcd);
     throw err;
   });
@@ -253,11 +282,15 @@ export async function startControlPlane(name: string, options: ControlPlaneOptio
   const url = `https://127.0.0.1:${apiPort}`;
 
   const waitApi = async (): Promise<Buffer> => {
-    await waitFor(`kube-apiserver of ${name}`, async () => existsSync(join(certDir, 'apiserver.crt')), 60_000, apiLog);
+    const exited = () => {
+      if (apiServer.exitCode !== null) throw new Error(`kube-apiserver of ${name} exited with ${apiServer.exitCode}; last log lines of ${apiLog}:\n${readFileSync(apiLog, 'utf8').split('\n').slice(-30).join('\n')}`);
+    };
+    await waitFor(`kube-apiserver of ${name}`, async () => (exited(), existsSync(join(certDir, 'apiserver.crt'))), 60_000, apiLog);
     // Read again at each probe: the file may be seen while the API server is still writing it, and a
     // certificate read half-written would fail every probe of a server that is ready (seen in CI).
     let ca = readFileSync(join(certDir, 'apiserver.crt'));
     await waitFor(`kube-apiserver of ${name}`, async () => {
+      exited();
       ca = readFileSync(join(certDir, 'apiserver.crt'));
       return (await probe(`${url}/readyz`, token, ca)) === 200;
     }, 90_000, apiLog);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
-import { freePort, startTracked, stopProcess } from './control-plane.js';
+import { freePort, retryOnPortClash, startTracked, stopProcess } from './control-plane.js';
 import { eventually } from './kube.js';
 import { ClusterClient } from './tenant.js';
 
@@ -41,7 +41,11 @@ export interface Kcp {
   stop(): Promise<void>;
 }
 
-export async function startKcp(): Promise<Kcp> {
+export function startKcp(): Promise<Kcp> {
+  return retryOnPortClash('kcp', startKcpOnce);
+}
+
+async function startKcpOnce(): Promise<Kcp> {
   const binary = kcpPath();
   const dir = mkdtempSync(join(tmpdir(), 'relsync-kcp-'));
   const token = randomBytes(16).toString('hex');
