@@ -20,6 +20,8 @@ export class TermStatus implements Readiness {
   private watches: readonly ListWatch[] = [];
   /** False until every watch of this term exists (the binding watches are seen by the probes before). */
   private watchesComplete = false;
+  /** Why a leader does not lead yet (leader-term.ts, withoutShardHolders); undefined once it does. */
+  private holdingBack: string | undefined;
 
   constructor(
     private readonly storeOpen: () => boolean,
@@ -31,6 +33,12 @@ export class TermStatus implements Readiness {
     this.elector = elector;
     this.watches = [];
     this.watchesComplete = false;
+    this.holdingBack = undefined;
+  }
+
+  /** A leader that holds the lease but waits before it writes, and why; undefined once it goes on. */
+  waiting(why: string | undefined): void {
+    this.holdingBack = why;
   }
 
   /** The watches the term runs so far; `complete` once every watch of the term exists. */
@@ -43,6 +51,7 @@ export class TermStatus implements Readiness {
     if (!this.storeOpen()) return ['the store is closed'];
     if (!this.wired()) return ['starting: connecting to the clusters'];
     if (this.elector && !this.elector.isLeader) return [];
+    if (this.holdingBack !== undefined) return [`leads, but waits: ${this.holdingBack}`];
     if (!this.watchesComplete) return ['starting'];
     return this.watches.filter((w) => !w.synced).map((w) => `watch ${w.name} is not in sync`);
   }

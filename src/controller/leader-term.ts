@@ -99,7 +99,8 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
   while (!signal.aborted) {
     try {
       const { foreign } = await leases.view(0);
-      if (foreign.length === 0) return;
+      if (foreign.length === 0) return options.status.waiting(undefined);
+      options.status.waiting(`replicas of a sharded config hold shards of this installation (${foreign.join(', ')})`);
       if (!said) options.logger.warn({ holders: foreign }, 'leads, but waits: replicas of a sharded config hold shards of this installation; they give them up when stopped');
       said = true;
     } catch (err) {
@@ -107,10 +108,14 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
       // that run beside it (a rollback that restored the old RBAC) would write for the same clusters.
       // It does not lead blind: it waits, and says what to grant.
       if (isForbidden(err)) {
+        options.status.waiting('may not list Leases, so cannot see whether replicas of a sharded config hold shards; grant list on leases in its namespace');
         // Said again every few minutes: an upgrade that kept older RBAC is an outage until it is granted.
         if (Date.now() - saidForbiddenAt > 5 * 60_000) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
         saidForbiddenAt = Date.now();
-      } else options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
+      } else {
+        options.status.waiting('could not read the shard Leases yet');
+        options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
+      }
     }
     await sleep(le.retryPeriodSeconds * 1000, signal);
   }

@@ -141,6 +141,81 @@ describe('deploy RBAC against the calls relsync makes (audit log)', () => {
   });
 });
 
+/**
+ * Issue #35, point 6: the RBAC of a release before sharding (no list on Leases), restored by a
+ * rollback while replicas of a sharded config may still run. Such a leader cannot see shard holders,
+ * so it must not lead blind: it holds its Lease, writes nothing, says why on /readyz and in its log,
+ * and goes on by itself once list is granted again.
+ */
+describe('a leader that may not list Leases (the RBAC of a release before sharding)', () => {
+  let tenant: ControlPlane;
+  let service: ControlPlane;
+  let relsync: RelsyncProcess | undefined;
+  let dir: string;
+  const kubectl = (...args: string[]) => spawnSync(kubectlPath(), ['--kubeconfig', service.kubeconfigPath, ...args], { encoding: 'utf8' });
+  const audit = () => readFileSync(service.auditLogPath!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent & { requestReceivedTimestamp: string }).filter((e) => e.user.username === RELSYNC_USER);
+  const readyz = async (p: RelsyncProcess) => {
+    const res = await fetch(`http://127.0.0.1:${p.httpPort}/readyz`);
+    return `${res.status} ${await res.text()}`;
+  };
+  const role = () => parseAllDocuments(readFileSync(join(deploy, 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules: Rule[] }).find((d) => d.kind === 'Role' && d.metadata.name === 'relsync')!;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-rbac-old-'));
+    [tenant, service] = await Promise.all([startControlPlane('tenant-a'), startControlPlane('service', { audit: true })]);
+    await Promise.all([installCrd(tenant.kubeConfig), installCrd(service.kubeConfig)]);
+    assert.equal(kubectl('apply', '-k', deploy).status, 0);
+    // The Role as a release before sharding had it: every rule but list on Leases.
+    const old = role();
+    old.rules = old.rules.filter((r) => !(r.resources.includes('leases') && r.verbs.includes('list')));
+    const applied = spawnSync(kubectlPath(), ['--kubeconfig', service.kubeconfigPath, 'apply', '-n', 'relsync-system', '-f', '-'], { input: JSON.stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', ...old }), encoding: 'utf8' });
+    assert.equal(applied.status, 0, applied.stderr);
+  });
+
+  after(async () => {
+    if (relsync?.child.exitCode === null) await relsync.stop();
+    await Promise.all([tenant?.stop(), service?.stop()]);
+  });
+
+  it('holds its Lease but writes nothing, says why, and leads once list is granted', async () => {
+    const token = kubectl('create', 'token', 'relsync', '-n', 'relsync-system', '--duration=2h');
+    assert.equal(token.status, 0, token.stderr);
+    const serviceKubeconfig = join(dir, 'service.yaml');
+    const admin = parse(readFileSync(service.kubeconfigPath, 'utf8')) as { users: Array<{ user: Record<string, string> }> };
+    admin.users[0]!.user = { token: token.stdout.trim() };
+    writeFileSync(serviceKubeconfig, JSON.stringify(admin));
+    const config = parse(readFileSync(join(deploy, 'config.yaml'), 'utf8')) as Record<string, unknown> & { leaderElection: Record<string, unknown> };
+    config.platformClusters = [{ name: 'tenant-a', kubeconfig: tenant.kubeconfigPath }];
+    config.serviceCluster = { name: 'service', kubeconfig: serviceKubeconfig };
+    config.store = { path: join(dir, 'relsync.db') };
+    config.leaderElection = { ...config.leaderElection, namespace: 'relsync-system', retryPeriodSeconds: 1 };
+    const a = new ClusterClient('tenant-a', tenant.kubeConfig);
+    const svc = new ClusterClient('service', service.kubeConfig);
+    await a.ensureNamespace('shop');
+    await a.putConfigMap('shop', 'cfg', { v: '1' });
+    await a.createDatabase('shop', 'orders', { configMapName: 'cfg' });
+    relsync = await startRelsync(writeConfig(dir, config), join(dir, 'relsync.log'));
+
+    await relsync.waitForLog('the error that names the missing grant', /may not list Leases/, 30_000);
+    const leaseHolder = (kubectl('get', 'lease', '-n', 'relsync-system', `relsync-${String(config.agentName)}`, '-o', 'jsonpath={.spec.holderIdentity}').stdout);
+    assert.ok(leaseHolder.length > 0, 'it holds the leader Lease');
+    assert.match(await readyz(relsync), /^503 .*leads, but waits: may not list Leases/s);
+    // Provably seen after the primary and its ConfigMap existed: two more refused LISTs of Leases.
+    const since = new Date().toISOString();
+    await eventually('two more refused LISTs of Leases', async () => audit().filter((e) => e.verb === 'list' && e.objectRef?.resource === 'leases' && e.responseStatus?.code === 403 && e.requestReceivedTimestamp > since).length >= 2 || undefined, 30_000);
+    const writes = audit().filter((e) => ['create', 'update', 'patch', 'delete'].includes(e.verb) && e.objectRef?.resource !== 'leases' && (e.responseStatus?.code ?? 0) < 300).map(summary);
+    assert.deepEqual(writes, [], 'writes of a leader that cannot see shard holders');
+    const copyNs = defaultCopyNamespace('tenant-a', 'shop');
+    assert.equal(await svc.database(copyNs, 'orders'), undefined, 'no copy while it waits');
+
+    // The grant comes back: it leads by itself, without a restart.
+    assert.equal(kubectl('apply', '-k', deploy).status, 0);
+    await svc.copyOf(copyNs, 'orders', 60_000);
+    await eventually('the related copy', () => svc.configMap(copyNs, 'cfg'), 30_000);
+    await eventually('ready', async () => (await readyz(relsync!)).startsWith('200') || undefined, 30_000);
+  });
+});
+
 function summary(e: AuditEvent): string {
   const o = e.objectRef ?? {};
   return `${e.verb} ${o.resource ?? '?'}${o.apiGroup ? `.${o.apiGroup}` : ''}${o.subresource ? `/${o.subresource}` : ''}${o.namespace ? ` -n ${o.namespace}` : ''}${o.name ? ` ${o.name}` : ''} → ${e.responseStatus?.code ?? '?'}`;
