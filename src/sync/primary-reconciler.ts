@@ -40,7 +40,7 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter, type RemovalReason } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { APPLIED_HASH_ANNOTATION, finalizerName, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
+import { agentSelector, APPLIED_HASH_ANNOTATION, finalizerName, isRelatedCopy, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { AdoptionRefusals } from './adoption.js';
@@ -464,26 +464,52 @@ export class PrimaryReconciler {
   }
 
   /**
-   * Where the naming puts this primary's copy, for a primary the store has no record of (its
-   * removeCopy checks the marks: a name that misses the copy deletes nothing). A name that cannot
-   * be rendered now (fields the tenant changed, a workspace path not known) is said and left to
-   * the sweep, which finds the copy by its marks once its primary is gone: the tenant cannot hold
-   * a finalizer, and a worker, with a name it broke.
+   * The copy of a primary the store has no record of (a lost, older or another shard's store), found
+   * by its marks: first where the naming puts it, then — the name renders from fields the tenant may
+   * have changed since the copy was written — among this agent's copies in the copy namespace (one
+   * LIST, on this rare path only). A copy that cannot be found so (a namespace that cannot be
+   * rendered now, a cluster-scoped copy that moved) is said and left to the sweep, which finds it by
+   * its marks once its primary is gone: the tenant cannot hold a finalizer, and a worker, with a
+   * name it broke.
    */
   private async namedCopyOf(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject): Promise<ObjectIdentity | undefined> {
-    try {
-      const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster) : undefined;
-      const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
-      const namespace = resource.copyType.namespaced ? this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context) : '';
-      const name = resource.naming.name.render(context);
-      const problem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(namespace)) : undefined) ?? prefixed('copy name', objectNameProblem(name));
-      if (problem) throw new Error(problem);
-      return { cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace, name };
-    } catch (err) {
+    const service = this.deps.clusters.service.name;
+    const copyType = resource.copyType;
+    const at = (namespace: string, name: string): ObjectIdentity => ({ cluster: service, group: copyType.group, resource: copyType.resource, namespace, name });
+    const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster).catch((err: unknown) => {
       if (err instanceof ReadAgainLive) throw err;
-      this.deps.logger.warn({ primary: describeIdentity(id), err: (err as Error).message }, 'a primary without a record in the store is let go, but where its copy is cannot be told now; the sweep removes the copy once it finds it (by its marks) without a primary');
+      return undefined; // a path not known now: a naming that uses it does not render, and the copy is looked for by its marks
+    }) : undefined;
+    const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
+    const rendered = (what: string, render: () => string, problem: (v: string) => string | undefined): string | undefined => {
+      try {
+        const value = render();
+        const wrong = prefixed(what, problem(value));
+        if (!wrong) return value;
+        this.deps.logger.info({ primary: describeIdentity(id), problem: wrong }, 'the copy of a primary without a record is not where the naming puts it now');
+      } catch (err) {
+        this.deps.logger.info({ primary: describeIdentity(id), problem: `${what}: ${(err as Error).message}` }, 'the copy of a primary without a record is not where the naming puts it now');
+      }
       return undefined;
+    };
+    const namespace = copyType.namespaced ? rendered('copy namespace', () => this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context), namespaceProblem) : '';
+    const name = rendered('copy name', () => resource.naming.name.render(context), objectNameProblem);
+    const copies = this.deps.clusters.client(service, copyType);
+    // API errors propagate: the reconcile fails and is retried, the finalizer stays.
+    if (namespace !== undefined && name !== undefined) {
+      const there = await copies.get(namespace, name);
+      if (there && this.writer.isMarkedCopyOf(there, id)) return at(namespace, name);
     }
+    if (copyType.namespaced && namespace !== undefined) {
+      for await (const page of copies.pages({ namespace, labelSelector: agentSelector(this.deps.agentName) })) {
+        const copy = page.items.find((o) => this.writer.isMarkedCopyOf(o, id) && !isRelatedCopy(o));
+        if (copy?.metadata.name) return at(namespace, copy.metadata.name);
+      }
+      return undefined; // no copy of it in its copy namespace: nothing to wait for
+    }
+    if (name !== undefined) return undefined;
+    this.deps.logger.warn({ primary: describeIdentity(id) }, 'a primary without a record in the store is let go, but where its copy is cannot be told now; the sweep removes the copy once it finds it (by its marks) without a primary');
+    return undefined;
   }
 
   /** Removes the copy and the related copies only this primary owned, then lets the primary go. */

@@ -210,9 +210,11 @@ describe('correct with any store', () => {
     const ns = 'gone-while-lost';
     const copyNs = defaultCopyNamespace('tenant-a', ns);
     await a.ensureNamespace(ns);
-    await a.createDatabase(ns, 'doomed', {}, { suite: 'gone-while-lost' });
+    await a.putConfigMap(ns, 'doomed-cfg', { v: '1' });
+    await a.createDatabase(ns, 'doomed', { configMapName: 'doomed-cfg' }, { suite: 'gone-while-lost' });
     let relsync = await sut.start();
     await svc.copyOf(copyNs, 'doomed');
+    await eventually('the related copy', () => svc.configMap(copyNs, 'doomed-cfg'), 30_000);
     // The operator holds the copy until it has deprovisioned.
     await svc.updateDatabase(copyNs, 'doomed', (db) => (db.metadata.finalizers = ['operator.example/deprovision']));
     await sut.stop(relsync);
@@ -229,6 +231,9 @@ describe('correct with any store', () => {
     const heldUntil = Date.now();
     await svc.updateDatabase(copyNs, 'doomed', (db) => (db.metadata.finalizers = []));
     await eventually('the primary is released once its copy is gone', async () => (await a.database(ns, 'doomed')) === undefined, 30_000);
+    // Its related copy is found without a record too: the sweep that completed the cluster's claims
+    // (the startup sweep, forced on a lost store) saw it claimed by no primary it reconciled.
+    assert.equal(await svc.configMap(copyNs, 'doomed-cfg'), undefined, 'the related copy of a primary deleted while the store was lost is gone by its release');
     console.log(`a primary deleted while the store was lost: held while its copy was, released ${Date.now() - heldUntil} ms after the operator let the copy go`);
     await sut.stop(relsync);
   });
