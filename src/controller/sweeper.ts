@@ -396,7 +396,7 @@ export class Sweeper {
     const claims = this.options.claims;
     if (claims) {
       claims.markComplete([...primaryClusters].filter((c) => primaryLists.complete(c) && !claimsUnknown.has(c)));
-      const { copies: decidable, overflowed } = claims.takeDecidable();
+      const { copies: decidable, overflowed } = claims.takeDecidable(isUnsure);
       for (const deferred of decidable) {
         try {
           await this.deleteIfUnclaimed(deferred.destination, deferred.type);

@@ -73,11 +73,16 @@ export class ClaimKnowledge {
     this.perCluster.set(copy.claimants, held + 1);
   }
 
-  /** The copies left in place whose cluster is complete now, forgotten here; and whether any others overflowed. */
-  takeDecidable(): { copies: DeferredCopy[]; overflowed: number } {
+  /**
+   * The copies left in place whose cluster is complete now, forgotten here; and whether any others
+   * overflowed. `unsure`: clusters where the deciding sweep kept a primary as it was (a conflict, a
+   * rule it could not evaluate): its stored relations stand for its claims, and with an older store
+   * they may be older than the copies it made since, so its cluster's copies stay for a later sweep.
+   */
+  takeDecidable(unsure: (cluster: string) => boolean = () => false): { copies: DeferredCopy[]; overflowed: number } {
     const copies: DeferredCopy[] = [];
     for (const [key, copy] of this.deferred) {
-      if (!this.complete(copy.claimants)) continue;
+      if (!this.complete(copy.claimants) || unsure(copy.claimants)) continue;
       copies.push(copy);
       this.deferred.delete(key);
       const held = (this.perCluster.get(copy.claimants) ?? 1) - 1;
