@@ -6,6 +6,7 @@ import { loadConfig } from '../config/load-config.js';
 import { openStore } from '../store/database.js';
 import { logicalClustersWithPrimaries, primariesMatching, relationsOfObject, relationsOfPrimary, selectorsOfPrimary, type ObjectQuery } from '../store/inspect-queries.js';
 import type { PrimariesTable, RelationsTable } from '../store/schema.js';
+import { printable } from './printable.js';
 import { printTable } from './table.js';
 import { shardStatusPath, type ShardStatusFile } from '../controller/shard-term.js';
 
@@ -149,7 +150,7 @@ export async function inspectPrimary(type: string, object: string, options: Insp
   }
   for (const { primary: p, relations, selectors } of result) {
     console.log(`${p.cluster}:${typeOf(p.group, p.resource)}:${p.namespace}/${p.name}  copy ${copyOf(p)}  state ${p.state}  last synced ${p.last_synced_at ?? '-'}`);
-    if (p.message) console.log(`  ${p.message}`);
+    if (p.message) console.log(`  ${printable(p.message)}`);
     if (relations.length === 0) console.log('  no related objects');
     else printTable(relations.map(relationColumns), ['rule', 'origin', 'source', 'destination', 'state', 'lastSynced']);
     for (const s of selectors) console.log(`  selector of rule ${s.rule}: ${s.selector} in ${s.scope}`);

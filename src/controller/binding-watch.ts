@@ -74,7 +74,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     if (change) {
       logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
       // Bound again after an unbind: what the store still holds of it is looked at afresh.
-      if (change === 'rebound') for (const p of await store.primariesOfCluster(cluster)) enqueue(p.id);
+      if (change === 'rebound') for (const id of await store.primariesOfCluster(cluster)) enqueue(id);
       if (objectWatchesRunning) options.relist(cluster);
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
@@ -100,7 +100,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
       logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace no longer binds the export; nothing of it is left, relsync forgets it');
       return;
     }
-    for (const p of primaries) enqueue(p.id);
+    for (const id of primaries) enqueue(id);
     logger.warn({ cluster: platform, logicalCluster: cluster, primaries: primaries.length }, 'a workspace no longer binds the export; removing the copies of its primaries');
   };
 

@@ -140,7 +140,7 @@ export class EventRouter {
     if (selectedBy) for (const key of await this.options.namespaces!.changed(cluster, object, change, keep)) add(key);
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
-      for (const p of all) add(this.keyFor(p.id));
+      for (const p of all) add(this.keyFor(p));
       this.options.cache?.observe(id, change === 'DELETED' ? undefined : object);
       for (const key of keys.values()) this.options.enqueue(key);
       this.options.metrics?.observeFanout(metricsCluster, keys.size);
@@ -272,7 +272,7 @@ export class EventRouter {
     };
     const primaryResource = this.resourceFor(type.group, type.resource);
     if (primaryResource && this.platforms.has(cluster)) {
-      for (const p of await this.options.store.primariesOfType(cluster, type.group, type.resource)) expect(p.id, p.id);
+      for (const id of await this.options.store.primariesOfType(cluster, type.group, type.resource)) expect(id, id);
     }
     if (cluster === this.options.serviceCluster && this.resourceByCopyType(type)) {
       for (const p of await this.options.store.primariesByCopyType(cluster, type.group, type.resource)) expect(p.copy, p.id);

@@ -303,7 +303,7 @@ export class Sweeper {
         }
         // Stored but not listed: deleted while nobody watched.
         for (const cluster of covered) {
-          if (resource && clusters.isPlatform(cluster)) for (const p of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, p.id);
+          if (resource && clusters.isPlatform(cluster)) for (const id of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, id);
         }
       }
       if (snapshot.overBudget.length > 0) {

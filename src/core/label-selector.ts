@@ -3,6 +3,7 @@
  * value is wrong, matching against a label map, and the query-string form the
  * API server takes.
  */
+import { quote } from './quote.js';
 
 export interface SelectorRequirement {
   readonly key: string;
@@ -24,10 +25,10 @@ export function labelKeyProblem(key: string): string | undefined {
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
   if (prefix !== undefined && (prefix.length > 253 || !dnsSubdomain.test(prefix))) {
-    return `label key "${key}": prefix "${prefix}" must be a DNS subdomain of at most 253 characters`;
+    return `label key ${quote(key)}: prefix ${quote(prefix)} must be a DNS subdomain of at most 253 characters`;
   }
   if (name.length === 0 || name.length > 63 || !namePart.test(name)) {
-    return `label key "${key}": name "${name}" must be 1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`;
+    return `label key ${quote(key)}: name ${quote(name)} must be 1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`;
   }
   return undefined;
 }
@@ -35,7 +36,7 @@ export function labelKeyProblem(key: string): string | undefined {
 /** Why `value` is not a valid label value, or undefined when it is. */
 export function labelValueProblem(value: string): string | undefined {
   if (value.length > 63 || !valuePattern.test(value)) {
-    return `label value "${value}" must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`;
+    return `label value ${quote(value)} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric`;
   }
   return undefined;
 }

@@ -103,36 +103,50 @@ function findClose(text: string, open: number): number {
   return -1;
 }
 
-/** Every value the path reaches, in document order. */
-export function evaluateJsonPath(path: JsonPath, root: unknown): unknown[] {
-  let current: unknown[] = [root];
-  for (const step of path.steps) {
-    const next: unknown[] = [];
-    for (const value of current) {
-      if (step.kind === 'field' || (step.kind === 'elementOrKey' && !Array.isArray(value))) {
-        if (value && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, step.name)) {
-          next.push((value as Record<string, unknown>)[step.name]);
-        }
-      } else if (step.kind === 'elementOrKey') {
-        if (step.index < (value as unknown[]).length) next.push((value as unknown[])[step.index]);
-      } else if (Array.isArray(value)) {
-        if (step.kind === 'all') next.push(...value);
-        else if (step.index < value.length) next.push(value[step.index]);
-      }
+/**
+ * The values the path reaches, in document order, at most `limit` of them: a tenant's list may
+ * hold a hundred thousand names, and only the first ones are ever used (related-finder.ts caps
+ * them), so the walk stops there instead of visiting every element (and a spread of a huge
+ * array, which throws).
+ */
+export function evaluateJsonPath(path: JsonPath, root: unknown, limit = Number.POSITIVE_INFINITY): unknown[] {
+  const found: unknown[] = [];
+  // Depth first, children in order: the same order as stepping through the whole document level by level.
+  const walk = (value: unknown, at: number): void => {
+    if (found.length >= limit || value === undefined || value === null) return;
+    const step = path.steps[at];
+    if (!step) {
+      found.push(value);
+      return;
     }
-    current = next;
-  }
-  return current.filter((v) => v !== undefined && v !== null);
+    if (step.kind === 'field' || (step.kind === 'elementOrKey' && !Array.isArray(value))) {
+      if (value && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, step.name)) walk((value as Record<string, unknown>)[step.name], at + 1);
+    } else if (step.kind === 'elementOrKey') {
+      if (step.index < (value as unknown[]).length) walk((value as unknown[])[step.index], at + 1);
+    } else if (Array.isArray(value)) {
+      if (step.kind === 'all') {
+        for (let i = 0; i < value.length && found.length < limit; i++) walk(value[i], at + 1);
+      } else if (step.index < value.length) walk(value[step.index], at + 1);
+    }
+  };
+  walk(root, 0);
+  return found;
 }
 
-/** The non-empty strings a path reaches; other values are reported, not coerced. */
-export function stringsAt(path: JsonPath, root: unknown): { values: string[]; invalid: unknown[] } {
+/**
+ * The non-empty strings a path reaches, at most `limit` values looked at (strings or not); other
+ * values are reported, not coerced. `more`: the path reaches values beyond the limit.
+ */
+export function stringsAt(path: JsonPath, root: unknown, limit = Number.POSITIVE_INFINITY): { values: string[]; invalid: unknown[]; more?: true } {
   const values: string[] = [];
   const invalid: unknown[] = [];
-  for (const v of evaluateJsonPath(path, root)) {
+  const reached = evaluateJsonPath(path, root, limit === Number.POSITIVE_INFINITY ? limit : limit + 1);
+  const more = reached.length > limit;
+  if (more) reached.length = limit;
+  for (const v of reached) {
     if (typeof v === 'string') {
       if (v !== '') values.push(v);
     } else invalid.push(v);
   }
-  return { values, invalid };
+  return more ? { values, invalid, more } : { values, invalid };
 }

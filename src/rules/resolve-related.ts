@@ -11,6 +11,7 @@ import { stringsAt } from './json-path.js';
 import type { TemplateContext } from './template.js';
 import type { NameRewrite, ResolvedRule } from './rule.js';
 import { compositeKey } from '../core/composite-key.js';
+import { quote } from '../core/quote.js';
 
 export interface RelatedPair {
   readonly source: ObjectIdentity;
@@ -19,9 +20,17 @@ export interface RelatedPair {
 
 export interface Resolution {
   readonly pairs: RelatedPair[];
-  /** Problems for the primary's owner: bad names, non-string values, unpaired names. */
+  /** Problems for the primary's owner: bad names, non-string values, unpaired names (at most MAX_RULE_PROBLEMS, then a count). */
   readonly problems: string[];
+  /** The rule names more objects than the limit it was resolved with: `pairs` are the first of them. */
+  readonly more?: boolean;
 }
+
+/** Problems said per rule and primary: a list of a hundred thousand bad names is not a hundred thousand Events. */
+export const MAX_RULE_PROBLEMS = 10;
+
+/** Longer than any object name: not a name, and never given to a rewrite's regex. */
+const MAX_NAME = 253;
 
 export interface ResolveInput {
   readonly rule: ResolvedRule;
@@ -48,7 +57,7 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Why a rendered namespace cannot be used ("is empty", ...), or undefined. */
 export function namespaceProblem(namespace: string): string | undefined {
   if (namespace === '') return 'is empty';
-  if (namespace.length > 63 || !dnsLabel.test(namespace)) return `"${namespace}" is not a valid namespace name (a DNS label of at most 63 characters)`;
+  if (namespace.length > 63 || !dnsLabel.test(namespace)) return `${quote(namespace)} is not a valid namespace name (a DNS label of at most 63 characters)`;
   return undefined;
 }
 
@@ -76,25 +85,30 @@ export function sidesOf(input: ResolveInput): Sides {
   };
 }
 
-/** Reference and template rules: names computed from the primary (and its copy) alone. */
-export function resolveRelated(input: ResolveInput): Resolution {
+/**
+ * Reference and template rules: names computed from the primary (and its copy) alone; at most
+ * `limit` values of a reference path are looked at (a wildcard over a tenant's list).
+ */
+export function resolveRelated(input: ResolveInput, limit = Number.POSITIVE_INFINITY): Resolution {
   const { rule, context } = input;
   const sides = sidesOf(input);
   const problems: string[] = [];
   let names: Array<{ source: string; destination: string | undefined }>;
+  let more = false;
   const finder = rule.finder;
   if (finder.kind === 'reference') {
-    const found = stringsAt(finder.path, sides.sourceObject);
+    const found = stringsAt(finder.path, sides.sourceObject, limit);
+    more = found.more === true;
     for (const v of found.invalid) problems.push(`rule ${rule.id}: ${finder.path.source} yields ${kindOf(v)}, not a name`);
     let destNames: string[] | undefined;
     if (finder.destinationPath) {
-      const d = stringsAt(finder.destinationPath, sides.destObject);
+      const d = stringsAt(finder.destinationPath, sides.destObject, limit);
       for (const v of d.invalid) problems.push(`rule ${rule.id}: ${finder.destinationPath.source} yields ${kindOf(v)}, not a name`);
       destNames = d.values;
     }
     names = found.values.map((source, i) => ({
       source,
-      destination: destNames ? destNames[i] : rewrite(finder.rewrite, source, context),
+      destination: destNames ? destNames[i] : source.length > MAX_NAME ? source : rewrite(finder.rewrite, source, context),
     }));
     if (destNames && destNames.length < found.values.length) {
       problems.push(
@@ -109,7 +123,7 @@ export function resolveRelated(input: ResolveInput): Resolution {
   } else {
     throw new Error(`rule ${rule.id}: ${finder.kind} rules are resolved from listed objects (pairsForObjects)`);
   }
-  return toPairs(input, sides, names, problems);
+  return { ...toPairs(input, sides, names, problems), ...(more ? { more } : {}) };
 }
 
 /** Selector and inverse rules: the objects the reconciler found, with their destination names. */
@@ -120,7 +134,7 @@ export function pairsForObjects(input: ResolveInput, objects: readonly KubeObjec
   const sides = sidesOf(input);
   const names = objects.map((o) => {
     const source = o.metadata.name ?? '';
-    return { source, destination: rewrite(rw, source, { ...context, related: o }), namespace: o.metadata.namespace };
+    return { source, destination: source.length > MAX_NAME ? source : rewrite(rw, source, { ...context, related: o }), namespace: o.metadata.namespace };
   });
   return toPairs(input, sides, names, []);
 }
@@ -139,12 +153,12 @@ function toPairs(
     const sourceNamespace = namespace ?? sides.sourceNamespace;
     const bad = objectNameProblem(source);
     if (bad) {
-      problems.push(`rule ${rule.id}: source name "${source}" ${bad}`);
+      problems.push(`rule ${rule.id}: source name ${quote(source)} ${bad}`);
       continue;
     }
     const badNamespace = rule.sourceType.namespaced ? namespaceProblem(sourceNamespace) : undefined;
     if (badNamespace) {
-      problems.push(`rule ${rule.id}: the source namespace of "${source}" ${badNamespace}`);
+      problems.push(`rule ${rule.id}: the source namespace of ${quote(source)} ${badNamespace}`);
       continue;
     }
     const badDestNamespace = rule.destinationType.namespaced ? namespaceProblem(sides.destNamespace) : undefined;
@@ -154,7 +168,7 @@ function toPairs(
     }
     const badDest = objectNameProblem(dest);
     if (badDest) {
-      problems.push(`rule ${rule.id}: destination name "${dest}" ${badDest}`);
+      problems.push(`rule ${rule.id}: destination name ${quote(dest)} ${badDest}`);
       continue;
     }
     const key = compositeKey(sourceNamespace, source, dest);
@@ -165,7 +179,13 @@ function toPairs(
       destination: { cluster: sides.destCluster, group: rule.destinationType.group, resource: rule.destinationType.resource, namespace: rule.destinationType.namespaced ? sides.destNamespace : '', name: dest },
     });
   }
-  return { pairs, problems };
+  return { pairs, problems: capProblems(rule.id, problems) };
+}
+
+/** The first MAX_RULE_PROBLEMS problems, and how many more there were. */
+function capProblems(ruleId: string, problems: string[]): string[] {
+  if (problems.length <= MAX_RULE_PROBLEMS) return problems;
+  return [...problems.slice(0, MAX_RULE_PROBLEMS), `rule ${ruleId}: ${problems.length - MAX_RULE_PROBLEMS} more problem(s) like these`];
 }
 
 function rewrite(rw: NameRewrite | undefined, value: string, context: TemplateContext): string {

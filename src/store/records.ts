@@ -5,6 +5,7 @@
  */
 import { fromColumns, type ObjectIdentity } from '../core/identity.js';
 import type { PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
+import { capped } from '../core/quote.js';
 
 export interface PrimaryRecord {
   readonly id: ObjectIdentity;
@@ -78,5 +79,16 @@ export function toRelation(row: RelationsTable): RelationRecord {
     lastSyncedAt: row.last_synced_at,
     versions: row.source_version !== null && row.dest_version !== null ? { source: row.source_version, destination: row.dest_version } : null,
   };
+}
+
+/**
+ * At most this many characters of a message are stored (a primary's or a relation's): messages
+ * quote a tenant's values, and every row is read again at each start and sweep (issue #36).
+ */
+export const MAX_STORED_MESSAGE = 1024;
+
+/** A message as the store keeps it: cut to MAX_STORED_MESSAGE, saying how long it was. */
+export function storedMessage(message: string | null): string | null {
+  return message === null ? null : capped(message, MAX_STORED_MESSAGE);
 }
 

@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, identityKey, sameIdentity, type IdentityColumns, type ObjectIdentity } from '../core/identity.js';
 import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTable } from './schema.js';
-import { toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
+import { copyOfRow, MAX_STORED_MESSAGE, storedMessage, toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorLabelKeys, SelectorRecord } from './selector-index.js';
 import * as sweepQueries from './sweep-queries.js';
@@ -73,10 +73,10 @@ export class RelationStore {
     return row ? toPrimary(row) : undefined;
   }
 
-  /** The primaries of one type in one cluster (used on relist, never per event). */
-  async primariesOfType(cluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
-    const rows = await this.db.selectFrom('primaries').selectAll().where('cluster', '=', cluster).where('group', '=', group).where('resource', '=', resource).execute();
-    return rows.map(toPrimary);
+  /** The primaries of one type in one cluster, their identities only (used on relist, never per event). */
+  async primariesOfType(cluster: string, group: string, resource: string): Promise<ObjectIdentity[]> {
+    const rows = await this.db.selectFrom('primaries').select(['cluster', 'group', 'resource', 'namespace', 'name']).where('cluster', '=', cluster).where('group', '=', group).where('resource', '=', resource).execute();
+    return rows.map((row) => fromColumns('', row));
   }
 
   /** The stored primaries of a type in one namespace (by the primary key's prefix): a namespace's labels changed. */
@@ -85,11 +85,11 @@ export class RelationStore {
     return rows.map((row) => fromColumns('', row));
   }
 
-  /** Every primary of a cluster (or of all clusters): only for the bench's fan-out comparison. */
-  async primariesOfCluster(cluster: string | undefined): Promise<PrimaryRecord[]> {
-    let query = this.db.selectFrom('primaries').selectAll();
+  /** Every primary of a cluster (or of all clusters), their identities only: a workspace bound again or unbound; the bench's fan-out comparison. */
+  async primariesOfCluster(cluster: string | undefined): Promise<ObjectIdentity[]> {
+    let query = this.db.selectFrom('primaries').select(['cluster', 'group', 'resource', 'namespace', 'name']);
     if (cluster !== undefined) query = query.where('cluster', '=', cluster);
-    return (await query.execute()).map(toPrimary);
+    return (await query.execute()).map((row) => fromColumns('', row));
   }
 
   /** How many primaries of this cluster the store holds (a range of the primary key). */
@@ -108,21 +108,23 @@ export class RelationStore {
     return (await this.db.selectFrom('primaries').select('name').where('cluster', '=', cluster).limit(1).executeTakeFirst()) !== undefined;
   }
 
-  /** Primaries whose copies are of this type in this cluster (used on relist of copies, never per event). */
-  async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<PrimaryRecord[]> {
-    const rows = await this.db.selectFrom('primaries').selectAll().where('copy_cluster', '=', copyCluster).where('copy_group', '=', group).where('copy_resource', '=', resource).execute();
-    return rows.map(toPrimary);
+  /** Primaries whose copies are of this type in this cluster, and those copies (used on relist of copies, never per event). */
+  async primariesByCopyType(copyCluster: string, group: string, resource: string): Promise<Array<{ id: ObjectIdentity; copy: ObjectIdentity }>> {
+    const rows = await this.db.selectFrom('primaries').select(['cluster', 'group', 'resource', 'namespace', 'name', 'copy_cluster', 'copy_group', 'copy_resource', 'copy_namespace', 'copy_name']).where('copy_cluster', '=', copyCluster).where('copy_group', '=', group).where('copy_resource', '=', resource).execute();
+    return rows.map((row) => ({ id: fromColumns('', row), copy: copyOfRow(row) }));
   }
 
   /**
-   * Relations whose source or destination is of this type in this cluster
-   * (used on relist to find objects that vanished while nobody watched).
+   * Relations whose source or destination is of this type in this cluster, their three identities
+   * only (used on relist to find objects that vanished while nobody watched).
    */
-  async relationsTouchingType(cluster: string, group: string, resource: string): Promise<RelationRecord[]> {
-    const bySource = await this.db.selectFrom('relations').selectAll().where('source_cluster', '=', cluster).where('source_group', '=', group).where('source_resource', '=', resource).execute();
-    const byDest = await this.db.selectFrom('relations').selectAll().where('dest_cluster', '=', cluster).where('dest_group', '=', group).where('dest_resource', '=', resource).execute();
-    return [...bySource, ...byDest].map(toRelation);
+  async relationsTouchingType(cluster: string, group: string, resource: string): Promise<Array<Pick<RelationRecord, 'primary' | 'source' | 'destination'>>> {
+    const endpoints = [...identityParams('primary_'), ...identityParams('source_'), ...identityParams('dest_')];
+    const bySource = await this.db.selectFrom('relations').select(endpoints).where('source_cluster', '=', cluster).where('source_group', '=', group).where('source_resource', '=', resource).execute();
+    const byDest = await this.db.selectFrom('relations').select(endpoints).where('dest_cluster', '=', cluster).where('dest_group', '=', group).where('dest_resource', '=', resource).execute();
+    return [...bySource, ...byDest].map((row) => ({ primary: fromColumns('primary_', row), source: fromColumns('source_', row), destination: fromColumns('dest_', row) }));
   }
+
 
   /** The primary whose copy is this object, found by index on the copy's location. */
   async primaryByCopy(copy: ObjectIdentity): Promise<PrimaryRecord | undefined> {
@@ -188,6 +190,8 @@ export class RelationStore {
     known?: KnownRows,
   ): Promise<void> {
     const at = this.now().toISOString();
+    primary = { ...primary, message: storedMessage(primary.message) };
+    relations = relations.map((r) => (r.message !== null && r.message.length > MAX_STORED_MESSAGE ? { ...r, message: storedMessage(r.message) } : r));
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
     if (await this.holds(primary, relations, selectors, known)) {
@@ -267,7 +271,7 @@ export class RelationStore {
       .set({
         state: outcome.state,
         content_hash: outcome.contentHash,
-        message: outcome.message,
+        message: storedMessage(outcome.message),
         source_version: outcome.versions?.source ?? null,
         dest_version: outcome.versions?.destination ?? null,
         ...(outcome.state === 'synced' ? { last_synced_at: at } : {}),
@@ -279,7 +283,7 @@ export class RelationStore {
 
   /** A state other than a complete sync's: the versions of the last one no longer vouch for anything. */
   async setPrimaryState(id: ObjectIdentity, state: PrimaryState, message: string | null): Promise<void> {
-    await this.db.updateTable('primaries').set({ state, message, synced_version: null, copy_version: null, synced_config: null }).where((eb) => eb.and(columns('', id))).execute();
+    await this.db.updateTable('primaries').set({ state, message: storedMessage(message), synced_version: null, copy_version: null, synced_config: null }).where((eb) => eb.and(columns('', id))).execute();
   }
 
   /** Forgets a primary; its relations go with it (ON DELETE CASCADE). */

@@ -41,6 +41,8 @@ export interface Found {
   readonly warned?: boolean;
   /** The rule could not be evaluated: its stored relations are kept as they are. */
   readonly keepStored?: boolean;
+  /** It names more objects than were looked at (resolveRelated's limit): the count is a floor. */
+  readonly more?: boolean;
 }
 
 /** One rule's phase-1 result for one primary. */
@@ -69,7 +71,8 @@ export class RelatedFinder {
   plan(input: ResolveInput): RulePlan {
     const { rule } = input;
     const finder = rule.finder;
-    if (finder.kind === 'reference' || finder.kind === 'template') return { input, named: resolveRelated(input) };
+    // One past the limit, as selector lists: capRelated then says there were more, and no more names are stored or probed.
+    if (finder.kind === 'reference' || finder.kind === 'template') return { input, named: resolveRelated(input, this.listLimit()) };
     if (finder.kind === 'selector') {
       const sides = sidesOf(input);
       const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
@@ -152,7 +155,8 @@ export class RelatedFinder {
     for (let i = 0; i < found.length; i++) {
       const f = found[i]!;
       if (f.keepStored) continue;
-      if (f.pairs.length <= left) {
+      // A rule that names more than it was resolved with is over the limit, however few pairs its first names made.
+      if (f.pairs.length <= left && f.more !== true) {
         left -= f.pairs.length;
         continue;
       }
@@ -161,9 +165,9 @@ export class RelatedFinder {
       const sorted = [...f.pairs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
       const limit = this.deps.limits?.relatedPerPrimary ?? 500;
       // Selector and inverse rules stop listing one past the limit (listLimit): their count is then a floor.
-      const listed = rule.finder.kind === 'selector' || rule.finder.kind === 'inverse';
-      const count = listed && f.pairs.length > limit ? `more than ${limit}` : String(f.pairs.length);
-      const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${left} of them are copied`;
+      const listed = rule.finder.kind === 'selector' || rule.finder.kind === 'inverse' || f.more === true;
+      const count = (listed && f.pairs.length > limit) || f.more === true ? `more than ${limit}` : String(f.pairs.length);
+      const problem = `rule ${f.plan.input.rule.id} finds ${count} object(s); relsync copies at most ${limit} related objects per primary (limits.relatedPerPrimary), so only ${Math.min(left, f.pairs.length)} of them are copied`;
       found[i] = { ...f, pairs: sorted.slice(0, left), problems: [...f.problems, problem] };
       left = 0;
       capped = true;

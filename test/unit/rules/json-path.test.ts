@@ -58,4 +58,13 @@ describe('json-path', () => {
       }),
     );
   });
+
+  it('looks at no more values than asked for, in document order, on a list too large to spread', () => {
+    const names = Array.from({ length: 300_000 }, (_, i) => `n${i}`);
+    const root = { spec: { a: [{ name: 'first' }], items: names.map((name) => ({ name })) } };
+    const found = stringsAt(parseJsonPath('.spec.items[*].name'), root, 3);
+    assert.deepEqual(found, { values: ['n0', 'n1', 'n2'], invalid: [], more: true });
+    assert.equal(stringsAt(parseJsonPath('.spec.items[*].name'), root).values.length, 300_000, 'without a limit: all of them, without a RangeError');
+    assert.deepEqual(stringsAt(parseJsonPath('.spec.a[*].name'), root, 3), { values: ['first'], invalid: [] });
+  });
 });

@@ -109,7 +109,35 @@ describe('relation store', () => {
     assert.equal(await store.primaryByCopy({ ...projected, group: 'demo.relsync.dev', resource: 'databases' }), undefined);
     assert.equal(await store.accounts(primary('other'), projected), true);
     assert.equal(await store.accounts(primary('other'), { ...projected, group: 'demo.relsync.dev', resource: 'databases' }), false, 'an object of the primary\'s type there is not its copy');
-    assert.deepEqual((await store.primariesByCopyType('service', 'service.example.com', 'stores')).map((p) => p.uid), ['u2']);
+    assert.deepEqual((await store.primariesByCopyType('service', 'service.example.com', 'stores')).map((p) => [p.id.name, p.copy.resource]), [['other', 'stores']]);
+    await opened.close();
+  });
+
+  it('cuts a schema-7 store\'s long messages once (migration 0008), and stores no long message since', async () => {
+    // A store written before messages were capped: a tenant's 2 MB reference value quoted whole.
+    const old = mkdtempSync(join(tmpdir(), 'relsync-migrations-7-'));
+    for (const f of readdirSync(migrationsDir).filter((f) => f < '0008')) copyFileSync(join(migrationsDir, f), join(old, f));
+    const path = join(dir, 'schema7.db');
+    const sqlite = new BetterSqlite3(path);
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+    assert.equal((await migrateToLatest(db, old)).at(-1), '0007_copy_types');
+    const huge = `rule config: source name "${'x'.repeat(2_000_000)}" is 2000000 characters long (at most 253)`;
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','error',?,'2026-01-01','2026-01-02',null,null,null,'demo.relsync.dev','databases')").run(huge);
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','ok','u2','service','copy-ns','ok','error','short','2026-01-01','2026-01-02',null,null,null,'demo.relsync.dev','databases')").run();
+    sqlite.prepare("insert into relations values ('tenant-a','demo.relsync.dev','databases','ns','db','config','platform','tenant-a','','configmaps','ns','c','service','','configmaps','copy-ns','c','error',null,?,'2026-01-02',null,null)").run(huge);
+    await db.destroy();
+
+    const opened = await openStore(path);
+    const store = new RelationStore(opened);
+    const message = (await store.primary(primary('db')))?.message ?? '';
+    assert.ok(message.length < 1100, `the stored message is cut (${message.length} characters)`);
+    assert.match(message, /^rule config: source name "x+… \(\d+ characters\)$/);
+    assert.equal((await store.primary(primary('ok')))?.message, 'short', 'a short message is kept as it is');
+    assert.ok(((await store.relationsOf(primary('db')))[0]?.message ?? '').length < 1100, 'the relation\'s message too');
+    await store.setPrimaryState(primary('ok'), 'error', huge);
+    assert.ok(((await store.primary(primary('ok')))?.message ?? '').length < 1100, 'a long message written since is cut');
+    await store.saveReconcile({ id: primary('ok'), uid: 'u2', copy: { ...primary('ok'), cluster: 'service', namespace: 'copy-ns' }, state: 'error', message: huge }, []);
+    assert.ok(((await store.primary(primary('ok')))?.message ?? '').length < 1100, 'and through a reconcile\'s save');
     await opened.close();
   });
 

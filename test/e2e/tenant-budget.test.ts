@@ -1,0 +1,149 @@
+// Hostile tenants, round two (issue #36): every byte and every name a tenant controls has a bounded
+// cost. One relsync runs as deploy/ runs it (its heap cap and allocator settings, deploy's rules:
+// `.spec.configMapName` and examples/'s wildcard `.spec.tlsSecrets[*]`); tenant-a plays the hostile
+// tenant, tenant-b the one who must not notice. Each case checks what relsync spends — heap,
+// store rows, requests — and that tenant-b's related changes keep arriving; a negative claim is
+// checked after a marker change of tenant-b's has provably been processed.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import { eventually } from '../harness/kube.js';
+import { asDeployed, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+
+type Names = 'tenant-a' | 'tenant-b' | 'service';
+const DEPLOYED = asDeployed();
+const HEAP_MB = Number(DEPLOYED.nodeArgs.find((a) => a.startsWith('--max-old-space-size='))?.split('=')[1]);
+/** Primaries of tenant-a whose reference holds LONG characters: more than the heap, if relsync kept them. */
+const LONG_PRIMARIES = 300;
+const LONG = 900 * 1024;
+/** Primaries of tenant-a whose wildcard reference lists NAMES names each. */
+const WIDE_PRIMARIES = 8;
+const NAMES = 30_000;
+const RELATED_PER_PRIMARY = 500;
+
+describe('hostile tenants, round two: a bounded cost for every input', () => {
+  let clusters: Clusters<Names>;
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let dir: string;
+  let configPath: string;
+  let relsync: RelsyncProcess;
+  const storePath = () => join(dir, 'relsync.db');
+  const query = <T>(sql: string, ...params: unknown[]): T => {
+    const db = new BetterSqlite3(storePath(), { readonly: true });
+    try {
+      return db.prepare(sql).get(...params) as T;
+    } finally {
+      db.close();
+    }
+  };
+  const start = async () => (relsync = await startRelsync(configPath, join(dir, 'relsync.log'), [], DEPLOYED));
+
+  /** Tenant-b changes its ConfigMap; resolves with the time it took to arrive in the service cluster. */
+  let marks = 0;
+  const bArrives = async (timeoutMs = 30_000): Promise<number> => {
+    const value = `mark-${++marks}`;
+    const at = Date.now();
+    await b.putConfigMap('app', 'cfg', { v: value });
+    await eventually(`tenant-b's change ${value}`, async () => (await svc.configMap(defaultCopyNamespace('tenant-b', 'app'), 'cfg'))?.data?.v === value || undefined, timeoutMs);
+    return Date.now() - at;
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-tenant-budget-'));
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
+    configPath = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: clusters.plane['tenant-a'].kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: clusters.plane['tenant-b'].kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
+      store: { path: storePath() },
+      resync: { schedule: '0 0 1 1 *', onStartup: true },
+      limits: { relatedPerPrimary: RELATED_PER_PRIMARY },
+      resources: [{
+        group: 'demo.relsync.dev', resource: 'databases',
+        related: [
+          { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+          { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.tlsSecrets[*]', rewrite: { regex: { pattern: '^(.*)$', replacement: '$1-tls' } } } },
+        ],
+      }],
+    });
+    await b.ensureNamespace('app');
+    await b.putConfigMap('app', 'cfg', { v: 'start' });
+    await b.createDatabase('app', 'orders', { configMapName: 'cfg' });
+    await a.ensureNamespace('long');
+    await a.ensureNamespace('wide');
+    await start();
+    await svc.copyOf(defaultCopyNamespace('tenant-b', 'app'), 'orders', 60_000);
+    await bArrives();
+  });
+
+  after(async () => {
+    if (relsync?.child.exitCode === null) await relsync.stop();
+    await clusters?.stop();
+  });
+
+  it(`one long string: ${LONG_PRIMARIES} references of ${LONG / 1024} KiB each cost neither the heap (${HEAP_MB} MB) nor a restart`, async () => {
+    const idle = await bArrives();
+    const value = 'x'.repeat(LONG);
+    // Written in parallel, and again on a timeout: the setup is not what is tested.
+    await Promise.all([0, 1, 2, 3].map(async (w) => {
+      for (let i = w; i < LONG_PRIMARIES; i += 4) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await a.createDatabase('long', `long-${String(i).padStart(3, '0')}`, { configMapName: value });
+            break;
+          } catch (err) {
+            if ((err as { code?: number }).code === 409) break;
+            if (attempt >= 4) throw err;
+          }
+        }
+      }
+    }));
+    await eventually('every long primary reconciled (a problem on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'long' and state = 'error'").n === LONG_PRIMARIES || undefined, 300_000);
+    const during = await bArrives();
+
+    // The restart that died with "JavaScript heap out of memory" before: every row is read at start.
+    relsync.child.kill('SIGKILL');
+    await new Promise((resolve) => relsync.child.once('exit', resolve));
+    const logBefore = relsync.log().length;
+    await start();
+    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 300_000);
+    const after = await bArrives();
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+    const lines = relsync.log().slice(logBefore).split('\n');
+    const widest = Math.max(...lines.map((l) => l.length));
+    assert.ok(widest < 16 * 1024, `no log line quotes the value whole (the longest: ${widest} characters)`);
+    assert.doesNotMatch(relsync.log(), /heap out of memory/);
+    const longest = query<{ n: number }>("select max(length(message)) as n from primaries where namespace = 'long'").n;
+    assert.ok(longest <= 2048, `a stored message is at most 2 KiB (the longest: ${longest} characters)`);
+    console.log(`${LONG_PRIMARIES} primaries × ${LONG / 1024} KiB references, heap ${HEAP_MB} MB: longest stored message ${longest} characters, longest log line ${widest}; tenant-b's change arrived in ${idle} ms idle, ${during} ms after the flood, ${after} ms after the restart`);
+  });
+
+  it(`a wildcard reference of ${NAMES} names is capped in the resolver: rows and requests stay at the limit`, async () => {
+    const idle = await bArrives();
+    const names = Array.from({ length: NAMES }, (_, i) => `s-${String(i).padStart(5, '0')}`);
+    for (let i = 0; i < WIDE_PRIMARIES; i++) await a.createDatabase('wide', `wide-${i}`, { tlsSecrets: names });
+    await eventually('every wide primary reconciled (the limit said on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'wide' and message like '%limits.relatedPerPrimary%'").n === WIDE_PRIMARIES || undefined, 120_000);
+    // A marker after: anything the wide primaries' reconciles were to store is stored.
+    const during = await bArrives();
+    const rows = query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'wide'").n;
+    assert.ok(rows <= WIDE_PRIMARIES * RELATED_PER_PRIMARY, `at most ${RELATED_PER_PRIMARY} relations per primary are stored (${rows} for ${WIDE_PRIMARIES} primaries)`);
+    // Touch them all again (a sweep's worth of reconciles): nothing grows.
+    for (let i = 0; i < WIDE_PRIMARIES; i++) await a.updateDatabase('wide', `wide-${i}`, (db) => void (db.spec = { ...db.spec, touched: 'yes' }));
+    const again = await bArrives();
+    const rowsAgain = query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'wide'").n;
+    assert.ok(rowsAgain <= WIDE_PRIMARIES * RELATED_PER_PRIMARY, `still at most the limit after every primary changed (${rowsAgain})`);
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+    console.log(`${WIDE_PRIMARIES} primaries × ${NAMES} names: ${rows} relations stored (${rowsAgain} after a change of each); tenant-b's change arrived in ${idle} ms idle, ${during} ms during, ${again} ms after the changes`);
+  });
+});
