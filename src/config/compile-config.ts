@@ -213,9 +213,10 @@ function finder(
   path: (s: string, w: string) => ReturnType<typeof parseJsonPath>,
   problems: ConfigProblem[],
 ): RelatedFinder {
+  // Rewrites and name patterns run on names a tenant writes: in linear time, as Go's RE2 would (util/linear-regexp.ts).
   const regex = (source: string, at: string): RegExp | undefined => {
     try {
-      return new RegExp(source);
+      return linearRegExp(source);
     } catch (err) {
       problems.push({ path: at, message: `invalid regular expression: ${(err as Error).message}` });
       return undefined;

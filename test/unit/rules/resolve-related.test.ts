@@ -8,6 +8,7 @@ import type { ResourceType } from '../../../src/core/resource-type.js';
 import { parseJsonPath } from '../../../src/rules/json-path.js';
 import { MAX_RULE_PROBLEMS, resolveRelated, type ResolveInput } from '../../../src/rules/resolve-related.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
+import { linearRegExp } from '../../../src/util/linear-regexp.js';
 
 const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
 let rewrites = 0;
@@ -45,5 +46,14 @@ describe('resolving a tenant\'s references', () => {
     assert.ok(longest < 300, `each problem is short (the longest: ${longest} characters)`);
     assert.ok(resolved.problems.every((p) => !p.includes('\u001b')), 'no raw escape character');
     assert.ok(resolved.problems.some((p) => p.includes('\\u001b[31mxxx') && p.includes('(1000005 characters)')), resolved.problems.join('\n'));
+  });
+
+  it('runs a rewrite in linear time on a name a tenant chose to make a backtracking engine take minutes', () => {
+    const catastrophic: ResolvedRule = { ...rule, finder: { kind: 'reference', path: parseJsonPath('.spec.tlsSecrets[*]'), destinationPath: undefined, rewrite: { kind: 'regex', pattern: linearRegExp('^(\\w+\\s?)*$'), replacement: 'x' } } } as ResolvedRule;
+    const name = `${'a'.repeat(120)}-b`;
+    const started = performance.now();
+    const resolved = resolveRelated({ ...input([name]), rule: catastrophic }, 501);
+    assert.ok(performance.now() - started < 1000, `took ${performance.now() - started} ms`);
+    assert.equal(resolved.pairs[0]?.destination.name, name, 'no match: the name as it is');
   });
 });
