@@ -1,11 +1,14 @@
 /**
- * A fault-injecting HTTPS proxy between relsync and one real API server, on
- * loopback. It terminates TLS with the API server's own serving certificate
- * (so the kubeconfig's CA still verifies it), forwards every request as it
- * is (credentials included), streams watches, and records what passed.
+ * A fault-injecting HTTPS proxy between relsync and one real API server (a
+ * control plane's kube-apiserver, or a kcp: its workspaces under /clusters/
+ * and its virtual workspaces under /services/ alike), on loopback. It
+ * terminates TLS with the server's own serving certificate (so the
+ * kubeconfig's CA still verifies it), forwards every request as it is
+ * (credentials included), streams watches, and records what passed.
  * Faults are chosen per request by method and path: answer a status (500,
- * 503, 429 with Retry-After), reset the connection, or hold the request for
- * a while before forwarding it. Tests, the chaos run and the benchmarks use
+ * 503, 429 with Retry-After), reset the connection, hold the request for a
+ * while before forwarding it, or leave items out of a LIST's answer; open
+ * streams (watches) can be cut. Tests, the chaos run and the benchmarks use
  * it; nothing in it is specific to relsync.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,12 +17,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ControlPlane } from './control-plane.js';
+import type { Kcp } from './kcp.js';
 
 export type FaultAction =
   /** An answer without forwarding: a Kubernetes Status, or `text` as plain text (as for a path no API serves). */
   | { readonly kind: 'status'; readonly status: number; readonly retryAfterSeconds?: number; readonly text?: string }
   | { readonly kind: 'reset' }
-  | { readonly kind: 'delay'; readonly ms: number };
+  | { readonly kind: 'delay'; readonly ms: number }
+  /**
+   * Forwarded, and a LIST's answer (JSON with `items`) comes back with only the items `keep` accepts:
+   * a server whose view lacks some objects. A watch streams through unchanged (held whole, it would never end).
+   */
+  | { readonly kind: 'filter'; readonly keep: (item: { readonly metadata?: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>> } }) => boolean };
 
 export interface Fault {
   /** e.g. 'DELETE'; default: any method. */
@@ -46,12 +55,20 @@ export interface ProxiedRequest {
 
 export interface FaultProxy {
   readonly url: string;
-  /** The API server's kubeconfig with the server URL pointing at the proxy. */
+  /**
+   * The API server's kubeconfig with the server URL pointing at the proxy (for kcp: the admin's,
+   * at kcp's base URL; kcp.kubeconfig(file, `${proxy.url}/clusters/…`, token) writes others).
+   */
   readonly kubeconfigPath: string;
   /** Every request that reached the proxy, oldest first (the last 100,000). */
   readonly requests: readonly ProxiedRequest[];
   /** Adds a fault; the returned function removes it. */
   inject(fault: Fault): () => void;
+  /**
+   * Drops the connections of forwarded requests still open whose path matches (a watch cut, as a
+   * network fault would); returns how many. A fault injected before applies to the reconnect.
+   */
+  cut(path: RegExp): number;
   /** Removes every fault. */
   clear(): void;
   close(): Promise<void>;
@@ -64,14 +81,58 @@ interface ActiveFault {
   remaining: number;
 }
 
-export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Promise<FaultProxy> {
-  const certDir = join(plane.dir, 'certs');
+/** What the proxy needs of the server it fronts. */
+interface Upstream {
+  readonly url: string;
+  /** Its serving certificate and key, which the proxy presents. */
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** What verifies the server itself. */
+  readonly ca: Buffer;
+  /** Writes a kubeconfig for the proxy's URL; returns its path. */
+  kubeconfig(server: string): string;
+}
+
+function upstreamOf(target: ControlPlane | Kcp, name: string): Upstream {
+  if ('agentToken' in target) {
+    // `kcp start` makes its serving certificate (for 127.0.0.1) in its root folder; kcp.ca verifies it.
+    const root = join(target.dir, 'root');
+    return {
+      url: target.url,
+      cert: readFileSync(join(root, 'apiserver.crt')),
+      key: readFileSync(join(root, 'apiserver.key')),
+      ca: target.ca,
+      kubeconfig: (server) => target.kubeconfig(join(target.dir, `kubeconfig-${name}.yaml`), server),
+    };
+  }
+  const certDir = join(target.dir, 'certs');
   const cert = readFileSync(join(certDir, 'apiserver.crt'));
-  const key = readFileSync(join(certDir, 'apiserver.key'));
-  const upstream = new URL(plane.url);
-  const agent = new https.Agent({ keepAlive: true, ca: cert });
+  return {
+    url: target.url,
+    cert,
+    key: readFileSync(join(certDir, 'apiserver.key')),
+    ca: cert,
+    kubeconfig: (server) => {
+      const path = join(target.dir, `kubeconfig-${name}.yaml`);
+      writeFileSync(path, readFileSync(target.kubeconfigPath, 'utf8').replace(target.url, server));
+      return path;
+    },
+  };
+}
+
+/**
+ * A proxy in front of a control plane's kube-apiserver or a kcp. For kcp, a virtual workspace URL
+ * that an APIExportEndpointSlice lists names kcp itself, not the proxy: a client that must go
+ * through the proxy is given that URL with kcp's base URL replaced by the proxy's.
+ */
+export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'): Promise<FaultProxy> {
+  const { url: upstreamUrl, cert, key, ca, kubeconfig } = upstreamOf(target, name);
+  const upstream = new URL(upstreamUrl);
+  const agent = new https.Agent({ keepAlive: true, ca });
   const faults: ActiveFault[] = [];
   const requests: ProxiedRequest[] = [];
+  /** Forwarded requests whose answer is still open (watches, mostly), for cut(). */
+  const open = new Set<{ readonly path: string; readonly res: ServerResponse }>();
 
   const faultFor = (method: string, path: string, query: string): FaultAction | undefined => {
     for (const active of faults) {
@@ -86,14 +147,41 @@ export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Prom
     return undefined;
   };
 
-  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest) => {
+  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest, keep?: Extract<FaultAction, { kind: 'filter' }>['keep']) => {
+    const entry = { path: record.path, res };
+    open.add(entry);
+    res.once('close', () => open.delete(entry));
+    // A LIST to filter is held whole: asked for without compression, so that it can be read.
+    const headers = { ...req.headers, host: upstream.host };
+    if (keep) delete headers['accept-encoding'];
     const out = https.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host }, agent },
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
       (answer) => {
         record.status = answer.statusCode;
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
         answer.once('error', () => res.destroy());
+        if (!keep || answer.statusCode !== 200) {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          // Now, not with the first byte of the body: kcp's watches send nothing until an event,
+          // and the client waits for the headers.
+          res.flushHeaders();
+          answer.pipe(res);
+          return;
+        }
+        const chunks: Buffer[] = [];
+        answer.on('data', (c: Buffer) => chunks.push(c));
+        answer.once('end', () => {
+          let body = Buffer.concat(chunks);
+          try {
+            const list = JSON.parse(body.toString('utf8')) as { items?: unknown };
+            if (Array.isArray(list.items)) body = Buffer.from(JSON.stringify({ ...list, items: list.items.filter((item) => keep(item as Parameters<typeof keep>[0])) }));
+          } catch {
+            // not JSON: passed on as it came
+          }
+          const headers = { ...answer.headers, 'content-length': String(body.length) };
+          delete headers['transfer-encoding'];
+          res.writeHead(200, headers);
+          res.end(body);
+        });
       },
     );
     out.once('error', () => {
@@ -114,6 +202,8 @@ export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Prom
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
     if (!action) return forward(req, res, record);
     switch (action.kind) {
+      case 'filter':
+        return forward(req, res, record, /(^|&)watch=(true|1)(&|$)/.test(query) ? undefined : action.keep);
       case 'status': {
         record.status = action.status;
         const headers: Record<string, string> = { 'content-type': action.text === undefined ? 'application/json' : 'text/plain; charset=utf-8' };
@@ -136,8 +226,7 @@ export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Prom
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const kubeconfigPath = join(plane.dir, `kubeconfig-${name}.yaml`);
-  writeFileSync(kubeconfigPath, readFileSync(plane.kubeconfigPath, 'utf8').replace(plane.url, url));
+  const kubeconfigPath = kubeconfig(url);
 
   return {
     url,
@@ -150,6 +239,15 @@ export async function startFaultProxy(plane: ControlPlane, name = 'proxy'): Prom
         const i = faults.indexOf(active);
         if (i >= 0) faults.splice(i, 1);
       };
+    },
+    cut(path) {
+      let cut = 0;
+      for (const entry of open) {
+        if (!path.test(entry.path)) continue;
+        entry.res.destroy();
+        cut++;
+      }
+      return cut;
     },
     clear() {
       faults.length = 0;
