@@ -41,7 +41,7 @@ import { typeName, type ResourceType } from '../core/resource-type.js';
 import type { LabelSelector } from '../core/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
-import { matchesQuery, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
+import { matchesQuery, projected, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
 import { compositeKey } from '../core/composite-key.js';
 import { objectVersion } from '../sync/object-version.js';
 
@@ -216,7 +216,7 @@ export class SweepSnapshot implements ObjectReads {
     return this.live.get(cluster, type, namespace, name);
   }
 
-  async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+  async list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     const listed = this.types.get(typeKey(cluster, type));
     if (!listed || listed.filtered || !listed.complete) return this.live.list(cluster, type, query);
     const namespace = query.namespace || undefined;
@@ -232,7 +232,7 @@ export class SweepSnapshot implements ObjectReads {
       candidates = [...listed.byName.values()];
     }
     const found = candidates.filter((o) => (namespace === undefined || (o.metadata.namespace ?? '') === namespace) && matchesQuery(query, o));
-    return query.limit === undefined ? found : found.slice(0, query.limit);
+    return (query.limit === undefined ? found : found.slice(0, query.limit)).map((o) => projected(query, o));
   }
 }
 

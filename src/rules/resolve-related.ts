@@ -126,17 +126,30 @@ export function resolveRelated(input: ResolveInput, limit = Number.POSITIVE_INFI
   return { ...toPairs(input, sides, names, problems), ...(more ? { more } : {}) };
 }
 
-/** Selector and inverse rules: the objects the reconciler found, with their destination names. */
-export function pairsForObjects(input: ResolveInput, objects: readonly KubeObject[]): Resolution {
-  const { rule, context } = input;
-  const finder = rule.finder;
+/** A found object as a selector or inverse rule keeps it: its names, and the name of its copy. */
+export interface FoundObject {
+  readonly name: string;
+  readonly namespace: string | undefined;
+  /** The destination name, rendered while the whole object was at hand (a rewrite may read it as `related`). */
+  readonly destination: string;
+}
+
+/**
+ * What a selector or inverse rule keeps of an object it found: its names and its copy's name,
+ * rendered now (the rewrite may read the object), not the object: up to limits.relatedPerPrimary
+ * + 1 of them are held together, and a tenant's object may carry megabytes of labels.
+ */
+export function foundObject(input: ResolveInput, object: KubeObject): FoundObject {
+  const finder = input.rule.finder;
   const rw = finder.kind === 'selector' || finder.kind === 'inverse' ? finder.rewrite : undefined;
-  const sides = sidesOf(input);
-  const names = objects.map((o) => {
-    const source = o.metadata.name ?? '';
-    return { source, destination: source.length > MAX_NAME ? source : rewrite(rw, source, { ...context, related: o }), namespace: o.metadata.namespace };
-  });
-  return toPairs(input, sides, names, []);
+  const source = object.metadata.name ?? '';
+  return { name: source, namespace: object.metadata.namespace, destination: source.length > MAX_NAME ? source : rewrite(rw, source, { ...input.context, related: object }) };
+}
+
+/** Selector and inverse rules: the objects the reconciler found (foundObject), as pairs. */
+export function pairsForObjects(input: ResolveInput, objects: readonly FoundObject[]): Resolution {
+  const names = objects.map((o) => ({ source: o.name, destination: o.destination, namespace: o.namespace }));
+  return toPairs(input, sidesOf(input), names, []);
 }
 
 function toPairs(

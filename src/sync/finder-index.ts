@@ -204,14 +204,14 @@ export class FinderIndex {
    * complete here or its watch is not synced, the query has no key the index holds, or there are
    * more than MAX_CANDIDATES.
    */
-  candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
+  candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery<unknown>): Array<{ namespace: string; name: string }> | undefined {
     const found = this.find(cluster, type, query);
     if (found) this.answered++;
     else this.listed++;
     return found;
   }
 
-  private find(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery): Array<{ namespace: string; name: string }> | undefined {
+  private find(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery<unknown>): Array<{ namespace: string; name: string }> | undefined {
     const index = this.types.get(typeKey(cluster, type));
     if (!index?.complete || !index.synced()) return undefined;
     const keys = this.keysFor(index, query);
@@ -242,7 +242,7 @@ export class FinderIndex {
   }
 
   /** Where the query names a value of an index of this type: an inverse rule's owner, or a selector's `In` on an indexed label in one namespace. */
-  private keysFor(index: TypeIndex, query: ListQuery): string[] | undefined {
+  private keysFor(index: TypeIndex, query: ListQuery<unknown>): string[] | undefined {
     if (query.indexed) {
       return index.definitions.some((d) => d.name === query.indexed!.index) ? [compositeKey(query.indexed.index, query.indexed.value)] : undefined;
     }

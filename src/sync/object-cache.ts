@@ -53,7 +53,7 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import type { FinderIndex } from './finder-index.js';
-import { matchesQuery, type ListQuery, type ObjectReads } from './object-reads.js';
+import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
@@ -307,7 +307,7 @@ export class LiveReadsSeen implements ObjectReads {
     return object;
   }
 
-  list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+  list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     return this.live.list(cluster, type, query);
   }
 }
@@ -336,15 +336,15 @@ export class CachedReads implements ObjectReads {
     return hit && (hit.apiVersion === undefined || hit.apiVersion === apiVersionOf(type)) ? { object: hit } : undefined;
   }
 
-  async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+  async list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     const candidates = this.index?.candidates(cluster, type, query);
     if (!candidates) return this.live.list(cluster, type, query);
     // At most MAX_CANDIDATES, read at once (after a sweep cleared the cache, most are GETs), kept in the index's order.
     const read = await Promise.all(candidates.map(({ namespace, name }) => this.get(cluster, type, namespace, name)));
-    const found: KubeObject[] = [];
+    const found: T[] = [];
     for (const object of read) {
       if (!object || !matchesQuery(query, object)) continue;
-      found.push(query.project ? query.project(object) : object);
+      found.push(projected(query, object));
       if (query.limit !== undefined && found.length >= query.limit) break;
     }
     return found;

@@ -9,7 +9,7 @@ import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { matchesSelector, selectorQuery, type LabelSelector } from '../core/label-selector.js';
 
-export interface ListQuery {
+export interface ListQuery<T = KubeObject> {
   /** Only objects of this namespace; all namespaces when undefined. */
   readonly namespace?: string | undefined;
   readonly selector?: LabelSelector | undefined;
@@ -27,22 +27,25 @@ export interface ListQuery {
    * (limits.relatedPerPrimary), and holding them all would cost the memory.
    */
   readonly limit?: number | undefined;
-  /** What of each object is kept (e.g. its metadata only): found objects are held together. */
-  readonly project?: ((object: KubeObject) => KubeObject) | undefined;
+  /**
+   * What of each object is kept (what the caller reads of it): found objects are held together, up
+   * to `limit` of a tenant's objects of any size. Without it, the objects themselves.
+   */
+  readonly project?: ((object: KubeObject) => T) | undefined;
 }
 
-/** An object's identity and marks without its content: what finding related objects needs. */
-export function metadataOnly(object: KubeObject): KubeObject {
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata };
+/** What a query keeps of one object it answers with (ListQuery.project). */
+export function projected<T>(query: ListQuery<T>, object: KubeObject): T {
+  return query.project ? query.project(object) : (object as unknown as T);
 }
 
 /** Whether a listed object answers the query's in-memory parts (`indexed`, `accept`). */
-export function answers(query: ListQuery, object: KubeObject): boolean {
+export function answers(query: ListQuery<unknown>, object: KubeObject): boolean {
   return (!query.indexed || query.indexed.of(object) === query.indexed.value) && (!query.accept || query.accept(object));
 }
 
 /** Whether an object read by name answers the whole query: its label selector (which a LIST applies on the server) too. */
-export function matchesQuery(query: ListQuery, object: KubeObject): boolean {
+export function matchesQuery(query: ListQuery<unknown>, object: KubeObject): boolean {
   return (!query.selector || matchesSelector(query.selector, object.metadata.labels)) && answers(query, object);
 }
 
@@ -60,7 +63,7 @@ export interface ObjectReads {
    * undefined when only the API server could say. Reads without such knowledge leave it out.
    */
   peek?(cluster: string, type: ResourceType, namespace: string, name: string): { readonly object: KubeObject } | undefined;
-  list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]>;
+  list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]>;
 }
 
 /**
@@ -84,13 +87,13 @@ export class LiveReads implements ObjectReads {
   }
 
   /** Page by page, keeping only what the query answers, up to its limit: never the whole list at once. */
-  async list(cluster: string, type: ResourceType, query: ListQuery): Promise<KubeObject[]> {
+  async list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     const labelSelector = query.selector ? selectorQuery(query.selector) || undefined : undefined;
-    const found: KubeObject[] = [];
+    const found: T[] = [];
     for await (const page of this.clusters.client(cluster, type).pages({ namespace: query.namespace || undefined, labelSelector })) {
       for (const object of page.items) {
         if (!answers(query, object)) continue;
-        found.push(query.project ? query.project(object) : object);
+        found.push(projected(query, object));
         if (query.limit !== undefined && found.length >= query.limit) return found;
       }
     }

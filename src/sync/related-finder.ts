@@ -12,7 +12,7 @@ import { labelValueProblem } from '../core/label-selector.js';
 import type { KubeObject } from '../core/object.js';
 import { inverseListSelector, inverseOwner, inverseOwnerKey } from '../rules/inverse-owner.js';
 import { provenanceProblem } from '../rules/provenance.js';
-import { namespaceProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
+import { foundObject, namespaceProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
 import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { RelationRecord } from '../store/records.js';
@@ -20,7 +20,7 @@ import type { SelectorRecord } from '../store/selector-index.js';
 import type { EventRecorder } from './event-recorder.js';
 import { markedSource } from './marks.js';
 import { inverseIndexName } from './finder-index.js';
-import { metadataOnly, type ObjectReads } from './object-reads.js';
+import type { ObjectReads } from './object-reads.js';
 import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 
@@ -102,7 +102,7 @@ export class RelatedFinder {
     const sides = sidesOf(input);
     const namespace = rule.sourceType.namespaced ? sides.sourceNamespace : '';
     if (finder.kind === 'selector') {
-      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit(), project: projectionFor(finder.rewrite) });
+      const items = await reads.list(sides.sourceCluster, rule.sourceType, { namespace, selector: plan.selector!.selector, accept: (o) => !this.isOwnCopy(o) && this.isProven(input, o), limit: this.listLimit(), project: (o) => foundObject(input, o) });
       return pairsForObjects(input, items);
     }
     if (finder.kind !== 'inverse') throw new Error(`rule ${rule.id}: unexpected finder ${finder.kind}`);
@@ -128,7 +128,7 @@ export class RelatedFinder {
         return ref !== undefined && ref.name === owner.name && ref.namespace === (owner.namespace ?? '') && (ref.uid === undefined || ref.uid === owner.uid);
       },
       limit: this.listLimit(),
-      project: projectionFor(finder.rewrite),
+      project: (o) => foundObject(input, o),
     });
     return pairsForObjects(input, mine);
   }
@@ -206,13 +206,4 @@ export function claimKey(c: Claim): string {
 
 export function claimsOf(rule: ResolvedRule, pairs: readonly RelatedPair[]): Claim[] {
   return pairs.map((pair) => ({ ruleId: rule.id, origin: rule.origin, ...pair }));
-}
-
-/**
- * What a selector or inverse rule keeps of each object it finds: the metadata (names, labels, marks
- * and owners are all it reads; the content is read again when copied), unless its rewrite template
- * reads the object itself (`related`).
- */
-function projectionFor(rewrite: NameRewrite | undefined): ((object: KubeObject) => KubeObject) | undefined {
-  return rewrite?.kind === 'template' && rewrite.template.uses('related') ? undefined : metadataOnly;
 }

@@ -25,6 +25,9 @@ const LONG = 900 * 1024;
 const WIDE_PRIMARIES = 8;
 const NAMES = 30_000;
 const RELATED_PER_PRIMARY = 500;
+/** ConfigMaps of tenant-a that one selector matches, each with LABEL_BYTES of labels: more than the heap, held together. */
+const LABELLED = 300;
+const LABEL_BYTES = 1000 * 1024;
 
 describe('hostile tenants, round two: a bounded cost for every input', () => {
   let clusters: Clusters<Names>;
@@ -74,6 +77,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
         related: [
           { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
           { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.tlsSecrets[*]', rewrite: { regex: { pattern: '^(.*)$', replacement: '$1-tls' } } } },
+          { id: 'labelled', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { 'budget.example/app': '{{ name }}' } } },
         ],
       }],
     });
@@ -145,5 +149,33 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(rowsAgain <= WIDE_PRIMARIES * RELATED_PER_PRIMARY, `still at most the limit after every primary changed (${rowsAgain})`);
     assert.equal(relsync.child.exitCode, null, 'relsync is still running');
     console.log(`${WIDE_PRIMARIES} primaries × ${NAMES} names: ${rows} relations stored (${rowsAgain} after a change of each); tenant-b's change arrived in ${idle} ms idle, ${during} ms during, ${again} ms after the changes`);
+  });
+
+  it(`"only metadata" is small: a selector matching ${LABELLED} ConfigMaps with ${LABEL_BYTES / 1024} KiB of labels each`, async () => {
+    const idle = await bArrives();
+    await a.ensureNamespace('labels');
+    // Labels of 63 characters, as many as fit: a ConfigMap with nothing else in it.
+    const count = Math.floor(LABEL_BYTES / 100);
+    const labels = Object.fromEntries(Array.from({ length: count }, (_, i) => [`k${i}.budget.example/l`, 'v'.repeat(63)]));
+    labels['budget.example/app'] = 'heavy';
+    await Promise.all([0, 1, 2, 3].map(async (w) => {
+      for (let i = w; i < LABELLED; i += 4) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await a.putConfigMap('labels', `heavy-${String(i).padStart(3, '0')}`, { v: '1' }, labels);
+            break;
+          } catch (err) {
+            if (attempt >= 4) throw err;
+          }
+        }
+      }
+    }));
+    await a.createDatabase('labels', 'heavy', {});
+    // Every match is found (and capped at the limit): then the primary's rows say so.
+    await eventually('the selector rule resolved', async () => query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'labels' and rule_id = 'labelled'").n === LABELLED || undefined, 300_000);
+    const during = await bArrives();
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+    assert.doesNotMatch(relsync.log(), /heap out of memory/);
+    console.log(`a selector matching ${LABELLED} ConfigMaps × ${LABEL_BYTES / 1024} KiB of labels under a ${HEAP_MB} MB heap: all ${LABELLED} related; tenant-b's change arrived in ${idle} ms idle, ${during} ms after`);
   });
 });

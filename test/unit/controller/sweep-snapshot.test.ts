@@ -25,7 +25,7 @@ class CountingReads implements ObjectReads {
     this.asked.push(`get ${cluster} ${type.resource} ${namespace}/${name}`);
     return { metadata: { name, namespace, labels: { live: 'true' } } };
   }
-  async list(cluster: string, type: ResourceType, _query: ListQuery): Promise<KubeObject[]> {
+  async list<T>(cluster: string, type: ResourceType, _query: ListQuery<T>): Promise<T[]> {
     this.asked.push(`list ${cluster} ${type.resource}`);
     return [];
   }
