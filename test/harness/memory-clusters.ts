@@ -6,9 +6,9 @@
  * namespace is missing, finalizers that hold a delete, status written only
  * through its subresource, server-side apply's ownership in its simplest form
  * (a manager's next apply removes the fields of its previous one that it
- * leaves out; other writers' fields stay) — and logs every call, so a test can say exactly
- * what was written and what was read. End-to-end tests never use it: they run
- * against real API servers.
+ * leaves out; other writers' fields stay), LISTs continued page by page — and
+ * logs every call, so a test can say exactly what was written and what was
+ * read. End-to-end tests never use it: they run against real API servers.
  */
 import { ApiError } from '../../src/kube/api-error.js';
 import type { JsonPatchOperation, ListPage } from '../../src/kube/resource-client.js';
@@ -30,6 +30,10 @@ export class MemoryClusters implements ClusterAccess {
   readonly service: { readonly name: string };
   readonly calls: Call[] = [];
   readonly unbound = new Set<string>();
+  /** Objects per LIST page; a LIST of more is continued, as an API server's with `limit`. */
+  pageSize = Infinity;
+  /** Told of every call as it is made, before it is answered: what a test checks at that very moment. */
+  onCall: ((call: Call) => void) | undefined;
   private readonly names: Set<string>;
   private readonly objects = new Map<string, KubeObject>();
   /** The fields (JSON-encoded paths) each manager last applied, by object uid and manager. */
@@ -48,6 +52,15 @@ export class MemoryClusters implements ClusterAccess {
 
   isUnbound(cluster: string): boolean {
     return this.unbound.has(cluster);
+  }
+
+  /** What a sweep asks of a ClusterSet besides ClusterAccess: every cluster but the service one is a platform of its own (no kcp). */
+  isPlatform(cluster: string): boolean {
+    return cluster !== this.service.name && this.names.has(cluster);
+  }
+
+  platformOf(cluster: string): string {
+    return cluster;
   }
 
   get(cluster: string): { readonly kind: 'kubernetes' } {
@@ -104,21 +117,33 @@ export class MemoryClusters implements ClusterAccess {
     this.calls.length = 0;
   }
 
-  /** @internal */ log(call: Call): void {
+  /**
+   * Logs a call, and answers it with the Status of the first fault that matches, at once; or, for
+   * a LIST whose fault says `afterPages`, hands that Status to the LIST to answer part way.
+   * @internal
+   */
+  log(call: Call): { readonly afterPages: number; readonly error: ApiError } | undefined {
     this.calls.push(call);
+    this.onCall?.(call);
     const i = this.faults.findIndex((f) => f.verb === call.verb && f.cluster === call.cluster && f.resource === call.resource && (f.name === undefined || f.name === call.name));
-    if (i < 0) return;
+    if (i < 0) return undefined;
     const fault = this.faults[i]!;
     if (--fault.times <= 0) this.faults.splice(i, 1);
-    throw status(call.verb.toUpperCase(), fault.status, fault.reason, fault.message, call.name);
+    const error = status(call.verb.toUpperCase(), fault.status, fault.reason, fault.message, call.name);
+    if (fault.afterPages !== undefined && call.verb === 'list') return { afterPages: fault.afterPages, error };
+    throw error;
   }
 
-  /** The next `times` calls of `verb` on these objects answer with this Status instead. */
-  fail(fault: { verb: Call['verb']; cluster: string; resource: string; name?: string; status: number; reason: string; message: string; times?: number }): void {
+  /**
+   * The next `times` calls of `verb` on these objects answer with this Status instead. A LIST with
+   * `afterPages` first gives that many of its pages (fewer if it has no more: it never completes),
+   * as one whose continue token expired, or whose connection broke, part way.
+   */
+  fail(fault: { verb: Call['verb']; cluster: string; resource: string; name?: string; status: number; reason: string; message: string; times?: number; afterPages?: number }): void {
     this.faults.push({ ...fault, times: fault.times ?? 1 });
   }
 
-  private readonly faults: Array<{ verb: Call['verb']; cluster: string; resource: string; name?: string | undefined; status: number; reason: string; message: string; times: number }> = [];
+  private readonly faults: Array<{ verb: Call['verb']; cluster: string; resource: string; name?: string | undefined; status: number; reason: string; message: string; times: number; afterPages?: number | undefined }> = [];
 
   /** @internal */ store(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, object: KubeObject | undefined, namespace: string, name: string): void {
     const key = keyOf(cluster, type, namespace, name);
@@ -154,9 +179,16 @@ class MemoryClient implements ObjectClient {
   }
 
   async *pages(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): AsyncGenerator<ListPage> {
-    this.log('list', options.namespace ?? '', '');
+    const late = this.log('list', options.namespace ?? '', '');
     const matches = parseSelector(options.labelSelector ?? '');
-    yield { items: this.world.list(this.cluster, this.type, options.namespace).filter((o) => matches(o.metadata.labels ?? {})), resourceVersion: '0', continueToken: undefined };
+    const items = this.world.list(this.cluster, this.type, options.namespace).filter((o) => matches(o.metadata.labels ?? {}));
+    const size = this.world.pageSize;
+    const last = Number.isFinite(size) ? Math.max(0, Math.ceil(items.length / size) - 1) : 0;
+    for (let page = 0; page <= last; page++) {
+      if (late && page === Math.min(late.afterPages, last)) throw late.error;
+      const chunk = Number.isFinite(size) ? items.slice(page * size, (page + 1) * size) : items;
+      yield { items: chunk, resourceVersion: '0', continueToken: page < last ? String(page + 1) : undefined };
+    }
   }
 
   async listAll(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): Promise<{ items: KubeObject[]; resourceVersion: string }> {
@@ -294,8 +326,8 @@ class MemoryClient implements ObjectClient {
     return this.type.namespaced ? namespace : '';
   }
 
-  private log(verb: Call['verb'], namespace: string, name: string): void {
-    this.world.log({ verb, cluster: this.cluster, resource: this.type.resource, namespace, name });
+  private log(verb: Call['verb'], namespace: string, name: string): ReturnType<MemoryClusters['log']> {
+    return this.world.log({ verb, cluster: this.cluster, resource: this.type.resource, namespace, name });
   }
 }
 

@@ -9,7 +9,8 @@
 // Four primaries share three ConfigMaps by reference (`.spec.configMapName`),
 // on in-memory clusters (test/harness/memory-clusters.ts) with real SQLite
 // stores; fast-check picks the histories, the store state and the order of the
-// reconciles. End-to-end, with real API servers and sweeps: test/e2e/store-loss.test.ts.
+// reconciles. With sweeps and LIST faults: test/unit/controller/sweep-store-states.test.ts.
+// End-to-end, with real API servers and sweeps: test/e2e/store-loss.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
