@@ -49,6 +49,10 @@ export interface BindingWatchOptions {
   /** A configured cluster's name, which a logical cluster must not take. */
   readonly reserved: (cluster: string) => boolean;
   readonly logger: Logger;
+  /** The term's: no re-check of an unanswered unbind runs after it aborts. */
+  readonly signal?: AbortSignal;
+  /** The first wait before an unanswered unbind is asked again (doubling up to 30 s); default 1 s. */
+  readonly recheckMs?: number;
 }
 
 export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler, 'beginList'> & { onList(items: KubeObject[]): Promise<void> } {
@@ -58,8 +62,34 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
 
   // The first LIST runs before the object watches start (leader-term.ts, lead): theirs covers every workspace it finds.
   let objectWatchesRunning = false;
+  /**
+   * Workspaces whose binding left the list without an answer from every URL ('unknown'): asked
+   * again, with backoff, until one comes (a virtual workspace being torn down may answer 404 for a
+   * moment), or the binding is listed again. One timer per known workspace of this platform at most.
+   */
+  const rechecks = new Map<string, { timer: NodeJS.Timeout; waitMs: number }>();
+  const stopRecheck = (cluster: string) => {
+    const r = rechecks.get(cluster);
+    if (r) clearTimeout(r.timer);
+    rechecks.delete(cluster);
+  };
+  options.signal?.addEventListener('abort', () => {
+    for (const cluster of [...rechecks.keys()]) stopRecheck(cluster);
+  }, { once: true });
+  const recheck = (cluster: string) => {
+    if (options.signal?.aborted) return;
+    const waitMs = Math.min(30_000, rechecks.has(cluster) ? rechecks.get(cluster)!.waitMs * 2 : (options.recheckMs ?? 1000));
+    stopRecheck(cluster);
+    const timer = setTimeout(() => {
+      if (options.signal?.aborted) return;
+      void unbound(cluster).catch((err: unknown) => logger.warn({ cluster: platform, logicalCluster: cluster, err: (err as Error).message }, 'could not ask again whether a workspace still binds the export'));
+    }, waitMs);
+    timer.unref();
+    rechecks.set(cluster, { timer, waitMs });
+  };
 
   const bound = async (cluster: string, binding: KubeObject) => {
+    stopRecheck(cluster);
     if (options.reserved(cluster)) {
       logger.error({ cluster: platform, logicalCluster: cluster }, 'a logical cluster has the name of a configured cluster; it is skipped (rename the configured cluster)');
       return;
@@ -89,9 +119,13 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     // or not answered for (an outage); copies are never removed on a guess.
     const answer = await options.stillBound(cluster);
     if (answer !== 'unbound') {
-      if (answer === 'unknown') logger.warn({ cluster: platform, logicalCluster: cluster }, 'a workspace\'s binding left this URL\'s list, but not every URL of the platform could say it is unbound: left as it is, copies and all; the next relist of the bindings looks again');
+      if (answer === 'unknown') {
+        if (!rechecks.has(cluster)) logger.warn({ cluster: platform, logicalCluster: cluster }, 'a workspace\'s binding left this URL\'s list, but not every URL of the platform could say it is unbound: left as it is, copies and all; asked again soon');
+        recheck(cluster);
+      } else stopRecheck(cluster);
       return;
     }
+    stopRecheck(cluster);
     if (!(await logical.unbound(cluster, platform))) return;
     const primaries = await store.primariesOfCluster(cluster);
     if (primaries.length === 0) {

@@ -103,6 +103,7 @@ export function bindingWatchFor(
     },
     reserved: (c) => w.clusters.isConfigured(c),
     logger: options.logger,
+    signal,
   });
   // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
   return listWatch(w, options, { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {

@@ -44,7 +44,8 @@ describe('APIBinding watch', () => {
     const relisted: string[] = [];
     const relist = async (name: string) => void relisted.push(name);
     const reserved = (name: string) => name === 'service';
-    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger });
+    const term = new AbortController();
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, signal: term.signal });
 
     await handler.onList([binding('ws-a'), binding('ws-b'), binding('service')]);
     assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b'], 'a logical cluster named like a configured cluster is refused');
@@ -60,6 +61,7 @@ describe('APIBinding watch', () => {
     unanswered.add('ws-a');
     await handler.onEvent('DELETED', binding('ws-a'));
     assert.equal(logical.isUnbound('ws-a'), false, 'unknown: not unbound');
+    term.abort(); // its re-check (the next test) does not run past here
     unanswered.delete('ws-a');
     assert.equal(queued.length, 0, 'no copy removed on a guess');
 
@@ -108,6 +110,46 @@ describe('APIBinding watch', () => {
     assert.deepEqual(queued, ['ws-a/orders']);
     await again.forget('ws-b');
     assert.deepEqual((await new LogicalClusterStore(opened.db).all()).map((r) => r.name), ['ws-a']);
+    await opened.close();
+  });
+
+  it('asks again soon when no URL could answer, and unbinds once one does; a binding listed again stops it', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'relsync-bindings-recheck-')), 'relsync.db');
+    const opened = await openStore(path);
+    const store = new RelationStore(opened);
+    await store.saveReconcile({ id: primary('ws-a', 'orders'), uid: 'u', copy: { ...primary('ws-a', 'orders'), cluster: 'service' }, state: 'synced', message: null }, []);
+    const logical = await LogicalClusters.load(new LogicalClusterStore(opened.db));
+    const queued: string[] = [];
+    let answer: 'bound' | 'unbound' | 'unknown' = 'unknown';
+    let asked = 0;
+    const term = new AbortController();
+    const handler = bindingHandler({
+      platform: 'kcp', logical, store, enqueue: (id) => queued.push(id.name), forget: async () => undefined,
+      stillBound: async () => (asked++, answer), relist: () => undefined, reserved: () => false, logger, signal: term.signal, recheckMs: 10,
+    });
+    await handler.onList([binding('ws-a'), binding('ws-b')]);
+    // A virtual workspace torn down with the binding answers 404 for a moment.
+    await handler.onEvent('DELETED', binding('ws-a'));
+    assert.equal(logical.isUnbound('ws-a'), false);
+    while (asked < 3) await new Promise((r) => setTimeout(r, 5));
+    answer = 'unbound';
+    for (let i = 0; i < 200 && !logical.isUnbound('ws-a'); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(logical.isUnbound('ws-a'), true, 'unbound once the platform answered');
+    assert.deepEqual(queued, ['orders']);
+
+    // Listed again while unanswered: the re-checks stop.
+    answer = 'unknown';
+    await handler.onEvent('DELETED', binding('ws-b'));
+    const before = asked;
+    await handler.onEvent('ADDED', binding('ws-b'));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(asked, before, 'not asked again once the binding is listed');
+    // And none after the term ends.
+    await handler.onEvent('DELETED', binding('ws-b'));
+    term.abort();
+    const atAbort = asked;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(asked, atAbort, 'not asked after the term ended');
     await opened.close();
   });
 });
