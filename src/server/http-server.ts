@@ -98,7 +98,9 @@ export class HttpServer {
             await this.options.beforeScrape?.();
             reply(res, 200, await registry.metrics(), registry.contentType);
           } catch (err) {
-            reply(res, 500, `${(err as Error).message}\n`);
+            // The reason goes to the log, not to whoever asked: an error's text may name internals.
+            logger.error({ err: (err as Error).message }, '/metrics failed');
+            reply(res, 500, 'internal error (see relsync\'s log)\n');
           }
         })();
         return;

@@ -38,4 +38,32 @@ describe('health endpoints', () => {
       await running;
     }
   });
+
+  it('answers a failed /metrics with 500 and no internal text (the reason goes to the log)', async () => {
+    const stop = new AbortController();
+    let port = 0;
+    const lines: string[] = [];
+    const server = new HttpServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      logger: pino({ level: 'error' }, { write: (l: string) => void lines.push(l) }),
+      readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
+      beforeScrape: async () => {
+        throw new Error('SQLITE_CORRUPT at /var/lib/relsync/relsync.db, tenant-a/shop');
+      },
+    });
+    const running = server.start(stop.signal, (p) => (port = p));
+    try {
+      while (port === 0) await new Promise((r) => setTimeout(r, 10));
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      const body = await res.text();
+      assert.equal(res.status, 500);
+      assert.doesNotMatch(body, /SQLITE|relsync\.db|tenant-a/);
+      assert.ok(lines.some((l) => l.includes('SQLITE_CORRUPT')), 'the reason is in the log');
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
 });
