@@ -1,11 +1,12 @@
 /**
  * What `relsync sweep --dry-run` prints of each change it would make: created, updated (each
- * changed field, old → new) or deleted. Values of Secrets are never printed, only that they
- * change; fields the API server sets at every write (resourceVersion, managedFields, …) are left out.
+ * changed field, old → new) or deleted. Values of Secrets, and of copies made from Secrets, are
+ * never printed, only that they change; fields the API server sets at every write (resourceVersion, managedFields, …) are left out.
  */
 import type { KubeObject } from '../core/object.js';
 import { typeName } from '../core/resource-type.js';
 import type { IntendedChange } from '../kube/dry-run-client.js';
+import { SOURCE_ANNOTATIONS } from '../sync/marks.js';
 import { printable } from './printable.js';
 
 export interface FieldChange {
@@ -28,7 +29,9 @@ const LAST_APPLIED = 'metadata.annotations.kubectl.kubernetes.io/last-applied-co
 export function viewOf(change: IntendedChange): ChangeView {
   const { cluster, type, namespace, name, before, after } = change;
   const object = `${cluster}:${typeName(type)}:${namespace ? `${namespace}/` : ''}${name}`;
-  const secret = type.group === '' && type.resource === 'secrets';
+  // A Secret, or a copy of one (a rule may copy a Secret's content into a ConfigMap): its marks name the source's type.
+  const fromSecret = (o: KubeObject | undefined) => o?.metadata.annotations?.[SOURCE_ANNOTATIONS.resource] === 'secrets' && (o.metadata.annotations[SOURCE_ANNOTATIONS.group] ?? '') === '';
+  const secret = (type.group === '' && type.resource === 'secrets') || fromSecret(before) || fromSecret(after);
   const action = before === undefined ? 'create' : after === undefined ? 'delete' : 'update';
   const was = leaves(before);
   const now = leaves(after);

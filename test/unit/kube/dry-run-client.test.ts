@@ -75,4 +75,17 @@ describe('dry run: writes recorded, never sent, with the API server\'s precondit
     assert.doesNotMatch(printed, /c2VjcmV0|bmV3/);
     assert.match(printed, /data\.password/, 'that the value changes is said');
   });
+
+  it('prints no value of a ConfigMap that is a copy of a Secret (a rule copying a Secret\'s content into a ConfigMap)', async () => {
+    const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+    const ledger = new DryRunLedger();
+    const client = new DryRunClient(readOnlyServer([]), configMaps, undefined, ledger, 'service');
+    const marks = { 'relsync.dev/source-cluster': 'tenant-a', 'relsync.dev/source-group': '', 'relsync.dev/source-resource': 'secrets', 'relsync.dev/source-namespace': 'ns', 'relsync.dev/source-name': 'db' };
+    await client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'db', namespace: 'ns', annotations: marks }, data: { password: 'hunter2-plain' } }, 'relsync');
+    await client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'plain', namespace: 'ns' }, data: { greeting: 'hello' } }, 'relsync');
+    const printed = JSON.stringify(ledger.list().map(viewOf));
+    assert.doesNotMatch(printed, /hunter2/);
+    assert.match(printed, /data\.password/, 'that the value is written is said');
+    assert.match(printed, /hello/, 'a ConfigMap of a ConfigMap shows its values');
+  });
 });
