@@ -226,7 +226,8 @@ export class Connection {
         status = res.statusCode ?? 0;
         retryAfter = retryAfterHeader(res);
         try {
-          text = await readBody(res, status >= 200 && status < 300 ? options.maxBytes : undefined, method, path);
+          const ok = status >= 200 && status < 300;
+          text = await readBody(res, ok ? (options.maxBytes ?? MAX_ANSWER_BYTES) : MAX_ERROR_BYTES, method, path, !ok);
         } finally {
           // Counted also when the answer was dropped for its size: the API server did the work.
           this.observer?.(this.metricsName, method, status, (performance.now() - sent) / 1000);
@@ -265,7 +266,7 @@ export class Connection {
         this.transport.credentials.invalidate();
         continue;
       }
-      if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res), retryAfterHeader(res));
+      if (status < 200 || status >= 300) throw new ApiError('GET', path, status, await readBody(res, MAX_ERROR_BYTES, 'GET', path, true), retryAfterHeader(res));
       return res;
     }
   }
@@ -342,16 +343,32 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
 }
 
 /**
- * The answer as text. The chunks stay Buffers (outside the JavaScript heap's
- * limit) until one toString. With `maxBytes`, an answer that grows past it is
- * dropped (AnswerTooLargeError) before it is held whole.
+ * The most of an answer relsync reads without a size the caller chose (a GET, an apply, a LIST of
+ * one): an object is at most ~1.5 MiB in etcd, a discovery document a few MiB. A platform's API
+ * server is the tenant's to run on some installations: it may answer with anything.
  */
-function readBody(res: http.IncomingMessage, maxBytes = Infinity, method = 'GET', path = ''): Promise<string> {
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/** The most of an error answer kept: its Status message is what is read of it; the rest is dropped. */
+export const MAX_ERROR_BYTES = 64 * 1024;
+
+/**
+ * The answer as text. The chunks stay Buffers (outside the JavaScript heap's
+ * limit) until one toString. An answer that grows past `maxBytes` is dropped
+ * (AnswerTooLargeError) before it is held whole; an error answer (`truncate`)
+ * is cut there instead, and the connection closed.
+ */
+function readBody(res: http.IncomingMessage, maxBytes = MAX_ANSWER_BYTES, method = 'GET', path = '', truncate = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     res.on('data', (c: Buffer) => {
       bytes += c.length;
+      if (bytes > maxBytes && truncate) {
+        chunks.push(c.subarray(0, c.length - (bytes - maxBytes)));
+        res.destroy();
+        resolve(Buffer.concat(chunks).toString('utf8'));
+        return;
+      }
       if (bytes > maxBytes) {
         chunks.length = 0;
         res.destroy();

@@ -2,7 +2,7 @@
  * A dynamic client for one resource type on one cluster: paths by
  * group/version/resource, JSON in and out, 404 on GET as `undefined`.
  */
-import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
@@ -181,17 +181,14 @@ export class ResourceClient {
       },
       signal: request.signal,
     });
-    const lines = createInterface({ input: res, crlfDelay: Infinity });
     // Errors of an aborted stream surface through the iterator (or not at all
     // once the reader stopped); without listeners they would crash the process.
     res.on('error', () => undefined);
-    lines.on('error', () => undefined);
-    // Taken now, so that no line that arrives before the reader starts is lost.
-    const iterator = lines[Symbol.asyncIterator]();
+    // Lines that arrive before the reader starts wait in the stream (its buffer, then the socket's).
+    const iterator = linesOf(res, MAX_WATCH_LINE_BYTES, `watch of ${this.path()}`);
     return {
       [Symbol.asyncIterator]: () => iterator,
       close() {
-        lines.close();
         res.destroy();
       },
     };
@@ -291,4 +288,48 @@ export class ResourceClient {
     object.kind ??= this.type.kind;
     return object;
   }
+}
+
+/**
+ * The longest watch event line read: an event holds one object (at most ~1.5 MiB in etcd, a few
+ * MiB as JSON with its managed fields). A platform's API server may be the tenant's own: a line
+ * that never ends would otherwise be held whole.
+ */
+export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
+
+/** A watch line longer than MAX_WATCH_LINE_BYTES: the watch is dropped (and started again by its loop). */
+export class WatchLineTooLongError extends Error {
+  override name = 'WatchLineTooLongError';
+}
+
+/** The stream's lines ("\n", a trailing "\r" dropped), each at most `maxBytes`, held as Buffers until whole. */
+export async function* linesOf(input: Readable, maxBytes: number, what: string): AsyncGenerator<string> {
+  let pending: Buffer[] = [];
+  let size = 0;
+  const line = (last: Buffer): string => {
+    const text = (pending.length === 0 ? last : Buffer.concat([...pending, last])).toString('utf8');
+    pending = [];
+    size = 0;
+    return text.endsWith('\r') ? text.slice(0, -1) : text;
+  };
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
+      const part = chunk.subarray(start, end);
+      if (size + part.length > maxBytes) {
+        input.destroy();
+        throw new WatchLineTooLongError(`${what}: a line longer than ${maxBytes} bytes; the watch is dropped`);
+      }
+      start = end + 1;
+      yield line(part);
+    }
+    const rest = chunk.subarray(start);
+    size += rest.length;
+    if (size > maxBytes) {
+      input.destroy();
+      throw new WatchLineTooLongError(`${what}: a line longer than ${maxBytes} bytes; the watch is dropped`);
+    }
+    if (rest.length > 0) pending.push(rest);
+  }
+  if (size > 0) yield line(Buffer.alloc(0));
 }

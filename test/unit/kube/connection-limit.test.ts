@@ -17,7 +17,7 @@ import { AnswerTooLargeError, Connection } from '../../../src/kube/connection.js
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 /** What the server does with the next request to a path; default: 200 `{}`. */
-type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large';
+type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge error';
 
 describe('connection concurrency limit', () => {
   let server: http.Server;
@@ -34,6 +34,17 @@ describe('connection concurrency limit', () => {
       if (answer === 'reset') return void req.socket.destroy();
       if (answer === 'hang') return void hanging.push(res);
       if (answer === 'large') return void res.end(JSON.stringify({ data: 'x'.repeat(10_000) }));
+      // A 500 whose body never ends: a tenant's own API server may answer so.
+      if (answer === 'huge error') {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        const chunk = 'e'.repeat(64 * 1024);
+        const more = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once('drain', more);
+        };
+        res.on('close', () => undefined);
+        return more();
+      }
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (answer?.retryAfter !== undefined) headers['retry-after'] = String(answer.retryAfter);
       res.writeHead(answer?.status ?? 200, headers);
@@ -68,6 +79,15 @@ describe('connection concurrency limit', () => {
     connection.limitObserver = (_cluster, limit, throttled) => limits.push([limit, throttled]);
     return { clock, connection, limits };
   }
+
+  it('reads at most MAX_ERROR_BYTES of an error answer that never ends, and fails with it', async () => {
+    answers.set('/huge', 'huge error');
+    const { connection } = connect();
+    const err = await connection.request('GET', '/huge').then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ApiError, String(err));
+    assert.equal(err.statusCode, 500);
+    assert.ok(err.message.length < 200 * 1024, `the error holds a bounded part of the answer (${err.message.length} characters)`);
+  });
 
   it('fails a 429 to its caller and starts no request of the cluster, derived ones included, until Retry-After', async (t) => {
     const { clock, connection, limits } = connect();
