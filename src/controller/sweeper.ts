@@ -222,10 +222,11 @@ export class Sweeper {
     const primaryClusters = new Set<string>();
     /**
      * Clusters with a primary whose claims this sweep could not bring into the store: its reconcile
-     * failed, or it has no record at all (refused by a limit). A primary kept as it was (a conflict,
-     * a name it cannot use) has its stored relations stand for its claims: that keeps this sweep
-     * from deleting its cluster's unaccounted copies (unsure), but the store knows its claims as
-     * well as it ever will, and the copies other primaries let go are decided.
+     * failed, it has no record at all (refused by a limit), or it was kept as it was with claims
+     * neither resolved anew (a conflict's and a too-big copy's are: PrimaryReconciler.keptClaims)
+     * nor written since the store was opened. A kept primary still keeps this sweep from deleting
+     * its cluster's unaccounted copies (unsure), but once its claims are in the store the copies
+     * other primaries let go are decided.
      */
     const claimsUnknown = new Set<string>();
     /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
@@ -355,8 +356,9 @@ export class Sweeper {
           // Read again as it ends: its pairs for the orphan check, and what it changed.
           const record = await store.primary(key.id);
           const relations = await store.relationsOf(key.id);
-          // No record at all (refused by a limit): not even a claim of before stands for it.
-          if (result?.relationsUnknown && !record) claimsUnknown.add(key.id.cluster);
+          // No record at all (refused by a limit), or kept with claims neither resolved anew nor
+          // written since the store was opened (an older store's): the store may lack its claims.
+          if (result?.claimsUnknown || (result?.relationsUnknown && !record)) claimsUnknown.add(key.id.cluster);
           // Kept as it was (error, conflict) with nothing to keep: a store that never knew its relations (new, or a shard's that just arrived).
           if (record && (record.state === 'error' || record.state === 'conflict') && relations.length === 0) unsure.add(key.id.cluster);
           const changed = accounting.reconciled(key.id, record, relations);
@@ -396,7 +398,7 @@ export class Sweeper {
     const claims = this.options.claims;
     if (claims) {
       claims.markComplete([...primaryClusters].filter((c) => primaryLists.complete(c) && !claimsUnknown.has(c)));
-      const { copies: decidable, overflowed } = claims.takeDecidable(isUnsure);
+      const { copies: decidable, overflowed } = claims.takeDecidable();
       for (const deferred of decidable) {
         try {
           await this.deleteIfUnclaimed(deferred.destination, deferred.type);

@@ -7,6 +7,12 @@ export interface Result {
    * copies for orphans on the store's silence.
    */
   readonly relationsUnknown?: boolean;
+  /**
+   * The store may not hold every claim of this primary on related copies (claim-knowledge.ts): it
+   * has no record, or it was kept as it was with relations this store did not see written and
+   * could not resolve anew. Its cluster's claims are not known yet, whatever a sweep did.
+   */
+  readonly claimsUnknown?: boolean;
 }
 
 export const done: Result = {};

@@ -48,7 +48,18 @@ export class ClaimKnowledge {
     readonly trustedAtStart: boolean,
     private readonly maxDeferred = 10_000,
     private readonly maxPerCluster = 1_000,
+    /** When this process began to rely on the store (an ISO time, as the store writes them). */
+    readonly openedAt: string = new Date().toISOString(),
   ) {}
+
+  /**
+   * Whether a primary's stored relations are its claims as this process saw them written: the
+   * store is trusted, or the primary's last complete sync (`lastSyncedAt`) came after the store was
+   * opened. Relations of an older store's, or none at all, are not.
+   */
+  writtenSinceOpened(record: { readonly lastSyncedAt: string | null } | undefined): boolean {
+    return this.trustedAtStart || (record?.lastSyncedAt != null && record.lastSyncedAt >= this.openedAt);
+  }
 
   /** True once the store holds every claim of `cluster`'s primaries. */
   complete(cluster: string): boolean {
@@ -73,16 +84,11 @@ export class ClaimKnowledge {
     this.perCluster.set(copy.claimants, held + 1);
   }
 
-  /**
-   * The copies left in place whose cluster is complete now, forgotten here; and whether any others
-   * overflowed. `unsure`: clusters where the deciding sweep kept a primary as it was (a conflict, a
-   * rule it could not evaluate): its stored relations stand for its claims, and with an older store
-   * they may be older than the copies it made since, so its cluster's copies stay for a later sweep.
-   */
-  takeDecidable(unsure: (cluster: string) => boolean = () => false): { copies: DeferredCopy[]; overflowed: number } {
+  /** The copies left in place whose cluster is complete now, forgotten here; and whether any others overflowed. */
+  takeDecidable(): { copies: DeferredCopy[]; overflowed: number } {
     const copies: DeferredCopy[] = [];
     for (const [key, copy] of this.deferred) {
-      if (!this.complete(copy.claimants) || unsure(copy.claimants)) continue;
+      if (!this.complete(copy.claimants)) continue;
       copies.push(copy);
       this.deferred.delete(key);
       const held = (this.perCluster.get(copy.claimants) ?? 1) - 1;

@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
 import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
-import { sameType, typeName } from '../core/resource-type.js';
+import { apiVersionOf, sameType, typeName } from '../core/resource-type.js';
 import { selectorQuery } from '../core/label-selector.js';
 import { mutated, specView } from '../rules/mutation.js';
 import { isSelected, platformNamespaceType, selectionFingerprint } from './primary-selection.js';
@@ -216,7 +216,7 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
       await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
       // A fresh store admits primaries in another order: this one's copies may exist and must stay.
-      return { relationsUnknown: true };
+      return { relationsUnknown: true, claimsUnknown: true };
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);
     let workspacePath: string | undefined;
@@ -229,7 +229,7 @@ export class PrimaryReconciler {
         this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
         await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
         await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
-        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
+        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
       }
     }
     const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
@@ -240,8 +240,9 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
       await this.notSynced(resource, id, primary, 'InvalidCopyName', nameProblem);
       // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, []);
-      return KEPT_AS_IT_WAS;
+      // So do its relations: what it claimed is not let go because a name cannot be rendered now.
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, await this.keptRelations(id));
+      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
     if (record && !sameIdentity(record.copy, copyId)) {
@@ -261,8 +262,9 @@ export class PrimaryReconciler {
       const message = `relsync does not update the copy of this object: ${tooBig}`;
       this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, await this.keptRelations(id));
-      return KEPT_AS_IT_WAS;
+      const kept = await this.keptClaims(reads, resource, id, primary, copyId, context);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, kept.relations);
+      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
     }
     const refused = this.refusals.secret(resource.copyType, content);
     if (refused) {
@@ -285,8 +287,9 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
       await this.notSynced(resource, id, current, 'CopyConflict', taken);
       this.deps.metrics.conflicts.inc({ kind: 'namespace' });
-      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, await this.keptRelations(id));
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
+      const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
+      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, kept.relations);
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
     }
 
     for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
@@ -307,8 +310,9 @@ export class PrimaryReconciler {
       this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
       await this.notSynced(resource, id, current, 'CopyConflict', message);
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
-      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, await this.keptRelations(id));
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS };
+      const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
+      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, kept.relations);
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
     }
 
     const synced = await this.syncStatus(resource, primaries, current, copy, id);
@@ -400,7 +404,10 @@ export class PrimaryReconciler {
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     // A rule kept what it had (it could not be evaluated) or was cut at the limit: with a store that
     // did not know them, copies it resolved to before are in no stored relation (a sweep keeps them).
-    const unknown = capped || found.some((f) => f.keepStored) ? KEPT_AS_IT_WAS : {};
+    // A rule cut at the limit claims what it stored: the rest is not wanted. One that could not be
+    // evaluated keeps its stored relations, which are its claims only if this store saw them written.
+    const keptStored = found.some((f) => f.keepStored);
+    const unknown = capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!keptStored, record) } : {};
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...unknown } : unknown;
   }
 
@@ -477,8 +484,10 @@ export class PrimaryReconciler {
     const copyType = resource.copyType;
     const at = (namespace: string, name: string): ObjectIdentity => ({ cluster: service, group: copyType.group, resource: copyType.resource, namespace, name });
     const workspacePath = resource.workspacePath ? await this.paths.of(reads, id.cluster).catch((err: unknown) => {
-      if (err instanceof ReadAgainLive) throw err;
-      return undefined; // a path not known now: a naming that uses it does not render, and the copy is looked for by its marks
+      // A path not known now (the workspace's to give): a naming that uses it does not render, and
+      // the copy is looked for by its marks. Anything else (an outage) fails the reconcile: the finalizer stays.
+      if (!(err instanceof WorkspacePathError)) throw err;
+      return undefined;
     }) : undefined;
     const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
     const rendered = (what: string, render: () => string, problem: (v: string) => string | undefined): string | undefined => {
@@ -495,20 +504,22 @@ export class PrimaryReconciler {
     const namespace = copyType.namespaced ? rendered('copy namespace', () => this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context), namespaceProblem) : '';
     const name = rendered('copy name', () => resource.naming.name.render(context), objectNameProblem);
     const copies = this.deps.clusters.client(service, copyType);
+    // This incarnation's copy (or one of relsync before uids were marked), not a related copy of it.
+    const isItsCopy = (o: KubeObject) => this.writer.isMarkedCopyOf(o, id) && !isRelatedCopy(o) && !copiesAnotherUid(o, [primary.metadata.uid]);
     // API errors propagate: the reconcile fails and is retried, the finalizer stays.
     if (namespace !== undefined && name !== undefined) {
       const there = await copies.get(namespace, name);
-      if (there && this.writer.isMarkedCopyOf(there, id)) return at(namespace, name);
+      if (there && isItsCopy(there)) return at(namespace, name);
     }
     if (copyType.namespaced && namespace !== undefined) {
       for await (const page of copies.pages({ namespace, labelSelector: agentSelector(this.deps.agentName) })) {
-        const copy = page.items.find((o) => this.writer.isMarkedCopyOf(o, id) && !isRelatedCopy(o));
+        const copy = page.items.find(isItsCopy);
         if (copy?.metadata.name) return at(namespace, copy.metadata.name);
       }
       return undefined; // no copy of it in its copy namespace: nothing to wait for
     }
-    if (name !== undefined) return undefined;
-    this.deps.logger.warn({ primary: describeIdentity(id) }, 'a primary without a record in the store is let go, but where its copy is cannot be told now; the sweep removes the copy once it finds it (by its marks) without a primary');
+    if (!copyType.namespaced && name !== undefined) return undefined;
+    this.deps.logger.warn({ primary: describeIdentity(id) }, 'a primary without a record in the store is let go, but where its copy is cannot be told now (its copy namespace or name does not render); the sweep removes the copy once it finds it (by its marks) without a primary');
     return undefined;
   }
 
@@ -664,6 +675,45 @@ export class PrimaryReconciler {
   }
 
   /** The relations kept as they are when the primary cannot be processed (a conflict). */
+  /** `claimsUnknown` unless the claims were resolved anew (`resolved`) or the store saw the stored ones written. */
+  private claimsKnownIf(resolved: boolean, record: Pick<PrimaryRecord, 'lastSyncedAt'> | undefined): { claimsUnknown?: true } {
+    const claims = this.deps.claims;
+    return resolved || !claims || claims.writtenSinceOpened(record) ? {} : { claimsUnknown: true };
+  }
+
+  /**
+   * What a primary kept as it was (its copy too big, a conflict) claims: its stored relations, and
+   * what its rules resolve to now, as pending claims. With a lost or older store, the stored
+   * relations may lack copies it made since, and a copy it shares would be deleted when another
+   * primary lets it go (issue #35). Rules are resolved as a reconcile resolves them (names; the
+   * LISTs of selector and inverse rules); nothing but the store's rows is written. A service-side
+   * rule reads the primary's own copy: without one (a conflict), it claims nothing. `known`: every
+   * rule was resolved, none cut at its limit.
+   */
+  private async keptClaims(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, context: TemplateContext): Promise<{ relations: RelationOutcome[]; known: boolean }> {
+    const kept = await this.keptRelations(id);
+    const service = this.deps.clusters.service.name;
+    const there = await reads.get(service, resource.copyType, copyId.namespace, copyId.name);
+    const copy = there && this.writer.isMarkedCopyOf(there, id) ? there : undefined;
+    // Where its copy would be: platform-side rules read only its namespace.
+    const placeholder: KubeObject = { apiVersion: apiVersionOf(resource.copyType), kind: resource.copyType.kind, metadata: { ...(copyId.namespace ? { namespace: copyId.namespace } : {}), name: copyId.name } };
+    let known = true;
+    const claims: Claim[] = [];
+    for (const rule of resource.rules) {
+      if (rule.origin === 'service' && !copy) continue;
+      const plan = this.finder.plan({ rule, primary, platformCluster: id.cluster, copy: copy ?? placeholder, serviceCluster: service, context: { ...context, object: primary } });
+      const found = await this.finder.findRelated(reads, resource, plan, primary).catch((err: unknown) => {
+        if (err instanceof ReadAgainLive) throw err;
+        return undefined;
+      });
+      if (!found || found.keepStored || found.more) known = false;
+      claims.push(...claimsOf(rule, found?.pairs ?? []));
+    }
+    const had = new Set(kept.map(claimKey));
+    const fresh = claims.filter((c) => !had.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'claimed while the primary is not synced; not copied' }));
+    return { relations: [...kept, ...fresh], known };
+  }
+
   private async keptRelations(id: ObjectIdentity): Promise<RelationOutcome[]> {
     return (await this.deps.store.relationsOf(id)).map(({ primary: _p, lastSyncedAt: _l, ...rest }) => rest);
   }

@@ -143,6 +143,11 @@ export class MemoryClusters implements ClusterAccess {
     this.faults.push({ ...fault, times: fault.times ?? 1 });
   }
 
+  /** Drops every fault not used yet. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
   private readonly faults: Array<{ verb: Call['verb']; cluster: string; resource: string; name?: string | undefined; status: number; reason: string; message: string; times: number; afterPages?: number | undefined }> = [];
 
   /** @internal */ store(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, object: KubeObject | undefined, namespace: string, name: string): void {

@@ -24,15 +24,13 @@ describe('what the store knows of claims', () => {
     assert.deepEqual(claims.takeDecidable().copies.map((c) => c.destination.name), ['y']);
   });
 
-  it('keeps the copies of a cluster where the deciding sweep kept a primary as it was, for a later sweep', () => {
-    // With an older store, a primary kept as it was (a conflict) has older relations than the copies
-    // it made since: a deferred copy it may want is not decided on them.
-    const claims = new ClaimKnowledge(false);
-    claims.defer(copy('tenant-a', 'x'));
-    claims.defer(copy('tenant-b', 'y'));
-    claims.markComplete(['tenant-a', 'tenant-b']);
-    assert.deepEqual(claims.takeDecidable((c) => c === 'tenant-a').copies.map((c) => c.destination.name), ['y'], 'the other tenant is not held up');
-    assert.deepEqual(claims.takeDecidable().copies.map((c) => c.destination.name), ['x'], 'decided by a sweep that kept nothing of its cluster');
+  it('takes a primary\'s stored relations for its claims only if they were written since the store was opened', () => {
+    const claims = new ClaimKnowledge(false, 10, 10, '2026-12-06T02:00:00.000Z');
+    assert.equal(claims.writtenSinceOpened(undefined), false, 'no record');
+    assert.equal(claims.writtenSinceOpened({ lastSyncedAt: null }), false, 'never synced');
+    assert.equal(claims.writtenSinceOpened({ lastSyncedAt: '2026-12-01T00:00:00.000Z' }), false, 'an older store\'s');
+    assert.equal(claims.writtenSinceOpened({ lastSyncedAt: '2026-12-06T02:00:01.000Z' }), true);
+    assert.equal(new ClaimKnowledge(true).writtenSinceOpened(undefined), true, 'a trusted store');
   });
 
   it('trusts the store from the start without a startup sweep', () => {

@@ -117,4 +117,24 @@ describe('a primary being deleted that the store has no record of', () => {
       await w.store.close();
     }
   });
+
+  it('finds its own incarnation\'s copy, not an earlier one\'s the name points at', async () => {
+    const w = await world();
+    try {
+      // An earlier incarnation's copy, orphaned (its finalizer was taken off by hand), at "old".
+      const earlier = w.clusters.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec: { alias: 'old' } });
+      const orphan = w.copy('old', earlier);
+      w.clusters.remove('tenant-a', databases, 'shop', 'orders');
+      const primary = w.terminating('orders', 'new');
+      w.copy('new', primary);
+      // The tenant points the name at the earlier copy.
+      w.clusters.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { alias: 'old' }));
+      await w.reconciler.reconcile(resource, idOf('orders'));
+      assert.equal(w.clusters.read('service', databases, COPY_NS, 'new'), undefined, 'its own copy is deleted');
+      assert.equal(w.clusters.read('service', databases, COPY_NS, 'old')?.metadata.uid, orphan.metadata.uid, 'the earlier one is the sweep\'s to judge');
+      assert.equal(w.clusters.read('tenant-a', databases, 'shop', 'orders'), undefined, 'let go once its copy is gone');
+    } finally {
+      await w.store.close();
+    }
+  });
 });

@@ -81,10 +81,10 @@ class World {
     return openStore(path);
   }
 
-  reconciler(opened: OpenedStore, claims: ClaimKnowledge): PrimaryReconciler {
+  reconciler(opened: OpenedStore, claims: ClaimKnowledge, limits?: { relatedPerPrimary: number; copyBytes: number }): PrimaryReconciler {
     const logger = pino({ level: 'silent' });
     return new PrimaryReconciler({
-      agentName: AGENT, clusters: this.clusters, store: new RelationStore(opened), logger, metrics,
+      agentName: AGENT, clusters: this.clusters, store: new RelationStore(opened), logger, metrics, ...(limits ? { limits } : {}),
       recorder: new EventRecorder({ clusters: this.clusters, agentName: AGENT, logger }),
       hasher: new ContentHasher(Buffer.from('k')),
       copyNamespaces: new CopyNamespaces({ agentName: AGENT, clusters: this.clusters, logger, installation: undefined }),
@@ -185,5 +185,47 @@ describe('reconciles with any store', () => {
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('keeps a shared copy that a primary kept as it was (its copy too big) still references, whatever the store knew of it', async () => {
+    // p0 and p1 share c0. The store is lost (or an older one comes back) while p1 grows past
+    // limits.copyBytes: p1 is kept as it was, and the store did not know its claim. The cluster is
+    // completed (every primary reconciled, as a sweep does); then p0 moves to c1. c0 stays: p1's
+    // claim was resolved anew when it was kept (before: the store knew none, and c0 was deleted).
+    for (const state of ['empty', 'older'] as const) {
+      const world = new World();
+      const stores: OpenedStore[] = [];
+      try {
+        const limits = { relatedPerPrimary: 500, copyBytes: 4096 };
+        world.refer(['c2', 'c2', 'c1', 'c1']);
+        const first = await world.store();
+        stores.push(first);
+        const before = world.reconciler(first, new ClaimKnowledge(true), limits);
+        for (const p of PRIMARIES) await before.reconcile(resource, idOf(p));
+        const backup = await world.store(first); // knows p0 and p1 on c2
+        stores.push(backup);
+        world.refer(['c0', 'c0', 'c1', 'c1']);
+        for (const p of PRIMARIES) await before.reconcile(resource, idOf(p));
+        const uid = world.copies().get('c0');
+        assert.ok(uid, 'the shared copy exists');
+
+        world.clusters.edit('tenant-a', databases, 'shop', 'p1', (o) => void (o.spec = { configMapName: 'c0', blob: 'x'.repeat(8192) }));
+        const opened = state === 'empty' ? await world.store() : backup;
+        if (state === 'empty') stores.push(opened);
+        const claims = new ClaimKnowledge(false);
+        const restarted = world.reconciler(opened, claims, limits);
+        const results = [];
+        for (const p of PRIMARIES) results.push(await restarted.reconcile(resource, idOf(p)));
+        assert.ok(results[1]?.relationsUnknown, 'p1 is kept as it was');
+        assert.ok(!results.some((r) => r.claimsUnknown), 'its claims were resolved anew: the cluster can complete');
+        claims.markComplete(['tenant-a']);
+
+        world.clusters.edit('tenant-a', databases, 'shop', 'p0', (o) => void (o.spec = { configMapName: 'c1' }));
+        await restarted.reconcile(resource, idOf('p0'));
+        assert.equal(world.copies().get('c0'), uid, `${state} store: the copy p1 still references kept its uid`);
+      } finally {
+        for (const s of stores) await s.close();
+      }
+    }
   });
 });
