@@ -13,7 +13,7 @@ import type { KubeObject } from '../core/object.js';
 import { inverseListSelector, inverseOwner, inverseOwnerKey } from '../rules/inverse-owner.js';
 import { provenanceProblem } from '../rules/provenance.js';
 import { foundObject, namespaceProblem, pairsForObjects, resolveRelated, sidesOf, type RelatedPair, type Resolution, type ResolveInput } from '../rules/resolve-related.js';
-import type { NameRewrite, ResolvedRule } from '../rules/rule.js';
+import type { ResolvedRule } from '../rules/rule.js';
 import { renderSelector } from '../rules/selector-template.js';
 import type { RelationRecord } from '../store/records.js';
 import type { SelectorRecord } from '../store/selector-index.js';
