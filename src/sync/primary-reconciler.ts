@@ -340,7 +340,7 @@ export class PrimaryReconciler {
         if (!isForbidden(err)) throw err;
         const { rule } = plan.input;
         const sourceCluster = sidesOf(plan.input).sourceCluster;
-        return { pairs: [], problems: [`rule ${rule.id}: ${this.refusals.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true };
+        return { pairs: [], problems: [`rule ${rule.id}: ${this.refusals.forbidden(sourceCluster, rule.sourceType, 'list')}`], keepStored: true, unanswered: true };
       });
       found.push({ plan, ...result });
     }
@@ -405,9 +405,12 @@ export class PrimaryReconciler {
     // A rule kept what it had (it could not be evaluated) or was cut at the limit: with a store that
     // did not know them, copies it resolved to before are in no stored relation (a sweep keeps them).
     // A rule cut at the limit claims what it stored: the rest is not wanted. One that could not be
-    // evaluated keeps its stored relations, which are its claims only if this store saw them written.
+    // evaluated keeps its stored relations; when the cluster did not answer (a LIST refused), they
+    // are its claims only if this store saw them written. One the tenant's input breaks resolves to
+    // nothing until it is fixed: what the store holds of it is all it claims.
     const keptStored = found.some((f) => f.keepStored);
-    const unknown = capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!keptStored, record) } : {};
+    const unanswered = found.some((f) => f.unanswered);
+    const unknown = capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!unanswered, record) } : {};
     return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...unknown } : unknown;
   }
 
@@ -706,7 +709,8 @@ export class PrimaryReconciler {
         if (err instanceof ReadAgainLive) throw err;
         return undefined;
       });
-      if (!found || found.keepStored || found.more) known = false;
+      // Not answered (an outage, a LIST refused), or more than the limit looked at: not all it claims.
+      if (!found || found.unanswered || found.more) known = false;
       claims.push(...claimsOf(rule, found?.pairs ?? []));
     }
     const had = new Set(kept.map(claimKey));

@@ -41,6 +41,12 @@ export interface Found {
   readonly warned?: boolean;
   /** The rule could not be evaluated: its stored relations are kept as they are. */
   readonly keepStored?: boolean;
+  /**
+   * Why not, when it is the cluster's answer (a LIST refused) rather than the tenant's input (a
+   * selector or namespace that renders wrong, which resolves to nothing until the tenant fixes it):
+   * its claims are not known (claim-knowledge.ts).
+   */
+  readonly unanswered?: boolean;
   /** It names more objects than were looked at (resolveRelated's limit): the count is a floor. */
   readonly more?: boolean;
 }
