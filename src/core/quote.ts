@@ -32,5 +32,8 @@ export function quote(value: string, max = QUOTED_PREFIX): string {
 
 /** A message cut to at most `max` characters (a stored message, a condition), saying how long it was. */
 export function capped(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+  if (text.length <= max) return text;
+  // Not between the halves of a surrogate pair: a lone half is stored as U+FFFD and would never compare equal again.
+  const end = /[\ud800-\udbff]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}… (${text.length} characters)`;
 }

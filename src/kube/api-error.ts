@@ -28,7 +28,8 @@ export class ApiError extends Error {
       isStatus = status?.kind === 'Status';
       if (status && isStatus) {
         if (typeof status.message === 'string') message = withoutValues(status.message).slice(0, 500);
-        reason = typeof status.reason === 'string' ? status.reason : undefined;
+        // A StatusReason is one word (NotFound, Conflict, ...); an API server that is a tenant's may send anything.
+        reason = typeof status.reason === 'string' && /^[A-Za-z]{1,64}$/.test(status.reason) ? status.reason : undefined;
         retryAfterSeconds = typeof status.details?.retryAfterSeconds === 'number' ? status.details.retryAfterSeconds : undefined;
         detailsName = typeof status.details?.name === 'string' ? status.details.name : undefined;
       }

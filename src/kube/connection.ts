@@ -297,6 +297,7 @@ export class Connection {
     }
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
+      let answer: http.IncomingMessage | undefined;
       const req = transport.request(
         url,
         {
@@ -309,10 +310,16 @@ export class Connection {
           rejectUnauthorized: tls.rejectUnauthorized,
           signal: options.signal,
         },
-        resolve,
+        (res) => resolve((answer = res)),
       );
       if (timeoutMs > 0) {
         req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from ${this.name} within ${timeoutMs} ms`)));
+        // Idle time alone lets an answer trickled a byte at a time hold the request for ever (a
+        // platform's API server may be the tenant's): the whole answer has a deadline too.
+        const totalMs = timeoutMs * TOTAL_TIMEOUT_FACTOR;
+        const deadline = setTimeout(() => (answer ?? req).destroy(new Error(`${method} ${path}: no complete answer from ${this.name} within ${totalMs} ms`)), totalMs);
+        deadline.unref();
+        req.once('close', () => clearTimeout(deadline));
       }
       req.on('error', reject);
       if (!fence) return void req.end(body);
@@ -350,6 +357,8 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** The most of an error answer kept: its Status message is what is read of it; the rest is dropped. */
 export const MAX_ERROR_BYTES = 64 * 1024;
+/** A request (not a watch) and its whole answer take at most this many times its idle timeout. */
+export const TOTAL_TIMEOUT_FACTOR = 4;
 
 /**
  * The answer as text. The chunks stay Buffers (outside the JavaScript heap's
@@ -379,5 +388,9 @@ function readBody(res: http.IncomingMessage, maxBytes = MAX_ANSWER_BYTES, method
     });
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
+    // Cut before its end (the request's deadline destroyed it): no answer.
+    res.on('close', () => {
+      if (!res.complete) reject(new Error(`${method} ${path}: the answer was cut before its end`));
+    });
   });
 }

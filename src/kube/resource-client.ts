@@ -155,7 +155,8 @@ export class ResourceClient {
         try {
           page = await this.listPage({ ...options, limit, continueToken, maxBytes: limit > 1 ? PAGE_MAX_BYTES : undefined });
         } catch (err) {
-          if (!(err instanceof AnswerTooLargeError)) throw err;
+          // One object too large to read is the end: asking again for one would never end.
+          if (!(err instanceof AnswerTooLargeError) || limit === 1) throw err;
           limit = Math.max(1, Math.floor(limit / 4));
         }
       }

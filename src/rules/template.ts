@@ -179,7 +179,7 @@ function evalArg(arg: Arg, context: TemplateContext): unknown {
   if (arg.kind !== 'path') return arg.value;
   const root = context[arg.variable];
   if (!arg.path) return root;
-  const [first] = evaluateJsonPath(arg.path, root);
+  const [first] = evaluateJsonPath(arg.path, root, 1); // only the first value is used: a tenant's list is not walked
   return first;
 }
 

@@ -17,7 +17,7 @@ import { AnswerTooLargeError, Connection } from '../../../src/kube/connection.js
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 /** What the server does with the next request to a path; default: 200 `{}`. */
-type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge error';
+type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge error' | 'trickle';
 
 describe('connection concurrency limit', () => {
   let server: http.Server;
@@ -34,6 +34,13 @@ describe('connection concurrency limit', () => {
       if (answer === 'reset') return void req.socket.destroy();
       if (answer === 'hang') return void hanging.push(res);
       if (answer === 'large') return void res.end(JSON.stringify({ data: 'x'.repeat(10_000) }));
+      // A byte at a time, never idle for long, never done.
+      if (answer === 'trickle') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const timer = setInterval(() => res.write(' '), 20);
+        res.on('close', () => clearInterval(timer));
+        return;
+      }
       // A 500 whose body never ends: a tenant's own API server may answer so.
       if (answer === 'huge error') {
         res.writeHead(500, { 'content-type': 'text/plain' });
@@ -87,6 +94,16 @@ describe('connection concurrency limit', () => {
     assert.ok(err instanceof ApiError, String(err));
     assert.equal(err.statusCode, 500);
     assert.ok(err.message.length < 200 * 1024, `the error holds a bounded part of the answer (${err.message.length} characters)`);
+  });
+
+  it('gives an answer trickled a byte at a time a deadline, not only an idle timeout', async () => {
+    answers.set('/trickle', 'trickle');
+    const { connection } = connect({ requestTimeoutMs: 100 });
+    const started = Date.now();
+    const err = await connection.request('GET', '/trickle').then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof Error, 'it fails');
+    assert.match((err as Error).message, /no complete answer|cut before its end/);
+    assert.ok(Date.now() - started < 2000, `within the deadline (${Date.now() - started} ms; 4 × 100 ms)`);
   });
 
   it('fails a 429 to its caller and starts no request of the cluster, derived ones included, until Retry-After', async (t) => {

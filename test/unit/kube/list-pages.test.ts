@@ -4,7 +4,8 @@
 // test/e2e/list-pages.test.ts.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { nextPageLimit, PAGE_TARGET_SIZE } from '../../../src/kube/resource-client.js';
+import { AnswerTooLargeError, type Connection } from '../../../src/kube/connection.js';
+import { nextPageLimit, PAGE_TARGET_SIZE, ResourceClient } from '../../../src/kube/resource-client.js';
 
 const MiB = 1024 * 1024;
 
@@ -37,5 +38,23 @@ describe('LIST page size', () => {
     // pages() drops at PAGE_MAX_BYTES and asks again smaller.
     assert.ok(biggest > 16 * MiB);
     assert.equal(nextPageLimit(500, 500, 500 * MiB), 4, 'one big page and the limit is small at once');
+  });
+
+  it('gives up on one object too large to read, instead of asking for it again and again', async () => {
+    // An API server (a tenant's own) whose every answer is over the size relsync reads, whatever the limit.
+    const limits: number[] = [];
+    const connection = {
+      request: async (_method: string, path: string, options: { query?: { limit?: number } }) => {
+        limits.push(options.query?.limit ?? 0);
+        if (limits.length > 20) throw new Error('asked more than 20 times');
+        throw new AnswerTooLargeError('GET', path, 64 * MiB);
+      },
+    } as unknown as Connection;
+    const client = new ResourceClient(connection, { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true });
+    await assert.rejects(async () => {
+      for await (const page of client.pages({})) void page;
+    }, AnswerTooLargeError);
+    assert.equal(limits.at(-1), 1, 'down to one object a page');
+    assert.ok(limits.length < 10, `then it stopped (${limits.length} requests: ${limits.join(', ')})`);
   });
 });
