@@ -21,7 +21,8 @@ import type { ListSink } from '../kube/list-watch.js';
 import type { KubeObject } from '../core/object.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { inverseOwner } from '../rules/inverse-owner.js';
-import { identityKey, type ObjectIdentity } from '../core/identity.js';
+import { identityKey, identityProblem, type ObjectIdentity } from '../core/identity.js';
+import { quote } from '../core/quote.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
@@ -103,6 +104,11 @@ export class EventRouter {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
+    const impossible = identityProblem(id);
+    if (impossible) {
+      this.options.logger.warn({ cluster, type: typeName(type), name: quote(id.name), namespace: quote(id.namespace), problem: impossible }, 'an API server delivered an object no Kubernetes API server would hold; it is ignored');
+      return 0;
+    }
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
     const unchangedCopy = change !== 'LIST' && change !== 'DELETED' && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
     const ownWrite = !unchangedCopy && change !== 'LIST' && change !== 'DELETED' && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;

@@ -53,3 +53,14 @@ export function describeIdentity(id: ObjectIdentity): string {
   const type = id.group ? `${id.resource}.${id.group}` : id.resource;
   return `${id.cluster}:${type}:${id.namespace ? `${id.namespace}/` : ''}${id.name}`;
 }
+
+/**
+ * Why an object's names cannot be a Kubernetes object's (longer than any API server accepts), or
+ * undefined. A platform's API server may be a tenant's own and send anything: such an object is
+ * not routed, stored or reconciled, so that its name never becomes a row, a log line or a key.
+ */
+export function identityProblem(id: Pick<ObjectIdentity, 'namespace' | 'name'>): string | undefined {
+  if (id.name.length === 0 || id.name.length > 253) return `a name of ${id.name.length} characters (an object's is 1 to 253)`;
+  if (id.namespace.length > 63) return `a namespace of ${id.namespace.length} characters (at most 63)`;
+  return undefined;
+}

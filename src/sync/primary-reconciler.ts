@@ -13,7 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
-import { describeIdentity, identityKey, sameIdentity, type ObjectIdentity } from '../core/identity.js';
+import { describeIdentity, identityKey, identityProblem, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import { apiVersionOf, sameType, typeName } from '../core/resource-type.js';
 import { selectorQuery } from '../core/label-selector.js';
 import { mutated, specView } from '../rules/mutation.js';
@@ -136,6 +136,8 @@ export class PrimaryReconciler {
    * (edge-sync.ts), otherwise, and after any failure, the primary is reconciled in full.
    */
   async reconcile(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
+    // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
+    if (identityProblem(id)) return done;
     // After a 409 (something relsync read was older than what it wrote over), the next reconcile
     // of this primary reads everything from the API servers, not from what the watches delivered.
     const key = identityKey(id);

@@ -101,6 +101,12 @@ describe('event router (real SQLite store)', () => {
     assert.deepEqual(await route('service', databases, object('tenant-a-shop', 'orders')), ['tenant-a/shop/orders']);
   });
 
+  it('ignores an object whose name no Kubernetes API server would hold (a tenant\'s own API server may send one)', async () => {
+    assert.deepEqual(await route('tenant-a', databases, object('shop', 'x'.repeat(1_000_000))), []);
+    assert.deepEqual(await route('tenant-a', databases, object('n'.repeat(64), 'orders')), []);
+    assert.deepEqual(await route('tenant-a', databases, object('shop', '')), []);
+  });
+
   it('sends a related object to its owners by reference, selector and inverse rule, and no further', async () => {
     assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'orders-config')), ['tenant-a/shop/orders'], 'by its stored reference');
     assert.deepEqual(await route('service', configMaps, object('tenant-a-shop', 'orders-config')), ['tenant-a/shop/orders'], 'its copy, by destination');
