@@ -113,7 +113,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
         }
       }
     }));
-    await eventually('every long primary reconciled (a problem on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'long' and state = 'error'").n === LONG_PRIMARIES || undefined, 300_000);
+    await eventually('every long primary reconciled (a problem on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'long' and state = 'error'").n === LONG_PRIMARIES || undefined, 600_000);
     const during = await bArrives();
 
     // The restart that died with "JavaScript heap out of memory" before: every row is read at start.
@@ -121,7 +121,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     await new Promise((resolve) => relsync.child.once('exit', resolve));
     const logBefore = relsync.log().length;
     await start();
-    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 300_000);
+    await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 600_000);
     const after = await bArrives();
     assert.equal(relsync.child.exitCode, null, 'relsync is still running');
     const lines = relsync.log().slice(logBefore).split('\n');
@@ -175,7 +175,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     }));
     await a.createDatabase('labels', 'heavy', {});
     // Every match is found (and capped at the limit): then the primary's rows say so.
-    await eventually('the selector rule resolved', async () => query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'labels' and rule_id = 'labelled'").n === LABELLED || undefined, 300_000);
+    await eventually('the selector rule resolved', async () => query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'labels' and rule_id = 'labelled'").n === LABELLED || undefined, 600_000);
     const during = await bArrives();
     assert.equal(relsync.child.exitCode, null, 'relsync is still running');
     assert.doesNotMatch(relsync.log(), /heap out of memory/);
