@@ -204,7 +204,7 @@ describe('sharding: three replicas over six platform clusters', () => {
     assert.deepEqual([...after.r2!].sort(), [...before.r2!].sort(), 'the same shards: their Leases still named it');
     // No one held them meanwhile: their stores are resumed (a relist at most), not rebuilt.
     const resumed = () => replicas.r2!.log().split('\n').filter((l) => l.includes('resumes the shard\'s store')).length;
-    await eventually('each shard taken back resumed its store', async () => resumed() === before.r2!.length, 10_000);
+    await eventually('each shard taken back resumed its store', async () => resumed() >= before.r2!.length, 30_000);
     assert.doesNotMatch(replicas.r2!.log(), /builds the shard's store afresh/);
     await changeEverywhere('6', 60_000);
   });
