@@ -379,6 +379,20 @@ export const configSchema = z
         copyBytes: z.number().int().min(1024).default(1024 * 1024),
         /** Primaries synced per platform cluster (per workspace on kcp): one tenant's flood stops at its own limit. */
         primariesPerCluster: z.number().int().min(1).default(20_000),
+        /**
+         * Primaries synced in all, over every cluster: what relsync holds in memory and in its store
+         * is set by this, however many clusters (kcp workspaces) tenants bind.
+         */
+        primaries: z.number().int().min(1).default(100_000),
+        /**
+         * Bytes of content one platform cluster's (kcp: workspace's) copies may take in the service
+         * cluster, whose etcd stops every write at its quota (2 GiB by default) whoever filled it.
+         */
+        copiedBytesPerCluster: z.number().int().min(1024).default(512 * 1024 * 1024),
+        /** Copies (primaries' and related) one platform cluster (kcp: workspace) may have in the service cluster. */
+        copiesPerCluster: z.number().int().min(1).default(100_000),
+        /** Bytes of content all copies may take in the service cluster together. */
+        copiedBytes: z.number().int().min(1024).default(1536 * 1024 * 1024),
       })
       .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */

@@ -31,6 +31,7 @@ import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource, STATUS_HASH_ANNOTATION } from '../sync/marks.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
+import type { PrimaryAdmission } from '../sync/primary-admission.js';
 import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
 import type { NamespaceFilter } from './namespace-filter.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
@@ -72,6 +73,8 @@ export interface EventRouterOptions {
   readonly cache?: Pick<ObjectCacheFeed, 'observe'>;
   /** Namespace selectors: a platform namespace's label change routed to its primaries (namespace-filter.ts). */
   readonly namespaces?: Pick<NamespaceFilter, 'active' | 'changed'>;
+  /** Whether a primary's event is queued: past the limits, a new one is not (sync/primary-admission.ts); default: every one. */
+  readonly admission?: Pick<PrimaryAdmission, 'mayQueue'>;
 }
 
 export class EventRouter {
@@ -132,7 +135,7 @@ export class EventRouter {
     // type and a related type at once, and relsync's copies on a platform are never primaries.
     const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
-    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object)) add({ resource: primaryResource, id });
+    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object) && (this.options.admission === undefined || (await this.options.admission.mayQueue(id)))) add({ resource: primaryResource, id });
     const copyResource = cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
     if (copyResource) {
       // A copy of a primary: the primary its marks name (a copy can be written before the store

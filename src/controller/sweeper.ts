@@ -57,6 +57,7 @@ import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
 import type { ClaimKnowledge } from '../sync/claim-knowledge.js';
+import type { PrimaryAdmission } from '../sync/primary-admission.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -91,6 +92,8 @@ export interface SweeperOptions {
    * knows their claims from then on; the copies left in place until then are decided here.
    */
   readonly claims?: ClaimKnowledge;
+  /** Which listed primaries the sweep reconciles: past the limits, new ones are not (sync/primary-admission.ts); default: every one. */
+  readonly admission?: Pick<PrimaryAdmission, 'forSweep'>;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -203,6 +206,9 @@ export class Sweeper {
     // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
     /** By identityKey(). */
     const queued = new Map<string, PrimaryKey>();
+    const admitted = this.options.admission?.forSweep();
+    /** Listed primaries past the limits (primary-admission.ts). */
+    let refusedByLimit = 0;
     const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(identityKey(id), { resource, id });
     /** Every listed copy, by identity and uid only: the objects themselves are not kept. */
     const copies: ListedCopy[] = [];
@@ -287,7 +293,18 @@ export class Sweeper {
               if (!resource || !clusters.isPlatform(cluster)) continue;
               const primaries = part.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
               counts.primariesSeen += primaries.length;
-              for (const item of primaries) include(resource, identityOf(cluster, watch.type, item));
+              for (const item of primaries) {
+                const id = identityOf(cluster, watch.type, item);
+                // Past the limits a new primary is not kept (a tenant's million stays a count), nor
+                // reconciled, but for a few whose verdict says why; its cluster's copies are not decided.
+                const decision = admitted ? await admitted.decide(id) : 'take';
+                if (decision !== 'take') {
+                  unsure.add(cluster);
+                  claimsUnknown.add(cluster);
+                  refusedByLimit++;
+                }
+                if (decision !== 'skip') include(resource, id);
+              }
             }
           }
           if (ofPrimaries) primaryLists.listed(watch.cluster, watch.type);
@@ -311,6 +328,7 @@ export class Sweeper {
         this.options.logger.info({ heldBytes: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
       }
 
+      if (refusedByLimit > 0) this.options.logger.info({ primaries: refusedByLimit }, 'listed primaries past limits.primariesPerCluster or limits.primaries are not synced (a few are reconciled to say so); their clusters\' copies are kept');
       phases.listMs = lap();
 
       // 2. reconcile every primary once, from the snapshot of those lists. Also primaries whose

@@ -22,6 +22,9 @@ import type { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
 import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
+import { PrimaryAdmission } from '../sync/primary-admission.js';
+import { CopyBudget } from '../sync/copy-budget.js';
+import { CopyBytesStore } from '../store/copy-bytes-store.js';
 import { CopyWriter } from '../sync/copy-writer.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
 import { ContentHasher } from '../sync/content-hasher.js';
@@ -158,8 +161,19 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // current (resync.onStartup false says so); a new or lost one never is: it gets a startup
     // sweep all the same (leader-term.ts), which completes it.
     const claims = new ClaimKnowledge(!config.resync.onStartup && (await store.knowsAnyPrimary()));
+    // Which new primaries relsync takes on: within the limits, so that memory follows the config.
+    const admission = new PrimaryAdmission({ perCluster: config.limits.primariesPerCluster, total: config.limits.primaries }, store);
+    // What each tenant's copies take in the service cluster's etcd, within its budget.
+    const budget = new CopyBudget(
+      { bytesPerCluster: config.limits.copiedBytesPerCluster, copiesPerCluster: config.limits.copiesPerCluster, bytes: config.limits.copiedBytes },
+      new CopyBytesStore(db),
+      (tenant, usage) => {
+        metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
+        metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
+      },
+    );
     const reconciler = new PrimaryReconciler({
-      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims,
+      agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims, admission, budget,
       readsFor: (id) => sweepReads.readsFor(id),
       copyPolicy: config.copy,
       // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
@@ -249,6 +263,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       resources,
       store,
       enqueue: queueKey,
+      admission,
       logger,
       metrics,
       fanout: options.fanoutRouting,
@@ -270,7 +285,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, budget, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims, admission });
     return { claims, platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();

@@ -48,6 +48,8 @@ export class Metrics {
   readonly sweepLastSuccess = new Gauge({ name: 'relsync_sweep_last_success_timestamp_seconds', help: 'When the last sweep that finished without failing finished (Unix time); 0 before the first', registers: [this.registry] });
   readonly termStart = new Gauge({ name: 'relsync_term_start_timestamp_seconds', help: 'When this process began to reconcile and sweep (its term as leader, or its start with leader election off); 0 while it does not', registers: [this.registry] });
   readonly sweepInterval = new Gauge({ name: 'relsync_sweep_interval_seconds', help: 'The longest gap between two sweeps of resync.schedule, on the process that schedules them (the leader)', registers: [this.registry] });
+  readonly tenantCopyBytes = new Gauge({ name: 'relsync_tenant_copy_bytes', help: 'Bytes of content that one platform cluster\'s (kcp: one workspace\'s) copies take in the service cluster, as relsync counts them against limits.copiedBytesPerCluster; a series appears once relsync writes a copy of that cluster\'s', labelNames: ['cluster'], registers: [this.registry] });
+  readonly tenantCopies = new Gauge({ name: 'relsync_tenant_copies', help: 'Copies one platform cluster (kcp: one workspace) has in the service cluster, as relsync counts them against limits.copiesPerCluster', labelNames: ['cluster'], registers: [this.registry] });
   readonly storeRows = new Gauge({ name: 'relsync_store_rows', help: 'Rows in the store, by table', labelNames: ['table'], registers: [this.registry] });
 
   // The names controller-runtime and client-go export, which operators' dashboards and alerts

@@ -42,6 +42,7 @@ export class RelationStore {
 
   /** What every watch event and every reconcile asks, built once (prepared-query.ts). */
   private readonly byId: PreparedQuery<IdentityColumns<''>, PrimariesTable>;
+  private readonly keyOfId: PreparedQuery<IdentityColumns<''>, Pick<PrimariesTable, 'name'>>;
   private readonly byCopy: PreparedQuery<Pick<PrimariesTable, 'copy_cluster' | 'copy_group' | 'copy_resource' | 'copy_namespace' | 'copy_name'>, PrimariesTable>;
   private readonly byPrimary: PreparedQuery<IdentityColumns<'primary_'>, RelationsTable>;
   private readonly bySource: PreparedQuery<IdentityColumns<'source_'>, RelationsTable>;
@@ -60,6 +61,7 @@ export class RelationStore {
     this.writes = new ReconcileWrites(store.sqlite);
     this.touches = new TouchBatcher(db);
     this.byId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
+    this.keyOfId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').select('name').where((eb) => eb.and(p)));
     this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_group', 'copy_resource', 'copy_namespace', 'copy_name'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
     this.byPrimary = preparedQuery(db, identityParams('primary_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
     this.bySource = preparedQuery(db, identityParams('source_'), (p) => db.selectFrom('relations').selectAll().where((eb) => eb.and(p)));
@@ -96,6 +98,17 @@ export class RelationStore {
   async countPrimaries(cluster: string): Promise<number> {
     const row = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).where('cluster', '=', cluster).executeTakeFirst();
     return Number(row?.n ?? 0);
+  }
+
+  /** How many primaries the store holds in all. */
+  async countAllPrimaries(): Promise<number> {
+    const row = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Whether the store holds this primary (its key only: no row is read). */
+  async hasPrimary(id: ObjectIdentity): Promise<boolean> {
+    return (await this.keyOfId(columns('', id))).length > 0;
   }
 
   /** Whether any primary of this cluster is stored (for forgetting an unbound kcp workspace). */

@@ -104,7 +104,19 @@ export interface LogicalClustersTable {
   changed_at: string;
 }
 
+/** What each copy in the service cluster takes, charged to its tenant (migration 0009). */
+export interface CopyBytesTable {
+  cluster: string;
+  group: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  tenant: string;
+  bytes: number;
+}
+
 export interface Database {
+  copy_bytes: CopyBytesTable;
   logical_clusters: LogicalClustersTable;
   pending_primaries: PendingPrimariesTable;
   sweeps: SweepsTable;

@@ -26,6 +26,7 @@ import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
+import type { CopyBudget } from './copy-budget.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
@@ -38,6 +39,8 @@ export interface CopyWriterDeps {
   readonly onDeleted?: ((copy: ObjectIdentity) => void) | undefined;
   /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
   readonly onWritten?: ((id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void) | undefined;
+  /** What each tenant's copies take in the service cluster (copy-budget.ts): told of each charged write and of each delete. */
+  readonly budget?: Pick<CopyBudget, 'wrote' | 'removed'> | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -114,6 +117,8 @@ export interface Upsert {
    * was, `refused` why one in the way was not (and whether the grant that would do it may be suggested).
    */
   readonly adopt?: { readonly announce: () => Promise<void>; readonly refused: (reason: string, suggestGrant: boolean) => void } | undefined;
+  /** A copy in the service cluster: the tenant it is charged to and the size of its content (copy-budget.ts). */
+  readonly charge?: { readonly tenant: string; readonly bytes: number } | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -138,7 +143,9 @@ export class CopyWriter {
     // A primary's copy is announced while it is written: its watch event may come before the write's
     // answer (own-writes.ts). A related copy's own events are known by their content hash instead.
     const own = this.deps.ownWrites;
-    return own && write.kind === 'primary' ? own.during(write.copy, () => this.write(client, write)) : this.write(client, write);
+    const written = await (own && write.kind === 'primary' ? own.during(write.copy, () => this.write(client, write)) : this.write(client, write));
+    if (written !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.charge.bytes);
+    return written;
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
@@ -188,7 +195,9 @@ export class CopyWriter {
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     this.recorded(write.copy, written, resourceVersion);
-    return this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
+    const result = await this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
+    if (result !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.charge.bytes);
+    return result;
   }
 
   /**
@@ -203,10 +212,10 @@ export class CopyWriter {
    */
   async remove(client: ObjectClient, removal: CopyRemoval): Promise<'deleted' | 'absent' | 'changed'> {
     const { kind, copy, source, decidedOn, existing } = removal;
-    if (!existing) return 'absent';
+    if (!existing) return this.gone(copy);
     // Before the marks are looked at: they may be the cache's too.
     if (decidedOn !== 'sweep') confirmLive(decidedOn);
-    if (!this.isMarkedCopyOf(existing, source)) return 'absent';
+    if (!this.isMarkedCopyOf(existing, source)) return this.gone(copy);
     try {
       await client.delete(copy.namespace, copy.name, existing.metadata.uid, existing.metadata.resourceVersion);
     } catch (err) {
@@ -220,7 +229,14 @@ export class CopyWriter {
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
+    await this.deps.budget?.removed(copy);
     return 'deleted';
+  }
+
+  /** No copy of relsync's is there (any more): it takes nothing of its tenant's budget. */
+  private async gone(copy: ObjectIdentity): Promise<'absent'> {
+    await this.deps.budget?.removed(copy);
+    return 'absent';
   }
 
   /**

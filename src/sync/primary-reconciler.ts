@@ -29,6 +29,8 @@ import type { KnownRows, RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { PrimaryAdmission } from './primary-admission.js';
+import type { CopyBudget } from './copy-budget.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, deepEqual, stableJson, type CopyContent } from './content.js';
@@ -72,6 +74,10 @@ export interface ReconcilerDeps {
   readonly onDeleted?: (copy: ObjectIdentity) => void;
   /** Caps on what one primary's copies may cost; default: 500 related objects, 1 MiB per copy. */
   readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster?: number };
+  /** What each tenant's copies may take in the service cluster (copy-budget.ts); default: no budget. */
+  readonly budget?: CopyBudget;
+  /** Which new primaries are taken on (primary-admission.ts); default: from `limits.primariesPerCluster`, if given. */
+  readonly admission?: PrimaryAdmission;
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
   /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
@@ -114,9 +120,13 @@ export class PrimaryReconciler {
   private readonly adoptionRefusals: AdoptionRefusals;
   /** relsync's verdict, shown on the primary (sync-verdict.ts). */
   private readonly verdicts: SyncVerdicts;
+  /** Which new primaries are taken on, within the limits. */
+  private readonly admission: PrimaryAdmission | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
+    const perCluster = deps.limits?.primariesPerCluster;
+    this.admission = deps.admission ?? (perCluster !== undefined ? new PrimaryAdmission({ perCluster, total: Infinity }, deps.store) : undefined);
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
@@ -138,6 +148,15 @@ export class PrimaryReconciler {
   async reconcile(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
     // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
     if (identityProblem(id)) return done;
+    try {
+      return await this.reconcileKey(resource, id, edges);
+    } finally {
+      // Queued as a refused primary (primary-admission.ts): its verdict is written, its slot free.
+      this.admission?.settled(id);
+    }
+  }
+
+  private async reconcileKey(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
     // After a 409 (something relsync read was older than what it wrote over), the next reconcile
     // of this primary reads everything from the API servers, not from what the watches delivered.
     const key = identityKey(id);
@@ -210,16 +229,20 @@ export class PrimaryReconciler {
       if (waiting) return waiting;
     }
 
-    // One tenant's flood stops at its own limit (counted in the store; concurrent workers may pass it by a few).
-    const perCluster = this.deps.limits?.primariesPerCluster;
-    if (!record && perCluster !== undefined && (await this.primariesOf(id.cluster, perCluster)) >= perCluster) {
+    // One tenant's flood stops at its own limit, and all of them at relsync's (counted in the store;
+    // concurrent workers may pass it by a few).
+    const refusal = !record && this.admission ? await this.admission.room(id.cluster) : undefined;
+    if (refusal) {
       // Not requeued (a flood would keep the workers busy): its next change or the next sweep looks again.
-      const message = `relsync syncs at most ${perCluster} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`;
+      const message = refusal.limit === 'primariesPerCluster'
+        ? `relsync syncs at most ${refusal.value} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`
+        : `relsync syncs at most ${refusal.value} primaries in all (limits.primaries), and that many are synced; this one is synced once others are deleted (at its next change or the next sweep)`;
       this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
       await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
       // A fresh store admits primaries in another order: this one's copies may exist and must stay.
       return { relationsUnknown: true, claimsUnknown: true };
     }
+    if (!record) this.admission?.admitted(id.cluster);
     const primaries = clusters.client(id.cluster, resource.primaryType);
     let workspacePath: string | undefined;
     if (resource.workspacePath) {
@@ -257,13 +280,16 @@ export class PrimaryReconciler {
     const unmutated = contentOf(primary, this.policy);
     const mutation = mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
     const content = { ...unmutated, fields: mutation.result };
-    const tooBig = this.refusals.size(stableJson(content));
-    if (tooBig) {
-      // Over limits.copyBytes: the copy and its related copies stay as they were (removing them
-      // would make the operator deprovision), no longer updated, until the primary is small again.
-      const message = `relsync does not update the copy of this object: ${tooBig}`;
-      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
-      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
+    const serialized = stableJson(content);
+    const tooBig = this.refusals.size(serialized);
+    const overBudget = tooBig ? undefined : await this.deps.budget?.refusal(id.cluster, copyId, Buffer.byteLength(serialized));
+    if (tooBig || overBudget) {
+      // Over limits.copyBytes or the tenant's budget: the copy and its related copies stay as they were
+      // (removing them would make the operator deprovision), no longer updated, until it fits again.
+      const message = tooBig ? `relsync does not update the copy of this object: ${tooBig}` : overBudget!;
+      const reason = tooBig ? 'CopySyncFailed' : 'CopyBudgetReached';
+      this.deps.recorder.warn(id.cluster, primary, reason, message);
+      await this.notSynced(resource, id, primary, reason, message);
       const kept = await this.keptClaims(reads, resource, id, primary, copyId, context);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, kept.relations);
       return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
@@ -424,21 +450,6 @@ export class PrimaryReconciler {
     return { primary: p, copy: c, config: selectionFingerprint(resource, this.deps.fingerprint.of(resource), namespace && objectVersion(namespace)) };
   }
 
-  /**
-   * How many primaries the store holds for a cluster. A count at or over the limit is reused for a
-   * second (a sweep over a flood beyond the limit would otherwise count once per primary of it);
-   * below the limit it is always fresh.
-   */
-  private async primariesOf(cluster: string, limit: number): Promise<number> {
-    const seen = this.overLimit.get(cluster);
-    if (seen !== undefined) return seen;
-    const n = await this.deps.store.countPrimaries(cluster);
-    if (n >= limit) this.overLimit.set(cluster, n, 1000);
-    return n;
-  }
-
-  /** Clusters whose count was at or over limits.primariesPerCluster a moment ago. */
-  private readonly overLimit = new ExpiringMap<string, number>(10_000);
 
   /**
    * Stores what this reconcile is about to act on, when the store does not
@@ -561,8 +572,8 @@ export class PrimaryReconciler {
       }
     }
     await store.deletePrimary(id);
-    // Room for a primary that waits for it (limits.primariesPerCluster): count afresh.
-    this.overLimit.delete(id.cluster);
+    // Room for a primary that waits for it (limits.primariesPerCluster, limits.primaries): count afresh.
+    this.admission?.released(id.cluster);
     // A copy shared with primaries that are being finalized at the same moment
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
@@ -636,7 +647,8 @@ export class PrimaryReconciler {
   private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
-    const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(stableJson(desired)), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
+    const serialized = stableJson(desired);
+    const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(serialized), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
     const marks = { labels: base.labels, annotations };
     // A new primary's copy that the watches did not deliver is not read: the write is a create the
     // API server refuses when anything has the name, and the copy is read after (copy-writer.ts).
@@ -648,7 +660,8 @@ export class PrimaryReconciler {
           refused: (reason: string, suggestGrant: boolean) => this.adoptionRefusals.note(adopting, copyId, id, reason, suggestGrant),
         }
       : undefined;
-    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt });
+    // Charged to the primary's tenant (copy-budget.ts): what it takes in the service cluster.
+    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) } });
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */

@@ -38,6 +38,7 @@ import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
+import type { CopyBudget } from './copy-budget.js';
 
 export interface RelationSyncDeps {
   readonly agentName: string;
@@ -58,6 +59,8 @@ export interface RelationSyncDeps {
   readonly limits?: { readonly relatedPerPrimary: number } | undefined;
   /** Whether the store knows every claim of a cluster (claim-knowledge.ts); without it, the store is trusted. */
   readonly claims?: ClaimKnowledge | undefined;
+  /** What each tenant's copies may take in the service cluster (copy-budget.ts); default: no budget. */
+  readonly budget?: Pick<CopyBudget, 'refusal'> | undefined;
 }
 
 export class RelationSync {
@@ -128,6 +131,14 @@ export class RelationSync {
       this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
+    // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget, kept as it was, like one too big.
+    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
+    const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
+    if (overBudget) {
+      const message = `rule ${rule.id}: ${overBudget}`;
+      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
     // Judged on what is written, and on the source when it is a Secret written as another kind: a
     // token-minting Secret's values are not the other side's to read in a ConfigMap either.
     const refusal = this.deps.refusals.secret(rule.destinationType, desired) ?? this.deps.refusals.secret(rule.sourceType, { fields: { type: source.type } });
@@ -189,7 +200,7 @@ export class RelationSync {
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
       const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name, written: syncedHash === hash };
       const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite, adopt };
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite, adopt, charge };
       written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
       if (written === 'conflict') return conflict();
     } catch (err) {

@@ -28,6 +28,13 @@ const RELATED_PER_PRIMARY = 500;
 /** ConfigMaps of tenant-a that one selector matches, each with LABEL_BYTES of labels: more than the heap, held together. */
 const LABELLED = 300;
 const LABEL_BYTES = 1000 * 1024;
+/** What tenant-a's copies may take in the service cluster; BIG ConfigMaps of BIG_BYTES each are copied past it. */
+const BUDGET = 48 * 1024 * 1024;
+const BIG_BYTES = 900 * 1024;
+const BIG = 80;
+/** Primaries tenant-a may have synced; FLOOD more of them are created past it. */
+const PER_CLUSTER = 500;
+const FLOOD = 3000;
 
 describe('hostile tenants, round two: a bounded cost for every input', () => {
   let clusters: Clusters<Names>;
@@ -71,7 +78,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
       store: { path: storePath() },
       resync: { schedule: '0 0 1 1 *', onStartup: true },
-      limits: { relatedPerPrimary: RELATED_PER_PRIMARY },
+      limits: { relatedPerPrimary: RELATED_PER_PRIMARY, primariesPerCluster: PER_CLUSTER, copiedBytesPerCluster: BUDGET },
       resources: [{
         group: 'demo.relsync.dev', resource: 'databases',
         related: [
@@ -94,6 +101,50 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   after(async () => {
     if (relsync?.child.exitCode === null) await relsync.stop();
     await clusters?.stop();
+  });
+
+  it(`a byte budget per tenant: ${BIG} related ConfigMaps of ${BIG_BYTES / 1024} KiB fill no more than ${BUDGET / 1024 / 1024} MiB of the service cluster`, async () => {
+    const idle = await bArrives();
+    await a.ensureNamespace('bytes');
+    const payload = 'b'.repeat(BIG_BYTES);
+    await Promise.all([0, 1, 2, 3].map(async (w) => {
+      for (let i = w; i < BIG; i += 4) {
+        const name = `big-${String(i).padStart(2, '0')}`;
+        await a.putConfigMap('bytes', name, { v: payload });
+        await a.createDatabase('bytes', name, { configMapName: name });
+      }
+    }));
+    // Every primary reconciled: each big ConfigMap's relation either synced or refused by the budget.
+    const settled = () => query<{ synced: number; refused: number }>("select sum(state = 'synced') as synced, sum(state = 'error' and message like '%limits.copiedBytesPerCluster%') as refused from relations where primary_namespace = 'bytes' and rule_id = 'config'");
+    await eventually('every big ConfigMap copied or refused', async () => { const n = settled(); return (n.synced ?? 0) + (n.refused ?? 0) === BIG || undefined; }, 300_000);
+    const during = await bArrives();
+    const { synced, refused } = settled();
+    // What the service cluster holds, read there: the copies of tenant-a's big ConfigMaps.
+    let held = 0;
+    let bytes = 0;
+    for (let i = 0; i < BIG; i++) {
+      const copy = await svc.configMap(defaultCopyNamespace('tenant-a', 'bytes'), `big-${String(i).padStart(2, '0')}`);
+      if (copy) {
+        held++;
+        bytes += copy.data?.v?.length ?? 0;
+      }
+    }
+    const metric = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text());
+    const counted = Number(/^relsync_tenant_copy_bytes\{cluster="tenant-a"\} (\S+)/m.exec(metric)?.[1]);
+    console.log(`${BIG} ConfigMaps × ${BIG_BYTES / 1024} KiB under a budget of ${BUDGET / 1024 / 1024} MiB: ${held} copied (${(bytes / 1024 / 1024).toFixed(1)} MiB of values), ${refused} refused; relsync counts ${(counted / 1024 / 1024).toFixed(1)} MiB; tenant-b's change arrived in ${idle} ms idle, ${during} ms after`);
+    assert.equal(synced, held, 'the relations stored synced are the copies in the service cluster');
+    assert.ok(refused > 0, 'the budget refused some');
+    // Concurrent workers may pass it by a copy or a few.
+    assert.ok(bytes <= BUDGET + 4 * BIG_BYTES, `the service cluster holds no more than the budget of tenant-a's (${bytes} bytes)`);
+    assert.ok(counted <= BUDGET + 4 * BIG_BYTES && counted >= bytes, `the metric counts what the copies take (${counted})`);
+    const refusedOne = Array.from({ length: BIG }, (_, i) => `big-${String(i).padStart(2, '0')}`).reverse();
+    let event: { reason?: string; message?: string } | undefined;
+    for (const name of refusedOne) {
+      if (await svc.configMap(defaultCopyNamespace('tenant-a', 'bytes'), name)) continue;
+      event = (await a.events('bytes', name)).find((e) => e.reason === 'CopyBudgetReached');
+      break;
+    }
+    assert.match(event?.message ?? '', /limits\.copiedBytesPerCluster/, 'a refused primary has an Event that names the limit');
   });
 
   it(`one long string: ${LONG_PRIMARIES} references of ${LONG / 1024} KiB each cost neither the heap (${HEAP_MB} MB) nor a restart`, async () => {
@@ -119,12 +170,11 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     // The restart that died with "JavaScript heap out of memory" before: every row is read at start.
     relsync.child.kill('SIGKILL');
     await new Promise((resolve) => relsync.child.once('exit', resolve));
-    const logBefore = relsync.log().length;
     await start();
     await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 600_000);
     const after = await bArrives();
     assert.equal(relsync.child.exitCode, null, 'relsync is still running');
-    const lines = relsync.log().slice(logBefore).split('\n');
+    const lines = relsync.log().split('\n');
     const widest = Math.max(...lines.map((l) => l.length));
     assert.ok(widest < 16 * 1024, `no log line quotes the value whole (the longest: ${widest} characters)`);
     assert.doesNotMatch(relsync.log(), /heap out of memory/);
@@ -180,5 +230,57 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.equal(relsync.child.exitCode, null, 'relsync is still running');
     assert.doesNotMatch(relsync.log(), /heap out of memory/);
     console.log(`a selector matching ${LABELLED} ConfigMaps × ${LABEL_BYTES / 1024} KiB of labels under a ${HEAP_MB} MB heap: all ${LABELLED} related; tenant-b's change arrived in ${idle} ms idle, ${during} ms after`);
+  });
+
+  it(`${FLOOD} primaries past limits.primariesPerCluster (${PER_CLUSTER}) cost a count, not a queue of ${FLOOD}, also at a restart`, async () => {
+    const idle = await bArrives();
+    await a.ensureNamespace('flood');
+    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = w; i < FLOOD; i += 8) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await a.createDatabase('flood', `f-${String(i).padStart(4, '0')}`, {});
+            break;
+          } catch (err) {
+            if ((err as { code?: number }).code === 409) break;
+            if (attempt >= 4) throw err;
+          }
+        }
+      }
+    }));
+    const during = await bArrives();
+    const storedA = () => query<{ n: number }>("select count(*) as n from primaries where cluster = 'tenant-a'").n;
+    // Concurrent workers may pass the limit by a few.
+    assert.ok(storedA() <= PER_CLUSTER + 8, `tenant-a has at most its limit synced (${storedA()})`);
+
+    // A restart: the first LIST delivers every primary at once, and the startup sweep lists them again.
+    relsync.child.kill('SIGKILL');
+    await new Promise((resolve) => relsync.child.once('exit', resolve));
+    await start();
+    let deepest = 0;
+    const sample = async () => {
+      // Not listening yet right after the start: no figure.
+      const text = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text(), () => '');
+      const depth = Number(/^relsync_queue_depth (\S+)/m.exec(text)?.[1] ?? 0);
+      deepest = Math.max(deepest, depth);
+      return text;
+    };
+    const sampler = setInterval(() => void sample(), 50);
+    try {
+      await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"'), 600_000);
+    } finally {
+      clearInterval(sampler);
+    }
+    const after = await bArrives();
+    const text = await sample();
+    const reconciles = [...text.matchAll(/^relsync_reconciles_total\{[^}]*\} (\S+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const held = storedA();
+    console.log(`${FLOOD} primaries past a limit of ${PER_CLUSTER}: ${held} of tenant-a's synced; after a restart ${reconciles} reconciles until the startup sweep finished, queue depth at most ${deepest}; tenant-b's change arrived in ${idle} ms idle, ${during} ms during the flood, ${after} ms after the restart`);
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+    // Each synced primary is reconciled at its first LIST and in the startup sweep; the refused ones
+    // only a hundred at a time (their verdict), never each of the flood.
+    assert.ok(reconciles < FLOOD / 2, `reconciles after the restart follow the limit, not the flood (${reconciles})`);
+    assert.ok(deepest < PER_CLUSTER + 100 + 50, `the queue holds no more than the limit leaves (deepest ${deepest})`);
+    assert.ok(held <= PER_CLUSTER + 8, `still at most the limit synced (${held})`);
   });
 });

@@ -4,7 +4,7 @@
  * failed test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
@@ -16,6 +16,7 @@ export const cliPath = process.env.RELSYNC_CLI ?? fileURLToPath(new URL('../../s
 export interface RelsyncProcess {
   readonly logFile: string;
   readonly httpPort: number;
+  /** The lines of this run (not those an earlier run appended to the same file). */
   log(): string;
   /**
    * Waits until a log line satisfies `match`. The child's output reaches the
@@ -105,6 +106,8 @@ export function asDeployed(): Required<Pick<StartOptions, 'nodeArgs' | 'env'>> {
 }
 
 export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], options: StartOptions = {}): Promise<RelsyncProcess> {
+  // A log appended to by an earlier run (a restart): only this run's lines say its port.
+  const logFrom = existsSync(logFile) ? statSync(logFile).size : 0;
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.cli ?? cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
@@ -117,7 +120,8 @@ export async function startRelsync(configPath: string, logFile: string, extraArg
     running.delete(child);
     resolve(code);
   }));
-  const log = () => readFileSync(logFile, 'utf8');
+  // This run's lines only: a log appended to by an earlier run (a restart) holds that run's too.
+  const log = () => readFileSync(logFile).subarray(logFrom).toString('utf8');
   const httpPort = await eventually(
     `relsync serving HTTP (log ${logFile})`,
     async () => {

@@ -12,6 +12,7 @@ import { openStore } from '../../../src/store/database.js';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { RelationStore, type KnownRows } from '../../../src/store/relation-store.js';
 import { selectorKeys } from '../../../src/store/selector-index.js';
+import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));
 const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
@@ -138,6 +139,31 @@ describe('relation store', () => {
     assert.ok(((await store.primary(primary('ok')))?.message ?? '').length < 1100, 'a long message written since is cut');
     await store.saveReconcile({ id: primary('ok'), uid: 'u2', copy: { ...primary('ok'), cluster: 'service', namespace: 'copy-ns' }, state: 'error', message: huge }, []);
     assert.ok(((await store.primary(primary('ok')))?.message ?? '').length < 1100, 'and through a reconcile\'s save');
+    await opened.close();
+  });
+
+  it('opens a schema-8 store with its rows (migration 0009): no copy is charged until written, then counted per tenant', async () => {
+    const old = mkdtempSync(join(tmpdir(), 'relsync-migrations-8-'));
+    for (const f of readdirSync(migrationsDir).filter((f) => f < '0009')) copyFileSync(join(migrationsDir, f), join(old, f));
+    const path = join(dir, 'schema8.db');
+    const sqlite = new BetterSqlite3(path);
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+    assert.equal((await migrateToLatest(db, old)).at(-1), '0008_capped_messages');
+    sqlite.prepare("insert into primaries values ('tenant-a','demo.relsync.dev','databases','ns','db','u1','service','copy-ns','db','synced',null,'2026-01-01','2026-01-02',null,null,null,'demo.relsync.dev','databases')").run();
+    await db.destroy();
+
+    const opened = await openStore(path);
+    const store = new RelationStore(opened);
+    assert.equal((await store.primary(primary('db')))?.uid, 'u1', 'the rows are kept');
+    const bytes = new CopyBytesStore(opened.db);
+    assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 0, copies: 0 });
+    const copy = { cluster: 'service', group: 'demo.relsync.dev', resource: 'databases', namespace: 'copy-ns', name: 'db' };
+    await bytes.save(copy, 'tenant-a', 1234);
+    await bytes.save({ ...copy, name: 'other' }, 'tenant-b', 10);
+    assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 1234, copies: 1 });
+    assert.deepEqual(await bytes.usage(), { bytes: 1244, copies: 2 });
+    await bytes.delete(copy);
+    assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 0, copies: 0 });
     await opened.close();
   });
 

@@ -1,0 +1,43 @@
+/**
+ * The `copy_bytes` table: the size of each copy relsync wrote into the service cluster, charged
+ * to the tenant (platform cluster, or kcp workspace) whose object it copies. Read as sums per
+ * tenant (an index range) for sync/copy-budget.ts; one row written per copy written, and a write
+ * that changes nothing changes no row.
+ */
+import type { Kysely } from 'kysely';
+import type { ObjectIdentity } from '../core/identity.js';
+import type { Database } from './schema.js';
+
+export interface CopyUsage {
+  readonly bytes: number;
+  readonly copies: number;
+}
+
+export class CopyBytesStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** What one tenant's copies take; `undefined` tenant: all of them. */
+  async usage(tenant?: string): Promise<CopyUsage> {
+    let q = this.db.selectFrom('copy_bytes').select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('bytes'), eb.lit(0)).as('bytes'), eb.fn.countAll<number>().as('copies')]);
+    if (tenant !== undefined) q = q.where('tenant', '=', tenant);
+    const row = await q.executeTakeFirst();
+    return { bytes: Number(row?.bytes ?? 0), copies: Number(row?.copies ?? 0) };
+  }
+
+  /** The size stored for one copy, and whose it is. */
+  async of(copy: ObjectIdentity): Promise<{ tenant: string; bytes: number } | undefined> {
+    return this.db.selectFrom('copy_bytes').select(['tenant', 'bytes']).where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).executeTakeFirst();
+  }
+
+  async save(copy: ObjectIdentity, tenant: string, bytes: number): Promise<void> {
+    await this.db
+      .insertInto('copy_bytes')
+      .values({ cluster: copy.cluster, group: copy.group, resource: copy.resource, namespace: copy.namespace, name: copy.name, tenant, bytes })
+      .onConflict((oc) => oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet({ tenant, bytes }).where((eb) => eb.or([eb('copy_bytes.tenant', '!=', tenant), eb('copy_bytes.bytes', '!=', bytes)])))
+      .execute();
+  }
+
+  async delete(copy: ObjectIdentity): Promise<void> {
+    await this.db.deleteFrom('copy_bytes').where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).execute();
+  }
+}

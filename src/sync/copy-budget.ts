@@ -1,0 +1,119 @@
+/**
+ * What one tenant's copies may take in the service cluster, whose etcd stops every write at its
+ * quota (2 GiB by default) whoever filled it: at most `limits.copiedBytesPerCluster` bytes of
+ * content and `limits.copiesPerCluster` copies per platform cluster (per workspace on kcp), and
+ * `limits.copiedBytes` in all. A copy that would pass a budget is not written (a copy written
+ * before stays as it was, as for one over limits.copyBytes); the primary says why
+ * (`CopyBudgetReached`). A copy that does not grow is always written, so a tenant over a lowered
+ * budget can still update and shrink.
+ *
+ * Counted in the store (store/copy-bytes-store.ts) as copies are written and deleted; sums are
+ * read per tenant and kept for a few seconds, counted on by each write meanwhile, so concurrent
+ * workers may pass a budget by a copy or a few. Copies deleted by others than relsync (the
+ * operator, a namespace's deletion) count until relsync writes or deletes them again.
+ */
+import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
+import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
+
+export interface CopyBudgetLimits {
+  readonly bytesPerCluster: number;
+  readonly copiesPerCluster: number;
+  readonly bytes: number;
+}
+
+/** Told of each tenant's use when it changes (a metric). */
+export type UsageGauge = (tenant: string, usage: CopyUsage) => void;
+
+const USAGE_TTL_MS = 10_000;
+const MAX_TENANTS_KEPT = 10_000;
+
+interface Kept {
+  bytes: number;
+  copies: number;
+  until: number;
+}
+
+export class CopyBudget {
+  private readonly tenants = new Map<string, Kept>();
+  private all: Kept | undefined;
+
+  constructor(
+    private readonly limits: CopyBudgetLimits,
+    private readonly store: Pick<CopyBytesStore, 'usage' | 'of' | 'save' | 'delete'>,
+    private readonly gauge?: UsageGauge,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Why a copy of `bytes` bytes of `tenant`'s may not be written at `copy` (in the service
+   * cluster), in words the tenant reads; undefined when it fits.
+   */
+  async refusal(tenant: string, copy: ObjectIdentity, bytes: number): Promise<string | undefined> {
+    const stored = await this.store.of(copy);
+    const before = stored?.tenant === tenant ? stored.bytes : 0;
+    const isNew = stored?.tenant !== tenant;
+    if (bytes <= before && !isNew) return undefined;
+    const own = await this.usageOf(tenant);
+    const what = `the copy ${describeIdentity(copy)} (${bytes} bytes) is not written`;
+    if (own.bytes - before + bytes > this.limits.bytesPerCluster) {
+      return `${what}: this cluster's copies in the service cluster take ${own.bytes} bytes, and relsync copies at most ${this.limits.bytesPerCluster} (limits.copiedBytesPerCluster); it is written once others are smaller or gone`;
+    }
+    if (isNew && own.copies + 1 > this.limits.copiesPerCluster) {
+      return `${what}: this cluster has ${own.copies} copies in the service cluster, and relsync writes at most ${this.limits.copiesPerCluster} (limits.copiesPerCluster); it is written once others are gone`;
+    }
+    const all = await this.total();
+    if (all.bytes - before + bytes > this.limits.bytes) {
+      return `${what}: relsync's copies in the service cluster take ${all.bytes} bytes in all, at most ${this.limits.bytes} (limits.copiedBytes); it is written once others are smaller or gone`;
+    }
+    return undefined;
+  }
+
+  /** A copy of `tenant`'s was written with `bytes` bytes of content. */
+  async wrote(tenant: string, copy: ObjectIdentity, bytes: number): Promise<void> {
+    const stored = await this.store.of(copy);
+    if (stored?.tenant === tenant && stored.bytes === bytes) return;
+    await this.store.save(copy, tenant, bytes);
+    if (stored) this.count(stored.tenant, -stored.bytes, -1);
+    this.count(tenant, bytes, 1);
+  }
+
+  /** A copy was deleted (or found gone where relsync would have deleted it). */
+  async removed(copy: ObjectIdentity): Promise<void> {
+    const stored = await this.store.of(copy);
+    if (!stored) return;
+    await this.store.delete(copy);
+    this.count(stored.tenant, -stored.bytes, -1);
+  }
+
+  private count(tenant: string, bytes: number, copies: number): void {
+    const kept = this.tenants.get(tenant);
+    if (kept) {
+      kept.bytes += bytes;
+      kept.copies += copies;
+      this.gauge?.(tenant, { bytes: kept.bytes, copies: kept.copies });
+    }
+    if (this.all) {
+      this.all.bytes += bytes;
+      this.all.copies += copies;
+    }
+  }
+
+  private async usageOf(tenant: string): Promise<Kept> {
+    const now = this.now();
+    const kept = this.tenants.get(tenant);
+    if (kept && kept.until > now) return kept;
+    const fresh = { ...(await this.store.usage(tenant)), until: now + USAGE_TTL_MS };
+    this.tenants.delete(tenant);
+    this.tenants.set(tenant, fresh);
+    if (this.tenants.size > MAX_TENANTS_KEPT) this.tenants.delete(this.tenants.keys().next().value!);
+    this.gauge?.(tenant, { bytes: fresh.bytes, copies: fresh.copies });
+    return fresh;
+  }
+
+  private async total(): Promise<Kept> {
+    const now = this.now();
+    if (this.all && this.all.until > now) return this.all;
+    this.all = { ...(await this.store.usage()), until: now + USAGE_TTL_MS };
+    return this.all;
+  }
+}

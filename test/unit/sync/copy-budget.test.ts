@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { ObjectIdentity } from '../../../src/core/identity.js';
+import { openStore } from '../../../src/store/database.js';
+import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
+import { CopyBudget } from '../../../src/sync/copy-budget.js';
+
+const copy = (name: string): ObjectIdentity => ({ cluster: 'service', group: '', resource: 'configmaps', namespace: 'copies', name });
+
+async function budgetOf(limits: { bytesPerCluster: number; copiesPerCluster: number; bytes: number }) {
+  const opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-budget-')), 'relsync.db'));
+  const store = new CopyBytesStore(opened.db);
+  const seen = new Map<string, { bytes: number; copies: number }>();
+  let t = 0;
+  const budget = new CopyBudget(limits, store, (tenant, usage) => seen.set(tenant, { ...usage }), () => t);
+  return { budget, store, seen, later: () => (t += 60_000), close: () => opened.close() };
+}
+
+describe('CopyBudget', () => {
+  it('refuses a copy that would take a tenant past its bytes, and counts a rewrite by its difference', async () => {
+    const { budget, seen, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
+    assert.equal(await budget.refusal('a', copy('x'), 600), undefined);
+    await budget.wrote('a', copy('x'), 600);
+    assert.match((await budget.refusal('a', copy('y'), 500)) ?? '', /takes? 600 bytes.*at most 1000 \(limits\.copiedBytesPerCluster\)/);
+    assert.equal(await budget.refusal('a', copy('x'), 900), undefined, 'x grows to 900: 900 in all');
+    assert.ok(await budget.refusal('a', copy('x'), 1001));
+    assert.equal(await budget.refusal('b', copy('z'), 1000), undefined, 'another tenant has its own budget');
+    assert.deepEqual(seen.get('a'), { bytes: 600, copies: 1 });
+    await close();
+  });
+
+  it('lets a tenant over a lowered budget update and shrink, never grow', async () => {
+    const { budget, close } = await budgetOf({ bytesPerCluster: 100, copiesPerCluster: 100, bytes: 1_000_000 });
+    await budget.wrote('a', copy('x'), 500);
+    assert.equal(await budget.refusal('a', copy('x'), 500), undefined, 'unchanged');
+    assert.equal(await budget.refusal('a', copy('x'), 400), undefined, 'smaller');
+    assert.ok(await budget.refusal('a', copy('x'), 501), 'bigger');
+    await close();
+  });
+
+  it('counts copies, and frees what a deleted copy took', async () => {
+    const { budget, close } = await budgetOf({ bytesPerCluster: 1_000_000, copiesPerCluster: 2, bytes: 1_000_000 });
+    await budget.wrote('a', copy('x'), 10);
+    await budget.wrote('a', copy('y'), 10);
+    assert.match((await budget.refusal('a', copy('z'), 10)) ?? '', /limits\.copiesPerCluster/);
+    await budget.removed(copy('x'));
+    assert.equal(await budget.refusal('a', copy('z'), 10), undefined);
+    await close();
+  });
+
+  it('holds every tenant together to limits.copiedBytes (many workspaces of one tenant)', async () => {
+    const { budget, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 2500 });
+    let written = 0;
+    for (let ws = 0; ws < 10; ws++) {
+      if ((await budget.refusal(`ws-${ws}`, copy(`c-${ws}`), 1000)) === undefined) {
+        await budget.wrote(`ws-${ws}`, copy(`c-${ws}`), 1000);
+        written++;
+      }
+    }
+    assert.equal(written, 2);
+    assert.match((await budget.refusal('ws-9', copy('c-9'), 1000)) ?? '', /limits\.copiedBytes\)/);
+    await close();
+  });
+
+  it('reads the sums again from the store after a while: a count kept in memory cannot drift for good', async () => {
+    const { budget, store, later, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
+    await budget.wrote('a', copy('x'), 900);
+    assert.ok(await budget.refusal('a', copy('y'), 500));
+    // Deleted behind the budget's back (a store repaired by hand, say): seen once the kept sum expires.
+    await store.delete(copy('x'));
+    assert.ok(await budget.refusal('a', copy('y'), 500), 'still the kept sum');
+    later();
+    assert.equal(await budget.refusal('a', copy('y'), 500), undefined);
+    await close();
+  });
+});
