@@ -1,14 +1,16 @@
 // deploy/ is valid: `kubectl apply -k deploy --dry-run=server` against a real
 // API server accepts every object, and once applied the ServiceAccount may do
-// exactly what relsync does in the service cluster (and not more), and each
-// replica keeps its store on a PersistentVolumeClaim of its own.
+// exactly what relsync does in the service cluster (and not more), the
+// admission policy is bound to it, each replica keeps its store on a
+// PersistentVolumeClaim of its own, and deploy/standalone runs relsync alone
+// under its own pod identity with a projected token.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { ShardLeases } from '../../src/controller/shard-leases.js';
 import { systemClock } from '../../src/util/clock.js';
 import { after, before, describe, it } from 'node:test';
@@ -20,6 +22,7 @@ const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
 interface Volume {
   name: string;
   secret?: { defaultMode?: number };
+  projected?: unknown;
   emptyDir?: { sizeLimit?: string };
   persistentVolumeClaim?: unknown;
 }
@@ -61,7 +64,7 @@ describe('deploy manifests', () => {
     assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
     const out = kubectl('apply', '-k', deploy, '--dry-run=server');
     assert.equal(out.status, 0, out.stderr);
-    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'statefulset.apps/database-operator', 'service/database-operator-headless']) {
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'statefulset.apps/database-operator', 'service/database-operator-headless', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-demo-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-demo-writes-marked-only']) {
       assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
     }
   });
@@ -132,6 +135,60 @@ describe('deploy manifests', () => {
     assert.equal(service.spec.clusterIP, 'None');
     assert.deepEqual(service.spec.selector, workload.spec.selector.matchLabels);
     for (const [k, v] of Object.entries(workload.spec.selector.matchLabels)) assert.equal(workload.spec.template.metadata.labels[k], v);
+  });
+
+  it('bind the admission policy to relsync\'s ServiceAccount and config.yaml\'s agent name', () => {
+    // The policy writes both out (CEL cannot read the config): they must be the ones deploy/ runs relsync with.
+    const policy = parse(readFileSync(join(deploy, 'admission-policy.yaml'), 'utf8').split(/^---$/m)[0]!) as { spec: { matchConditions: Array<{ expression: string }>; variables: Array<{ name: string; expression: string }> } };
+    const config = parse(readFileSync(join(deploy, 'config.yaml'), 'utf8')) as { agentName: string };
+    const kustomization = parse(readFileSync(join(deploy, 'kustomization.yaml'), 'utf8')) as { namespace: string; resources: string[] };
+    const variable = (name: string) => policy.spec.variables.find((v) => v.name === name)?.expression;
+    assert.equal(variable('agent'), `'${config.agentName}'`);
+    assert.equal(variable('home'), `'${kustomization.namespace}'`);
+    assert.deepEqual(policy.spec.matchConditions.map((c) => c.expression), [`request.userInfo.username == 'system:serviceaccount:${kustomization.namespace}:relsync'`]);
+    assert.ok(kustomization.resources.includes('admission-policy.yaml'), 'in the base');
+    const stored = kubectl('get', 'validatingadmissionpolicybinding', 'relsync-demo-writes-marked-only', '-o', 'jsonpath={.spec.policyName} {.spec.validationActions}');
+    assert.equal(stored.stdout, 'relsync-demo-writes-marked-only ["Deny"]', stored.stderr);
+  });
+
+  it('run relsync alone in its own namespace with deploy/standalone: its own pod identity, a projected token, no token Secret', () => {
+    const overlay = mkdtempSync(join(tmpdir(), 'relsync-deploy-standalone-'));
+    writeFileSync(join(overlay, 'kustomization.yaml'), `resources: [${relative(overlay, deploy)}]\ncomponents: [${relative(overlay, join(deploy, 'standalone'))}]\n`);
+    const built = kubectl('kustomize', overlay);
+    assert.equal(built.status, 0, built.stderr);
+    const objects = parseAllDocuments(built.stdout).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string }; spec?: unknown });
+    const names = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+    for (const gone of ['StatefulSet/database-operator', 'Service/database-operator-headless', 'ServiceAccount/database-operator', 'Secret/relsync-token']) assert.ok(!names.includes(gone), `${gone} is not installed`);
+    for (const o of objects.filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind))) assert.equal(o.metadata.namespace, 'relsync-system', `${o.kind}/${o.metadata.name} in relsync's namespace`);
+    const workload = objects.find((o) => o.kind === 'StatefulSet') as unknown as StatefulSet & { metadata: { name: string } };
+    assert.equal(workload.metadata.name, 'relsync');
+    const pod = workload.spec.template.spec as StatefulSet['spec']['template']['spec'] & { automountServiceAccountToken?: boolean };
+    assert.equal(pod.serviceAccountName, 'relsync', 'the pod\'s identity is relsync\'s');
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.deepEqual(pod.containers.map((c) => c.name), ['relsync']);
+    const token = pod.volumes.find((v) => v.name === 'relsync-token') as Volume & { projected?: { defaultMode?: number; sources: Array<{ serviceAccountToken?: { path: string; expirationSeconds?: number; audience?: string }; configMap?: { name: string } }> } };
+    assert.equal(token.secret, undefined, 'no token Secret');
+    assert.equal(token.projected?.defaultMode, 0o400);
+    const projected = token.projected!.sources.find((s) => s.serviceAccountToken)!.serviceAccountToken!;
+    assert.equal(projected.path, 'token', 'where service-kubeconfig.yaml reads it');
+    assert.ok(projected.expirationSeconds! >= 600 && projected.expirationSeconds! <= 3600, `expires (${projected.expirationSeconds} s)`);
+    assert.equal(token.projected!.sources.find((s) => s.configMap)?.configMap?.name, 'kube-root-ca.crt', 'the CA service-kubeconfig.yaml reads');
+    for (const v of pod.volumes.filter((v) => v.emptyDir !== undefined)) assert.ok(v.emptyDir!.sizeLimit, `emptyDir ${v.name} has a sizeLimit`);
+    // relsync's container is the base's (the operator's pod token hidden there is not needed here).
+    const base = (parse(readFileSync(join(deploy, 'statefulset.yaml'), 'utf8')) as StatefulSet).spec;
+    const baseRelsync = base.template.spec.containers.find((c) => c.name === 'relsync')!;
+    assert.deepEqual(pod.containers[0], { ...baseRelsync, volumeMounts: baseRelsync.volumeMounts!.filter((m) => m.name !== 'no-pod-token') });
+    assert.deepEqual(workload.spec.volumeClaimTemplates, base.volumeClaimTemplates);
+    const metrics = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'relsync-metrics') as unknown as { spec: { selector: Record<string, string> } };
+    assert.deepEqual(metrics.spec.selector, workload.spec.selector.matchLabels, '/metrics of relsync\'s pods');
+    // Accepted by the API server, and with deploy/sharded too (its replicas on relsync's StatefulSet).
+    const dry = kubectl('apply', '-k', overlay, '--dry-run=server');
+    assert.equal(dry.status, 0, dry.stderr);
+    writeFileSync(join(overlay, 'kustomization.yaml'), `resources: [${relative(overlay, deploy)}]\ncomponents: [${relative(overlay, join(deploy, 'standalone'))}, ${relative(overlay, join(deploy, 'sharded'))}]\n`);
+    const sharded = kubectl('kustomize', overlay);
+    assert.equal(sharded.status, 0, sharded.stderr);
+    const shardedWorkload = parseAllDocuments(sharded.stdout).map((d) => d.toJS() as { kind: string; spec: { replicas: number } }).find((o) => o.kind === 'StatefulSet')!;
+    assert.equal(shardedWorkload.spec.replicas, 3);
   });
 
   it('run three replicas over six shards with deploy/sharded, each Lease granted by name', () => {

@@ -87,9 +87,12 @@ describe('the Helm chart', () => {
         const out = kubectl(['apply', '--dry-run=server', '-n', 'relsync-system', '-f', '-'], render(`mode=${mode}`, `persistence.enabled=${persistent}`));
         assert.equal(out.status, 0, `${mode}, persistence ${persistent}: ${out.stderr}`);
         const workload = persistent ? [`statefulset.apps/${name}`, `service/${name}-headless`] : [`deployment.apps/${name}`];
-        for (const kind of ['serviceaccount/relsync', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', ...workload]) {
+        // The long-lived token Secret only where the pod's identity is the operator's (sidecar).
+        const token = mode === 'sidecar' ? ['secret/relsync-token'] : [];
+        for (const kind of ['serviceaccount/relsync', ...token, 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', ...workload]) {
           assert.ok(out.stdout.includes(kind), `${mode}, persistence ${persistent}: ${kind} in:\n${out.stdout}`);
         }
+        if (mode === 'standalone') assert.doesNotMatch(out.stdout, /secret\/relsync-token/);
         if (!persistent) assert.doesNotMatch(out.stdout, /statefulset|headless/);
       }
     }
@@ -170,6 +173,21 @@ describe('the Helm chart', () => {
     assert.deepEqual(parse(config.data!['service-kubeconfig.yaml']!), parse(readFileSync(`${deploy}/service-kubeconfig.yaml`, 'utf8')));
   });
 
+  it('binds the admission policy of the kustomize base to the release\'s ServiceAccount and agent name; off with admissionPolicy.enabled=false', () => {
+    const policyOf = (all: Array<Manifest & { spec?: unknown }>) => all.filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy')).map((d) => ({ kind: d.kind, spec: d.spec }));
+    const base = policyOf(docs(readFileSync(`${deploy}/admission-policy.yaml`, 'utf8')));
+    const chartPolicy = policyOf(docs(render()));
+    // Named after the release's namespace (one release per namespace, as the ClusterRole), the same in all else.
+    const named = JSON.parse(JSON.stringify(base).replaceAll('relsync-demo-writes-marked-only', 'relsync-relsync-system-writes-marked-only')) as unknown;
+    assert.deepEqual(chartPolicy, named);
+    // Another namespace and agent name reach the identity, the mark and the content key's namespace.
+    const other = JSON.stringify(policyOf(docs(helm('template', 'relsync', chart, '--namespace', 'sync', '--set', 'config.agentName=acme').stdout)));
+    assert.match(other, /system:serviceaccount:sync:relsync/);
+    assert.match(other, /"expression":"'acme'"/);
+    assert.match(other, /"expression":"'sync'"/);
+    assert.deepEqual(policyOf(docs(render('admissionPolicy.enabled=false'))), []);
+  });
+
   it('grants the Leases of config.sharding.shards by name, as deploy/sharded does', () => {
     const chartDocs = docs(render('config.sharding.shards=6', 'replicas=3'));
     const overlay = mkdtempSync(join(tmpdir(), 'relsync-helm-sharded-'));
@@ -221,6 +239,11 @@ describe('the Helm chart', () => {
     const standalone = podOf('standalone');
     assert.deepEqual(standalone.containers.map((c) => c.name), ['relsync']);
     assert.equal(standalone.serviceAccountName, 'relsync');
+    // Its token projected by the kubelet, as deploy/standalone's: the same volumes.
+    const kustomized = docs(readFileSync(`${deploy}/standalone/statefulset.yaml`, 'utf8'))[0]!.spec!.template.spec;
+    assert.deepEqual(standalone.volumes, kustomized.volumes);
+    const longer = workloadOf(docs(render('mode=standalone', 'serviceAccountToken.expirationSeconds=7200'))).spec!.template.spec.volumes.find((v) => v.name === 'relsync-token');
+    assert.match(JSON.stringify(longer), /"serviceAccountToken":\{"path":"token","expirationSeconds":7200\}/);
     assert.deepEqual(standalone.containers[0]!.args, ['run', '--config', '/etc/relsync/config.yaml', '--http-port', '8080', '--log-level', 'info', '--log-format', 'json']);
     // Applied for real: relsync's ServiceAccount may do what relsync does, and the operator none of it.
     const applied = kubectl(['apply', '-n', 'relsync-system', '-f', '-'], render());
