@@ -15,6 +15,8 @@ CREATE TABLE copy_bytes (
   namespace TEXT NOT NULL,
   name      TEXT NOT NULL,
   tenant    TEXT NOT NULL,
+  -- the object it copies (identity key): only its own removal frees the row
+  source    TEXT NOT NULL,
   bytes     INTEGER NOT NULL,
   PRIMARY KEY (cluster, "group", resource, namespace, name)
 ) WITHOUT ROWID;

@@ -135,7 +135,7 @@ export class EventRouter {
     // type and a related type at once, and relsync's copies on a platform are never primaries.
     const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
-    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object) && (this.options.admission === undefined || (await this.options.admission.mayQueue(id)))) add({ resource: primaryResource, id });
+    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object) && (this.options.admission === undefined || (await this.options.admission.mayQueue(id, change === 'DELETED' || object.metadata.deletionTimestamp !== undefined)))) add({ resource: primaryResource, id });
     const copyResource = cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
     if (copyResource) {
       // A copy of a primary: the primary its marks name (a copy can be written before the store

@@ -34,7 +34,7 @@
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
-import { describeIdentity, identityKey } from '../core/identity.js';
+import { describeIdentity, identityKey, identityProblem } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
@@ -93,7 +93,7 @@ export interface SweeperOptions {
    */
   readonly claims?: ClaimKnowledge;
   /** Which listed primaries the sweep reconciles: past the limits, new ones are not (sync/primary-admission.ts); default: every one. */
-  readonly admission?: Pick<PrimaryAdmission, 'forSweep'>;
+  readonly admission?: Pick<PrimaryAdmission, 'decide' | 'settled'>;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -126,6 +126,8 @@ export type SweepResult = SweepCounts & { readonly id: number; readonly duration
 
 export class Sweeper {
   private running = false;
+  /** The keys a running sweep took (admission counts them) and has not handed to the queue yet. */
+  private notHanded: Map<string, PrimaryKey> | undefined;
 
   /** What the orphan check needs to tell a copy from anything else; built once, used per listed object. */
   private readonly copies: CopyContext;
@@ -157,6 +159,9 @@ export class Sweeper {
       return await this.sweepOnce(trigger);
     } finally {
       this.running = false;
+      // A sweep that failed before its reconciles: the room its new primaries took is given back.
+      for (const key of this.notHanded?.values() ?? []) this.options.admission?.settled(key.id);
+      this.notHanded = undefined;
     }
   }
 
@@ -206,7 +211,8 @@ export class Sweeper {
     // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
     /** By identityKey(). */
     const queued = new Map<string, PrimaryKey>();
-    const admitted = this.options.admission?.forSweep();
+    const { admission } = this.options;
+    this.notHanded = queued;
     /** Listed primaries past the limits (primary-admission.ts). */
     let refusedByLimit = 0;
     const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(identityKey(id), { resource, id });
@@ -295,9 +301,11 @@ export class Sweeper {
               counts.primariesSeen += primaries.length;
               for (const item of primaries) {
                 const id = identityOf(cluster, watch.type, item);
+                // Only a tenant's own API server lists such names: never a key (the reconciler ignores them too).
+                if (identityProblem(id)) continue;
                 // Past the limits a new primary is not kept (a tenant's million stays a count), nor
                 // reconciled, but for a few whose verdict says why; its cluster's copies are not decided.
-                const decision = admitted ? await admitted.decide(id) : 'take';
+                const decision = admission ? await admission.decide(id, item.metadata.deletionTimestamp !== undefined) : 'take';
                 if (decision !== 'take') {
                   unsure.add(cluster);
                   claimsUnknown.add(cluster);
@@ -358,6 +366,8 @@ export class Sweeper {
         }
       }
       const keys = [...queued.values()];
+      // From here the queue settles each key's admission (onProcessed).
+      this.notHanded = undefined;
       metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
       metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
       await Promise.all(

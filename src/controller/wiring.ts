@@ -231,7 +231,11 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         metrics.reconcileDuration.observe(ms / 1000);
         // Pending until no run of it is due: an event routed while it ran (its checkpoint may be
         // stored already), a failure or a requeue keeps it pending, so a restart reconciles it.
-        if (!runsAgain) checkpointer.noteDone(item.id);
+        if (!runsAgain) {
+          checkpointer.noteDone(item.id);
+          // What it held while queued as a new or a refused primary (sync/primary-admission.ts).
+          admission.settled(item.id);
+        }
       },
     });
     // The queue's counters exist from the start (at 0), as controller-runtime's do, so that rates and alerts have a series.

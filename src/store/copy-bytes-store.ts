@@ -24,20 +24,22 @@ export class CopyBytesStore {
     return { bytes: Number(row?.bytes ?? 0), copies: Number(row?.copies ?? 0) };
   }
 
-  /** The size stored for one copy, and whose it is. */
-  async of(copy: ObjectIdentity): Promise<{ tenant: string; bytes: number } | undefined> {
-    return this.db.selectFrom('copy_bytes').select(['tenant', 'bytes']).where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).executeTakeFirst();
+  /** The size stored for one copy, whose it is and what it copies. */
+  async of(copy: ObjectIdentity): Promise<{ tenant: string; source: string; bytes: number } | undefined> {
+    return this.db.selectFrom('copy_bytes').select(['tenant', 'source', 'bytes']).where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).executeTakeFirst();
   }
 
-  async save(copy: ObjectIdentity, tenant: string, bytes: number): Promise<void> {
+  /** `source`: the identity key of the object it copies. */
+  async save(copy: ObjectIdentity, tenant: string, source: string, bytes: number): Promise<void> {
     await this.db
       .insertInto('copy_bytes')
-      .values({ cluster: copy.cluster, group: copy.group, resource: copy.resource, namespace: copy.namespace, name: copy.name, tenant, bytes })
-      .onConflict((oc) => oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet({ tenant, bytes }).where((eb) => eb.or([eb('copy_bytes.tenant', '!=', tenant), eb('copy_bytes.bytes', '!=', bytes)])))
+      .values({ cluster: copy.cluster, group: copy.group, resource: copy.resource, namespace: copy.namespace, name: copy.name, tenant, source, bytes })
+      .onConflict((oc) => oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doUpdateSet({ tenant, source, bytes }))
       .execute();
   }
 
-  async delete(copy: ObjectIdentity): Promise<void> {
-    await this.db.deleteFrom('copy_bytes').where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).execute();
+  /** The row of `copy`, when it is the copy of `source` (identity key). */
+  async delete(copy: ObjectIdentity, source: string): Promise<void> {
+    await this.db.deleteFrom('copy_bytes').where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).where('source', '=', source).execute();
   }
 }

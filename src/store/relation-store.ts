@@ -100,10 +100,10 @@ export class RelationStore {
     return Number(row?.n ?? 0);
   }
 
-  /** How many primaries the store holds in all. */
-  async countAllPrimaries(): Promise<number> {
-    const row = await this.db.selectFrom('primaries').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
-    return Number(row?.n ?? 0);
+  /** How many primaries the store holds in all, and how many clusters hold them. */
+  async countAllPrimaries(): Promise<{ primaries: number; clusters: number }> {
+    const row = await this.db.selectFrom('primaries').select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.count<number>('cluster').distinct().as('clusters')]).executeTakeFirst();
+    return { primaries: Number(row?.n ?? 0), clusters: Number(row?.clusters ?? 0) };
   }
 
   /** Whether the store holds this primary (its key only: no row is read). */

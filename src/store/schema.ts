@@ -112,6 +112,7 @@ export interface CopyBytesTable {
   namespace: string;
   name: string;
   tenant: string;
+  source: string;
   bytes: number;
 }
 

@@ -5,21 +5,31 @@
  * `limits.copiedBytes` in all. A copy that would pass a budget is not written (a copy written
  * before stays as it was, as for one over limits.copyBytes); the primary says why
  * (`CopyBudgetReached`). A copy that does not grow is always written, so a tenant over a lowered
- * budget can still update and shrink.
+ * budget can still update and shrink. Each copy is charged its content and PER_COPY_OVERHEAD for
+ * what the API server keeps beside it; old revisions etcd keeps until compaction are not counted.
+ * Each shard of an active-active installation counts in its own store: the limits hold per shard.
  *
  * Counted in the store (store/copy-bytes-store.ts) as copies are written and deleted; sums are
  * read per tenant and kept for a few seconds, counted on by each write meanwhile, so concurrent
  * workers may pass a budget by a copy or a few. Copies deleted by others than relsync (the
  * operator, a namespace's deletion) count until relsync writes or deletes them again.
  */
-import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
+import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
 
 export interface CopyBudgetLimits {
   readonly bytesPerCluster: number;
   readonly copiesPerCluster: number;
   readonly bytes: number;
+  /**
+   * Bytes charged per copy beside its content: what the API server keeps with every object
+   * (metadata, relsync's marks, managedFields); default PER_COPY_OVERHEAD.
+   */
+  readonly perCopy?: number;
 }
+
+/** What etcd holds of an object beside its content, roughly (measured: a ConfigMap copy with relsync's marks and managedFields, about 900 bytes). */
+export const PER_COPY_OVERHEAD = 1024;
 
 /** Told of each tenant's use when it changes (a metric). */
 export type UsageGauge = (tenant: string, usage: CopyUsage) => void;
@@ -37,24 +47,29 @@ export class CopyBudget {
   private readonly tenants = new Map<string, Kept>();
   private all: Kept | undefined;
 
+  private readonly perCopy: number;
+
   constructor(
     private readonly limits: CopyBudgetLimits,
     private readonly store: Pick<CopyBytesStore, 'usage' | 'of' | 'save' | 'delete'>,
     private readonly gauge?: UsageGauge,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.perCopy = limits.perCopy ?? PER_COPY_OVERHEAD;
+  }
 
   /**
    * Why a copy of `bytes` bytes of `tenant`'s may not be written at `copy` (in the service
    * cluster), in words the tenant reads; undefined when it fits.
    */
-  async refusal(tenant: string, copy: ObjectIdentity, bytes: number): Promise<string | undefined> {
+  async refusal(tenant: string, copy: ObjectIdentity, content: number): Promise<string | undefined> {
+    const bytes = content + this.perCopy;
     const stored = await this.store.of(copy);
     const before = stored?.tenant === tenant ? stored.bytes : 0;
     const isNew = stored?.tenant !== tenant;
     if (bytes <= before && !isNew) return undefined;
     const own = await this.usageOf(tenant);
-    const what = `the copy ${describeIdentity(copy)} (${bytes} bytes) is not written`;
+    const what = `the copy ${describeIdentity(copy)} (${content} bytes of content) is not written`;
     if (own.bytes - before + bytes > this.limits.bytesPerCluster) {
       return `${what}: this cluster's copies in the service cluster take ${own.bytes} bytes, and relsync copies at most ${this.limits.bytesPerCluster} (limits.copiedBytesPerCluster); it is written once others are smaller or gone`;
     }
@@ -68,20 +83,25 @@ export class CopyBudget {
     return undefined;
   }
 
-  /** A copy of `tenant`'s was written with `bytes` bytes of content. */
-  async wrote(tenant: string, copy: ObjectIdentity, bytes: number): Promise<void> {
+  /** A copy of `source`, `tenant`'s, was written with `bytes` bytes of content. */
+  async wrote(tenant: string, copy: ObjectIdentity, source: ObjectIdentity, content: number): Promise<void> {
+    const bytes = content + this.perCopy;
     const stored = await this.store.of(copy);
-    if (stored?.tenant === tenant && stored.bytes === bytes) return;
-    await this.store.save(copy, tenant, bytes);
+    const sourceKey = identityKey(source);
+    if (stored?.tenant === tenant && stored.source === sourceKey && stored.bytes === bytes) return;
+    await this.store.save(copy, tenant, sourceKey, bytes);
     if (stored) this.count(stored.tenant, -stored.bytes, -1);
     this.count(tenant, bytes, 1);
   }
 
-  /** A copy was deleted (or found gone where relsync would have deleted it). */
-  async removed(copy: ObjectIdentity): Promise<void> {
+  /**
+   * The copy of `source` at `copy` was deleted, or is not there (any more). Only the row of that
+   * very source goes: a primary that names another one's copy as its destination frees nothing.
+   */
+  async removed(copy: ObjectIdentity, source: ObjectIdentity): Promise<void> {
     const stored = await this.store.of(copy);
-    if (!stored) return;
-    await this.store.delete(copy);
+    if (!stored || stored.source !== identityKey(source)) return;
+    await this.store.delete(copy, stored.source);
     this.count(stored.tenant, -stored.bytes, -1);
   }
 

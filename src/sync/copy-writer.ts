@@ -144,7 +144,7 @@ export class CopyWriter {
     // answer (own-writes.ts). A related copy's own events are known by their content hash instead.
     const own = this.deps.ownWrites;
     const written = await (own && write.kind === 'primary' ? own.during(write.copy, () => this.write(client, write)) : this.write(client, write));
-    if (written !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.charge.bytes);
+    if (written !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.source, write.charge.bytes);
     return written;
   }
 
@@ -196,7 +196,7 @@ export class CopyWriter {
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
     this.recorded(write.copy, written, resourceVersion);
     const result = await this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
-    if (result !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.charge.bytes);
+    if (result !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.source, write.charge.bytes);
     return result;
   }
 
@@ -212,10 +212,10 @@ export class CopyWriter {
    */
   async remove(client: ObjectClient, removal: CopyRemoval): Promise<'deleted' | 'absent' | 'changed'> {
     const { kind, copy, source, decidedOn, existing } = removal;
-    if (!existing) return this.gone(copy);
+    if (!existing) return this.gone(copy, source);
     // Before the marks are looked at: they may be the cache's too.
     if (decidedOn !== 'sweep') confirmLive(decidedOn);
-    if (!this.isMarkedCopyOf(existing, source)) return this.gone(copy);
+    if (!this.isMarkedCopyOf(existing, source)) return this.gone(copy, source);
     try {
       await client.delete(copy.namespace, copy.name, existing.metadata.uid, existing.metadata.resourceVersion);
     } catch (err) {
@@ -229,13 +229,13 @@ export class CopyWriter {
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
-    await this.deps.budget?.removed(copy);
+    await this.deps.budget?.removed(copy, source);
     return 'deleted';
   }
 
   /** No copy of relsync's is there (any more): it takes nothing of its tenant's budget. */
-  private async gone(copy: ObjectIdentity): Promise<'absent'> {
-    await this.deps.budget?.removed(copy);
+  private async gone(copy: ObjectIdentity, source: ObjectIdentity): Promise<'absent'> {
+    await this.deps.budget?.removed(copy, source);
     return 'absent';
   }
 

@@ -8,7 +8,9 @@
  * primaries is still queued at a time, so that some of them show the verdict that says why.
  *
  * Counts come from the store and are kept for a moment (counted up as primaries are admitted):
- * concurrent workers may pass a limit by a few, as before.
+ * concurrent workers may pass a limit by a few, as before. What a key holds while queued (room, or
+ * a verdict slot) is given back when the queue is done with it (`settled`, from the queue's
+ * onProcessed), not when one run ends: a failing reconcile keeps its slot while it is retried.
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 
@@ -22,7 +24,8 @@ export interface AdmissionLimits {
 /** What admission reads of the store: counts and whether it holds a primary. */
 export interface AdmissionStore {
   countPrimaries(cluster: string): Promise<number>;
-  countAllPrimaries(): Promise<number>;
+  /** Primaries held in all, and how many clusters hold them. */
+  countAllPrimaries(): Promise<{ primaries: number; clusters: number }>;
   hasPrimary(id: ObjectIdentity): Promise<boolean>;
 }
 
@@ -32,8 +35,10 @@ export interface Refusal {
   readonly value: number;
 }
 
-/** Refused primaries queued at once for their verdict (each takes a slot until reconciled). */
+/** Refused primaries queued at once for their verdict (each takes a slot until reconciled)... */
 export const REFUSED_IN_FLIGHT = 100;
+/** ...and of one cluster: one tenant's refused primaries never take every slot. */
+export const REFUSED_IN_FLIGHT_PER_CLUSTER = 10;
 /** How long a count read from the store is used (counted up meanwhile). */
 const COUNT_TTL_MS = 2_000;
 /** Clusters whose count is kept at once. */
@@ -44,11 +49,18 @@ interface Count {
   until: number;
 }
 
+interface Total {
+  n: number;
+  clusters: number;
+  until: number;
+}
+
 export class PrimaryAdmission {
   private readonly clusterCounts = new Map<string, Count>();
-  private totalCount: Count | undefined;
-  /** Refused primaries queued and not reconciled yet, by identityKey. */
-  private readonly refusedInFlight = new Set<string>();
+  private totalCount: Total | undefined;
+  /** Refused primaries queued and not reconciled yet: by identityKey, and their count per cluster. */
+  private readonly refusedInFlight = new Map<string, string>();
+  private readonly refusedIn = new Map<string, number>();
   /** New primaries queued (within the room) and not reconciled yet: by identityKey, and their count per cluster. */
   private readonly pending = new Map<string, string>();
   private readonly pendingIn = new Map<string, number>();
@@ -59,17 +71,31 @@ export class PrimaryAdmission {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether a primary the store does not hold may be taken on now; the limit it would pass if not. */
-  async room(cluster: string): Promise<Refusal | undefined> {
-    if ((await this.countOf(cluster)) >= this.limits.perCluster) return { limit: 'primariesPerCluster', value: this.limits.perCluster };
-    if ((await this.total()) >= this.limits.total) return { limit: 'primaries', value: this.limits.total };
-    return undefined;
+  /**
+   * Whether a primary the store does not hold may be taken on now; the limit it would pass if not.
+   * `queued`: new primaries queued and not reconciled yet count too (deciding what to queue).
+   * `limits.primaries` is shared fairly: a cluster below its share of it (the limit over the
+   * clusters that hold primaries, this one counted) is taken on even when others filled it, so one
+   * tenant's flood never locks the others out; relsync then holds at most twice the limit.
+   */
+  async room(cluster: string, queued = false): Promise<Refusal | undefined> {
+    const stored = await this.countOf(cluster);
+    const total = await this.total();
+    // Read after the awaits: other workers and events run between.
+    const own = stored + (queued ? (this.pendingIn.get(cluster) ?? 0) : 0);
+    if (own >= this.limits.perCluster) return { limit: 'primariesPerCluster', value: this.limits.perCluster };
+    const all = total.n + (queued ? this.pending.size : 0);
+    if (all < this.limits.total) return undefined;
+    const share = Math.floor(this.limits.total / (total.clusters + (stored === 0 ? 1 : 0)));
+    if (own < share && all < 2 * this.limits.total) return undefined;
+    return { limit: 'primaries', value: this.limits.total };
   }
 
   /** A new primary of `cluster` was taken on (its record is being written). */
   admitted(cluster: string): void {
     const c = this.clusterCounts.get(cluster);
     if (c) c.n++;
+    else this.totalCount = undefined; // perhaps a cluster new to the store: counted afresh
     if (this.totalCount) this.totalCount.n++;
   }
 
@@ -80,59 +106,54 @@ export class PrimaryAdmission {
   }
 
   /**
-   * Whether an event of this primary goes into the work queue: it is held in the store, there is
-   * room for it, or a slot for a refused one is free (its verdict says why it is not synced).
+   * What to do with a primary an event or a sweep's LIST shows: 'take' it when the store holds it,
+   * when it is being deleted (its finalizer must go, limits or not), or within the room the limits
+   * leave (it then counts against that room until the queue is done with it); 'verdict': reconcile
+   * it only to say it is refused, in one of a bounded number of slots; 'skip' it otherwise.
    */
-  async mayQueue(id: ObjectIdentity): Promise<boolean> {
-    if (await this.store.hasPrimary(id)) return true;
+  async decide(id: ObjectIdentity, deleting = false): Promise<'take' | 'verdict' | 'skip'> {
     const key = identityKey(id);
-    if (this.pending.has(key)) return true;
-    // New ones queued count against the room until their reconcile stores them: a first LIST of a
-    // million queues no more than the limits leave.
-    const queuedHere = this.pendingIn.get(id.cluster) ?? 0;
-    if ((await this.countOf(id.cluster)) + queuedHere < this.limits.perCluster && (await this.total()) + this.pending.size < this.limits.total) {
-      this.pending.set(key, id.cluster);
-      this.pendingIn.set(id.cluster, queuedHere + 1);
-      return true;
+    if (deleting || this.pending.has(key)) return 'take';
+    if (this.refusedInFlight.has(key)) return 'verdict';
+    if (await this.store.hasPrimary(id)) return 'take';
+    // A first LIST of a million queues no more than the limits leave.
+    if ((await this.room(id.cluster, true)) === undefined) {
+      this.addPending(key, id.cluster);
+      return 'take';
     }
-    return this.takeRefusedSlot(id);
+    return this.takeRefusedSlot(key, id.cluster) ? 'verdict' : 'skip';
   }
 
-  /** The reconcile of `id` ran: the room or the slot it held while queued is free. */
+  /** Whether an event of this primary goes into the work queue (decide). */
+  async mayQueue(id: ObjectIdentity, deleting = false): Promise<boolean> {
+    return (await this.decide(id, deleting)) !== 'skip';
+  }
+
+  /** The queue is done with `id` (no run of it is due): the room or the slot it held while queued is free. */
   settled(id: ObjectIdentity): void {
     if (this.refusedInFlight.size === 0 && this.pending.size === 0) return;
     const key = identityKey(id);
-    this.refusedInFlight.delete(key);
+    const refusedOf = this.refusedInFlight.get(key);
+    if (refusedOf !== undefined) {
+      this.refusedInFlight.delete(key);
+      decrement(this.refusedIn, refusedOf);
+    }
     const cluster = this.pending.get(key);
     if (cluster === undefined) return;
     this.pending.delete(key);
-    const n = (this.pendingIn.get(cluster) ?? 1) - 1;
-    if (n > 0) this.pendingIn.set(cluster, n);
-    else this.pendingIn.delete(cluster);
+    decrement(this.pendingIn, cluster);
   }
 
-  /** One sweep's view: what its LISTs show is admitted within the room the store leaves. */
-  forSweep(): SweepAdmission {
-    return new SweepAdmission(this);
-  }
-
-  /** @internal for SweepAdmission */
-  takeRefusedSlot(id: ObjectIdentity): boolean {
-    const key = identityKey(id);
-    if (this.refusedInFlight.has(key)) return true;
-    if (this.refusedInFlight.size >= REFUSED_IN_FLIGHT) return false;
-    this.refusedInFlight.add(key);
+  private takeRefusedSlot(key: string, cluster: string): boolean {
+    if (this.refusedInFlight.size >= REFUSED_IN_FLIGHT || (this.refusedIn.get(cluster) ?? 0) >= REFUSED_IN_FLIGHT_PER_CLUSTER) return false;
+    this.refusedInFlight.set(key, cluster);
+    this.refusedIn.set(cluster, (this.refusedIn.get(cluster) ?? 0) + 1);
     return true;
   }
 
-  /** @internal for SweepAdmission */
-  hasPrimary(id: ObjectIdentity): Promise<boolean> {
-    return this.store.hasPrimary(id);
-  }
-
-  /** @internal for SweepAdmission: counts as the store holds them (fresh for this sweep). */
-  async storedCounts(cluster: string): Promise<{ cluster: number; total: number }> {
-    return { cluster: await this.countOf(cluster), total: await this.total() };
+  private addPending(key: string, cluster: string): void {
+    this.pending.set(key, cluster);
+    this.pendingIn.set(cluster, (this.pendingIn.get(cluster) ?? 0) + 1);
   }
 
   private async countOf(cluster: string): Promise<number> {
@@ -146,47 +167,17 @@ export class PrimaryAdmission {
     return n;
   }
 
-  private async total(): Promise<number> {
+  private async total(): Promise<Total> {
     const now = this.now();
-    if (this.totalCount && this.totalCount.until > now) return this.totalCount.n;
-    const n = await this.store.countAllPrimaries();
-    this.totalCount = { n, until: now + COUNT_TTL_MS };
-    return n;
+    if (this.totalCount && this.totalCount.until > now) return this.totalCount;
+    const { primaries, clusters } = await this.store.countAllPrimaries();
+    this.totalCount = { n: primaries, clusters, until: now + COUNT_TTL_MS };
+    return this.totalCount;
   }
 }
 
-/**
- * Admission over one sweep's LISTs, which show primaries by the page before any of them is
- * reconciled: as long as the primaries listed so far and those the store holds fit the limits,
- * every listed one is taken (whether the store holds it or not); past that, each is looked up,
- * and one the store does not hold is taken only within the room left, counting every earlier
- * listed one as new. So a sweep takes on at most the room the limits leave (sometimes less, when
- * held primaries were listed first: the rest come at the next sweep or change), and keeps at
- * most the limits' worth of keys however many a tenant lists.
- */
-export class SweepAdmission {
-  private readonly listed = new Map<string, number>();
-  private listedTotal = 0;
-  private readonly stored = new Map<string, { cluster: number; total: number }>();
-
-  constructor(private readonly admission: PrimaryAdmission) {}
-
-  /** 'take': reconcile it; 'verdict': reconcile it to say it is refused; 'skip': not now. */
-  async decide(id: ObjectIdentity): Promise<'take' | 'verdict' | 'skip'> {
-    const { perCluster, total } = this.admission.limits;
-    let stored = this.stored.get(id.cluster);
-    if (!stored) {
-      stored = await this.admission.storedCounts(id.cluster);
-      this.stored.set(id.cluster, stored);
-    }
-    const listed = (this.listed.get(id.cluster) ?? 0) + 1;
-    const clusterFits = stored.cluster + listed <= perCluster;
-    const totalFits = stored.total + this.listedTotal + 1 <= total;
-    if ((clusterFits && totalFits) || (await this.admission.hasPrimary(id))) {
-      this.listed.set(id.cluster, listed);
-      this.listedTotal++;
-      return 'take';
-    }
-    return this.admission.takeRefusedSlot(id) ? 'verdict' : 'skip';
-  }
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 1) - 1;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }

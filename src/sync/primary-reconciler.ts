@@ -148,15 +148,6 @@ export class PrimaryReconciler {
   async reconcile(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
     // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
     if (identityProblem(id)) return done;
-    try {
-      return await this.reconcileKey(resource, id, edges);
-    } finally {
-      // Queued as a refused primary (primary-admission.ts): its verdict is written, its slot free.
-      this.admission?.settled(id);
-    }
-  }
-
-  private async reconcileKey(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
     // After a 409 (something relsync read was older than what it wrote over), the next reconcile
     // of this primary reads everything from the API servers, not from what the watches delivered.
     const key = identityKey(id);
@@ -270,11 +261,6 @@ export class PrimaryReconciler {
       return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
-    if (record && !sameIdentity(record.copy, copyId)) {
-      confirmLive(reads);
-      await this.deleteOwnedCopy(reads, resource, record.copy, id);
-    }
-
     // What the copy holds: the primary's fields, mutated (rules/mutation.ts), judged (size, Secret
     // type) and compared as mutated, so a mutation neither slips past a limit nor makes a write loop.
     const unmutated = contentOf(primary, this.policy);
@@ -306,6 +292,12 @@ export class PrimaryReconciler {
       }
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
       return done;
+    }
+    // The naming puts the copy elsewhere now: the old one goes once the new one may be written
+    // (a copy refused above stays where it is, recorded, rather than none at all).
+    if (record && !sameIdentity(record.copy, copyId)) {
+      confirmLive(reads);
+      await this.deleteOwnedCopy(reads, resource, record.copy, id);
     }
     const current = await this.ensureFinalizer(primaries, primary, id);
     const copies = clusters.client(clusters.service.name, resource.copyType);
@@ -598,7 +590,12 @@ export class PrimaryReconciler {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
-    if (!copy || !this.writer.isMarkedCopyOf(copy, id) || copiesAnotherUid(copy, uids)) return undefined;
+    if (!copy || !this.writer.isMarkedCopyOf(copy, id)) {
+      // Gone already (or another's in its place): it takes nothing of the tenant's budget.
+      await this.deps.budget?.removed(copyId, id);
+      return undefined;
+    }
+    if (copiesAnotherUid(copy, uids)) return undefined;
     if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why })) === 'deleted') {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }

@@ -131,14 +131,6 @@ export class RelationSync {
       this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
-    // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget, kept as it was, like one too big.
-    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
-    const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
-    if (overBudget) {
-      const message = `rule ${rule.id}: ${overBudget}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
     // Judged on what is written, and on the source when it is a Secret written as another kind: a
     // token-minting Secret's values are not the other side's to read in a ConfigMap either.
     const refusal = this.deps.refusals.secret(rule.destinationType, desired) ?? this.deps.refusals.secret(rule.sourceType, { fields: { type: source.type } });
@@ -193,6 +185,15 @@ export class RelationSync {
         metrics.conflicts.inc({ kind: 'related' });
         return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
       }
+    }
+    // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
+    // kept as it was, like one too big. Judged last: a refusal or a conflict says more.
+    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
+    const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
+    if (overBudget) {
+      const message = `rule ${rule.id}: ${overBudget}`;
+      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
+      return { ...base, state: 'error', contentHash: null, message };
     }
     let written: KubeObject | 'conflict';
     try {

@@ -158,11 +158,13 @@ describe('relation store', () => {
     const bytes = new CopyBytesStore(opened.db);
     assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 0, copies: 0 });
     const copy = { cluster: 'service', group: 'demo.relsync.dev', resource: 'databases', namespace: 'copy-ns', name: 'db' };
-    await bytes.save(copy, 'tenant-a', 1234);
-    await bytes.save({ ...copy, name: 'other' }, 'tenant-b', 10);
+    await bytes.save(copy, 'tenant-a', 'src-1', 1234);
+    await bytes.save({ ...copy, name: 'other' }, 'tenant-b', 'src-2', 10);
     assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 1234, copies: 1 });
     assert.deepEqual(await bytes.usage(), { bytes: 1244, copies: 2 });
-    await bytes.delete(copy);
+    await bytes.delete(copy, 'src-other');
+    assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 1234, copies: 1 }, 'another source\'s removal keeps the row');
+    await bytes.delete(copy, 'src-1');
     assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 0, copies: 0 });
     await opened.close();
   });

@@ -3,14 +3,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { ObjectIdentity } from '../../../src/core/identity.js';
+import { identityKey, type ObjectIdentity } from '../../../src/core/identity.js';
 import { openStore } from '../../../src/store/database.js';
 import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
 import { CopyBudget } from '../../../src/sync/copy-budget.js';
 
 const copy = (name: string): ObjectIdentity => ({ cluster: 'service', group: '', resource: 'configmaps', namespace: 'copies', name });
+const src = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns', name });
 
-async function budgetOf(limits: { bytesPerCluster: number; copiesPerCluster: number; bytes: number }) {
+async function budgetOf(given: { bytesPerCluster: number; copiesPerCluster: number; bytes: number }) {
+  const limits = { ...given, perCopy: 0 };
   const opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-budget-')), 'relsync.db'));
   const store = new CopyBytesStore(opened.db);
   const seen = new Map<string, { bytes: number; copies: number }>();
@@ -23,7 +25,7 @@ describe('CopyBudget', () => {
   it('refuses a copy that would take a tenant past its bytes, and counts a rewrite by its difference', async () => {
     const { budget, seen, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
     assert.equal(await budget.refusal('a', copy('x'), 600), undefined);
-    await budget.wrote('a', copy('x'), 600);
+    await budget.wrote('a', copy('x'), src('x'), 600);
     assert.match((await budget.refusal('a', copy('y'), 500)) ?? '', /takes? 600 bytes.*at most 1000 \(limits\.copiedBytesPerCluster\)/);
     assert.equal(await budget.refusal('a', copy('x'), 900), undefined, 'x grows to 900: 900 in all');
     assert.ok(await budget.refusal('a', copy('x'), 1001));
@@ -34,7 +36,7 @@ describe('CopyBudget', () => {
 
   it('lets a tenant over a lowered budget update and shrink, never grow', async () => {
     const { budget, close } = await budgetOf({ bytesPerCluster: 100, copiesPerCluster: 100, bytes: 1_000_000 });
-    await budget.wrote('a', copy('x'), 500);
+    await budget.wrote('a', copy('x'), src('x'), 500);
     assert.equal(await budget.refusal('a', copy('x'), 500), undefined, 'unchanged');
     assert.equal(await budget.refusal('a', copy('x'), 400), undefined, 'smaller');
     assert.ok(await budget.refusal('a', copy('x'), 501), 'bigger');
@@ -43,10 +45,10 @@ describe('CopyBudget', () => {
 
   it('counts copies, and frees what a deleted copy took', async () => {
     const { budget, close } = await budgetOf({ bytesPerCluster: 1_000_000, copiesPerCluster: 2, bytes: 1_000_000 });
-    await budget.wrote('a', copy('x'), 10);
-    await budget.wrote('a', copy('y'), 10);
+    await budget.wrote('a', copy('x'), src('x'), 10);
+    await budget.wrote('a', copy('y'), src('y'), 10);
     assert.match((await budget.refusal('a', copy('z'), 10)) ?? '', /limits\.copiesPerCluster/);
-    await budget.removed(copy('x'));
+    await budget.removed(copy('x'), src('x'));
     assert.equal(await budget.refusal('a', copy('z'), 10), undefined);
     await close();
   });
@@ -56,7 +58,7 @@ describe('CopyBudget', () => {
     let written = 0;
     for (let ws = 0; ws < 10; ws++) {
       if ((await budget.refusal(`ws-${ws}`, copy(`c-${ws}`), 1000)) === undefined) {
-        await budget.wrote(`ws-${ws}`, copy(`c-${ws}`), 1000);
+        await budget.wrote(`ws-${ws}`, copy(`c-${ws}`), src(`c-${ws}`), 1000);
         written++;
       }
     }
@@ -65,12 +67,35 @@ describe('CopyBudget', () => {
     await close();
   });
 
+  it('charges each copy what the API server keeps beside its content', async () => {
+    const { budget, close } = await budgetOf({ bytesPerCluster: 1_000_000, copiesPerCluster: 100, bytes: 1_000_000 });
+    void budget;
+    const opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-budget-')), 'relsync.db'));
+    const overhead = new CopyBudget({ bytesPerCluster: 10 * 1024, copiesPerCluster: 100, bytes: 1_000_000 }, new CopyBytesStore(opened.db));
+    let written = 0;
+    for (let i = 0; i < 100; i++) if ((await overhead.refusal('a', copy(`empty-${i}`), 2)) === undefined) await overhead.wrote('a', copy(`empty-${i}`), src(`empty-${i}`), 2), written++;
+    assert.equal(written, 9, 'ten near-empty copies do not fit in 10 KiB');
+    await opened.close();
+    await close();
+  });
+
+  it('frees a copy\'s bytes only at the removal of its own source: naming another one\'s copy frees nothing', async () => {
+    const { budget, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
+    await budget.wrote('a', copy('big'), src('big'), 900);
+    // A second primary of the same tenant points a rule at the big copy's place with a source that does not exist.
+    await budget.removed(copy('big'), src('missing'));
+    assert.ok(await budget.refusal('a', copy('more'), 500), 'the big copy still counts');
+    await budget.removed(copy('big'), src('big'));
+    assert.equal(await budget.refusal('a', copy('more'), 500), undefined);
+    await close();
+  });
+
   it('reads the sums again from the store after a while: a count kept in memory cannot drift for good', async () => {
     const { budget, store, later, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
-    await budget.wrote('a', copy('x'), 900);
+    await budget.wrote('a', copy('x'), src('x'), 900);
     assert.ok(await budget.refusal('a', copy('y'), 500));
     // Deleted behind the budget's back (a store repaired by hand, say): seen once the kept sum expires.
-    await store.delete(copy('x'));
+    await store.delete(copy('x'), identityKey(src('x')));
     assert.ok(await budget.refusal('a', copy('y'), 500), 'still the kept sum');
     later();
     assert.equal(await budget.refusal('a', copy('y'), 500), undefined);

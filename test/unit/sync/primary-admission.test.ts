@@ -1,38 +1,42 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
-import { PrimaryAdmission, REFUSED_IN_FLIGHT, type AdmissionStore } from '../../../src/sync/primary-admission.js';
+import { PrimaryAdmission, REFUSED_IN_FLIGHT, REFUSED_IN_FLIGHT_PER_CLUSTER, type AdmissionStore } from '../../../src/sync/primary-admission.js';
 
 const id = (cluster: string, name: string): ObjectIdentity => ({ cluster, group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
 
 /** A store of primaries by cluster, counted as the real one counts them. */
-function storeOf(held: ObjectIdentity[]): AdmissionStore & { held: ObjectIdentity[]; counts: number } {
+function storeOf(held: ObjectIdentity[]): AdmissionStore & { held: ObjectIdentity[] } {
   const s = {
     held,
-    counts: 0,
-    countPrimaries: async (cluster: string) => {
-      s.counts++;
-      return s.held.filter((p) => p.cluster === cluster).length;
-    },
-    countAllPrimaries: async () => {
-      s.counts++;
-      return s.held.length;
-    },
+    countPrimaries: async (cluster: string) => s.held.filter((p) => p.cluster === cluster).length,
+    countAllPrimaries: async () => ({ primaries: s.held.length, clusters: new Set(s.held.map((p) => p.cluster)).size }),
     hasPrimary: async (p: ObjectIdentity) => s.held.some((h) => h.cluster === p.cluster && h.name === p.name),
   };
   return s;
 }
 
+const many = (cluster: string, n: number, prefix = 'p') => Array.from({ length: n }, (_, i) => id(cluster, `${prefix}-${i}`));
+
 describe('PrimaryAdmission', () => {
-  it('refuses a new primary at its cluster\'s limit and at the total, naming the limit', async () => {
-    const store = storeOf([id('a', 'p1'), id('a', 'p2'), id('b', 'p1')]);
-    const admission = new PrimaryAdmission({ perCluster: 2, total: 4 }, store);
+  it('refuses a new primary at its cluster\'s limit, naming the limit; counts a primary taken on at once', async () => {
+    const admission = new PrimaryAdmission({ perCluster: 2, total: 100 }, storeOf([id('a', 'p1'), id('a', 'p2'), id('b', 'p1')]));
     assert.deepEqual(await admission.room('a'), { limit: 'primariesPerCluster', value: 2 });
     assert.equal(await admission.room('b'), undefined);
     admission.admitted('b');
-    // b now holds 2 (counted up, not read again): its own limit, and 4 in all.
-    assert.deepEqual(await admission.room('c'), { limit: 'primaries', value: 4 });
-    assert.deepEqual(await admission.room('b'), { limit: 'primariesPerCluster', value: 2 });
+    assert.deepEqual(await admission.room('b'), { limit: 'primariesPerCluster', value: 2 }, 'counted up, not read again');
+  });
+
+  it('shares limits.primaries fairly: one tenant that filled it does not lock another out', async () => {
+    // Tenant a holds the whole total; b and c hold a few.
+    const store = storeOf([...many('a', 90), ...many('b', 5), ...many('c', 5)]);
+    const admission = new PrimaryAdmission({ perCluster: 1000, total: 100 }, store);
+    assert.deepEqual(await admission.room('a'), { limit: 'primaries', value: 100 }, 'a is above its share (100 / 3)');
+    assert.equal(await admission.room('b'), undefined, 'b is below its share');
+    assert.equal(await admission.room('new'), undefined, 'a cluster with none yet is below its share (100 / 4)');
+    // However many clusters come: never more than twice the limit.
+    const crowded = new PrimaryAdmission({ perCluster: 1000, total: 100 }, storeOf([...many('a', 100), ...Array.from({ length: 100 }, (_, i) => id(`ws-${i}`, 'p'))]));
+    assert.ok(await crowded.room('ws-0'), 'at twice the limit everyone is refused');
   });
 
   it('counts afresh once a primary is let go', async () => {
@@ -45,50 +49,42 @@ describe('PrimaryAdmission', () => {
   });
 
   it('queues no more new primaries than the room, plus a bounded number of refused ones for their verdict', async () => {
-    const store = storeOf([id('a', 'held')]);
-    const admission = new PrimaryAdmission({ perCluster: 10, total: 1000 }, store);
-    let queued = 0;
-    for (let i = 0; i < 100_000; i++) if (await admission.mayQueue(id('a', `new-${i}`))) queued++;
-    assert.equal(queued, 9 + REFUSED_IN_FLIGHT, 'the room (10 less the one held) and the verdict slots');
-    assert.equal(await admission.mayQueue(id('a', 'held')), true, 'a held primary is always queued');
-    assert.equal(await admission.mayQueue(id('a', 'new-0')), true, 'one queued already is queued again (merged in the queue)');
-    // A reconcile settles its key: one more refused one may be queued.
-    assert.equal(await admission.mayQueue(id('a', 'late')), false);
-    admission.settled(id('a', 'new-50'));
-    assert.equal(await admission.mayQueue(id('a', 'late')), true);
+    const admission = new PrimaryAdmission({ perCluster: 10, total: 1000 }, storeOf([id('a', 'held')]));
+    const decisions = { take: 0, verdict: 0, skip: 0 };
+    for (const p of many('a', 100_000)) decisions[await admission.decide(p)]++;
+    assert.deepEqual(decisions, { take: 9, verdict: REFUSED_IN_FLIGHT_PER_CLUSTER, skip: 100_000 - 9 - REFUSED_IN_FLIGHT_PER_CLUSTER });
+    assert.equal(await admission.decide(id('a', 'held')), 'take', 'a held primary is always taken');
+    assert.equal(await admission.decide(id('a', 'p-0')), 'take', 'one taken already is taken again (merged in the queue)');
+    assert.equal(await admission.decide(id('a', 'gone'), true), 'take', 'one being deleted is always taken: its finalizer must go');
+    // The queue is done with a refused one: its slot is free for another.
+    assert.equal(await admission.decide(id('a', 'late')), 'skip');
+    admission.settled(id('a', 'p-50'));
+    assert.equal(await admission.decide(id('a', 'late')), 'skip', 'p-50 held nothing');
+    admission.settled(id('a', 'p-9'));
+    assert.equal(await admission.decide(id('a', 'late')), 'verdict');
+    // And a new one taken gives its room back when the queue is done with it unstored (a refusal, a failure).
+    admission.settled(id('a', 'p-0'));
+    assert.equal(await admission.decide(id('a', 'later')), 'take');
+  });
+
+  it('keeps verdict slots for every tenant: one tenant\'s refused primaries take at most its share', async () => {
+    const admission = new PrimaryAdmission({ perCluster: 1, total: 1_000_000 }, storeOf([]));
+    for (let t = 0; t < 30; t++) for (const p of many(`t-${t}`, 50)) await admission.decide(p);
+    let verdicts = 0;
+    for (let t = 0; t < 30; t++) for (const p of many(`t-${t}`, 50, 'more')) if ((await admission.decide(p)) === 'verdict') verdicts++;
+    assert.equal(verdicts, 0, 'all slots taken');
+    const fresh = new PrimaryAdmission({ perCluster: 1, total: 1_000_000 }, storeOf([]));
+    for (const p of many('hog', 1000)) await fresh.decide(p);
+    assert.equal(await fresh.decide(id('other', 'a')), 'take');
+    assert.equal(await fresh.decide(id('other', 'b')), 'verdict', 'the hog took only its share of the slots');
+    assert.ok(REFUSED_IN_FLIGHT >= 10 * REFUSED_IN_FLIGHT_PER_CLUSTER);
   });
 
   it('counts every cluster\'s queued new primaries against the total (many workspaces of one tenant)', async () => {
     const admission = new PrimaryAdmission({ perCluster: 20_000, total: 50 }, storeOf([]));
-    let queued = 0;
-    for (let ws = 0; ws < 1000; ws++) for (let i = 0; i < 10; i++) if (await admission.mayQueue(id(`ws-${ws}`, `p-${i}`))) queued++;
-    assert.equal(queued, 50 + REFUSED_IN_FLIGHT);
-  });
-
-  it('a sweep takes every listed primary within the room, held ones always, and new ones past it never', async () => {
-    const held = Array.from({ length: 5 }, (_, i) => id('a', `held-${i}`));
-    const admission = new PrimaryAdmission({ perCluster: 8, total: 1000 }, storeOf(held));
-    const sweep = admission.forSweep();
-    const decisions: string[] = [];
-    // New ones listed first: three fit (8 - 5 held), then the held ones, then new ones that do not.
-    for (const name of ['n-0', 'n-1', 'n-2']) decisions.push(await sweep.decide(id('a', name)));
-    for (const p of held) decisions.push(await sweep.decide(p));
-    for (let i = 3; i < 500; i++) decisions.push(await sweep.decide(id('a', `n-${i}`)));
-    assert.equal(decisions.filter((d) => d === 'take').length, 8);
-    assert.deepEqual(decisions.slice(0, 8), Array(8).fill('take'));
-    assert.equal(decisions.filter((d) => d === 'verdict').length, REFUSED_IN_FLIGHT);
-    assert.equal(decisions.filter((d) => d === 'skip').length, 505 - 8 - REFUSED_IN_FLIGHT);
-  });
-
-  it('a sweep never takes more new primaries than the room, whatever the order', async () => {
-    const held = Array.from({ length: 5 }, (_, i) => id('a', `held-${i}`));
-    for (const order of ['held first', 'mixed']) {
-      const admission = new PrimaryAdmission({ perCluster: 8, total: 1000 }, storeOf(held));
-      const sweep = admission.forSweep();
-      const listed = order === 'held first' ? [...held, ...Array.from({ length: 50 }, (_, i) => id('a', `n-${i}`))] : Array.from({ length: 50 }, (_, i) => (i % 10 === 0 && i / 10 < 5 ? held[i / 10]! : id('a', `n-${i}`)));
-      let fresh = 0;
-      for (const p of listed) if ((await sweep.decide(p)) === 'take' && !p.name.startsWith('held')) fresh++;
-      assert.ok(fresh <= 3, `${order}: at most the room of new ones (${fresh})`);
-    }
+    let taken = 0;
+    for (let ws = 0; ws < 1000; ws++) for (const p of many(`ws-${ws}`, 10)) if ((await admission.decide(p)) === 'take') taken++;
+    // Each workspace is below its share when it starts (50 / clusters), up to twice the total.
+    assert.ok(taken >= 50 && taken <= 100, `between the limit and twice it (${taken})`);
   });
 });
