@@ -14,6 +14,8 @@ export interface RunOptions {
   readonly http: boolean;
   readonly shutdownTimeout: number;
   readonly metricsAuth: 'none' | 'kubernetes';
+  readonly metricsAuthCacheTtl: number;
+  readonly explainAudience: string;
 }
 
 export async function runCommand(options: RunOptions): Promise<void> {
@@ -48,7 +50,17 @@ export async function runCommand(options: RunOptions): Promise<void> {
 
   // RELSYNC_BENCH_ROUTING=fanout: the benchmark's comparison with agents that have no relationship store (bench/run.ts).
   const fanoutRouting = process.env.RELSYNC_BENCH_ROUTING === 'fanout';
-  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined, fanoutRouting, metricsAuth: options.metricsAuth });
+  const manager = new Manager({
+    config,
+    store,
+    logger,
+    identity: replica.identity,
+    httpPort: options.http ? options.httpPort : undefined,
+    fanoutRouting,
+    metricsAuth: options.metricsAuth,
+    metricsAuthTtlMs: options.metricsAuthCacheTtl * 1000,
+    explainAudience: options.explainAudience,
+  });
   try {
     await manager.start(controller.signal);
   } catch (err) {
@@ -66,3 +78,4 @@ export async function runCommand(options: RunOptions): Promise<void> {
   replica.release();
   logger.flush();
 }
+

@@ -93,7 +93,7 @@ export interface HealthServerOptions {
   readonly wirings: () => ReadonlyArray<Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'>>;
   readonly onListening?: ((port: number) => void) | undefined;
   /** Who may read /metrics (kube/metrics-authorizer.ts); default: everyone. */
-  readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+  readonly authorizeMetrics?: HttpServerOptions['authorizeMetrics'];
   /** /explain, for `relsync explain --server` (http-server.ts). */
   readonly explain?: HttpServerOptions['explain'];
   /** The current term's watches, for relsync_watch_synced. */

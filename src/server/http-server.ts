@@ -25,18 +25,23 @@ export interface HttpServerOptions {
   readonly readiness: Readiness;
   readonly logger: Logger;
   readonly beforeScrape?: () => Promise<void>;
-  /** Who may read /metrics: undefined allows the request, otherwise its status and why (default: everyone). */
-  readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+  /**
+   * Who may read /metrics, from the Authorization header and the caller's address: undefined
+   * allows the request, otherwise its status and why (default: everyone).
+   */
+  readonly authorizeMetrics?: Authorize;
   /**
    * /explain?type=…&object=…[&cluster=…] (`relsync explain --server`): served only with `authorize`
    * (tenants' object names and messages are not for anyone who reaches the port); `answer` gives
    * the JSON, or a status and why.
    */
   readonly explain?: {
-    readonly authorize: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+    readonly authorize: Authorize;
     readonly answer: (query: URLSearchParams) => Promise<{ readonly status: number; readonly body: unknown }>;
   };
 }
+
+export type Authorize = (authorization: string | undefined, source: string) => Promise<{ readonly status: number; readonly message: string } | undefined>;
 
 export class HttpServer {
   private server: http.Server | undefined;
@@ -51,11 +56,10 @@ export class HttpServer {
         res.setHeader('Allow', 'GET');
         return reply(res, 405, 'only GET\n');
       }
-      const refused = await explain.authorize(req.headers.authorization);
+      const refused = await explain.authorize(req.headers.authorization, sourceOf(req));
       if (refused) {
         logger.debug({ status: refused.status, why: refused.message }, '/explain refused');
-        if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-        return reply(res, refused.status, `${refused.message}\n`);
+        return refuse(res, refused);
       }
       const { status, body } = await explain.answer(new URL(req.url ?? '/', 'http://relsync').searchParams);
       if (status === 503) res.setHeader('Retry-After', '1');
@@ -69,7 +73,7 @@ export class HttpServer {
   /** Listens until `signal` aborts; calls `onListening` with the bound port. */
   async start(signal: AbortSignal, onListening?: (port: number) => void): Promise<void> {
     const { registry, readiness, logger } = this.options;
-    const server = http.createServer((req, res) => {
+    const handler: http.RequestListener = (req, res) => {
       const url = (req.url ?? '/').split('?')[0];
       if (url === '/healthz') {
         const dead = readiness.notLive();
@@ -88,12 +92,11 @@ export class HttpServer {
       if (url === '/metrics') {
         void (async () => {
           try {
-            const refused = await this.options.authorizeMetrics?.(req.headers.authorization);
+            const refused = await this.options.authorizeMetrics?.(req.headers.authorization, sourceOf(req));
             if (refused) {
               // Said to the caller; at debug level only in the log (a scraper without its token scrapes every few seconds).
               logger.debug({ status: refused.status, why: refused.message }, '/metrics refused');
-              if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-              return reply(res, refused.status, `${refused.message}\n`);
+              return refuse(res, refused);
             }
             await this.options.beforeScrape?.();
             reply(res, 200, await registry.metrics(), registry.contentType);
@@ -106,7 +109,8 @@ export class HttpServer {
         return;
       }
       reply(res, 404, 'not found\n');
-    });
+    };
+    const server = http.createServer(handler);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -121,6 +125,17 @@ export class HttpServer {
       server.closeAllConnections();
     });
   }
+}
+
+/** The caller's address, for per-source limits (what the socket says: a proxy in front would be one source). */
+function sourceOf(req: http.IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+function refuse(res: http.ServerResponse, refused: { readonly status: number; readonly message: string }): void {
+  if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+  if (refused.status === 503) res.setHeader('Retry-After', '1');
+  reply(res, refused.status, `${refused.message}\n`);
 }
 
 function reply(res: http.ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
