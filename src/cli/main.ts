@@ -53,6 +53,8 @@ program
   .addOption(new Option('--metrics-auth <mode>', 'who may read /metrics: none (anyone who reaches the port) or kubernetes (a bearer token the service cluster authenticates, whose user may get /metrics: a TokenReview and a SubjectAccessReview, as kubebuilder\'s default; also serves /explain)').choices(['none', 'kubernetes']).default('none'))
   .option('--metrics-auth-cache-ttl <seconds>', 'with --metrics-auth kubernetes: how long an allowed token is trusted before the service cluster is asked again (a revoked right works that long)', seconds, 60)
   .option('--explain-audience <audience>', 'with --metrics-auth kubernetes: the audience a token for /explain must be minted for (kubectl create token NAME --audience relsync); a token for another service, the API server\'s own included, is refused', audience, DEFAULT_EXPLAIN_AUDIENCE)
+  .option('--tls-cert-file <file>', 'serve the HTTP port over TLS with this PEM certificate (chain); read again within 10 s when it changes (a renewed Secret); default: plain HTTP')
+  .option('--tls-private-key-file <file>', 'the PEM private key of --tls-cert-file')
   .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
   .action(runCommand);
 
@@ -82,8 +84,9 @@ program
   .command('explain <type> <object>')
   .description('why an object is or is not synced: the config, the store and the API servers side by side, for a primary, a related object or a copy; <type> is e.g. secrets or databases.demo.relsync.dev, <object> is namespace/name (name for a cluster-scoped one); read-only, safe beside a running leader')
   .option('-c, --config <file>', 'config file (YAML): read the store and the clusters from here')
-  .option('--server <url>', 'ask a running relsync instead (its leader\'s HTTP address, e.g. http://relsync-metrics.relsync-system:8080; needs --metrics-auth kubernetes there and `get` on the non-resource URL /explain)')
+  .option('--server <url>', 'ask a running relsync instead (its leader\'s HTTP address, e.g. https://relsync-metrics.relsync-system:8080; needs --metrics-auth kubernetes there and `get` on the non-resource URL /explain)')
   .option('--token-file <file>', 'the bearer token for --server, minted for the server\'s --explain-audience (kubectl create token NAME --audience relsync; default: $RELSYNC_TOKEN)')
+  .option('--certificate-authority <file>', 'with an https --server: the PEM certificate(s) to trust for it (default: the system\'s)')
   .option('--cluster <name>', 'the cluster the object lives in (default: those the store names, and every configured one)')
   .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
   .action(explainCommand);

@@ -5,6 +5,7 @@ import { openStore } from '../store/database.js';
 import { acquireReplicaLock } from '../store/replica-lock.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger, type LogFormat } from '../util/logger.js';
+import { readCertificatePair, type CertificateFiles } from '../server/certificate-watcher.js';
 
 export interface RunOptions {
   readonly config: string;
@@ -16,10 +17,13 @@ export interface RunOptions {
   readonly metricsAuth: 'none' | 'kubernetes';
   readonly metricsAuthCacheTtl: number;
   readonly explainAudience: string;
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
 }
 
 export async function runCommand(options: RunOptions): Promise<void> {
   const logger = createLogger(options.logLevel, false, options.logFormat);
+  const tls = tlsOrExit(options);
   const config = loadConfigOrExit(options.config);
   for (const notice of config.notices ?? []) logger[notice.level]({ where: notice.path }, notice.message);
   let store;
@@ -60,6 +64,7 @@ export async function runCommand(options: RunOptions): Promise<void> {
     metricsAuth: options.metricsAuth,
     metricsAuthTtlMs: options.metricsAuthCacheTtl * 1000,
     explainAudience: options.explainAudience,
+    ...(tls ? { tls } : {}),
   });
   try {
     await manager.start(controller.signal);
@@ -79,3 +84,19 @@ export async function runCommand(options: RunOptions): Promise<void> {
   logger.flush();
 }
 
+/** The TLS files, both or neither, checked before anything starts: a bad one is exit 2 naming it. */
+function tlsOrExit(options: RunOptions): CertificateFiles | undefined {
+  const { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile } = options;
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    console.error('--tls-cert-file and --tls-private-key-file go together: give both, or neither for plain HTTP');
+    process.exit(2);
+  }
+  try {
+    readCertificatePair({ certFile, keyFile });
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  return { certFile, keyFile };
+}

@@ -51,6 +51,8 @@ export interface ManagerOptions {
   readonly metricsAuthTtlMs?: number;
   /** The audience a token for /explain must be minted for (kube/metrics-authorizer.ts); default `relsync`. */
   readonly explainAudience?: string;
+  /** Serve the HTTP port over TLS with this certificate and key (read again when they change). */
+  readonly tls?: HealthServerOptions['tls'];
 }
 
 /** What a token for /explain must be minted for unless --explain-audience says otherwise. */
@@ -345,6 +347,7 @@ export class Manager {
         watches: () => this.watchStates(),
         ...(authorizer ? { authorizeMetrics: (header: string | undefined, source: string) => authorizer.authorize(header, source) } : {}),
         ...(explain ? { explain } : {}),
+        ...(this.options.tls ? { tls: this.options.tls } : {}),
         onListening: this.options.onHttpListening,
       },
       signal,

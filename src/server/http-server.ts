@@ -2,12 +2,16 @@
  * /healthz (alive: no watch dead or stuck; a restart would help), /readyz
  * (store open, every watch synced once and not failing for longer than its
  * grace; the body lists what is not ready) and /metrics (for whom authorizeMetrics allows: the
- * probes stay open, as the kubelet calls them without a token).
+ * probes stay open, as the kubelet calls them without a token). Over TLS where a certificate is
+ * given (certificate-watcher.ts reads it again when it changes), plain HTTP otherwise, with a
+ * warning at start when bearer tokens would cross the network in clear text.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { CertificateWatcher, readCertificatePair, type CertificateFiles } from './certificate-watcher.js';
 
 export interface Readiness {
   /** Names of what is not ready yet; empty when ready. */
@@ -30,6 +34,8 @@ export interface HttpServerOptions {
    * allows the request, otherwise its status and why (default: everyone).
    */
   readonly authorizeMetrics?: Authorize;
+  /** Serve TLS with this certificate and key (read again when they change); default: plain HTTP. */
+  readonly tls?: CertificateFiles;
   /**
    * /explain?type=…&object=…[&cluster=…] (`relsync explain --server`): served only with `authorize`
    * (tenants' object names and messages are not for anyone who reaches the port); `answer` gives
@@ -44,7 +50,7 @@ export interface HttpServerOptions {
 export type Authorize = (authorization: string | undefined, source: string) => Promise<{ readonly status: number; readonly message: string } | undefined>;
 
 export class HttpServer {
-  private server: http.Server | undefined;
+  private server: http.Server | https.Server | undefined;
 
   constructor(private readonly options: HttpServerOptions) {}
 
@@ -110,20 +116,35 @@ export class HttpServer {
       }
       reply(res, 404, 'not found\n');
     };
-    const server = http.createServer(handler);
+    const server = this.createServer(handler, signal);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.options.port, this.options.host ?? '0.0.0.0', () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
-    logger.info({ port, explain: this.options.explain !== undefined }, 'serving /healthz, /readyz and /metrics');
+    const tls = this.options.tls !== undefined;
+    logger.info({ port, tls, explain: this.options.explain !== undefined }, 'serving /healthz, /readyz and /metrics');
+    if (!tls && (this.options.authorizeMetrics || this.options.explain)) {
+      logger.warn('bearer tokens for /metrics and /explain reach this port over plain HTTP, readable on the network: give --tls-cert-file and --tls-private-key-file');
+    }
     onListening?.(port);
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
     });
+  }
+
+  /** Plain HTTP, or HTTPS whose certificate follows its files (throws naming a file that is not a valid pair). */
+  private createServer(handler: http.RequestListener, signal: AbortSignal): http.Server | https.Server {
+    const files = this.options.tls;
+    if (!files) return http.createServer(handler);
+    const pair = readCertificatePair(files);
+    const server = https.createServer({ cert: pair.cert, key: pair.key }, handler);
+    new CertificateWatcher(files, pair, this.options.logger, (next) => server.setSecureContext({ cert: next.cert, key: next.key })).start(signal);
+    this.options.logger.info({ subject: pair.subject, notAfter: pair.notAfter }, 'serving TLS');
+    return server;
   }
 }
 

@@ -4,16 +4,20 @@
 // ServiceAccount token from its own platform cluster (a valid token, of
 // another API server), and Prometheus's ServiceAccount with `get /metrics`;
 // Prometheus through a flood of made-up tokens from several addresses; /explain
-// with tokens minted for relsync's audience and for others. The probes stay open: the kubelet calls them without a token.
+// with tokens minted for relsync's audience and for others; then the same port
+// over TLS. The probes stay open: the kubelet calls them without a token.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { requestCounts } from '../harness/api-metrics.js';
+import { selfSignedCertificate } from '../harness/certificates.js';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
 import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
@@ -198,5 +202,50 @@ describe('/metrics protected by the service cluster (--metrics-auth kubernetes)'
     assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
     assert.equal((await fetch(`${base}&object=shop/orders`, { method: 'POST', headers: { authorization: `Bearer ${oncall}` } })).status, 405);
     for (const object of ['shop/..', '../.', 'shop/a/b']) assert.equal((await fetch(`${base}&object=${encodeURIComponent(object)}`, { headers: { authorization: `Bearer ${oncall}` } })).status, 400, object);
+  });
+
+  it('serves the port over TLS with --tls-cert-file and --tls-private-key-file: the metrics and explain over https, nothing over plain HTTP, no clear-text warning', async () => {
+    await relsync.stop();
+    const certificate = selfSignedCertificate(dir, 'relsync-metrics');
+    const other = selfSignedCertificate(dir, 'other');
+    // A flag without its pair, or a key that is not the certificate's: exit 2 before anything starts, the file named.
+    const config = join(dir, 'relsync.yaml');
+    const alone = await runCli(['run', '--config', config, '--tls-cert-file', certificate.certFile]);
+    assert.equal(alone.code, 2);
+    assert.match(alone.stderr, /--tls-cert-file and --tls-private-key-file go together/);
+    const mismatch = await runCli(['run', '--config', config, '--tls-cert-file', certificate.certFile, '--tls-private-key-file', other.keyFile]);
+    assert.equal(mismatch.code, 2);
+    assert.match(mismatch.stderr, new RegExp(`--tls-private-key-file ${other.keyFile}: not the key of ${certificate.certFile}`));
+    relsync = await startRelsync(join(dir, 'relsync.yaml'), join(dir, 'relsync-tls.log'), ['--metrics-auth', 'kubernetes', '--tls-cert-file', certificate.certFile, '--tls-private-key-file', certificate.keyFile]);
+    const kc = clusters.plane.service.kubeConfig;
+    const prometheus = await serviceAccountToken(kc, 'prometheus-2');
+    const getTls = (path: string, token?: string) => new Promise<{ status: number; body: string; fingerprint: string }>((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port: relsync.httpPort, path, ca: certificate.pem, agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, fingerprint }));
+      }).on('error', reject);
+    });
+    const probe = await getTls('/healthz');
+    assert.deepEqual([probe.status, probe.fingerprint], [200, certificate.fingerprint256], 'the probe, without a token, over TLS with the given certificate');
+    const scrape = await eventually('/metrics over https', async () => {
+      const res = await getTls('/metrics', prometheus);
+      return res.status === 200 ? res : undefined;
+    }, 30_000);
+    assert.match(scrape.body, /^relsync_primaries\{state="synced"\} /m);
+    await assert.rejects(fetch(`http://127.0.0.1:${relsync.httpPort}/healthz`), 'plain HTTP gets no answer');
+    const oncall = await serviceAccountToken(kc, 'oncall', ['relsync']);
+    const answered = await ask(oncall, `https://localhost:${relsync.httpPort}`, ['--certificate-authority', certificate.certFile]);
+    assert.equal(answered.code, 0, answered.stderr);
+    assert.match(answered.stdout, /primary in tenant-a: synced/);
+    const untrusted = await ask(oncall, `https://localhost:${relsync.httpPort}`);
+    assert.equal(untrusted.code, 1, 'a certificate the CLI was not told to trust');
+    assert.match(untrusted.stderr, /cannot reach .*(self-signed|certificate)/);
+    // A refusal is logged (debug) after anything written at start: once it is in the file, the clear-text warning would be too.
+    assert.equal((await getTls('/metrics')).status, 401);
+    await relsync.waitForLog('the refusal of a scrape without a token', /\/metrics refused/);
+    assert.doesNotMatch(relsync.log(), /over plain HTTP/);
   });
 });
