@@ -7,6 +7,7 @@ import { explainQuery, explainWithConfig, type Explanation } from '../controller
 import { openStore } from '../store/database.js';
 import { createLogger } from '../util/logger.js';
 import { printable } from './printable.js';
+import { httpGet } from './http-get.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
 
 export interface ExplainOptions {
@@ -17,6 +18,8 @@ export interface ExplainOptions {
   readonly server?: string;
   /** A file with the bearer token for --server (default: $RELSYNC_TOKEN). */
   readonly tokenFile?: string;
+  /** PEM certificate(s) to trust for an https --server (default: the system's). */
+  readonly certificateAuthority?: string;
 }
 
 export async function explainCommand(type: string, object: string, options: ExplainOptions): Promise<void> {
@@ -60,21 +63,35 @@ async function askServer(server: string, type: string, object: string, options: 
       process.exit(2);
     }
   }
-  const url = new URL(`${server.replace(/\/+$/, '')}/explain`);
+  let ca: Buffer | undefined;
+  if (options.certificateAuthority) {
+    try {
+      ca = readFileSync(options.certificateAuthority);
+    } catch (err) {
+      console.error(`cannot read --certificate-authority ${options.certificateAuthority}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      process.exit(2);
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(`${server.replace(/\/+$/, '')}/explain`);
+  } catch {
+    console.error(`--server ${printable(server)} is not a URL (e.g. https://relsync-metrics.relsync-system:8080)`);
+    process.exit(2);
+  }
   url.searchParams.set('type', type);
   url.searchParams.set('object', object);
   if (options.cluster) url.searchParams.set('cluster', options.cluster);
   // A Service in front of several replicas may send the request to a standby (503): asked again, on a new connection.
   for (let attempt = 1; ; attempt++) {
-    let res: Response;
+    let res: { status: number; text: string };
     try {
-      // No redirect is followed: the token goes to this address only.
-      res = await fetch(url, { headers: { connection: 'close', ...(token ? { authorization: `Bearer ${token}` } : {}) }, redirect: 'error', signal: AbortSignal.timeout(60_000) });
+      res = await httpGet(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, ...(ca ? { ca } : {}), timeoutMs: 60_000, maxBytes: 64 * 1024 * 1024 });
     } catch (err) {
       console.error(`cannot reach ${server}: ${(err as Error).message}`);
       process.exit(1);
     }
-    const text = await res.text();
+    const { text } = res;
     if (res.status === 503 && attempt < 6) {
       await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
       continue;

@@ -7,6 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { logFormats, logLevels } from '../util/logger.js';
 import { runCommand } from './run-command.js';
+import { DEFAULT_EXPLAIN_AUDIENCE } from '../controller/manager.js';
 import { demoCommand } from './demo-command.js';
 import { sweepCommand } from './sweep-command.js';
 import { validateCommand } from './validate-command.js';
@@ -30,6 +31,17 @@ const port = (value: string): number => {
   return n;
 };
 
+const seconds = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 3600) throw new InvalidArgumentError('must be a number of seconds, more than 0 and at most 3600');
+  return n;
+};
+
+const audience = (value: string): string => {
+  if (!/^\S{1,253}$/.test(value)) throw new InvalidArgumentError('must be 1-253 characters without spaces');
+  return value;
+};
+
 program
   .command('run')
   .description('run the agent: watch, route, reconcile until SIGTERM/SIGINT')
@@ -38,7 +50,11 @@ program
   .addOption(new Option('--log-format <format>', 'log lines as JSON (for collectors) or text (for people)').choices(logFormats).default('json'))
   .option('--http-port <port>', 'port for /healthz, /readyz and /metrics (0: any free port)', port, 8080)
   .option('--no-http', 'serve no HTTP endpoints')
-  .addOption(new Option('--metrics-auth <mode>', 'who may read /metrics: none (anyone who reaches the port) or kubernetes (a bearer token the service cluster authenticates, whose user may get /metrics: a TokenReview and a SubjectAccessReview, as kubebuilder\'s default)').choices(['none', 'kubernetes']).default('none'))
+  .addOption(new Option('--metrics-auth <mode>', 'who may read /metrics: none (anyone who reaches the port) or kubernetes (a bearer token the service cluster authenticates, whose user may get /metrics: a TokenReview and a SubjectAccessReview, as kubebuilder\'s default; also serves /explain)').choices(['none', 'kubernetes']).default('none'))
+  .option('--metrics-auth-cache-ttl <seconds>', 'with --metrics-auth kubernetes: how long an allowed token is trusted before the service cluster is asked again (a revoked right works that long)', seconds, 60)
+  .option('--explain-audience <audience>', 'with --metrics-auth kubernetes: the audience a token for /explain must be minted for (kubectl create token NAME --audience relsync); a token for another service, the API server\'s own included, is refused', audience, DEFAULT_EXPLAIN_AUDIENCE)
+  .option('--tls-cert-file <file>', 'serve the HTTP port over TLS with this PEM certificate (chain); read again within 10 s when it changes (a renewed Secret); default: plain HTTP')
+  .option('--tls-private-key-file <file>', 'the PEM private key of --tls-cert-file')
   .option('--shutdown-timeout <seconds>', 'how long in-flight reconciles may take after SIGTERM', Number, 20)
   .action(runCommand);
 
@@ -68,8 +84,9 @@ program
   .command('explain <type> <object>')
   .description('why an object is or is not synced: the config, the store and the API servers side by side, for a primary, a related object or a copy; <type> is e.g. secrets or databases.demo.relsync.dev, <object> is namespace/name (name for a cluster-scoped one); read-only, safe beside a running leader')
   .option('-c, --config <file>', 'config file (YAML): read the store and the clusters from here')
-  .option('--server <url>', 'ask a running relsync instead (its leader\'s HTTP address, e.g. http://relsync-metrics.relsync-system:8080; needs --metrics-auth kubernetes there and `get` on the non-resource URL /explain)')
-  .option('--token-file <file>', 'the bearer token for --server (default: $RELSYNC_TOKEN)')
+  .option('--server <url>', 'ask a running relsync instead (its leader\'s HTTP address, e.g. https://relsync-metrics.relsync-system:8080; needs --metrics-auth kubernetes there and `get` on the non-resource URL /explain)')
+  .option('--token-file <file>', 'the bearer token for --server, minted for the server\'s --explain-audience (kubectl create token NAME --audience relsync; default: $RELSYNC_TOKEN)')
+  .option('--certificate-authority <file>', 'with an https --server: the PEM certificate(s) to trust for it (default: the system\'s)')
   .option('--cluster <name>', 'the cluster the object lives in (default: those the store names, and every configured one)')
   .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
   .action(explainCommand);

@@ -5,6 +5,7 @@ import { openStore } from '../store/database.js';
 import { acquireReplicaLock } from '../store/replica-lock.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger, type LogFormat } from '../util/logger.js';
+import { readCertificatePair, type CertificateFiles } from '../server/certificate-watcher.js';
 
 export interface RunOptions {
   readonly config: string;
@@ -14,10 +15,15 @@ export interface RunOptions {
   readonly http: boolean;
   readonly shutdownTimeout: number;
   readonly metricsAuth: 'none' | 'kubernetes';
+  readonly metricsAuthCacheTtl: number;
+  readonly explainAudience: string;
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
 }
 
 export async function runCommand(options: RunOptions): Promise<void> {
   const logger = createLogger(options.logLevel, false, options.logFormat);
+  const tls = tlsOrExit(options);
   const config = loadConfigOrExit(options.config);
   for (const notice of config.notices ?? []) logger[notice.level]({ where: notice.path }, notice.message);
   let store;
@@ -48,7 +54,18 @@ export async function runCommand(options: RunOptions): Promise<void> {
 
   // RELSYNC_BENCH_ROUTING=fanout: the benchmark's comparison with agents that have no relationship store (bench/run.ts).
   const fanoutRouting = process.env.RELSYNC_BENCH_ROUTING === 'fanout';
-  const manager = new Manager({ config, store, logger, identity: replica.identity, httpPort: options.http ? options.httpPort : undefined, fanoutRouting, metricsAuth: options.metricsAuth });
+  const manager = new Manager({
+    config,
+    store,
+    logger,
+    identity: replica.identity,
+    httpPort: options.http ? options.httpPort : undefined,
+    fanoutRouting,
+    metricsAuth: options.metricsAuth,
+    metricsAuthTtlMs: options.metricsAuthCacheTtl * 1000,
+    explainAudience: options.explainAudience,
+    ...(tls ? { tls } : {}),
+  });
   try {
     await manager.start(controller.signal);
   } catch (err) {
@@ -65,4 +82,21 @@ export async function runCommand(options: RunOptions): Promise<void> {
   await store.close();
   replica.release();
   logger.flush();
+}
+
+/** The TLS files, both or neither, checked before anything starts: a bad one is exit 2 naming it. */
+function tlsOrExit(options: RunOptions): CertificateFiles | undefined {
+  const { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile } = options;
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    console.error('--tls-cert-file and --tls-private-key-file go together: give both, or neither for plain HTTP');
+    process.exit(2);
+  }
+  try {
+    readCertificatePair({ certFile, keyFile });
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  return { certFile, keyFile };
 }

@@ -93,7 +93,9 @@ export interface HealthServerOptions {
   readonly wirings: () => ReadonlyArray<Pick<Wiring, 'store' | 'queue' | 'logical' | 'cache' | 'finderIndex'>>;
   readonly onListening?: ((port: number) => void) | undefined;
   /** Who may read /metrics (kube/metrics-authorizer.ts); default: everyone. */
-  readonly authorizeMetrics?: (authorization: string | undefined) => Promise<{ readonly status: number; readonly message: string } | undefined>;
+  readonly authorizeMetrics?: HttpServerOptions['authorizeMetrics'];
+  /** TLS on the port (http-server.ts); default: plain HTTP. */
+  readonly tls?: HttpServerOptions['tls'];
   /** /explain, for `relsync explain --server` (http-server.ts). */
   readonly explain?: HttpServerOptions['explain'];
   /** The current term's watches, for relsync_watch_synced. */
@@ -124,6 +126,7 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     logger: options.logger,
     ...(options.authorizeMetrics ? { authorizeMetrics: options.authorizeMetrics } : {}),
     ...(options.explain ? { explain: options.explain } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
       const leading = options.lease?.leading() ?? true;

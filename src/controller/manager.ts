@@ -47,7 +47,16 @@ export interface ManagerOptions {
   readonly fanoutRouting?: boolean;
   /** `kubernetes`: /metrics only for bearer tokens the service cluster authenticates and authorizes (`get /metrics`); default `none`. */
   readonly metricsAuth?: 'none' | 'kubernetes';
+  /** With metricsAuth `kubernetes`: how long an allowed token is trusted before it is reviewed again; default 60 s. */
+  readonly metricsAuthTtlMs?: number;
+  /** The audience a token for /explain must be minted for (kube/metrics-authorizer.ts); default `relsync`. */
+  readonly explainAudience?: string;
+  /** Serve the HTTP port over TLS with this certificate and key (read again when they change). */
+  readonly tls?: HealthServerOptions['tls'];
 }
+
+/** What a token for /explain must be minted for unless --explain-audience says otherwise. */
+export const DEFAULT_EXPLAIN_AUDIENCE = 'relsync';
 
 export class Manager {
   /** A one-shot `relsync sweep` (see knowsInstallation). */
@@ -310,10 +319,17 @@ export class Manager {
       const service = this.options.config.serviceCluster;
       const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
       signal.addEventListener('abort', () => connection.close(), { once: true });
-      authorizer = new MetricsAuthorizer(connection, this.options.logger);
-      // /explain shows tenants' names and messages: served only with the check, for whom may `get /explain`.
-      const explainAuthorizer = new MetricsAuthorizer(connection, this.options.logger, '/explain');
-      explain = { authorize: (header) => explainAuthorizer.authorize(header), answer: (query) => this.explainAnswer(query) };
+      const { logger, metricsAuthTtlMs } = this.options;
+      authorizer = new MetricsAuthorizer(connection, { logger, ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}) });
+      // /explain shows tenants' names and messages: served only with the check, for whom may `get /explain`,
+      // with a token minted for relsync (one a user holds for another service is not enough).
+      const explainAuthorizer = new MetricsAuthorizer(connection, {
+        logger,
+        path: '/explain',
+        audience: this.options.explainAudience ?? DEFAULT_EXPLAIN_AUDIENCE,
+        ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}),
+      });
+      explain = { authorize: (header, source) => explainAuthorizer.authorize(header, source), answer: (query) => this.explainAnswer(query) };
     }
     return serveHealth(
       {
@@ -329,8 +345,9 @@ export class Manager {
         storePaths: () => [this.options.store.path, ...[...this.shardTerms.keys()].map((k) => shardStorePath(this.options.config.storePath, this.map, k))],
         wirings: () => this.wirings(),
         watches: () => this.watchStates(),
-        ...(authorizer ? { authorizeMetrics: (header: string | undefined) => authorizer.authorize(header) } : {}),
+        ...(authorizer ? { authorizeMetrics: (header: string | undefined, source: string) => authorizer.authorize(header, source) } : {}),
         ...(explain ? { explain } : {}),
+        ...(this.options.tls ? { tls: this.options.tls } : {}),
         onListening: this.options.onHttpListening,
       },
       signal,

@@ -2,8 +2,9 @@
 // API server accepts every object, and once applied the ServiceAccount may do
 // exactly what relsync does in the service cluster (and not more), the
 // admission policy is bound to it, each replica keeps its store on a
-// PersistentVolumeClaim of its own, and deploy/standalone runs relsync alone
-// under its own pod identity with a projected token.
+// PersistentVolumeClaim of its own, deploy/standalone runs relsync alone
+// under its own pod identity with a projected token, and the NetworkPolicy
+// admits relsync's port from Prometheus only.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { systemClock } from '../../src/util/clock.js';
 import { after, before, describe, it } from 'node:test';
 import { kubectlPath, startControlPlane, type ControlPlane } from '../harness/control-plane.js';
 import { installCrd } from '../harness/kube.js';
+import { admits, type NetworkPolicy, type PodRef } from '../harness/network-policy.js';
 
 const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
 
@@ -28,6 +30,7 @@ interface Volume {
 }
 interface Container {
   name: string;
+  ports?: Array<{ name?: string; containerPort: number }>;
   volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
 }
 interface StatefulSet {
@@ -64,7 +67,7 @@ describe('deploy manifests', () => {
     assert.equal(kubectl('create', 'namespace', 'relsync-system').status, 0);
     const out = kubectl('apply', '-k', deploy, '--dry-run=server');
     assert.equal(out.status, 0, out.stderr);
-    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'statefulset.apps/database-operator', 'service/database-operator-headless', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-demo-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-demo-writes-marked-only']) {
+    for (const kind of ['namespace/relsync-system', 'serviceaccount/relsync', 'serviceaccount/database-operator', 'secret/relsync-token', 'clusterrole.rbac.authorization.k8s.io/relsync', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config-', 'secret/relsync-platform-kubeconfigs', 'statefulset.apps/database-operator', 'service/database-operator-headless', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-demo-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-demo-writes-marked-only', 'networkpolicy.networking.k8s.io/relsync-http']) {
       assert.ok(out.stdout.includes(kind), `${kind} in:\n${out.stdout}`);
     }
   });
@@ -220,5 +223,34 @@ describe('deploy manifests', () => {
     assert.equal(can('update', 'leases.coordination.k8s.io/another-lease'), 'no', 'only its own Leases');
     assert.equal(can('list', 'leases.coordination.k8s.io'), 'yes', 'to see the set in one request');
     assert.equal(can('delete', 'leases.coordination.k8s.io'), 'no');
+  });
+
+  it('admit relsync\'s port from Prometheus only, and leave the operator\'s other ports as they were (the NetworkPolicy as stored)', () => {
+    const applied = kubectl('apply', '-k', deploy);
+    assert.equal(applied.status, 0, applied.stderr);
+    const got = kubectl('get', 'networkpolicy', 'relsync-http', '-n', 'relsync-system', '-o', 'json');
+    assert.equal(got.status, 0, got.stderr);
+    const policy = JSON.parse(got.stdout) as NetworkPolicy;
+    const template = statefulSet().spec.template;
+    const namedPorts = Object.fromEntries(template.spec.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.name).map((p) => [p.name!, p.containerPort])));
+    assert.equal(namedPorts['relsync-http'], 8080);
+    const pod = { namespace: 'relsync-system', labels: template.metadata.labels, namedPorts };
+    const prometheus: PodRef = { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus', 'app.kubernetes.io/instance': 'k8s' } };
+    assert.equal(admits(policy, pod, prometheus, 8080), true, 'Prometheus reaches relsync\'s port (the policy selects the pod)');
+    const others: Array<[string, PodRef]> = [
+      ['a pod labelled prometheus in another namespace', { namespace: 'tenant-a-ns', labels: { 'app.kubernetes.io/name': 'prometheus' } }],
+      ['another pod of the monitoring namespace', { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'grafana' } }],
+      ['a pod beside relsync', { namespace: 'relsync-system', labels: { app: 'x' } }],
+    ];
+    for (const [what, peer] of others) {
+      assert.equal(admits(policy, pod, peer, 8080), false, what);
+      assert.equal(admits(policy, pod, peer, 9443), true, `${what}: the operator's webhook port stays open`);
+    }
+    // Every TCP port but relsync's admits anyone (the operator's, as without a policy); UDP too.
+    const stranger = others[0]![1];
+    const closed = [];
+    for (let port = 1; port <= 65535; port++) if (!admits(policy, pod, stranger, port)) closed.push(port);
+    assert.deepEqual(closed, [8080]);
+    assert.equal(admits(policy, pod, stranger, 53, 'UDP'), true);
   });
 });

@@ -2,7 +2,8 @@
 // accepted by a real API server (server-side dry run), in both modes; once applied, relsync's
 // ServiceAccount may do what the kustomize base (deploy/) lets it do, and the two render the same
 // RBAC rules and keep the store alike: on a PersistentVolumeClaim per replica (a StatefulSet), or,
-// with persistence.enabled=false, in an emptyDir of limited size (a Deployment).
+// with persistence.enabled=false, in an emptyDir of limited size (a Deployment). Its NetworkPolicy
+// is the base's, and what it admits follows the values; with metrics.tls the port serves TLS.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { parseAllDocuments } from 'yaml';
 import { kubectlPath, startControlPlane, type ControlPlane } from '../harness/control-plane.js';
 import { helmPath } from '../harness/helm.js';
 import { installCrd } from '../harness/kube.js';
+import { admits, type NetworkPolicy, type PodRef } from '../harness/network-policy.js';
 
 const chart = fileURLToPath(new URL('../../../deploy/helm/relsync', import.meta.url));
 const deploy = fileURLToPath(new URL('../../../deploy', import.meta.url));
@@ -39,7 +41,18 @@ interface Manifest {
     selector?: Record<string, unknown>;
     template: {
       metadata: { labels: Record<string, string> };
-      spec: { serviceAccountName?: string; containers: Array<{ name: string; args?: string[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>; volumes: Volume[] };
+      spec: {
+        serviceAccountName?: string;
+        containers: Array<{
+          name: string;
+          args?: string[];
+          ports?: Array<{ name?: string; containerPort: number }>;
+          volumeMounts?: Array<{ name: string; mountPath: string; subPath?: string; readOnly?: boolean }>;
+          livenessProbe?: { httpGet?: { scheme?: string } };
+          readinessProbe?: { httpGet?: { scheme?: string } };
+        }>;
+        volumes: Array<Volume & { secret?: { secretName?: string; defaultMode?: number } }>;
+      };
     };
     volumeClaimTemplates?: ClaimTemplate[];
   };
@@ -89,7 +102,7 @@ describe('the Helm chart', () => {
         const workload = persistent ? [`statefulset.apps/${name}`, `service/${name}-headless`] : [`deployment.apps/${name}`];
         // The long-lived token Secret only where the pod's identity is the operator's (sidecar).
         const token = mode === 'sidecar' ? ['secret/relsync-token'] : [];
-        for (const kind of ['serviceaccount/relsync', ...token, 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', ...workload]) {
+        for (const kind of ['networkpolicy.networking.k8s.io/relsync-http', 'serviceaccount/relsync', ...token, 'clusterrole.rbac.authorization.k8s.io/relsync-relsync-system', 'role.rbac.authorization.k8s.io/relsync', 'configmap/relsync-config', 'secret/relsync-platform-kubeconfigs', 'service/relsync-metrics', 'validatingadmissionpolicy.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', 'validatingadmissionpolicybinding.admissionregistration.k8s.io/relsync-relsync-system-writes-marked-only', ...workload]) {
           assert.ok(out.stdout.includes(kind), `${mode}, persistence ${persistent}: ${kind} in:\n${out.stdout}`);
         }
         if (mode === 'standalone') assert.doesNotMatch(out.stdout, /secret\/relsync-token/);
@@ -254,5 +267,73 @@ describe('the Helm chart', () => {
     assert.equal(can('relsync', 'update', 'leases.coordination.k8s.io/other', 'relsync-system'), 'no');
     assert.equal(can('relsync', 'patch', 'secrets'), 'no');
     assert.equal(can('database-operator', 'create', 'namespaces'), 'no');
+  });
+
+  it('renders the base\'s NetworkPolicy, and admits what networkPolicy and metrics.port say (server-side dry run of each)', () => {
+    const policyOf = (all: Manifest[]) => all.find((d) => d.kind === 'NetworkPolicy') as unknown as (NetworkPolicy & Manifest) | undefined;
+    // The pod a rendering runs, with its named ports, for the policy's questions.
+    const podOf = (all: Manifest[]) => {
+      const template = workloadOf(all).spec!.template;
+      const namedPorts = Object.fromEntries(template.spec.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.name).map((p) => [p.name!, p.containerPort])));
+      return { namespace: 'relsync-system', labels: template.metadata.labels, namedPorts };
+    };
+    const closedTo = (set: string[], peer: PodRef) => {
+      const all = docs(render(...set));
+      const policy = { ...policyOf(all)!, metadata: { namespace: 'relsync-system' } };
+      const pod = podOf(all);
+      assert.notEqual(admits(policy, pod, peer, 1), undefined, `${set.join(' ')}: the policy selects the workload's pods`);
+      const closed: number[] = [];
+      for (let port = 1; port <= 65535; port++) if (!admits(policy, pod, peer, port)) closed.push(port);
+      const dry = kubectl(['apply', '--dry-run=server', '-f', '-'], render(...set));
+      assert.equal(dry.status, 0, `${set.join(' ')}: ${dry.stderr}`);
+      return { closed, admits: (from: PodRef, port: number) => admits(policy, pod, from, port) };
+    };
+    const prometheus: PodRef = { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' } };
+    const stranger: PodRef = { namespace: 'tenant-a-ns', labels: { 'app.kubernetes.io/name': 'prometheus' } };
+
+    // The default (sidecar) is deploy/network-policy.yaml, but for the release's instance label on the pods it selects.
+    const base = docs(readFileSync(`${deploy}/network-policy.yaml`, 'utf8'))[0] as unknown as NetworkPolicy;
+    const chartPolicy = policyOf(docs(render()))!;
+    assert.deepEqual([chartPolicy.spec.policyTypes, chartPolicy.spec.ingress], [base.spec.policyTypes, base.spec.ingress]);
+    const sidecar = closedTo([], stranger);
+    assert.deepEqual(sidecar.closed, [8080], 'sidecar: only relsync\'s port closed to a stranger');
+    assert.equal(sidecar.admits(prometheus, 8080), true);
+    // Another port: the ranges follow it.
+    const moved = closedTo(['metrics.port=9090'], stranger);
+    assert.deepEqual(moved.closed, [9090]);
+    assert.equal(moved.admits(prometheus, 9090), true);
+    // The operator's ports as a provider lists them: only those stay open.
+    const listed = closedTo(['networkPolicy.operatorIngress[0].ports[0].port=9443'], stranger);
+    assert.equal(listed.closed.length, 65534);
+    assert.ok(!listed.closed.includes(9443));
+    // Standalone: relsync's pod has no other port; Prometheus's own selector; no peers at all.
+    const standalone = closedTo(['mode=standalone'], stranger);
+    assert.equal(standalone.closed.length, 65535);
+    assert.equal(standalone.admits(prometheus, 8080), true);
+    const own = closedTo(['mode=standalone', 'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=observability'], prometheus);
+    assert.equal(own.closed.length, 65535, 'a Prometheus outside the configured namespace is not admitted');
+    assert.equal(own.admits({ namespace: 'obs', namespaceLabels: { team: 'observability' }, labels: {} }, 8080), true);
+    const nobody = closedTo(['mode=standalone', 'networkPolicy.metricsFrom=null'], prometheus);
+    assert.equal(nobody.closed.length, 65535, 'no peers: no one (a rule without peers would admit all)');
+    assert.equal(policyOf(docs(render('networkPolicy.enabled=false'))), undefined);
+  });
+
+  it('serves the port over TLS from a Secret with metrics.tls.secretName: the flags, the whole Secret mounted, HTTPS probes', () => {
+    const plain = workloadOf(docs(render())).spec!.template.spec;
+    assert.equal(plain.volumes.find((v) => v.name === 'tls'), undefined);
+    const rendered = render('metrics.tls.secretName=relsync-metrics-tls');
+    const pod = workloadOf(docs(rendered)).spec!.template.spec;
+    const relsync = pod.containers.find((c) => c.name === 'relsync')!;
+    const args = relsync.args!.join(' ');
+    assert.match(args, /--tls-cert-file \/etc\/relsync\/tls\/tls\.crt --tls-private-key-file \/etc\/relsync\/tls\/tls\.key/);
+    const mount = relsync.volumeMounts!.find((m) => m.mountPath === '/etc/relsync/tls')!;
+    assert.equal(mount.subPath, undefined, 'no subPath: a renewed Secret reaches the files');
+    assert.equal(mount.readOnly, true);
+    // Read-only for its owner, as the token's (the same mode as written).
+    const token = pod.volumes.find((v) => v.name === 'relsync-token')!.secret!;
+    assert.deepEqual(pod.volumes.find((v) => v.name === mount.name)?.secret, { secretName: 'relsync-metrics-tls', defaultMode: token.defaultMode });
+    assert.deepEqual([relsync.livenessProbe?.httpGet?.scheme, relsync.readinessProbe?.httpGet?.scheme], ['HTTPS', 'HTTPS']);
+    const dry = kubectl(['apply', '--dry-run=server', '-f', '-'], rendered);
+    assert.equal(dry.status, 0, dry.stderr);
   });
 });

@@ -2,8 +2,14 @@
 // naming the dead or stuck watch when a restart would help; /readyz says what
 // it waits for.
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import type { TLSSocket } from 'node:tls';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import { selfSignedCertificate } from '../../harness/certificates.js';
 import { Registry } from 'prom-client';
 import { HttpServer } from '../../../src/server/http-server.js';
 
@@ -64,6 +70,81 @@ describe('health endpoints', () => {
     } finally {
       stop.abort();
       await running;
+    }
+  });
+
+  it('serves TLS with the given certificate, and a new one once its files change; a half-written pair is not taken', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-tls-'));
+    const first = selfSignedCertificate(dir, 'first');
+    const second = selfSignedCertificate(dir, 'second');
+    const certFile = join(dir, 'tls.crt');
+    const keyFile = join(dir, 'tls.key');
+    copyFileSync(first.certFile, certFile);
+    copyFileSync(first.keyFile, keyFile);
+    const lines: string[] = [];
+    const stop = new AbortController();
+    let port = 0;
+    const server = new HttpServer({
+      port: 0,
+      host: '127.0.0.1',
+      registry: new Registry(),
+      logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }),
+      readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
+      authorizeMetrics: async () => undefined,
+      tls: { certFile, keyFile, intervalMs: 50 },
+    });
+    const running = server.start(stop.signal, (p) => (port = p));
+    // Each on a new connection, trusting both certificates: which one the server shows, and its answer.
+    const served = () => new Promise<{ fingerprint: string; status: number }>((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port, path: '/healthz', ca: [first.pem, second.pem], agent: false }, (res) => {
+        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+        res.resume();
+        res.on('end', () => resolve({ fingerprint, status: res.statusCode ?? 0 }));
+      }).on('error', reject);
+    });
+    const until = async (what: string, check: () => Promise<boolean> | boolean) => {
+      for (const started = Date.now(); !(await check()); await new Promise((r) => setTimeout(r, 20))) {
+        if (Date.now() - started > 5000) assert.fail(`not within 5 s: ${what}`);
+      }
+    };
+    try {
+      await until('listening', () => port !== 0);
+      assert.deepEqual(await served(), { fingerprint: first.fingerprint256, status: 200 });
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'plain HTTP is not answered on a TLS port');
+      // A rotation caught half-way: the new key beside the old certificate.
+      copyFileSync(second.keyFile, keyFile);
+      await until('a warning about the pair', () => lines.some((l) => l.includes('TLS certificate not reloaded') && l.includes(keyFile)));
+      assert.equal((await served()).fingerprint, first.fingerprint256, 'the pair served stays');
+      copyFileSync(second.certFile, certFile);
+      await until('the new certificate served', async () => (await served()).fingerprint === second.fingerprint256);
+      assert.ok(lines.some((l) => l.includes('TLS certificate reloaded')));
+      assert.ok(!lines.some((l) => l.includes('BEGIN')), 'no key or certificate text in the log');
+      assert.ok(!lines.some((l) => l.includes('plain HTTP')), 'no clear-text warning over TLS');
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
+
+  it('warns at start when bearer tokens would reach the port over plain HTTP', async () => {
+    for (const guarded of [true, false]) {
+      const lines: string[] = [];
+      const stop = new AbortController();
+      let port = 0;
+      const server = new HttpServer({
+        port: 0,
+        host: '127.0.0.1',
+        registry: new Registry(),
+        logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }),
+        readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
+        ...(guarded ? { authorizeMetrics: async () => undefined } : {}),
+      });
+      const running = server.start(stop.signal, (p) => (port = p));
+      while (port === 0) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      await running;
+      // onListening is called after the warning would be written: the lines are complete.
+      assert.equal(lines.some((l) => /"level":40.*plain HTTP/.test(l)), guarded, `guarded ${guarded}`);
     }
   });
 });
