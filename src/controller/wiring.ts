@@ -12,7 +12,7 @@ import type { DryRunLedger } from '../kube/dry-run-client.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
 import { LogicalClusters } from '../kube/logical-clusters.js';
 import { sameType, typeName } from '../core/resource-type.js';
-import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
+import { describeIdentity, identityProblem, type ObjectIdentity } from '../core/identity.js';
 import { CheckpointStore } from '../store/checkpoint-store.js';
 import type { OpenedStore } from '../store/database.js';
 import { LogicalClusterStore } from '../store/logical-cluster-store.js';
@@ -167,7 +167,13 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const budget = new CopyBudget(
       { bytesPerCluster: config.limits.copiedBytesPerCluster, copiesPerCluster: config.limits.copiesPerCluster, bytes: config.limits.copiedBytes },
       new CopyBytesStore(db),
+      // One series per cluster (kcp: workspace) that has copies; it goes with its last copy.
       (tenant, usage) => {
+        if (usage.copies <= 0) {
+          metrics.tenantCopyBytes.remove({ cluster: tenant });
+          metrics.tenantCopies.remove({ cluster: tenant });
+          return;
+        }
         metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
         metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
       },
@@ -278,11 +284,17 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         store,
         logger,
         enqueue: queueKey,
-        // Identities only are kept, a page at a time (relsync's own copies on a platform are never primaries).
+        // Identities only are kept, a page at a time, and only of the primaries admission takes
+        // (relsync's own copies on a platform are never primaries): a namespace of a million past
+        // the limits costs its LIST, not a million keys.
         primariesIn: async (cluster, type, namespace) => {
           const ids: ObjectIdentity[] = [];
           for await (const page of clusters.client(cluster, type).pages({ namespace })) {
-            for (const item of page.items) if (!isServiceOriginCopy(config.agentName, clusters.service.name, item)) ids.push({ cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' });
+            for (const item of page.items) {
+              if (isServiceOriginCopy(config.agentName, clusters.service.name, item)) continue;
+              const id = { cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' };
+              if (!identityProblem(id) && (await admission.mayQueue(id, item.metadata.deletionTimestamp !== undefined))) ids.push(id);
+            }
           }
           return ids;
         },
