@@ -16,6 +16,15 @@ export interface CopyUsage {
 export class CopyBytesStore {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** What all copies take, and how many tenants have any. */
+  async total(): Promise<CopyUsage & { tenants: number }> {
+    const row = await this.db
+      .selectFrom('copy_bytes')
+      .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('bytes'), eb.lit(0)).as('bytes'), eb.fn.countAll<number>().as('copies'), eb.fn.count<number>('tenant').distinct().as('tenants')])
+      .executeTakeFirst();
+    return { bytes: Number(row?.bytes ?? 0), copies: Number(row?.copies ?? 0), tenants: Number(row?.tenants ?? 0) };
+  }
+
   /** What one tenant's copies take; `undefined` tenant: all of them. */
   async usage(tenant?: string): Promise<CopyUsage> {
     let q = this.db.selectFrom('copy_bytes').select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('bytes'), eb.lit(0)).as('bytes'), eb.fn.countAll<number>().as('copies')]);

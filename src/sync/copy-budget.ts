@@ -43,15 +43,19 @@ interface Kept {
   until: number;
 }
 
+interface KeptTotal extends Kept {
+  tenants: number;
+}
+
 export class CopyBudget {
   private readonly tenants = new Map<string, Kept>();
-  private all: Kept | undefined;
+  private all: KeptTotal | undefined;
 
   private readonly perCopy: number;
 
   constructor(
     private readonly limits: CopyBudgetLimits,
-    private readonly store: Pick<CopyBytesStore, 'usage' | 'of' | 'save' | 'delete'>,
+    private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'delete'>,
     private readonly gauge?: UsageGauge,
     private readonly now: () => number = Date.now,
   ) {
@@ -76,11 +80,14 @@ export class CopyBudget {
     if (isNew && own.copies + 1 > this.limits.copiesPerCluster) {
       return `${what}: this cluster has ${own.copies} copies in the service cluster, and relsync writes at most ${this.limits.copiesPerCluster} (limits.copiesPerCluster); it is written once others are gone`;
     }
+    // Shared fairly: a tenant below its share of the total is written to even when others filled
+    // it (so one tenant's copies never lock the others out), up to twice the total in all.
     const all = await this.total();
-    if (all.bytes - before + bytes > this.limits.bytes) {
-      return `${what}: relsync's copies in the service cluster take ${all.bytes} bytes in all, at most ${this.limits.bytes} (limits.copiedBytes); it is written once others are smaller or gone`;
-    }
-    return undefined;
+    const after = all.bytes - before + bytes;
+    if (after <= this.limits.bytes) return undefined;
+    const share = Math.floor(this.limits.bytes / Math.max(1, all.tenants + (own.copies === 0 ? 1 : 0)));
+    if (own.bytes - before + bytes <= share && after <= 2 * this.limits.bytes) return undefined;
+    return `${what}: relsync's copies in the service cluster take ${all.bytes} bytes in all, at most ${this.limits.bytes} (limits.copiedBytes), and this cluster's take its share or more; it is written once others are smaller or gone`;
   }
 
   /** A copy of `source`, `tenant`'s, was written with `bytes` bytes of content. */
@@ -107,6 +114,8 @@ export class CopyBudget {
 
   private count(tenant: string, bytes: number, copies: number): void {
     const kept = this.tenants.get(tenant);
+    // A tenant that gets its first copy or loses its last changes the shares: the total is read again.
+    if (!kept || kept.copies === 0 || kept.copies + copies === 0) this.all = undefined;
     if (kept) {
       kept.bytes += bytes;
       kept.copies += copies;
@@ -130,10 +139,10 @@ export class CopyBudget {
     return fresh;
   }
 
-  private async total(): Promise<Kept> {
+  private async total(): Promise<KeptTotal> {
     const now = this.now();
     if (this.all && this.all.until > now) return this.all;
-    this.all = { ...(await this.store.usage()), until: now + USAGE_TTL_MS };
+    this.all = { ...(await this.store.total()), until: now + USAGE_TTL_MS };
     return this.all;
   }
 }

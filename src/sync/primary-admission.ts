@@ -86,7 +86,7 @@ export class PrimaryAdmission {
     if (own >= this.limits.perCluster) return { limit: 'primariesPerCluster', value: this.limits.perCluster };
     const all = total.n + (queued ? this.pending.size : 0);
     if (all < this.limits.total) return undefined;
-    const share = Math.floor(this.limits.total / (total.clusters + (stored === 0 ? 1 : 0)));
+    const share = Math.floor(this.limits.total / Math.max(1, total.clusters + (stored === 0 ? 1 : 0)));
     if (own < share && all < 2 * this.limits.total) return undefined;
     return { limit: 'primaries', value: this.limits.total };
   }
