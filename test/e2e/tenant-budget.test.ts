@@ -87,6 +87,9 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
           { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
           { id: 'tls', origin: 'platform', resource: 'secrets', reference: { path: '.spec.tlsSecrets[*]', rewrite: { regex: { pattern: '^(.*)$', replacement: '$1-tls' } } } },
           { id: 'labelled', origin: 'platform', resource: 'configmaps', selector: { matchLabels: { 'budget.example/app': '{{ name }}' } } },
+          // A rewrite as a PublishedResource written for Go's RE2 may have it: it backtracks on a
+          // value that almost matches, with JavaScript's default engine.
+          { id: 'renamed', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.aliasName', rewrite: { regex: { pattern: '^([a-z0-9]+-?)*$', replacement: 'alias-$1' } } } },
         ],
       }],
     };
@@ -140,6 +143,19 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     const longest = query<{ n: number }>("select max(length(message)) as n from primaries where namespace = 'long'").n;
     assert.ok(longest <= 2048, `a stored message is at most 2 KiB (the longest: ${longest} characters)`);
     console.log(`${LONG_PRIMARIES} primaries × ${LONG / 1024} KiB references, heap ${HEAP_MB} MB: longest stored message ${longest} characters, longest log line ${widest}; tenant-b's change arrived in ${idle} ms idle, ${during} ms after the flood, ${after} ms after the restart`);
+  });
+
+  it('a rewrite regex that backtracks meets a tenant\'s value in linear time', async () => {
+    const idle = await bArrives();
+    await a.ensureNamespace('regex');
+    // 'aaa…' and a character the pattern cannot end on: exponential for a backtracking engine.
+    const value = `${'a'.repeat(40)}!`;
+    for (let i = 0; i < 4; i++) await a.createDatabase('regex', `r-${i}`, { aliasName: value });
+    await eventually('every regex primary reconciled', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'regex'").n === 4 || undefined, 60_000);
+    const during = await bArrives();
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+    console.log(`a backtracking rewrite over ${value.length}-character values: 4 primaries reconciled; tenant-b's change arrived in ${idle} ms idle, ${during} ms after`);
+    assert.ok(during < Math.max(2 * idle, 1000), `tenant-b's change kept arriving (${during} ms, ${idle} ms idle)`);
   });
 
   it(`a wildcard reference of ${NAMES} names is capped in the resolver: store rows stay at the limit`, async () => {
