@@ -127,7 +127,7 @@ export class PrimaryReconciler {
     this.paths = new WorkspacePaths(deps.clusters);
     this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName);
     this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write) });
-    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts });
+    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts, refusals: this.refusals });
   }
 
   /**
@@ -208,6 +208,18 @@ export class PrimaryReconciler {
       confirmLive(reads);
       const waiting = await this.removeCopy(reads, resource, id, record.copy, [record.uid], 'earlier incarnation');
       if (waiting) return waiting;
+    }
+
+    // Nested deeper than relsync reads (copy-refusals.ts): refused before any template, path or
+    // copy reads its content. The copy and related copies stay as they were, as for a copy over
+    // limits.copyBytes; not retried until the primary changes (or a sweep), so its cost is one walk.
+    const tooDeep = this.refusals.depth(primary);
+    if (tooDeep) {
+      const message = `relsync does not copy this object: ${tooDeep}`;
+      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message }, await this.keptRelations(id));
+      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
     }
 
     // One tenant's flood stops at its own limit (counted in the store; concurrent workers may pass it by a few).

@@ -118,6 +118,14 @@ export class RelationSync {
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
+    // Nested deeper than relsync reads (copy-refusals.ts): refused before its content is converted,
+    // mutated or hashed. A copy written before stays as it was, as for a copy over the size limit.
+    const tooDeep = this.deps.refusals.depth(source);
+    if (tooDeep) {
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooDeep}`;
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
     const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
     for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);

@@ -1,0 +1,198 @@
+// Hostile tenants, round two (issue #36, point 9): what a tenant can make its own platform API
+// server hold or answer. Tenant-a plays the tenant; tenant-b is the one who must not notice, its
+// related change a marker that proves relsync went on working after tenant-a's input was processed.
+// Each case runs its own relsync, as deploy/ runs it (its heap cap), against the same clusters;
+// tenant-a is reached through a fault proxy, which can rewrite what its API server answers.
+//
+// - objects nested thousands of levels deep (the example CRD preserves unknown fields): a primary
+//   and a related object, which overflowed the stack of relsync's recursive walks;
+// - a probe: a related rule's destination name that the provider's own object holds in the service
+//   cluster, answered as a name refused for another reason is;
+// - an API server that answers every page of a LIST with another continue token.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { startClusters, type Clusters } from '../harness/clusters.js';
+import type { ControlPlane } from '../harness/control-plane.js';
+import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
+import { eventually, installCrd } from '../harness/kube.js';
+import { asDeployed, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { defaultCopyNamespace, type ClusterClient, type Database } from '../harness/tenant.js';
+
+type Names = 'tenant-a' | 'tenant-b' | 'service';
+const DEPLOYED = asDeployed();
+/**
+ * Levels of a nested field: kube-apiserver v1.36.3 accepts a custom resource whose spec holds up to
+ * 9,993 (its managed fields reach 10,000, Go's JSON limit); V8's JSON.stringify overflows the stack
+ * at about 4,500, relsync's recursive walks sooner.
+ */
+const DEPTH = 9_000;
+/** A related type of tenant-a's own making that keeps whatever it is given (the example CRD's spec does too). */
+const SETTINGS = { group: 'hostile.relsync.dev', version: 'v1', plural: 'settings' };
+const CONDITION = 'relsync.dev/Synced';
+
+type Condition = { type: string; status: string; reason?: string; message?: string };
+const verdict = (o: Database | undefined) => (o?.status?.conditions as Condition[] | undefined)?.find((c) => c.type === CONDITION);
+
+/** `{"a":{"a":…{"a":"bottom"}…}}`, `depth` objects deep, as text: JSON.stringify (client-node's too) overflows the stack on it. */
+function nested(depth: number): string {
+  return `${'{"a":'.repeat(depth - 1)}{"a":"bottom"}${'}'.repeat(depth - 1)}`;
+}
+
+/** A request with the control plane's admin token, the body as text (client-node would serialize and walk it). */
+async function request(plane: ControlPlane, method: string, path: string, text?: string): Promise<{ status: number; body: string }> {
+  const ca = readFileSync(join(plane.dir, 'certs', 'apiserver.crt'));
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = https.request(`${plane.url}${path}`, { method, ca, headers: { authorization: `Bearer ${plane.token}`, 'content-type': 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.once('error', reject);
+    req.end(text);
+  });
+}
+
+async function createFromText(plane: ControlPlane, path: string, text: string): Promise<void> {
+  const answer = await request(plane, 'POST', path, text);
+  if (answer.status !== 201) throw new Error(`POST ${path}: ${answer.status} ${answer.body.slice(0, 300)}`);
+}
+
+/** A Database read as text and parsed by JSON.parse, which does not recurse. */
+async function databaseOf(plane: ControlPlane, namespace: string, name: string): Promise<Database | undefined> {
+  const answer = await request(plane, 'GET', `/apis/demo.relsync.dev/v1alpha1/namespaces/${namespace}/databases/${name}`);
+  return answer.status === 200 ? (JSON.parse(answer.body) as Database) : undefined;
+}
+
+function settingsCrd(dir: string): URL {
+  const path = join(dir, 'settings-crd.json');
+  const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  writeFileSync(path, JSON.stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${SETTINGS.plural}.${SETTINGS.group}` },
+    spec: {
+      group: SETTINGS.group,
+      scope: 'Namespaced',
+      names: { plural: SETTINGS.plural, singular: 'setting', kind: 'Setting', listKind: 'SettingList' },
+      versions: [{ name: SETTINGS.version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: open } } } }],
+    },
+  }));
+  return pathToFileURL(path);
+}
+
+describe("hostile tenants, round two: a tenant's own API server", () => {
+  let clusters: Clusters<Names>;
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let svc: ClusterClient;
+  let proxy: FaultProxy;
+  let relsync: RelsyncProcess | undefined;
+
+  /** A relsync of its own for one case: its store in a new folder, tenant-a through the proxy. */
+  const start = async (name: string, extra: Record<string, unknown> = {}): Promise<{ relsync: RelsyncProcess; dir: string }> => {
+    const dir = mkdtempSync(join(tmpdir(), `relsync-e2e-tenant-api-${name}-`));
+    const configPath = writeConfig(dir, {
+      agentName: 'e2e',
+      platformClusters: [
+        { name: 'tenant-a', kubeconfig: proxy.kubeconfigPath },
+        { name: 'tenant-b', kubeconfig: clusters.plane['tenant-b'].kubeconfigPath },
+      ],
+      serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      resync: { schedule: '0 0 1 1 *', onStartup: true },
+      resources: [{
+        group: 'demo.relsync.dev', resource: 'databases',
+        related: [
+          { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
+          { id: 'setting', origin: 'platform', group: SETTINGS.group, resource: SETTINGS.plural, reference: { path: '.spec.settingName' } },
+        ],
+      }],
+      ...extra,
+    });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'), [], DEPLOYED);
+    return { relsync, dir };
+  };
+  const stop = async () => {
+    if (relsync?.child.exitCode === null) await relsync.stop();
+    relsync = undefined;
+  };
+
+  /** Tenant-b changes its ConfigMap; resolves with the time it took to arrive in the service cluster. */
+  let marks = 0;
+  const bArrives = async (timeoutMs = 30_000): Promise<number> => {
+    const value = `mark-${++marks}`;
+    const at = Date.now();
+    await b.putConfigMap('app', 'cfg', { v: value });
+    await eventually(`tenant-b's change ${value}`, async () => (await svc.configMap(defaultCopyNamespace('tenant-b', 'app'), 'cfg'))?.data?.v === value || undefined, timeoutMs);
+    return Date.now() - at;
+  };
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-tenant-api-'));
+    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
+    const crd = settingsCrd(dir);
+    await Promise.all(Object.values(clusters.plane).map((p) => installCrd(p.kubeConfig, crd)));
+    proxy = await startFaultProxy(clusters.plane['tenant-a'], 'tenant-a');
+    await b.ensureNamespace('app');
+    await b.putConfigMap('app', 'cfg', { v: 'start' });
+    await b.createDatabase('app', 'orders', { configMapName: 'cfg' });
+  });
+
+  after(async () => {
+    await stop();
+    await proxy?.close();
+    await clusters?.stop();
+  });
+
+  it(`objects nested ${DEPTH} levels deep, a primary and a related object: each is refused on its own, the watches go on`, async () => {
+    const { relsync } = await start('deep');
+    try {
+      await svc.copyOf(defaultCopyNamespace('tenant-b', 'app'), 'orders', 60_000);
+      const idle = await bArrives();
+      await a.ensureNamespace('deep');
+      const plane = clusters.plane['tenant-a'];
+      await createFromText(plane, `/apis/${SETTINGS.group}/${SETTINGS.version}/namespaces/deep/${SETTINGS.plural}`, `{"apiVersion":"${SETTINGS.group}/${SETTINGS.version}","kind":"Setting","metadata":{"name":"deep-setting"},"spec":${nested(DEPTH)}}`);
+      await a.createDatabase('deep', 'holder', { settingName: 'deep-setting' });
+      await createFromText(plane, '/apis/demo.relsync.dev/v1alpha1/namespaces/deep/databases', `{"apiVersion":"demo.relsync.dev/v1alpha1","kind":"Database","metadata":{"name":"deep"},"spec":{"nested":${nested(DEPTH)}}}`);
+      // Each says what is wrong on its own primary: the deep one, and the one whose related object is deep.
+      const deep = await eventually('the deep primary says why it is not synced', async () => {
+        const shown = verdict(await databaseOf(plane, 'deep', 'deep'));
+        return shown?.status === 'False' && shown;
+      }, 60_000);
+      assert.match(deep.message ?? '', /nested deeper than \d+ levels/);
+      const holder = await eventually('the primary of the deep related object says why', async () => {
+        const shown = verdict(await a.database('deep', 'holder'));
+        return shown?.status === 'False' && shown;
+      }, 60_000);
+      assert.equal(holder.reason, 'RelatedSyncFailed');
+      assert.match(holder.message ?? '', /deep-setting.*nested deeper than \d+ levels/);
+      const events = [...(await a.events('deep', 'deep')), ...(await a.events('deep', 'holder'))];
+      assert.ok(events.some((e) => /nested deeper than/.test(e.message ?? '')), `an Event says so (${JSON.stringify(events.map((e) => e.reason))})`);
+      // The marker: tenant-b's change made after both were refused arrives, through the same watches.
+      const during = await bArrives();
+      // A relist meets both again (a watch cut with 410 Gone): still refused, and the watch goes on.
+      const cut = proxy.inject({ method: 'GET', path: /\/apis\/demo\.relsync\.dev\/v1alpha1\/databases$/, query: /watch=true/, times: 1, action: { kind: 'status', status: 410 } });
+      proxy.cut(/\/apis\/demo\.relsync\.dev\/v1alpha1\/databases$/);
+      await relsync.waitForLog('the relist after 410', /resourceVersion expired \(410 Gone\); relisting/, 30_000);
+      cut();
+      await a.putConfigMap('deep', 'after', { v: '1' });
+      await a.createDatabase('deep', 'after', { configMapName: 'after' });
+      await eventually("tenant-a's next primary is synced after the relist", () => svc.configMap(defaultCopyNamespace('tenant-a', 'deep'), 'after'), 60_000);
+      const afterRelist = await bArrives();
+      const log = relsync.log();
+      assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+      assert.doesNotMatch(log, /Maximum call stack size exceeded/);
+      assert.doesNotMatch(log, /handler threw/, 'no watch handler failed');
+      assert.doesNotMatch(log, /"msg":"reconcile failed/, 'neither refusal is retried as a failure');
+      console.log(`depth ${DEPTH}: both refused with a reason on their primaries; tenant-b's change arrived in ${idle} ms idle, ${during} ms after, ${afterRelist} ms after a relist`);
+    } finally {
+      await stop();
+    }
+  });
+});
