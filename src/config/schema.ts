@@ -379,6 +379,8 @@ export const configSchema = z
         copyBytes: z.number().int().min(1024).default(1024 * 1024),
         /** Primaries synced per platform cluster (per workspace on kcp): one tenant's flood stops at its own limit. */
         primariesPerCluster: z.number().int().min(1).default(20_000),
+        /** Pages one LIST may take: an API server that answers every page with another continue token ends there. */
+        listPages: z.number().int().min(1).default(10_000),
       })
       .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */

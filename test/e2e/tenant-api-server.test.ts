@@ -195,4 +195,39 @@ describe("hostile tenants, round two: a tenant's own API server", () => {
       await stop();
     }
   });
+
+  it('an API server that answers every LIST page with another continue token: each LIST ends at limits.listPages and is taken again with backoff; the other tenant syncs', async () => {
+    const PAGES = 20;
+    await a.ensureNamespace('endless');
+    await a.putConfigMap('endless', 'cfg', { v: '1' });
+    await a.createDatabase('endless', 'orders', { configMapName: 'cfg' });
+    // Every LIST of tenant-a's, from the first one on (watches stream through).
+    const endless = proxy.inject({ method: 'GET', action: { kind: 'endless' } });
+    const { relsync } = await start('endless', { limits: { listPages: PAGES } });
+    try {
+      const databases = '/apis/demo.relsync.dev/v1alpha1/databases';
+      const capped = (l: string) => l.includes('"msg":"list/watch failed; retrying"') && l.includes(`tenant-a/databases.demo.relsync.dev"`) && l.includes(`not complete after ${PAGES} pages`);
+      await relsync.waitForLog('the LIST of databases ended at the cap', capped, 60_000);
+      await svc.copyOf(defaultCopyNamespace('tenant-b', 'app'), 'orders', 60_000);
+      const during = await bArrives();
+      // A second attempt, after the backoff, ends the same way.
+      await eventually('a second LIST ended at the cap', async () => relsync.log().split('\n').filter(capped).length >= 2 || undefined, 60_000);
+      const failures = relsync.log().split('\n').filter(capped);
+      // Every LIST of databases that ended at the cap: the watch's, and the startup sweep's.
+      const lists = relsync.log().split('\n').filter((l) => l.includes(`LIST ${databases} of tenant-a: not complete after ${PAGES} pages`)).length;
+      const pages = proxy.requests.filter((r) => r.path === databases && r.fault === 'endless' && !/watch=/.test(r.query)).length;
+      // Each LIST takes at most PAGES pages; the watch's next one may be on its way.
+      assert.ok(pages <= (lists + 1) * PAGES, `${pages} pages for ${lists} capped LISTs`);
+      const delays = failures.map((l) => (JSON.parse(l) as { retryInMs: number }).retryInMs);
+      assert.ok(delays.every((d) => d > 0), `each retried after a backoff (${delays.join(', ')} ms)`);
+      assert.equal(relsync.child.exitCode, null, 'relsync is still running');
+      // The API server answers again: tenant-a's primary is synced at the next attempt.
+      endless();
+      await eventually("tenant-a's related ConfigMap copied once its LISTs end", () => svc.configMap(defaultCopyNamespace('tenant-a', 'endless'), 'cfg'), 90_000);
+      console.log(`limits.listPages ${PAGES}: ${failures.length} LISTs ended at the cap (${pages} pages through the proxy, retried after ${delays.join(', ')} ms); tenant-b's change arrived in ${during} ms meanwhile`);
+    } finally {
+      endless();
+      await stop();
+    }
+  });
 });
