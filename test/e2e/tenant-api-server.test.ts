@@ -15,6 +15,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import BetterSqlite3 from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import type { ControlPlane } from '../harness/control-plane.js';
@@ -193,6 +194,70 @@ describe("hostile tenants, round two: a tenant's own API server", () => {
       console.log(`depth ${DEPTH}: both refused with a reason on their primaries; tenant-b's change arrived in ${idle} ms idle, ${during} ms after, ${afterRelist} ms after a relist`);
     } finally {
       await stop();
+    }
+  });
+
+  it("a probe: a destination name the provider's own object holds reads to the tenant as a name refused for another reason", async () => {
+    const copyNs = defaultCopyNamespace('tenant-a', 'probe');
+    // The provider reserves names for its operator: a ValidatingAdmissionPolicy forbids ConfigMaps named reserved-* (403).
+    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'reserved-names' },
+      spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] },
+        validations: [{ expression: "!object.metadata.name.startsWith('reserved-')", message: 'names reserved-* are the operator\'s', reason: 'Forbidden' }] } };
+    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'reserved-names' }, spec: { policyName: 'reserved-names', validationActions: ['Deny'] } };
+    for (const body of [policy, binding]) {
+      await svc.objects.createClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: body.kind === 'ValidatingAdmissionPolicy' ? 'validatingadmissionpolicies' : 'validatingadmissionpolicybindings', body });
+    }
+    const { relsync, dir } = await start('probe');
+    try {
+      await a.ensureNamespace('probe');
+      await a.createDatabase('probe', 'anchor', {});
+      await svc.copyOf(copyNs, 'anchor', 60_000);
+      // The operator's own object in the tenant's copy namespace, without relsync's marks.
+      await svc.putConfigMap(copyNs, 'provider-cfg', { password: 'operator' });
+      await eventually('the policy is in force', async () => {
+        try {
+          await svc.putConfigMap(copyNs, 'reserved-probe', { v: '1' });
+          await svc.deleteConfigMap(copyNs, 'reserved-probe');
+          return false;
+        } catch (err) {
+          return (err as { code?: number }).code === 403;
+        }
+      });
+      for (const name of ['provider-cfg', 'reserved-cfg']) await a.putConfigMap('probe', name, { v: 'tenant' });
+      await a.createDatabase('probe', 'p-exists', { configMapName: 'provider-cfg' });
+      await a.createDatabase('probe', 'p-reserved', { configMapName: 'reserved-cfg' });
+      // What the tenant can see of each: its primary's verdict and Events, and the relation as stored (names replaced).
+      const seen = async (primary: string, name: string) => {
+        const norm = (text: string | undefined) => (text ?? '').replaceAll(name, '<name>').replaceAll(primary, '<primary>');
+        const shown = await eventually(`${primary}'s verdict`, async () => {
+          const v = verdict(await a.database('probe', primary));
+          return v?.status === 'False' && v;
+        }, 60_000);
+        const events = await eventually(`${primary}'s Event`, async () => {
+          const warnings = (await a.events('probe', primary)).filter((e) => e.reason !== 'Synced');
+          return warnings.length > 0 && warnings;
+        }, 30_000);
+        const db = new BetterSqlite3(join(dir, 'relsync.db'), { readonly: true });
+        try {
+          const row = db.prepare("select state, message from relations where primary_namespace = 'probe' and primary_name = ? and rule_id = 'config'").get(primary) as { state: string; message: string };
+          return { state: row.state, relation: norm(row.message), reason: shown.reason, condition: norm(shown.message), events: events.map((e) => `${e.reason}: ${norm(e.message)}`) };
+        } finally {
+          db.close();
+        }
+      };
+      const exists = await seen('p-exists', 'provider-cfg');
+      const reserved = await seen('p-reserved', 'reserved-cfg');
+      assert.deepEqual(exists, reserved, 'an existing object of the provider\'s and a name the service cluster refuses read the same');
+      assert.equal((await svc.configMap(copyNs, 'provider-cfg'))?.data?.password, 'operator', "the operator's object is untouched");
+      assert.equal(await svc.configMap(copyNs, 'reserved-cfg'), undefined);
+      // The provider's log says which.
+      await relsync.waitForLog('why provider-cfg was refused', (l) => l.includes(`${copyNs}/provider-cfg`) && l.includes('"why":') && /relsync's copy/.test(l));
+      await relsync.waitForLog('why reserved-cfg was refused', (l) => l.includes(`${copyNs}/reserved-cfg`) && l.includes('"why":') && /reserved-\* are the operator's/.test(l));
+      console.log(`what tenant-a sees of either: ${JSON.stringify(exists)}`);
+    } finally {
+      await stop();
+      await svc.objects.deleteClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicybindings', name: 'reserved-names' });
+      await svc.objects.deleteClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicies', name: 'reserved-names' });
     }
   });
 
