@@ -215,7 +215,7 @@ export class PrimaryReconciler {
     // limits.copyBytes; not retried until the primary changes (or a sweep), so its cost is one walk.
     const tooDeep = this.refusals.depth(primary);
     if (tooDeep) {
-      const message = `relsync does not copy this object: ${tooDeep}`;
+      const message = `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`;
       this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message }, await this.keptRelations(id));

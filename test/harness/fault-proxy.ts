@@ -17,6 +17,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { jsonText } from '../../src/util/json-text.js';
 import type { ControlPlane } from './control-plane.js';
 import type { Kcp } from './kcp.js';
 
@@ -189,7 +190,8 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
           let body = Buffer.concat(chunks);
           try {
             const list = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-            if (Array.isArray(list.items)) body = Buffer.from(JSON.stringify(rewrite(list)));
+            // At any depth: a tenant's object in the list may be nested deeper than JSON.stringify goes.
+            if (Array.isArray(list.items)) body = Buffer.from(jsonText(rewrite(list)));
           } catch {
             // not JSON: passed on as it came
           }
