@@ -71,7 +71,7 @@ const MAX_PAGE_LIMIT = 500;
  */
 export const DEFAULT_LIST_PAGES = 10_000;
 
-/** A LIST that did not end within its pages, or whose pages held more than they were asked for: dropped, and taken again later by its caller. */
+/** A LIST that did not end within its pages, or whose page held more than 500 objects with more to come: dropped, and taken again later by its caller. */
 export class EndlessListError extends Error {
   override name = 'EndlessListError';
 }
@@ -162,9 +162,10 @@ export class ResourceClient {
    * followed by big ones costs a few dropped answers, not a few per page.
    *
    * A LIST ends with EndlessListError after `maxListPages` pages (an API server that answers
-   * every page with another continue token), and at a page that holds more objects than it asked
-   * for and says more are to come (a server without paging answers with one page of everything,
-   * without a token): so it ends, and holds at most 500 objects a page.
+   * every page with another continue token), and at a page that holds more than 500 objects (the
+   * most it asks for) and says more are to come (a server without paging answers with one page of
+   * everything, without a token): so it ends, having taken at most 500 objects a page before its
+   * last.
    */
   async *pages(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): AsyncGenerator<ListPage> {
     let continueToken: string | undefined;
@@ -187,8 +188,8 @@ export class ResourceClient {
       }
       pages++;
       objects += page.items.length;
-      if (page.continueToken && page.items.length > limit) {
-        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: a page of ${page.items.length} objects was asked for at most ${limit}, and more were to come; dropped, and taken again later`);
+      if (page.continueToken && page.items.length > MAX_PAGE_LIMIT) {
+        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: a page of ${page.items.length} objects (asked for at most ${limit}), and more were to come; dropped, and taken again later`);
       }
       const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
       yield { ...page, heapBytes: parsed };

@@ -212,7 +212,7 @@ export class PrimaryReconciler {
 
     // Nested deeper than relsync reads (copy-refusals.ts): refused before any template, path or
     // copy reads its content. The copy and related copies stay as they were, as for a copy over
-    // limits.copyBytes; not retried until the primary changes (or a sweep), so its cost is one walk.
+    // limits.copyBytes; not retried until the primary changes (a relist or sweep looks again: one walk, which stops at that depth).
     const tooDeep = this.refusals.depth(primary);
     if (tooDeep) {
       const message = `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`;

@@ -74,13 +74,13 @@ describe('LIST page size', () => {
     assert.equal(seen, 50);
   });
 
-  it('ends a LIST at a page with more objects than it asked for and more to come; a server without paging answers one page of all', async () => {
+  it('ends a LIST at a page of more than 500 objects with more to come; a server without paging answers one page of all', async () => {
     const type = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
     const items = (n: number) => Array.from({ length: n }, (_, i) => ({ metadata: { name: `o${i}` } }));
-    const flooding = { name: 'tenant-a', request: async () => ({ metadata: { continue: 'more' }, items: items(21) }) } as unknown as Connection;
+    const flooding = { name: 'tenant-a', request: async () => ({ metadata: { continue: 'more' }, items: items(501) }) } as unknown as Connection;
     await assert.rejects(async () => {
       for await (const page of new ResourceClient(flooding, type).pages({})) void page;
-    }, (err: Error) => err instanceof EndlessListError && /a page of 21 objects was asked for at most 20/.test(err.message));
+    }, (err: Error) => err instanceof EndlessListError && /a page of 501 objects \(asked for at most 20\), and more were to come/.test(err.message));
     const unpaged = { name: 'aggregated', request: async () => ({ metadata: {}, items: items(2_000) }) } as unknown as Connection;
     let seen = 0;
     for await (const page of new ResourceClient(unpaged, type).pages({})) seen += page.items.length;
