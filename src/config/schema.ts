@@ -393,6 +393,8 @@ export const configSchema = z
         copiesPerCluster: z.number().int().min(1).default(100_000),
         /** Bytes of content all copies may take in the service cluster together. */
         copiedBytes: z.number().int().min(1024).default(1536 * 1024 * 1024),
+        /** Pages one LIST may take: an API server that answers every page with another continue token ends there. */
+        listPages: z.number().int().min(1).default(10_000),
       })
       .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */

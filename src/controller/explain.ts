@@ -199,7 +199,7 @@ async function asPrimary(deps: ExplainDeps, seen: Seen, cluster: string, primary
 export async function explainWithConfig(config: Config, db: Kysely<Database>, logger: Logger, q: ExplainQuery): Promise<Explanation> {
   const logical = await LogicalClusters.load(new LogicalClusterStore(db));
   const platforms = await expandKcpEndpoints(config.platformClusters, logger, AbortSignal.timeout(30_000));
-  const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical });
+  const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical, listPages: config.limits.listPages });
   try {
     const resources = await resolveConfig(config, clusters);
     return await explain({ agentName: config.agentName, resources, clusters, db }, q);

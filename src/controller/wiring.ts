@@ -125,6 +125,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       if (throttled) metrics.clientThrottled.inc({ cluster });
     },
     logicalClusters: logical,
+    listPages: config.limits.listPages,
     ...(options.dryRun ? { dryRun: options.dryRun } : {}),
   });
   try {

@@ -48,6 +48,8 @@ export interface ClusterSetOptions {
   readonly logicalClusters?: LogicalClusters;
   /** A dry run: the connections only read, and the clients record what they would write here (dry-run-client.ts). */
   readonly dryRun?: DryRunLedger;
+  /** limits.listPages: the pages one LIST may take; default DEFAULT_LIST_PAGES (resource-client.ts). */
+  readonly listPages?: number;
 }
 
 export class ClusterSet {
@@ -65,10 +67,12 @@ export class ClusterSet {
   private readonly logicalClusters: LogicalClusters | undefined;
 
   private readonly dryRun: DryRunLedger | undefined;
+  private readonly listPages: number | undefined;
 
   constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], options: ClusterSetOptions = {}) {
     this.logicalClusters = options.logicalClusters;
     this.dryRun = options.dryRun;
+    this.listPages = options.listPages;
     const make = (c: ClusterConfig, role: Cluster['role']): Cluster => {
       const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context });
       if (options.dryRun) connection.makeReadOnly();
@@ -134,7 +138,7 @@ export class ClusterSet {
       const connection = this.get(cluster).connection;
       let slots = this.pageSlots.get(connection.metricsName);
       if (!slots) this.pageSlots.set(connection.metricsName, (slots = new Semaphore(PAGES_IN_FLIGHT)));
-      client = this.dryRun ? new DryRunClient(connection, type, slots, this.dryRun, cluster) : new ResourceClient(connection, type, slots);
+      client = this.dryRun ? new DryRunClient(connection, type, slots, this.dryRun, cluster, this.listPages) : new ResourceClient(connection, type, slots, this.listPages);
       this.clients.set(key, client);
     }
     return client;
@@ -149,7 +153,7 @@ export class ClusterSet {
     const key = compositeKey(cluster, type.group, type.version, type.resource);
     let client = this.eventClients.get(key);
     if (!client) {
-      client = new ResourceClient(this.get(cluster).connection.unfenced(), type);
+      client = new ResourceClient(this.get(cluster).connection.unfenced(), type, undefined, this.listPages);
       this.eventClients.set(key, client);
     }
     return client;
@@ -189,7 +193,7 @@ export class ClusterSet {
     const parent = this.byName.get(platform);
     if (!parent?.endpoint) return undefined;
     const endpoint = parent.endpoint;
-    return new ResourceClient(parent.connection.derive(`${parent.name}/${name}`, () => endpoint.logicalCluster(name)), type);
+    return new ResourceClient(parent.connection.derive(`${parent.name}/${name}`, () => endpoint.logicalCluster(name)), type, undefined, this.listPages);
   }
 
   private logicalCluster(name: string): Cluster | undefined {

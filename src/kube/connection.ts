@@ -18,6 +18,7 @@ import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 import type { Clock } from '../util/clock.js';
+import { jsonText } from '../util/json-text.js';
 
 export interface ConnectionOptions {
   /** Name used in logs, metrics and identities. */
@@ -289,7 +290,8 @@ export class Connection {
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    // A tenant's object sent back (a finalizer, a status) may be nested deeper than JSON.stringify goes.
+    const body = options.body === undefined ? undefined : jsonText(options.body);
     const headers: Record<string, string> = { Accept: 'application/json', ...auth };
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';

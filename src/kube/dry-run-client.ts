@@ -72,8 +72,9 @@ export class DryRunClient extends ResourceClient {
     pageSlots: Semaphore | undefined,
     private readonly ledger: DryRunLedger,
     private readonly cluster: string,
+    maxListPages?: number,
   ) {
-    super(connection, type, pageSlots);
+    super(connection, type, pageSlots, maxListPages);
   }
 
   override async get(namespace: string, name: string): Promise<KubeObject | undefined> {

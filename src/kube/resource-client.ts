@@ -64,6 +64,19 @@ const FIRST_PAGE_LIMIT = 20;
 const MAX_PAGE_LIMIT = 500;
 
 /**
+ * The pages one LIST may take (limits.listPages): 10,000 pages of at most 500 objects are 5
+ * million objects, more than an etcd holds of one type. A platform's API server may be the
+ * tenant's own, and one that answers every page with another continue token would otherwise keep
+ * a LIST (and what waits for it: a watch, a sweep, a reconcile) going for ever.
+ */
+export const DEFAULT_LIST_PAGES = 10_000;
+
+/** A LIST that did not end within its pages, or whose page held more than 500 objects with more to come: dropped, and taken again later by its caller. */
+export class EndlessListError extends Error {
+  override name = 'EndlessListError';
+}
+
+/**
  * How many objects the next page may ask for, after a page of `items` objects
  * taking `size` bytes parsed was asked for with `limit`: as many as that
  * page's objects say fit in PAGE_TARGET_SIZE, but at most twice `limit`
@@ -87,6 +100,8 @@ export class ResourceClient {
     readonly connection: Connection,
     readonly type: ResourceType,
     private readonly pageSlots?: Semaphore,
+    /** limits.listPages: the pages one LIST may take (pages()). */
+    private readonly maxListPages = DEFAULT_LIST_PAGES,
   ) {}
 
   path(namespace?: string, name?: string, subresource?: string): string {
@@ -145,11 +160,22 @@ export class ResourceClient {
    * held above that size, unless one object alone is bigger, and after a
    * drop the limit only grows back by doubling, so a list of small objects
    * followed by big ones costs a few dropped answers, not a few per page.
+   *
+   * A LIST ends with EndlessListError after `maxListPages` pages (an API server that answers
+   * every page with another continue token), and at a page that holds more than 500 objects (the
+   * most it asks for) and says more are to come (a server without paging answers with one page of
+   * everything, without a token): so it ends, having taken at most 500 objects a page before its
+   * last.
    */
   async *pages(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): AsyncGenerator<ListPage> {
     let continueToken: string | undefined;
     let limit = FIRST_PAGE_LIMIT;
+    let pages = 0;
+    let objects = 0;
     do {
+      if (pages >= this.maxListPages) {
+        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: not complete after ${pages} pages (${objects} objects; limits.listPages is ${this.maxListPages}): the API server answers every page with another continue token; dropped, and taken again later`);
+      }
       let page: ListPage | undefined;
       while (!page) {
         try {
@@ -159,6 +185,11 @@ export class ResourceClient {
           if (!(err instanceof AnswerTooLargeError) || limit === 1) throw err;
           limit = Math.max(1, Math.floor(limit / 4));
         }
+      }
+      pages++;
+      objects += page.items.length;
+      if (page.continueToken && page.items.length > MAX_PAGE_LIMIT) {
+        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: a page of ${page.items.length} objects (asked for at most ${limit}), and more were to come; dropped, and taken again later`);
       }
       const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
       yield { ...page, heapBytes: parsed };

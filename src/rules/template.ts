@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { evaluateJsonPath, parseJsonPath, type JsonPath } from './json-path.js';
+import { jsonText } from '../util/json-text.js';
 
 export type TemplateContext = Readonly<Record<string, unknown>>;
 
@@ -187,5 +188,6 @@ function text(v: unknown): string {
   if (v === undefined || v === null) return '';
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
+  // A tenant's value: at any depth (util/json-text.ts).
+  return jsonText(v);
 }

@@ -12,6 +12,7 @@
  */
 import type { KubeObject } from '../core/object.js';
 import { isRelsyncKey } from './marks.js';
+import { sortedJsonText } from '../util/json-text.js';
 
 const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);
 const droppedAnnotations = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -75,19 +76,28 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   return stableJson(a) === stableJson(b);
 }
 
-/** Whether `actual` holds every value of `want` (others may hold more keys in maps). */
+/**
+ * Whether `actual` holds every value of `want` (others may hold more keys in maps). Walks with a
+ * stack of its own: a copy in a tenant's reach can be nested deeper than the call stack goes.
+ */
 export function isSubset(want: unknown, actual: unknown): boolean {
-  if (want === null || typeof want !== 'object') return want === actual;
-  if (Array.isArray(want)) return Array.isArray(actual) && want.length === actual.length && want.every((w, i) => isSubset(w, actual[i]));
-  if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
-  return Object.entries(want).every(([k, v]) => isSubset(v, (actual as Record<string, unknown>)[k]));
+  const pending: Array<readonly [unknown, unknown]> = [[want, actual]];
+  while (pending.length > 0) {
+    const [w, a] = pending.pop()!;
+    if (w === null || typeof w !== 'object') {
+      if (w !== a) return false;
+    } else if (Array.isArray(w)) {
+      if (!Array.isArray(a) || w.length !== a.length) return false;
+      for (let i = 0; i < w.length; i++) pending.push([w[i], a[i]]);
+    } else {
+      if (a === null || typeof a !== 'object' || Array.isArray(a)) return false;
+      for (const [k, v] of Object.entries(w)) pending.push([v, (a as Record<string, unknown>)[k]]);
+    }
+  }
+  return true;
 }
 
+/** JSON with sorted keys (util/json-text.ts), at any depth: what content hashes and comparisons read. */
 export function stableJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  return sortedJsonText(value);
 }

@@ -1,13 +1,25 @@
 /**
- * Why relsync will not write a copy, worded for the user: a copy over
- * limits.copyBytes, a Secret of a type the copy policy denies (it would make
+ * Why relsync will not write a copy, worded for the user: content nested
+ * deeper than MAX_COPY_DEPTH, a copy over limits.copyBytes, a Secret of a type the copy policy denies (it would make
  * the other side act), or a type relsync may not touch in a cluster. One
  * place, because primaries and related objects are refused alike and the
  * words reach Events that tenants read.
  */
 import type { CopyPolicy } from '../config/copy-policy.js';
+import type { KubeObject } from '../core/object.js';
+import { quote } from '../core/quote.js';
 import type { ResourceType } from '../core/resource-type.js';
+import { nestingDepth } from '../util/json-depth.js';
 import type { ClusterAccess } from './cluster-access.js';
+
+/**
+ * The deepest an object relsync copies may nest (the object itself is level 1, `spec` level 2):
+ * far deeper than any Kubernetes type, far shallower than the call stack of the walks that copy,
+ * mutate and compare content. An API server accepts about 10,000 levels (kube-apiserver v1.36,
+ * a custom resource that keeps unknown fields); such an object is refused before anything reads
+ * its content, with one walk that stops at this depth.
+ */
+export const MAX_COPY_DEPTH = 100;
 
 export class CopyRefusals {
   constructor(
@@ -16,6 +28,20 @@ export class CopyRefusals {
     /** limits.copyBytes; default 1 MiB. */
     private readonly copyBytes = 1024 * 1024,
   ) {}
+
+  /**
+   * Why an object is not read for a copy: a field nested deeper than MAX_COPY_DEPTH (its managed
+   * fields aside, which mirror its fields a few levels deeper and are never copied), or undefined.
+   */
+  depth(object: KubeObject): string | undefined {
+    for (const [key, value] of Object.entries(object)) {
+      const measured = key === 'metadata' && value !== null && typeof value === 'object' ? { ...(value as Record<string, unknown>), managedFields: undefined } : value;
+      if (1 + nestingDepth(measured, MAX_COPY_DEPTH - 1) > MAX_COPY_DEPTH) {
+        return `its field ${quote(key)} is nested deeper than ${MAX_COPY_DEPTH} levels, more than relsync reads to copy`;
+      }
+    }
+    return undefined;
+  }
 
   /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
   size(serialized: string): string | undefined {

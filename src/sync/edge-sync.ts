@@ -28,6 +28,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyWriter } from './copy-writer.js';
+import type { CopyRefusals } from './copy-refusals.js';
 import { SOURCE_UID_ANNOTATION } from './marks.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 import type { ObjectReads } from './object-reads.js';
@@ -55,6 +56,8 @@ export interface EdgeSyncDeps {
   readonly metrics: SyncMetrics;
   readonly paths: Pick<WorkspacePaths, 'cached'>;
   readonly verdicts: Pick<SyncVerdicts, 'show'>;
+  /** Objects nested too deep to read are the full reconcile's to refuse. */
+  readonly refusals: Pick<CopyRefusals, 'depth'>;
 }
 
 export class EdgeSync {
@@ -79,6 +82,7 @@ export class EdgeSync {
       primary.metadata.uid !== record.uid ||
       !primary.metadata.finalizers?.includes(this.deps.finalizer) ||
       isServiceOriginCopy(this.deps.agentName, clusters.service.name, primary) ||
+      this.deps.refusals.depth(primary) !== undefined ||
       !(await isSelected(resource, primary, (ns) => reads.get(id.cluster, platformNamespaceType, '', ns)))
     ) {
       return 'full';
@@ -103,7 +107,8 @@ export class EdgeSync {
       if (!pair || (plan.named?.problems.length ?? 0) > 0) return 'full';
       const source = await reads.get(pair.source.cluster, rule.sourceType, pair.source.namespace, pair.source.name);
       // Gone, or (service side) no longer provably the copy's source: the full reconcile decides, live.
-      if (!source || this.deps.finder.isOwnCopyAsServiceSource(rule, source) || !this.deps.finder.isProven(plan.input, source)) return 'full';
+      // Nested too deep to read (copy-refusals.ts): the full reconcile refuses it and says so.
+      if (!source || this.deps.finder.isOwnCopyAsServiceSource(rule, source) || !this.deps.finder.isProven(plan.input, source) || this.deps.refusals.depth(source) !== undefined) return 'full';
       // The same content as stored: the copy holds it already (drift of the copy is an event of its own, reconciled in full).
       if (this.deps.relations.desiredOf(rule, source).hash === relation.contentHash) {
         this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });

@@ -11,6 +11,7 @@
  * came from the source.
  */
 import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION } from './marks.js';
+import { jsonText } from '../util/json-text.js';
 
 /** The manager the API server names for requests without one (relsync before it applied its copies). */
 const OLD_MANAGER = 'unknown';
@@ -160,8 +161,9 @@ function subtractFields(theirs: Record<string, unknown>, mine: Record<string, un
   return out;
 }
 
+/** An adopted object's managed fields mirror its fields: at any depth (util/json-text.ts). */
 function stable(v: unknown): string {
-  return JSON.stringify(v);
+  return jsonText(v);
 }
 
 /** The union of two FieldsV1 sets (nested objects whose keys are `f:name`, `k:{…}`, `v:…`, `.`). */

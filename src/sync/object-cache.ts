@@ -55,6 +55,7 @@ import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import type { FinderIndex } from './finder-index.js';
 import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
+import { jsonText } from '../util/json-text.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
@@ -190,7 +191,8 @@ export class ObjectCache implements ObjectCacheFeed {
     const tentative = standing === 'tentative';
     // No room for a tentative entry of any size: not worth the text.
     if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
-    const text = JSON.stringify(this.slim(delivered));
+    // At any depth: a tenant's object may be nested deeper than JSON.stringify goes (util/json-text.ts).
+    const text = jsonText(this.slim(delivered));
     // The text as the heap holds it, and the entry's own room.
     const bytes = ENTRY_BYTES + key.length + stringBytes(text);
     // One object over the whole budget would only push everything else out.

@@ -137,7 +137,7 @@ export class PrimaryReconciler {
     this.paths = new WorkspacePaths(deps.clusters);
     this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName);
     this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write) });
-    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts });
+    this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts, refusals: this.refusals });
   }
 
   /**
@@ -234,6 +234,17 @@ export class PrimaryReconciler {
       return { relationsUnknown: true, claimsUnknown: true };
     }
     if (!record) this.admission?.admitted(id.cluster);
+    // Nested deeper than relsync reads (copy-refusals.ts): refused before any template, path or
+    // copy reads its content. The copy and related copies stay as they were, as for a copy over
+    // limits.copyBytes; not retried until the primary changes (a relist or sweep looks again: one walk, which stops at that depth).
+    const tooDeep = this.refusals.depth(primary);
+    if (tooDeep) {
+      const message = `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`;
+      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
+      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
+      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message }, await this.keptRelations(id));
+      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
+    }
     const primaries = clusters.client(id.cluster, resource.primaryType);
     let workspacePath: string | undefined;
     if (resource.workspacePath) {

@@ -33,6 +33,7 @@ import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
 import { AdoptionRefusals } from './adoption.js';
+import { ExpiringMap } from '../util/expiring-map.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
@@ -121,6 +122,14 @@ export class RelationSync {
       const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
       return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
     }
+    // Nested deeper than relsync reads (copy-refusals.ts): refused before its content is converted,
+    // mutated or hashed. A copy written before stays as it was, as for a copy over the size limit.
+    const tooDeep = this.deps.refusals.depth(source);
+    if (tooDeep) {
+      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooDeep}`;
+      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
     const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
     for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
@@ -147,7 +156,11 @@ export class RelationSync {
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
     const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...statusMark } };
+    // A destination in the service cluster that relsync will not write reads the same to the tenant
+    // whatever is there (refused()); one on the tenant's own platform is said as it is.
+    const inService = pair.destination.cluster === clusters.service.name;
     const conflict = (): RelationOutcome => {
+      if (inService) return this.refused(base, hash, owner, rule, "an object there is not relsync's copy of this source (the provider's own, another source's copy, or one not granted for adoption)");
       metrics.conflicts.inc({ kind: 'related' });
       return {
         ...base,
@@ -169,7 +182,7 @@ export class RelationSync {
     if (known) existing = known.object;
     else if (atVersion === undefined && (copied || !reads.peek)) {
       const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead);
+      if (destRead.forbidden !== undefined) return inService ? this.refused(base, hash, owner, rule, destRead.forbidden) : refusedRead(destRead);
       existing = destRead.object;
     }
     // Not relsync's: a conflict, unless the rule adopts and the writer finds it granted (adoption.ts).
@@ -181,10 +194,7 @@ export class RelationSync {
     const destNamespace = pair.destination.namespace;
     if ((!existing || foreign) && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
       const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
-      if (taken) {
-        metrics.conflicts.inc({ kind: 'related' });
-        return { ...base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${taken}` };
-      }
+      if (taken) return this.refused(base, hash, owner, rule, taken);
     }
     // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
     // kept as it was, like one too big. Judged last: a refusal or a conflict says more.
@@ -222,6 +232,10 @@ export class RelationSync {
       }
       const notServed = this.notServed(err, rule, pair.destination);
       if (notServed) return refusedRead({ forbidden: `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${notServed}`, notServed: true });
+      // Forbidden (RBAC, an admission policy that reserves the name): the service cluster's 403 may
+      // differ with what exists there (an apply that creates needs `create` as well), so it reads
+      // as any other refused destination. A 422 is about the content, the tenant's to fix: said below.
+      if (inService && isForbidden(err)) return this.refused(base, hash, owner, rule, (err as Error).message);
       // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
       const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
       this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
@@ -229,6 +243,33 @@ export class RelationSync {
     }
     return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
   }
+
+  /**
+   * A related copy's destination in the service cluster that relsync will not write — an object
+   * there that is not this source's copy (the provider's own, another source's copy, one not
+   * granted for adoption), a destination namespace serving another source, a read or write the
+   * service cluster forbids — answered to the tenant in one way: a conflict, with the same message
+   * for all, so that the names a primary points at tell nothing of what the provider has there
+   * (issue #36). Looked at again as any conflict is (every 30 s, and when the object in the way
+   * goes). `why` goes to the provider's log, once per destination and reason in ten minutes.
+   */
+  private refused(base: Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>, hash: string, owner: ObjectIdentity, rule: ResolvedRule, why: string): RelationOutcome {
+    this.deps.metrics.conflicts.inc({ kind: 'related' });
+    const told = compositeKey(identityKey(base.destination), why);
+    if (!this.told.get(told)) {
+      this.told.set(told, true, 10 * 60_000);
+      this.deps.logger.warn({ rule: rule.where, primary: describeIdentity(owner), source: describeIdentity(base.source), destination: describeIdentity(base.destination), why }, "a related copy's place in the service cluster is refused; the tenant is told only that it is taken or closed");
+    }
+    return {
+      ...base,
+      state: 'conflict',
+      contentHash: hash,
+      message: `rule ${rule.id}: the copy of ${describeIdentity(base.source)} is not written: ${describeIdentity(base.destination)} is taken or closed to this primary in the service cluster; it is left untouched`,
+    };
+  }
+
+  /** Destinations and reasons whose refusal was logged in the last ten minutes (refused()). */
+  private readonly told = new ExpiringMap<string, true>(10_000);
 
   /**
    * A type of another APIExport (a rule's identityHash) that a workspace does not serve: kcp answers

@@ -7,8 +7,9 @@
  * (credentials included), streams watches, and records what passed.
  * Faults are chosen per request by method and path: answer a status (500,
  * 503, 429 with Retry-After), reset the connection, hold the request for a
- * while before forwarding it, or leave items out of a LIST's answer; open
- * streams (watches) can be cut. Tests, the chaos run and the benchmarks use
+ * while before forwarding it, leave items out of a LIST's answer, or answer
+ * every page of a LIST with another continue token; open streams (watches)
+ * can be cut. Tests, the chaos run and the benchmarks use
  * it; nothing in it is specific to relsync.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { jsonText } from '../../src/util/json-text.js';
 import type { ControlPlane } from './control-plane.js';
 import type { Kcp } from './kcp.js';
 
@@ -28,7 +30,14 @@ export type FaultAction =
    * Forwarded, and a LIST's answer (JSON with `items`) comes back with only the items `keep` accepts:
    * a server whose view lacks some objects. A watch streams through unchanged (held whole, it would never end).
    */
-  | { readonly kind: 'filter'; readonly keep: (item: { readonly metadata?: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>> } }) => boolean };
+  | { readonly kind: 'filter'; readonly keep: (item: { readonly metadata?: { readonly name?: string; readonly annotations?: Readonly<Record<string, string>> } }) => boolean }
+  /**
+   * Forwarded, and a LIST's answer comes back with a continue token, a new one for every page: a
+   * server that never says its list is complete. A request that carries one of these tokens is
+   * forwarded without it (so the real server answers with its first page again). Watches stream
+   * through unchanged.
+   */
+  | { readonly kind: 'endless' };
 
 export interface Fault {
   /** e.g. 'DELETE'; default: any method. */
@@ -147,19 +156,27 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
     return undefined;
   };
 
-  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest, keep?: Extract<FaultAction, { kind: 'filter' }>['keep']) => {
+  /** The proxy's own continue tokens ('endless'), numbered so that each page gets another. */
+  let tokens = 0;
+  const ownToken = /^relsync-fault-proxy-[0-9]+$/;
+
+  /**
+   * Forwards a request (to `url`, default the request's own); `rewrite`: a LIST's answer (JSON)
+   * is held whole and passed on as it returns.
+   */
+  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest, rewrite?: (list: Record<string, unknown>) => Record<string, unknown>, url = req.url) => {
     const entry = { path: record.path, res };
     open.add(entry);
     res.once('close', () => open.delete(entry));
-    // A LIST to filter is held whole: asked for without compression, so that it can be read.
+    // A LIST to rewrite is held whole: asked for without compression, so that it can be read.
     const headers = { ...req.headers, host: upstream.host };
-    if (keep) delete headers['accept-encoding'];
+    if (rewrite) delete headers['accept-encoding'];
     const out = https.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: url, headers, agent },
       (answer) => {
         record.status = answer.statusCode;
         answer.once('error', () => res.destroy());
-        if (!keep || answer.statusCode !== 200) {
+        if (!rewrite || answer.statusCode !== 200) {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           // Now, not with the first byte of the body: kcp's watches send nothing until an event,
           // and the client waits for the headers.
@@ -172,8 +189,9 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
         answer.once('end', () => {
           let body = Buffer.concat(chunks);
           try {
-            const list = JSON.parse(body.toString('utf8')) as { items?: unknown };
-            if (Array.isArray(list.items)) body = Buffer.from(JSON.stringify({ ...list, items: list.items.filter((item) => keep(item as Parameters<typeof keep>[0])) }));
+            const list = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+            // At any depth: a tenant's object in the list may be nested deeper than JSON.stringify goes.
+            if (Array.isArray(list.items)) body = Buffer.from(jsonText(rewrite(list)));
           } catch {
             // not JSON: passed on as it came
           }
@@ -202,8 +220,18 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
     if (!action) return forward(req, res, record);
     switch (action.kind) {
-      case 'filter':
-        return forward(req, res, record, /(^|&)watch=(true|1)(&|$)/.test(query) ? undefined : action.keep);
+      case 'filter': {
+        if (/(^|&)watch=(true|1)(&|$)/.test(query)) return forward(req, res, record);
+        const { keep } = action;
+        return forward(req, res, record, (list) => ({ ...list, items: (list.items as unknown[]).filter((item) => keep(item as Parameters<typeof keep>[0])) }));
+      }
+      case 'endless': {
+        if (/(^|&)watch=(true|1)(&|$)/.test(query)) return forward(req, res, record);
+        const params = new URLSearchParams(query);
+        if (ownToken.test(params.get('continue') ?? '')) params.delete('continue');
+        const rest = params.toString();
+        return forward(req, res, record, (list) => ({ ...list, metadata: { ...(list.metadata as object), continue: `relsync-fault-proxy-${++tokens}` } }), rest ? `${path}?${rest}` : path);
+      }
       case 'status': {
         record.status = action.status;
         const headers: Record<string, string> = { 'content-type': action.text === undefined ? 'application/json' : 'text/plain; charset=utf-8' };

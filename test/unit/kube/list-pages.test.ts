@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AnswerTooLargeError, type Connection } from '../../../src/kube/connection.js';
-import { nextPageLimit, PAGE_TARGET_SIZE, ResourceClient } from '../../../src/kube/resource-client.js';
+import { EndlessListError, nextPageLimit, PAGE_TARGET_SIZE, ResourceClient } from '../../../src/kube/resource-client.js';
 
 const MiB = 1024 * 1024;
 
@@ -56,5 +56,34 @@ describe('LIST page size', () => {
     }, AnswerTooLargeError);
     assert.equal(limits.at(-1), 1, 'down to one object a page');
     assert.ok(limits.length < 10, `then it stopped (${limits.length} requests: ${limits.join(', ')})`);
+  });
+
+  it('ends a LIST whose every page brings another continue token, after limits.listPages pages', async () => {
+    // A tenant's own API server: a page of one object and a new token, for ever.
+    let asked = 0;
+    const connection = {
+      name: 'tenant-a',
+      request: async () => ({ metadata: { continue: `token-${++asked}` }, items: [{ metadata: { name: `o${asked}` } }] }),
+    } as unknown as Connection;
+    const client = new ResourceClient(connection, { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true }, undefined, 50);
+    let seen = 0;
+    await assert.rejects(async () => {
+      for await (const page of client.pages({})) seen += page.items.length;
+    }, (err: Error) => err instanceof EndlessListError && /not complete after 50 pages \(50 objects; limits\.listPages is 50\)/.test(err.message));
+    assert.equal(asked, 50);
+    assert.equal(seen, 50);
+  });
+
+  it('ends a LIST at a page of more than 500 objects with more to come; a server without paging answers one page of all', async () => {
+    const type = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ metadata: { name: `o${i}` } }));
+    const flooding = { name: 'tenant-a', request: async () => ({ metadata: { continue: 'more' }, items: items(501) }) } as unknown as Connection;
+    await assert.rejects(async () => {
+      for await (const page of new ResourceClient(flooding, type).pages({})) void page;
+    }, (err: Error) => err instanceof EndlessListError && /a page of 501 objects \(asked for at most 20\), and more were to come/.test(err.message));
+    const unpaged = { name: 'aggregated', request: async () => ({ metadata: {}, items: items(2_000) }) } as unknown as Connection;
+    let seen = 0;
+    for await (const page of new ResourceClient(unpaged, type).pages({})) seen += page.items.length;
+    assert.equal(seen, 2_000);
   });
 });

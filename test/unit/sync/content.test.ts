@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
-import { contentOf, isUpToDate, stableJson } from '../../../src/sync/content.js';
+import { contentOf, isSubset, isUpToDate, stableJson } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { marksFor } from '../../../src/sync/marks.js';
 
@@ -54,5 +54,15 @@ describe('content', () => {
     const cr = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c' }, spec: { a: 1 } };
     assert.ok(isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 1, defaulted: true } }));
     assert.ok(!isUpToDate(contentOf(cr), marks, { ...cr, metadata: { name: 'c', labels: marks.labels, annotations: marks.annotations }, spec: { a: 2 } }));
+  });
+
+  it("compares and hashes content nested 100,000 levels deep (a tenant's copy): no walk recurses", () => {
+    const deep = (leaf: string) => JSON.parse(`${'{"a":'.repeat(100_000)}"${leaf}"${'}'.repeat(100_000)}`) as Record<string, unknown>;
+    const copy = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c' }, spec: deep('v') };
+    assert.ok(isSubset({ spec: deep('v') }, copy));
+    assert.ok(!isSubset({ spec: deep('w') }, copy));
+    assert.equal(stableJson(copy.spec).length, 100_000 * 6 + 3);
+    const hasher = new ContentHasher(Buffer.alloc(32, 7));
+    assert.notEqual(hasher.hash(contentOf(copy)), hasher.hash(contentOf({ ...copy, spec: deep('w') })));
   });
 });

@@ -246,4 +246,15 @@ describe('object cache', () => {
     whole.observe(id('a', configMaps, 'b'), { ...cm('b', '1'), metadata: { ...cm('b', '1').metadata, managedFields: own } });
     assert.ok(slim < whole.stats().bytes, `${slim} bytes slimmed, ${whole.stats().bytes} whole`);
   });
+
+  it('keeps an object nested deeper than JSON.stringify goes (a tenant\'s custom resource) and reads it back', () => {
+    const cache = new ObjectCache(1024 * 1024);
+    const spec = JSON.parse(`${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`) as unknown;
+    cache.observe(id('a', configMaps, 'deep'), { metadata: { namespace: 'ns', name: 'deep', resourceVersion: '1' }, spec });
+    const read = cache.get('a', configMaps, 'ns', 'deep');
+    assert.equal(read?.metadata.resourceVersion, '1');
+    let depth = 0;
+    for (let at = read?.spec as { a?: unknown } | undefined; typeof at === 'object' && at !== null; at = at.a as { a?: unknown }) depth++;
+    assert.equal(depth, 20_000);
+  });
 });
