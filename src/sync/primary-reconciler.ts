@@ -363,7 +363,11 @@ export class PrimaryReconciler {
     // last save compares against it instead of reading the rows again (KnownRows).
     let known: KnownRows = { primary: record, relations: stored, selectorKeys: storedSelectorRows.map((s) => s.key) };
     let relations: RelationOutcome[];
-    ({ relations, known } = await this.recordIntent(id, synced, copyId, record, stored, plans.flatMap((p) => claimsOf(p.input.rule, p.named?.pairs ?? [])), selectors, selectorsChanged, known));
+    // The names of reference and template rules, within limits.relatedPerPrimary as capRelated keeps
+    // them (a wildcard resolves to one past it): the store never holds more claims than a primary may have.
+    const named = plans.map((plan) => ({ plan, pairs: plan.named?.pairs ?? [], problems: [], ...(plan.named?.more ? { more: true } : {}) }));
+    this.finder.capRelated(named, stored);
+    ({ relations, known } = await this.recordIntent(id, synced, copyId, record, stored, named.flatMap((n) => claimsOf(n.plan.input.rule, n.pairs)), selectors, selectorsChanged, known));
 
     const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
