@@ -17,7 +17,7 @@ import { hasManyClusters, type Config, type PublishedResource } from './config.j
 import { ConfigError, type ConfigProblem } from './config-problem.js';
 import { compileCopyPolicy } from './copy-policy.js';
 import { destinationTypeProblem } from './related-types.js';
-import { safetyProblems } from './safety-checks.js';
+import { safetyNotices, safetyProblems } from './safety-checks.js';
 import type { RawConfig, RawRelatedRule, RawRewrite } from './schema.js';
 
 /** Variables a primary's templates may use (`clusterPath` only where the resource reads workspace paths). */
@@ -147,7 +147,8 @@ export function compileConfig(raw: RawConfig, file: string): Config {
   // Only a config whose parts compiled is checked for what it would let a tenant do.
   if (problems.length === 0) problems.push(...safetyProblems(resources, config.platformClusters.map((c) => c.name), hasManyClusters(config.platformClusters)));
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return config;
+  const notices = safetyNotices(resources, config.platformClusters.some((c) => c.kcp === undefined));
+  return notices.length > 0 ? { ...config, notices } : config;
 }
 
 /**

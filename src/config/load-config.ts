@@ -45,7 +45,8 @@ export function parseConfig(text: string, file: string): Config {
     found.some((p) => p.path === 'resources') ? [...found, ...imported.notices.filter((n) => n.level === 'warn').map((n) => ({ path: n.path, message: `(note) ${n.message}` }))] : [...found];
   if (!parsed.success || problems.length > 0) throw new ConfigError(file, withNotices(problems));
   try {
-    return { ...compileConfig(parsed.data, file), notices: imported.notices, importedAs: imported.importedAs };
+    const config = compileConfig(parsed.data, file);
+    return { ...config, notices: [...imported.notices, ...(config.notices ?? []).map((n) => ({ ...n, ...imported.rename(n) }))], importedAs: imported.importedAs };
   } catch (err) {
     if (err instanceof ConfigError) throw new ConfigError(file, withNotices(err.problems.map(imported.rename)));
     throw err;

@@ -16,16 +16,32 @@
  *   cluster and namespace: every object of a namespace that is not the copy's
  *   own would count as the tenant's;
  * - `provenance.label.value` that reads `object` (the tenant writes it);
+ * - with sources in several clusters, a `provenance.label.value` without
+ *   `cluster` where the service-side source namespace is not one tenant's
+ *   (`namespace.source`, or else the copy namespace, that the tenant steers or
+ *   that does not use `cluster`): another cluster's primary of the same
+ *   namespace and name renders the same value;
+ * - a platform-origin rule's `namespace.destination` that reads `object`:
+ *   the tenant would choose where in the provider's cluster its copies go;
  * - a constant namespace that is empty or not a namespace name.
  *
  * What a template makes of fields of the object itself cannot be tried here;
  * sync/copy-namespaces.ts refuses at run time a copy namespace (or a related
  * rule's service-side destination namespace) that serves another source.
+ *
+ * Warned of (safetyNotices), not refused: what is safe where each platform
+ * cluster (each kcp workspace) is one tenant's, and crosses tenants only where
+ * one plain cluster's namespaces belong to several: a platform-side namespace
+ * the tenant steers (a platform-origin `namespace.source`, a service-origin
+ * `namespace.destination` that reads `object`) and a platform-origin
+ * `inverse.namespaceFrom` (an object of any namespace names its owner's).
+ * Related rules of cluster-scoped types are refused when the types are
+ * resolved (sync/resolved-config.ts): a config does not say a type's scope.
  */
 import type { PublishedResource } from './config.js';
 import { namespaceProblem } from '../rules/resolve-related.js';
 import type { Template } from '../rules/template.js';
-import type { ConfigProblem } from './config-problem.js';
+import type { ConfigNotice, ConfigProblem } from './config-problem.js';
 
 type Problem = ConfigProblem;
 
@@ -120,7 +136,12 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
     }
     for (const rule of res.related) {
       const dest = rule.destinationNamespace;
-      if (manyClusters && rule.origin === 'platform' && dest && !dest.isConstant) {
+      if (rule.origin === 'platform' && dest && steered(dest)) {
+        problems.push({
+          path: `${rule.where}.namespace.destination`,
+          message: `reads ${steeredBy(dest)}, which the tenant writes: its copies could go into any namespace of the service cluster (the operator's own, or one another tenant's copies need); build it from cluster, namespace and name`,
+        });
+      } else if (manyClusters && rule.origin === 'platform' && dest && !dest.isConstant) {
         const m = meeting([dest], clusters);
         if (m) {
           problems.push({
@@ -142,6 +163,18 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
       if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('clusterPath')) {
         problems.push({ path: `${rule.where}.provenance.label.value`, message: "reads the workspace path, which the tenant writes (kcp lets a workspace's admin set it): it could name another tenant's value; build it from cluster, namespace and name" });
       }
+      if (manyClusters && rule.origin === 'service' && rule.provenance?.kind === 'label' && !rule.provenance.value.uses('cluster') && !rule.provenance.value.uses('object') && !rule.provenance.value.uses('clusterPath')) {
+        // The value must keep tenants apart where the namespace it is read in does not.
+        const namespace = rule.sourceNamespace ?? res.naming.namespace;
+        const which = rule.sourceNamespace ? 'namespace.source' : 'the copy namespace (naming.namespace)';
+        const why = steered(namespace) ? `${which} reads ${steeredBy(namespace)}, which the tenant writes` : !namespace.uses('cluster') ? `${which} does not use cluster, so sources of several clusters share it` : undefined;
+        if (why) {
+          problems.push({
+            path: `${rule.where}.provenance.label.value`,
+            message: `does not use cluster, and ${why}: a primary of another cluster with the same namespace and name renders the same value and would count that tenant's objects as its own; put {{ cluster }} in the value`,
+          });
+        }
+      }
       if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
         problems.push({
           path: `${rule.where}.provenance`,
@@ -155,4 +188,37 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
     }
   }
   return problems;
+}
+
+/** Whether the tenant chooses what a template renders: it reads the primary, or the workspace path kcp lets a workspace's admin set. */
+function steered(template: Template): boolean {
+  return template.uses('object') || template.uses('clusterPath');
+}
+
+function steeredBy(template: Template): string {
+  return template.uses('object') ? 'the object' : 'the workspace path';
+}
+
+/**
+ * What a config lets a tenant do that is safe only where each platform cluster (or kcp workspace)
+ * is one tenant's: said at start and by `relsync validate`, not refused. `plainPlatforms`: whether
+ * some platform is a plain Kubernetes cluster (on kcp a workspace is one tenant's, its namespaces too).
+ */
+export function safetyNotices(resources: readonly PublishedResource[], plainPlatforms: boolean): ConfigNotice[] {
+  if (!plainPlatforms) return [];
+  const notices: ConfigNotice[] = [];
+  const shared = 'where one platform cluster\'s namespaces belong to different tenants; fine where each platform cluster (or kcp workspace) is one tenant\'s';
+  for (const res of resources) {
+    for (const rule of res.related) {
+      const platformSide = rule.origin === 'platform' ? rule.sourceNamespace : rule.destinationNamespace;
+      if (platformSide && steered(platformSide)) {
+        const [field, act] = rule.origin === 'platform' ? ['namespace.source', 'read from'] : ['namespace.destination', 'written into'];
+        notices.push({ level: 'warn', path: `${rule.where}.${field}`, message: `reads ${steeredBy(platformSide)}, which the tenant writes: related objects are ${act} any namespace of its platform cluster the tenant names, another tenant's too ${shared}` });
+      }
+      if (rule.origin === 'platform' && rule.finder.kind === 'inverse' && rule.finder.namespaceFrom) {
+        notices.push({ level: 'warn', path: `${rule.where}.inverse.namespaceFrom`, message: `an object in any namespace of a platform cluster can name a primary of another namespace as its owner and be copied among that primary's copies, another tenant's too ${shared}` });
+      }
+    }
+  }
+  return notices;
 }

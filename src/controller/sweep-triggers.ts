@@ -7,6 +7,8 @@
 import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Config } from '../config/config.js';
+import type { Clock } from '../util/clock.js';
+import { FOLLOW_UP_MS, FollowUpSweeps, followUpDelay } from './follow-up-sweeps.js';
 import { leaseType } from './leader-election.js';
 import { liveHolder } from './live-holders.js';
 import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
@@ -77,10 +79,18 @@ export function longestGapSeconds(runs: readonly Date[]): number {
   return longest;
 }
 
-/** After a sweep that left related copies it was unsure of: the next one, doubling from 30 s to 5 min while it still is. */
-const FOLLOW_UP_MS = [30_000, 300_000] as const;
-/** Then the schedule's sweeps again (each may start another few). */
-const MAX_FOLLOW_UPS = 4;
+/** The shortest gap between consecutive runs, in seconds (0 for fewer than two). */
+export function shortestGapSeconds(runs: readonly Date[]): number {
+  let shortest = Infinity;
+  for (let i = 1; i < runs.length; i++) shortest = Math.min(shortest, (runs[i]!.getTime() - runs[i - 1]!.getTime()) / 1000);
+  return Number.isFinite(shortest) ? shortest : 0;
+}
+
+/**
+ * RELSYNC_SWEEP_FOLLOW_UP_MS: the delay of a follow-up sweep (default 30 s), for tests that watch
+ * follow-ups within a short schedule; it is cut to half the schedule's shortest gap either way.
+ */
+const PREFERRED_FOLLOW_UP_MS = Number(process.env.RELSYNC_SWEEP_FOLLOW_UP_MS) || FOLLOW_UP_MS;
 
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
@@ -91,40 +101,33 @@ export interface ScheduledSweeps {
 
 /**
  * The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after
- * `signal` aborts. `onInterval` is told the longest gap between two of the schedule's next runs
- * (in seconds), for the alert on sweeps that do not happen.
+ * `signal` aborts. A sweep that left related copies it could not tell were orphans is followed by
+ * another soon, at most once per interval between scheduled sweeps (follow-up-sweeps.ts).
+ * `onInterval` is told the longest gap between two of the schedule's next runs (in seconds), for
+ * the alert on sweeps that do not happen.
  */
-export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void, followUpMs: readonly [number, number] = FOLLOW_UP_MS): ScheduledSweeps {
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void, options: { followUpMs?: number; clock?: Clock } = {}): ScheduledSweeps {
   let sweeping: Promise<unknown> = Promise.resolve();
-  let followUp: { timer: NodeJS.Timeout; ms: number } | undefined;
-  let nextFollowUpMs = followUpMs[0];
-  /** Follow-ups in a row that still left copies unsure: a primary that keeps failing would make them endless. */
-  let followUps = 0;
   const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;
+    if (trigger !== 'followup') followUps.intervalStarts();
     sweeping = sweeper.sweep(trigger).then((result) => {
-      // Related copies it could not tell were orphans (sweeper.ts, unsure): looked at again soon, not at the next scheduled sweep.
-      if (result.status === 'skipped' || signal.aborted) return;
-      followUps = trigger === 'followup' ? followUps + 1 : 0;
-      if ((result.phases?.unsure ?? 0) === 0 || followUps >= MAX_FOLLOW_UPS) {
-        nextFollowUpMs = followUpMs[0];
-        return;
-      }
-      if (followUp) return;
-      const ms = nextFollowUpMs;
-      nextFollowUpMs = Math.min(ms * 2, followUpMs[1]);
-      followUp = { ms, timer: setTimeout(() => ((followUp = undefined), sweep('followup')), ms) };
+      if (!signal.aborted) followUps.ended(trigger, result);
     });
   };
-  signal.addEventListener('abort', () => followUp && clearTimeout(followUp.timer), { once: true });
   const task = cron.schedule(resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
-  onInterval?.(longestGapSeconds(task.getNextRuns(25)));
-  signal.addEventListener('abort', () => void task.stop(), { once: true });
+  const runs = task.getNextRuns(25);
+  const followUps = new FollowUpSweeps(() => sweep('followup'), { delayMs: followUpDelay(shortestGapSeconds(runs) * 1000, options.followUpMs ?? PREFERRED_FOLLOW_UP_MS), clock: options.clock });
+  onInterval?.(longestGapSeconds(runs));
+  signal.addEventListener('abort', () => {
+    followUps.cancel();
+    void task.stop();
+  }, { once: true });
   if (resync.onStartup) sweep('startup');
   return {
     last: () => sweeping,
     destroy: async () => {
-      if (followUp) clearTimeout(followUp.timer);
+      followUps.cancel();
       await task.destroy();
     },
   };

@@ -31,6 +31,7 @@
  * proportional to the objects, not objects × primaries. Sweeps never overlap:
  * one due while another runs is skipped and counted.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
@@ -106,9 +107,15 @@ export interface SweepPhases {
   /**
    * Related copies left in place that may be orphans: their cluster had a primary whose relations
    * were unknown, or a LIST of its primaries that did not complete, or copies left in place while
-   * the claims were not known did not fit in memory (a follow-up sweep looks again soon).
+   * the claims were not known did not fit in memory (a follow-up sweep may look again soon:
+   * follow-up-sweeps.ts).
    */
   unsure: number;
+  /**
+   * Which clusters those copies were kept for, as a digest ('' when none): two sweeps that kept
+   * copies for the same clusters have the same (a follow-up that finds the same backs off).
+   */
+  unsureOf: string;
 }
 
 /** A copy a sweep listed: what the orphan check needs, without the object. */
@@ -169,7 +176,7 @@ export class Sweeper {
     const { logger, metrics, sweeps } = this.options;
     const started = Date.now();
     const counts = { ...ZERO };
-    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0 };
+    const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0, unsureOf: '' };
     /** The sweep's row in the store; undefined while (or when) it could not be written. */
     let id: number | undefined;
     try {
@@ -404,13 +411,17 @@ export class Sweeper {
     // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
     // (watch-plan.ts), relsync's copies are among its objects.
     let keptUnsure = 0;
+    /** The clusters whose copies were kept as unsure ('' for those the claims could not remember). */
+    const keptFor = new Set<string>();
     for (const listed of copies) {
       const { cluster, type, id, copy } = listed;
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
       if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounting.accounts(copy.source, id)) continue;
       // A related copy does not say whose it is: of a tenant with a primary whose relations are unknown, it may be that one's.
-      if (copy.kind === 'related' && isUnsure(cluster === clusters.service.name ? copy.source.cluster : cluster)) {
+      const tenant = cluster === clusters.service.name ? copy.source.cluster : cluster;
+      if (copy.kind === 'related' && isUnsure(tenant)) {
         keptUnsure++;
+        keptFor.add(tenant);
         continue;
       }
       try {
@@ -437,9 +448,11 @@ export class Sweeper {
       }
       // Those not remembered are found by the next sweep's LISTs.
       keptUnsure += overflowed;
+      if (overflowed > 0) keptFor.add('');
     }
     phases.unsure = keptUnsure;
-    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure], unlisted: primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep looks again soon');
+    phases.unsureOf = keptFor.size === 0 ? '' : createHash('sha256').update([...keptFor].sort().join('\n')).digest('hex').slice(0, 16);
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure], unlisted: primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
 

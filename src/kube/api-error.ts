@@ -1,3 +1,5 @@
+import { pathSegments, withoutValues } from './status-message.js';
+
 /** An error answer from a Kubernetes API server, with the parsed Status when there is one. */
 export class ApiError extends Error {
   readonly statusCode: number;
@@ -27,11 +29,14 @@ export class ApiError extends Error {
       const status = JSON.parse(body) as { kind?: unknown; message?: unknown; reason?: unknown; details?: { retryAfterSeconds?: unknown; name?: unknown } } | null;
       isStatus = status?.kind === 'Status';
       if (status && isStatus) {
-        if (typeof status.message === 'string') message = withoutValues(status.message).slice(0, 500);
         // A StatusReason is one word (NotFound, Conflict, ...); an API server that is a tenant's may send anything.
         reason = typeof status.reason === 'string' && /^[A-Za-z]{1,64}$/.test(status.reason) ? status.reason : undefined;
         retryAfterSeconds = typeof status.details?.retryAfterSeconds === 'number' ? status.details.retryAfterSeconds : undefined;
         detailsName = typeof status.details?.name === 'string' ? status.details.name : undefined;
+        // Names the path and the Status say anyway may be repeated; every other quoted value is left out.
+        const known = pathSegments(path);
+        if (detailsName !== undefined) known.add(detailsName);
+        if (typeof status.message === 'string') message = withoutValues(status.message, known);
       }
     } catch {
       // not JSON: plainLine() above said what may be said of it
@@ -95,9 +100,4 @@ function plainLine(body: string): string {
   const line = body.split('\n', 1)[0]!.trim();
   if (line.length > 0 && line.length <= 120 && !/[{}[\]"<>]/.test(line)) return line;
   return `an answer of ${Buffer.byteLength(body)} bytes that is not a Kubernetes Status`;
-}
-
-/** A Status message without the values validation quotes (`Invalid value: "…"` may be a Secret's). */
-function withoutValues(message: string): string {
-  return message.replace(/Invalid value: ("(?:[^"\\]|\\.)*"|[^\s,:]+)/g, 'Invalid value: (not shown)');
 }

@@ -7,7 +7,7 @@ import { hasManyClusters, type Config, type PublishedResource } from '../config/
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { TypeNotServedError } from '../kube/discovery.js';
 import { importedPath } from '../config/published-resource-files.js';
-import { sameType, type ResourceType } from '../core/resource-type.js';
+import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { describeProbe, meeting } from '../config/safety-checks.js';
 import type { RelatedRule, ResolvedRule } from '../rules/rule.js';
 import { claimProblem } from './export-claims.js';
@@ -86,6 +86,11 @@ async function resolveAll(config: Config, clusters: ClusterSet): Promise<Resolve
       const [sourceCluster, destCluster] = rule.origin === 'platform' ? [platform, service] : [service, platform];
       const sourceType = await at(sourceCluster, rule.where, rule.source);
       const destinationType = await at(destCluster, `${rule.where}.destination`, rule.destination);
+      // Namespaces keep a rule to its primary's tenant: of a cluster-scoped type, a source could be any
+      // tenant's object of its cluster, and every tenant's copies would share one set of names.
+      const clusterScoped = [sourceType, destinationType].find((t) => !t.namespaced);
+      const there = clusterScoped === sourceType ? '' : ` where it is copied to (${destCluster === service ? 'the service cluster' : 'the platform'})`;
+      if (clusterScoped) throw new ResolveError(`${rule.where}: ${typeName(clusterScoped)} are cluster-scoped${there}: a source of that type is no one tenant's (any tenant's primary could name it), and its copies would share one set of names with every other tenant's; related rules copy namespaced types only`);
       if (rule.identityHash !== undefined) await checkClaim(clusters, rule, rule.origin === 'platform' ? sourceType : destinationType);
       rules.push({ ...rule, sourceType, destinationType });
     }

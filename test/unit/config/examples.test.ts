@@ -27,6 +27,7 @@ describe('examples', () => {
   it('examples/relsync.yaml is a valid config', () => {
     const config = parseExample('relsync.yaml', ['tenant-a.yaml', 'tenant-b.yaml', 'service.yaml']);
     assert.equal(config.resources[0]!.related.length, 3);
+    assert.deepEqual(config.notices ?? [], [], 'nothing a safety check warns of');
   });
 
   it('examples/api-syncagent/ is a valid config made of a PublishedResource', () => {
@@ -44,6 +45,7 @@ describe('examples/kcp/', () => {
   it('relsync.yaml is a valid config with a kcp platform', () => {
     const config = parseExample('kcp/relsync.yaml', ['kcp-provider.yaml', 'service.yaml']);
     assert.deepEqual(config.platformClusters[0]!.kcp, { endpointSlice: 'demo.relsync.dev', url: undefined });
+    assert.deepEqual(config.notices ?? [], [], 'nothing a safety check warns of');
   });
 });
 
@@ -57,5 +59,6 @@ describe('deploy/config.yaml', () => {
     const kubeconfig = readFileSync(fileURLToPath(new URL('../../../../deploy/service-kubeconfig.yaml', import.meta.url)), 'utf8');
     assert.match(kubeconfig, /tokenFile: \/var\/run\/secrets\/relsync\/token/);
     assert.equal(config.leaderElection.enabled, true);
+    assert.deepEqual(config.notices ?? [], [], 'nothing a safety check warns of');
   });
 });

@@ -23,6 +23,13 @@ function problems(resources: string, clusters = ['tenant-a', 'tenant-b']): strin
 
 const db = (extra = '') => `  - { group: demo.relsync.dev, resource: databases${extra} }\n`;
 
+/** The warnings a config that loads gets (`path: message` lines); `kcp`: its one platform is kcp. */
+function warnings(resources: string, platforms: 'plain' | 'kcp' = 'plain'): string {
+  const clusters = platforms === 'kcp' ? `  - { name: kcp, kubeconfig: ${kubeconfig}, kcp: { apiExportEndpointSlice: demo.relsync.dev } }` : `  - { name: tenant-a, kubeconfig: ${kubeconfig} }`;
+  const config = parseConfig(`platformClusters:\n${clusters}\nresources:\n${resources}`, join(dir, 'relsync.yaml'));
+  return (config.notices ?? []).filter((n) => n.level === 'warn').map((n) => `${n.path}: ${n.message}`).join('\n');
+}
+
 describe('configs that would let a tenant reach what is not its own', () => {
   it('accepts the defaults', () => {
     assert.equal(problems(db()), '');
@@ -74,6 +81,45 @@ describe('configs that would let a tenant reach what is not its own', () => {
     assert.equal(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ cluster }}.{{ name }}" } }')), '');
     // A workspace path is the tenant's to write: tenant A could state B's and meet B's label value.
     assert.match(problems(rule('template: { name: x }, provenance: { label: { key: k, value: "{{ clusterPath }}.{{ name }}" } }', ', workspacePath: true')), /related\[0\]\.provenance\.label\.value: reads the workspace path, which the tenant writes/);
+  });
+
+  it('refuses a platform-origin destination namespace that reads the object: the tenant would pick a namespace of the provider\'s cluster', () => {
+    const rule = (ns: string) => db(`, related: [{ id: r, origin: platform, resource: configmaps, template: { name: x }, namespace: { destination: '${ns}' } }]`);
+    for (const clusters of [['tenant-a'], ['tenant-a', 'tenant-b']]) {
+      const found = problems(rule('{{ object.spec.landing }}'), clusters);
+      assert.match(found, /^resources\[0\]\.related\[0\]\.namespace\.destination: reads the object, which the tenant writes: its copies could go into any namespace of the service cluster/m, clusters.join());
+      assert.equal(found.split('\n').length, 1, `one problem at that path: ${found}`);
+      assert.match(problems(rule('x-{{ hash cluster namespace | trunc 8 }}-{{ object.spec.landing }}'), clusters), /namespace\.destination: reads the object/);
+    }
+    assert.equal(problems(rule('x-{{ hash cluster namespace | trunc 16 }}')), '', 'built from cluster and namespace');
+    // On the platform side (origin service) the namespace is the tenant's own cluster's: a warning, below.
+    assert.equal(problems(db(', related: [{ id: r, origin: service, resource: secrets, template: { name: x }, namespace: { destination: "{{ object.spec.landing }}" } }]'), ['tenant-a']), '');
+  });
+
+  it('refuses a provenance label without cluster where the source namespace is not one tenant\'s', () => {
+    const rule = (value: string, ns = '', naming = '') => db(`${naming}, related: [{ id: r, origin: service, resource: secrets, template: { name: x }, provenance: { label: { key: k, value: "${value}" } }${ns} }]`);
+    const at = /^resources\[0\]\.related\[0\]\.provenance\.label\.value: does not use cluster, and /m;
+    assert.match(problems(rule('{{ namespace }}.{{ name }}', ', namespace: { source: "{{ object.spec.from }}" }')), new RegExp(`${at.source}namespace\\.source reads the object, which the tenant writes`, 'm'));
+    assert.match(problems(rule('{{ name }}', ', namespace: { source: shared }')), new RegExp(`${at.source}namespace\\.source does not use cluster, so sources of several clusters share it`, 'm'));
+    assert.match(problems(rule('{{ namespace }}.{{ name }}', '', ', naming: { namespace: shared, name: "{{ hash cluster namespace name | trunc 20 }}" }')), /provenance\.label\.value: does not use cluster, and the copy namespace \(naming\.namespace\) does not use cluster/);
+    assert.match(problems(rule('{{ name }}', ', namespace: { source: "{{ clusterPath }}" }', ', workspacePath: true')), /namespace\.source reads the workspace path/);
+    assert.equal(problems(rule('{{ cluster }}.{{ namespace }}.{{ name }}', ', namespace: { source: "{{ object.spec.from }}" }')), '', 'the value keeps tenants apart');
+    assert.equal(problems(rule('{{ namespace }}.{{ name }}')), '', 'the default copy namespace is one tenant namespace\'s');
+    assert.equal(problems(rule('{{ name }}', ', namespace: { source: "creds-{{ hash cluster namespace | trunc 16 }}" }')), '', 'a source namespace of the tenant\'s own');
+    assert.equal(problems(rule('{{ name }}', ', namespace: { source: shared }'), ['tenant-a']), '', 'one plain cluster: no other cluster\'s primaries');
+  });
+
+  it('warns of a platform-side namespace the tenant steers and of a platform-origin namespaceFrom, on plain platforms only', () => {
+    const source = db(', related: [{ id: r, origin: platform, resource: configmaps, template: { name: x }, namespace: { source: "{{ object.spec.from }}" } }]');
+    assert.match(warnings(source), /^resources\[0\]\.related\[0\]\.namespace\.source: reads the object, which the tenant writes: related objects are read from any namespace of its platform cluster the tenant names, another tenant's too where one platform cluster's namespaces belong to different tenants/);
+    const destination = db(', related: [{ id: r, origin: service, resource: secrets, template: { name: x }, namespace: { destination: "{{ object.spec.to }}" } }]');
+    assert.match(warnings(destination), /^resources\[0\]\.related\[0\]\.namespace\.destination: reads the object, which the tenant writes: related objects are written into any namespace/);
+    const inverse = db(', related: [{ id: r, origin: platform, resource: configmaps, inverse: { label: o, namespaceFrom: { label: n } } }]');
+    assert.match(warnings(inverse), /^resources\[0\]\.related\[0\]\.inverse\.namespaceFrom: an object in any namespace of a platform cluster can name a primary of another namespace as its owner/);
+    for (const config of [source, destination, inverse]) assert.equal(warnings(config, 'kcp'), '', 'a kcp workspace is one tenant\'s, its namespaces too');
+    assert.equal(warnings(db(', related: [{ id: r, origin: platform, resource: configmaps, template: { name: x }, namespace: { source: "config-{{ namespace }}" } }]')), '', 'not the object');
+    assert.equal(warnings(db(', related: [{ id: r, origin: service, resource: secrets, inverse: { label: o, namespaceFrom: { label: n } } }]')), '', 'a service-side namespaceFrom is the operator\'s to write');
+    assert.equal(warnings(db(', related: [{ id: r, origin: service, resource: secrets, template: { name: x }, namespace: { source: "{{ object.spec.from }}" } }]')), '', 'a service-side source namespace: provenance decides');
   });
 
   it('refuses a constant namespace that is not a namespace name', () => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import cron from 'node-cron';
-import { longestGapSeconds, scheduleSweeps } from '../../../src/controller/sweep-triggers.js';
+import { longestGapSeconds, scheduleSweeps, shortestGapSeconds } from '../../../src/controller/sweep-triggers.js';
 import type { SweepResult } from '../../../src/controller/sweeper.js';
 import type { SweepTrigger } from '../../../src/store/schema.js';
+import { FakeClock } from '../../harness/fake-clock.js';
 
 describe('sweep interval, for the alert on sweeps that do not happen', () => {
   const gapOf = (schedule: string) => {
@@ -28,42 +29,37 @@ describe('sweep interval, for the alert on sweeps that do not happen', () => {
   });
 });
 
-describe('follow-up sweeps', () => {
-  it('sweeps again soon after a sweep that left related copies it was unsure of, backing off while it still is, and stops once it is not', async () => {
+describe('scheduled sweeps and their follow-ups', () => {
+  it('follow a startup sweep that kept copies unsure once, after the delay, however often it stays unsure', async () => {
     const triggers: string[] = [];
-    // unsure in the first three sweeps, then none.
     const sweeper = {
       sweep: async (trigger: SweepTrigger): Promise<SweepResult> => {
         triggers.push(trigger);
-        const unsure = triggers.length <= 3 ? 2 : 0;
-        return { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0, id: triggers.length, durationMs: 1, status: 'done', phases: { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure } };
+        return { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 1, id: triggers.length, durationMs: 1, status: 'done', phases: { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 1, unsureOf: 'a' } };
       },
     };
+    const clock = new FakeClock();
     const stop = new AbortController();
-    const started = Date.now();
-    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, undefined, [20, 60]);
-    await new Promise((r) => setTimeout(r, 400));
-    assert.deepEqual(triggers, ['startup', 'followup', 'followup', 'followup'], 'followed up while unsure, then no more');
-    assert.ok(Date.now() - started >= 20 + 40 + 60, 'each follow-up waits longer');
+    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, undefined, { followUpMs: 5000, clock });
+    await sweeps.last();
+    await clock.advance(4999);
+    assert.deepEqual(triggers, ['startup']);
+    await clock.advance(1);
+    await sweeps.last();
+    await clock.advance(3600_000);
+    // Before: four follow-ups in a row after each scheduled sweep (issue #36).
+    assert.deepEqual(triggers, ['startup', 'followup'], 'one follow-up in the interval');
     stop.abort();
     await sweeps.destroy();
   });
-});
 
-describe('follow-up sweeps that stay unsure', () => {
-  it('stops after four follow-ups in a row (a primary that keeps failing), leaving it to the schedule', async () => {
-    const triggers: string[] = [];
-    const sweeper = {
-      sweep: async (trigger: SweepTrigger): Promise<SweepResult> => {
-        triggers.push(trigger);
-        return { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 1, id: triggers.length, durationMs: 1, status: 'done', phases: { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 1 } };
-      },
-    };
-    const stop = new AbortController();
-    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, undefined, [5, 5]);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(triggers, ['startup', 'followup', 'followup', 'followup', 'followup']);
-    stop.abort();
-    await sweeps.destroy();
+  it('measure the schedule\'s shortest gap, which follow-ups come within half of', () => {
+    const task = cron.createTask('*/20 * * * * *', () => undefined);
+    try {
+      assert.equal(shortestGapSeconds(task.getNextRuns(25)), 20);
+    } finally {
+      void task.destroy();
+    }
+    assert.equal(shortestGapSeconds([]), 0);
   });
 });

@@ -29,7 +29,8 @@ describe('API errors', () => {
     const body = JSON.stringify({ kind: 'Status', reason: 'Invalid', message: 'Thing.example.com "t" is invalid: spec.password: Invalid value: "hunter2": must be short, spec.n: Invalid value: 12345: too big' });
     const err = new ApiError('PUT', '/apis/example.com/v1/namespaces/a/things/t', 422, body);
     assert.doesNotMatch(err.message, /hunter2|12345/);
-    assert.match(err.message, /spec\.password: Invalid value: \(not shown\): must be short/);
+    assert.match(err.message, /spec\.password: Invalid value: "…": must be short, spec\.n: Invalid value: …: too big/);
+    assert.match(err.message, /Thing\.example\.com "t" is invalid/, 'the object\'s name, which the path says, stays');
   });
 
   it('never repeats an answer that looks like data', () => {
