@@ -391,8 +391,11 @@ export const configSchema = z
         copiedBytesPerCluster: z.number().int().min(1024).default(512 * 1024 * 1024),
         /** Copies (primaries' and related) one platform cluster (kcp: workspace) may have in the service cluster. */
         copiesPerCluster: z.number().int().min(1).default(100_000),
-        /** Bytes of content all copies may take in the service cluster together. */
-        copiedBytes: z.number().int().min(1024).default(1536 * 1024 * 1024),
+        /**
+         * Bytes of content all copies may take in the service cluster together; shared fairly, so up
+         * to twice this in all: the default keeps that under etcd's default quota of 2 GiB.
+         */
+        copiedBytes: z.number().int().min(1024).default(768 * 1024 * 1024),
         /** Pages one LIST may take: an API server that answers every page with another continue token ends there. */
         listPages: z.number().int().min(1).default(10_000),
       })

@@ -135,7 +135,9 @@ export class EventRouter {
     // type and a related type at once, and relsync's copies on a platform are never primaries.
     const marked = markedSource(object, this.options.agentName);
     const primaryResource = this.resourceFor(type.group, type.resource);
-    if (primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object) && (this.options.admission === undefined || (await this.options.admission.mayQueue(id, change === 'DELETED' || object.metadata.deletionTimestamp !== undefined)))) add({ resource: primaryResource, id });
+    // A primary's own event; admission (past the limits, a new one is not queued) is asked last, right
+    // before the keys are queued, so that nothing it counts is left unqueued by a failure between.
+    const primaryKey = primaryResource && this.platforms.has(cluster) && !isServiceOriginCopy(this.options.agentName, this.options.serviceCluster, object) ? { resource: primaryResource, id } : undefined;
     const copyResource = cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
     if (copyResource) {
       // A copy of a primary: the primary its marks name (a copy can be written before the store
@@ -176,6 +178,7 @@ export class EventRouter {
     // A LIST's objects of a type rules read related sources of are kept too, tentatively: at the
     // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
     // related objects one by one. They only use room the cache's other entries leave.
+    if (primaryKey && (this.options.admission === undefined || (await this.options.admission.mayQueue(id, change === 'DELETED' || object.metadata.deletionTimestamp !== undefined)))) add(primaryKey);
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
     this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);

@@ -486,7 +486,10 @@ export class Sweeper {
     const current = await client.get(id.namespace, id.name);
     const copy = current && current.metadata.uid === listed.uid ? copyOf(this.copies, cluster, type, current) : undefined;
     if (!current || !copy || (await store.accounts(copy.source, id))) return;
-    if (copy.kind === 'primary' && !(await store.primary(copy.source)) && (await this.isLivePrimary(copy.source))) return;
+    // A live primary's copy that its record does not account for stays unless that record is a
+    // complete sync: without one (a lost store), or kept as it was (a name it cannot render now, a
+    // workspace path unknown, too deep), the record's copy may be made up, and this one its real copy.
+    if (copy.kind === 'primary' && (await store.primary(copy.source))?.state !== 'synced' && (await this.isLivePrimary(copy.source))) return;
     const other = cluster === clusters.service.name ? await this.options.installations?.otherInstallation(id.namespace) : undefined;
     if (other !== undefined) {
       this.options.logger.error({ copy: describeIdentity(id), installation: other }, `a copy without an owner here is in a namespace of another relsync installation with agent name "${this.options.agentName}": left alone. Two installations must not share an agent name`);

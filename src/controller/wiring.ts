@@ -290,12 +290,18 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         // the limits costs its LIST, not a million keys.
         primariesIn: async (cluster, type, namespace) => {
           const ids: ObjectIdentity[] = [];
-          for await (const page of clusters.client(cluster, type).pages({ namespace })) {
-            for (const item of page.items) {
-              if (isServiceOriginCopy(config.agentName, clusters.service.name, item)) continue;
-              const id = { cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' };
-              if (!identityProblem(id) && (await admission.mayQueue(id, item.metadata.deletionTimestamp !== undefined))) ids.push(id);
+          try {
+            for await (const page of clusters.client(cluster, type).pages({ namespace })) {
+              for (const item of page.items) {
+                if (isServiceOriginCopy(config.agentName, clusters.service.name, item)) continue;
+                const id = { cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' };
+                if (!identityProblem(id) && (await admission.mayQueue(id, item.metadata.deletionTimestamp !== undefined))) ids.push(id);
+              }
             }
+          } catch (err) {
+            // A later page failed (its server may be the tenant's): what was counted for the ids taken goes back.
+            for (const id of ids) admission.settled(id);
+            throw err;
           }
           return ids;
         },

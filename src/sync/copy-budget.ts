@@ -87,7 +87,8 @@ export class CopyBudget {
     if (after <= this.limits.bytes) return undefined;
     const share = Math.floor(this.limits.bytes / Math.max(1, all.tenants + (own.copies === 0 ? 1 : 0)));
     if (own.bytes - before + bytes <= share && after <= 2 * this.limits.bytes) return undefined;
-    return `${what}: relsync's copies in the service cluster take ${all.bytes} bytes in all, at most ${this.limits.bytes} (limits.copiedBytes), and this cluster's take its share or more; it is written once others are smaller or gone`;
+    // The tenant reads this: nothing of what other tenants' copies take.
+    return `${what}: relsync's copies in the service cluster are at their limit in all (limits.copiedBytes), and this cluster's take their share or more; it is written once others are smaller or gone`;
   }
 
   /** A copy of `source`, `tenant`'s, was written with `bytes` bytes of content. */

@@ -242,7 +242,9 @@ export class PrimaryReconciler {
       const message = `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`;
       this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
       await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message }, await this.keptRelations(id));
+      // Without a record (new, or a lost store) none is made up: a copy identity that may not be the
+      // copy's would let a sweep take the real copy for an orphan (its live primary keeps it instead).
+      if (record) await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record.copy, state: 'error', message }, await this.keptRelations(id));
       return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);

@@ -153,6 +153,16 @@ export class RelationSync {
       this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
       return { ...base, state: 'error', contentHash: null, message };
     }
+    // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
+    // kept as it was, like one too big. Judged before the destination is read or its namespace
+    // claimed: a tenant at its budget learns nothing of what is there, and makes no namespace.
+    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
+    const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
+    if (overBudget) {
+      const message = `rule ${rule.id}: ${overBudget}`;
+      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
+      return { ...base, state: 'error', contentHash: null, message };
+    }
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
     const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
     const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...statusMark } };
@@ -195,15 +205,6 @@ export class RelationSync {
     if ((!existing || foreign) && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
       const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
       if (taken) return this.refused(base, hash, owner, rule, taken);
-    }
-    // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
-    // kept as it was, like one too big. Judged last: a refusal or a conflict says more.
-    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
-    const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
-    if (overBudget) {
-      const message = `rule ${rule.id}: ${overBudget}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
-      return { ...base, state: 'error', contentHash: null, message };
     }
     let written: KubeObject | 'conflict';
     try {

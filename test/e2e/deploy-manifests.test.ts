@@ -184,6 +184,13 @@ describe('deploy manifests', () => {
     assert.deepEqual(workload.spec.volumeClaimTemplates, base.volumeClaimTemplates);
     const metrics = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'relsync-metrics') as unknown as { spec: { selector: Record<string, string> } };
     assert.deepEqual(metrics.spec.selector, workload.spec.selector.matchLabels, '/metrics of relsync\'s pods');
+    // The NetworkPolicy selects relsync's pods: every port of them closed to a stranger, relsync's open to Prometheus.
+    const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'relsync-http') as unknown as NetworkPolicy;
+    const relsyncPod = { namespace: 'relsync-system', labels: workload.spec.template.metadata.labels as Record<string, string>, namedPorts: { 'relsync-http': 8080 } };
+    assert.equal(admits(policy, relsyncPod, { namespace: 'monitoring', labels: { 'app.kubernetes.io/name': 'prometheus' } }, 8080), true, 'Prometheus reaches relsync\'s port');
+    const openToStranger: number[] = [];
+    for (let port = 1; port <= 65535; port++) if (admits(policy, relsyncPod, { namespace: 'tenant-x', labels: {} }, port) !== false) openToStranger.push(port);
+    assert.deepEqual(openToStranger, [], 'no port of relsync\'s pods is open to a stranger');
     // Accepted by the API server, and with deploy/sharded too (its replicas on relsync's StatefulSet).
     const dry = kubectl('apply', '-k', overlay, '--dry-run=server');
     assert.equal(dry.status, 0, dry.stderr);
