@@ -353,10 +353,12 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
 
 /**
  * The most of an answer relsync reads without a size the caller chose (a GET, an apply, a LIST of
- * one): an object is at most ~1.5 MiB in etcd, a discovery document a few MiB. A platform's API
- * server is the tenant's to run on some installations: it may answer with anything.
+ * one, a discovery document of one group): an object is at most ~1.5 MiB in etcd (~2 MiB as JSON,
+ * a Secret's values in base64), a group's discovery document a few KiB. A platform's API server is
+ * the tenant's to run on some installations: it may answer every GET with as much as this, so it
+ * bounds what a reconcile holds (workers × this, as text and parsed), not only what is sane.
  */
-export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** The most of an error answer kept: its Status message is what is read of it; the rest is dropped. */
 export const MAX_ERROR_BYTES = 64 * 1024;
 /** A request (not a watch) and its whole answer take at most this many times its idle timeout. */

@@ -3,7 +3,7 @@
  * group/version/resource, JSON in and out, 404 on GET as `undefined`.
  */
 import type { Readable } from 'node:stream';
-import { AnswerTooLargeError, type Connection, type RequestOptions } from './connection.js';
+import { AnswerTooLargeError, MAX_ANSWER_BYTES, type Connection, type RequestOptions } from './connection.js';
 import type { KubeObject, ObjectList } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
@@ -325,9 +325,10 @@ export class ResourceClient {
 /**
  * The longest watch event line read: an event holds one object (at most ~1.5 MiB in etcd, a few
  * MiB as JSON with its managed fields). A platform's API server may be the tenant's own: a line
- * that never ends would otherwise be held whole.
+ * that never ends would otherwise be held whole. The same cap as one object's answer
+ * (MAX_ANSWER_BYTES), for one object.
  */
-export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
+export const MAX_WATCH_LINE_BYTES = MAX_ANSWER_BYTES;
 
 /** A watch line longer than MAX_WATCH_LINE_BYTES: the watch is dropped (and started again by its loop). */
 export class WatchLineTooLongError extends Error {

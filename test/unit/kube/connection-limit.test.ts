@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError } from '../../../src/kube/api-error.js';
-import { AnswerTooLargeError, Connection } from '../../../src/kube/connection.js';
+import { AnswerTooLargeError, Connection, MAX_ANSWER_BYTES } from '../../../src/kube/connection.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 /** What the server does with the next request to a path; default: 200 `{}`. */
-type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge error' | 'trickle';
+type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge object' | 'huge error' | 'trickle';
 
 describe('connection concurrency limit', () => {
   let server: http.Server;
@@ -34,6 +34,8 @@ describe('connection concurrency limit', () => {
       if (answer === 'reset') return void req.socket.destroy();
       if (answer === 'hang') return void hanging.push(res);
       if (answer === 'large') return void res.end(JSON.stringify({ data: 'x'.repeat(10_000) }));
+      // An object no etcd holds: a tenant's own API server may answer every GET so.
+      if (answer === 'huge object') return void res.end(JSON.stringify({ data: 'x'.repeat(MAX_ANSWER_BYTES) }));
       // A byte at a time, never idle for long, never done.
       if (answer === 'trickle') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -171,5 +173,13 @@ describe('connection concurrency limit', () => {
     await assert.rejects(aborted);
     assert.equal(connection.concurrency.inFlight, 0, 'every slot came back');
     assert.equal(connection.concurrency.limit, 32, 'and none of them moved the limit');
+  });
+
+  it('drops an object answer past MAX_ANSWER_BYTES when the caller chose no size', async (t) => {
+    const { connection } = connect();
+    t.after(() => connection.close());
+    answers.set('/huge', 'huge object');
+    await assert.rejects(connection.request('GET', '/huge'), /GET \/huge: the answer is longer than 8388608 bytes/);
+    assert.equal(connection.concurrency.inFlight, 0);
   });
 });
