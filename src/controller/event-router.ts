@@ -21,7 +21,7 @@ import type { ListSink } from '../kube/list-watch.js';
 import type { KubeObject } from '../core/object.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { inverseOwner } from '../rules/inverse-owner.js';
-import { identityKey, identityProblem, type ObjectIdentity } from '../core/identity.js';
+import { identityKey, identityOf, identityProblem, type ObjectIdentity } from '../core/identity.js';
 import { quote } from '../core/quote.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
@@ -29,7 +29,7 @@ import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
 import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource, STATUS_HASH_ANNOTATION } from '../sync/marks.js';
-import { isServiceOriginCopy } from '../sync/copy-of.js';
+import { copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
 import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
@@ -75,7 +75,14 @@ export interface EventRouterOptions {
   readonly namespaces?: Pick<NamespaceFilter, 'active' | 'changed'>;
   /** Whether a primary's event is queued: past the limits, a new one is not (sync/primary-admission.ts); default: every one. */
   readonly admission?: Pick<PrimaryAdmission, 'mayQueue'>;
+  /**
+   * Told of relsync's copies each page of a service-cluster LIST holds, with the size of their
+   * content, before the page is routed: what they take is counted again where the store lost it
+   * (sync/copy-budget.ts, listed).
+   */
+  readonly copiesListed?: (copies: readonly CopySize[]) => Promise<void>;
 }
+
 
 export class EventRouter {
   private readonly platforms: { has(cluster: string): boolean };
@@ -86,8 +93,11 @@ export class EventRouter {
   /** `origin/group/resource` of every type some rule reads related sources of, on that side. */
   private readonly sourceTypes = new Set<string>();
 
+  private readonly copies: CopyContext;
+
   constructor(private readonly options: EventRouterOptions) {
     this.platforms = { has: options.isPlatform };
+    this.copies = { agentName: options.agentName, serviceCluster: options.serviceCluster, isPlatform: options.isPlatform, resources: options.resources };
     for (const resource of options.resources) {
       for (const rule of resource.rules) {
         const key = `${rule.sourceType.group}/${rule.sourceType.resource}`;
@@ -251,6 +261,7 @@ export class EventRouter {
     return {
       page: async (items) => {
         const known = await expected();
+        if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(copySizes(this.copies, type, items));
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, 'LIST', keep);
@@ -324,10 +335,6 @@ export class EventRouter {
     const resource = this.resourceFor(id.group, id.resource);
     return resource ? { resource, id } : undefined;
   }
-}
-
-export function identityOf(cluster: string, type: ResourceType, object: KubeObject): ObjectIdentity {
-  return { cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? (object.metadata.namespace ?? '') : '', name: object.metadata.name ?? '' };
 }
 
 /**

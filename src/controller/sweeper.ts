@@ -35,17 +35,16 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ClusterSet } from '../kube/cluster-set.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
-import { describeIdentity, identityKey, identityProblem } from '../core/identity.js';
+import { describeIdentity, identityKey, identityOf, identityProblem } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
-import { copyOf, isServiceOriginCopy, type CopyContext } from '../sync/copy-of.js';
+import { copyOf, copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
 import { isSelected, platformNamespaceType } from '../sync/primary-selection.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
-import { identityOf } from './event-router.js';
 import type { PrimaryKey } from './primary-key.js';
 import type { SweepReads } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
@@ -95,6 +94,8 @@ export interface SweeperOptions {
   readonly claims?: ClaimKnowledge;
   /** Which listed primaries the sweep reconciles: past the limits, new ones are not (sync/primary-admission.ts); default: every one. */
   readonly admission?: Pick<PrimaryAdmission, 'decide' | 'settled'>;
+  /** Told of relsync's copies each page of the service cluster holds (sync/copy-budget.ts, listed). */
+  readonly copiesListed?: (copies: readonly CopySize[]) => Promise<void>;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -277,6 +278,8 @@ export class Sweeper {
           // One page ahead: the API server assembles the next page while this one is looked at.
           for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) {
             counts.objectsListed += page.items.length;
+            // What relsync's copies there take, where the store does not know it (a store lost or older).
+            if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(copySizes(this.copies, watch.type, page.items));
             const parts = scope.split(watch.cluster, page.items);
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {

@@ -1,3 +1,6 @@
+import type { KubeObject } from './object.js';
+import type { ResourceType } from './resource-type.js';
+
 /**
  * An object's identity: `(cluster, group, resource, namespace, name)`. It is
  * stored as separate columns, never as one concatenated string; `columns()`
@@ -38,6 +41,11 @@ export function fromColumns<P extends string>(prefix: P, row: IdentityColumns<P>
     namespace: r[`${prefix}namespace`]!,
     name: r[`${prefix}name`]!,
   };
+}
+
+/** The identity of an object of `type` in `cluster` (a cluster-scoped type's has no namespace, whatever the object says). */
+export function identityOf(cluster: string, type: ResourceType, object: KubeObject): ObjectIdentity {
+  return { cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? (object.metadata.namespace ?? '') : '', name: object.metadata.name ?? '' };
 }
 
 export function identityKey(id: ObjectIdentity): string {

@@ -47,6 +47,20 @@ export class CopyBytesStore {
       .execute();
   }
 
+  /**
+   * Rows for copies that have none (found in the service cluster by a LIST: a store lost or
+   * restored from an older copy); a row there already stays. How many were added.
+   */
+  async saveMissing(rows: readonly { readonly copy: ObjectIdentity; readonly tenant: string; readonly source: string; readonly bytes: number }[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const result = await this.db
+      .insertInto('copy_bytes')
+      .values(rows.map(({ copy, tenant, source, bytes }) => ({ cluster: copy.cluster, group: copy.group, resource: copy.resource, namespace: copy.namespace, name: copy.name, tenant, source, bytes })))
+      .onConflict((oc) => oc.columns(['cluster', 'group', 'resource', 'namespace', 'name']).doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0);
+  }
+
   /** The row of `copy`, when it is the copy of `source` (identity key). */
   async delete(copy: ObjectIdentity, source: string): Promise<void> {
     await this.db.deleteFrom('copy_bytes').where('cluster', '=', copy.cluster).where('group', '=', copy.group).where('resource', '=', copy.resource).where('namespace', '=', copy.namespace).where('name', '=', copy.name).where('source', '=', source).execute();

@@ -12,10 +12,14 @@
  * Counted in the store (store/copy-bytes-store.ts) as copies are written and deleted; sums are
  * read per tenant and kept for a few seconds, counted on by each write meanwhile, so concurrent
  * workers may pass a budget by a copy or a few. Copies deleted by others than relsync (the
- * operator, a namespace's deletion) count until relsync writes or deletes them again.
+ * operator, a namespace's deletion) count until relsync writes or deletes them again. A store
+ * lost or older than the service cluster is counted again from the copies the watches' LISTs
+ * find there (listed()): a primary's reconcile waits for those LISTs (controller/first-lists.ts),
+ * so no copy is judged against a budget that does not know the copies already there.
  */
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
+import type { CopySize } from './copy-of.js';
 
 export interface CopyBudgetLimits {
   readonly bytesPerCluster: number;
@@ -55,7 +59,7 @@ export class CopyBudget {
 
   constructor(
     private readonly limits: CopyBudgetLimits,
-    private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'delete'>,
+    private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'saveMissing' | 'delete'>,
     private readonly gauge?: UsageGauge,
     private readonly now: () => number = Date.now,
   ) {
@@ -100,6 +104,19 @@ export class CopyBudget {
     await this.store.save(copy, tenant, sourceKey, bytes);
     if (stored) this.count(stored.tenant, -stored.bytes, -1);
     this.count(tenant, bytes, 1);
+  }
+
+  /**
+   * Copies of relsync's a LIST found in the service cluster, each with the size of its content:
+   * charged to their tenants where the store has no row for them (a store lost, or older than
+   * the service cluster); a row there already is right or is put right by the copy's next write.
+   */
+  async listed(copies: readonly CopySize[]): Promise<void> {
+    const added = await this.store.saveMissing(copies.map(({ tenant, copy, source, content }) => ({ copy, tenant, source: identityKey(source), bytes: content + this.perCopy })));
+    if (added === 0) return;
+    // Sums are read again, with the gauges.
+    this.tenants.clear();
+    this.all = undefined;
   }
 
   /**

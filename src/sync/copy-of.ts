@@ -20,7 +20,9 @@
  */
 import type { KubeObject } from '../core/object.js';
 import { sameType, type ResourceType } from '../core/resource-type.js';
-import type { ObjectIdentity } from '../core/identity.js';
+import { identityOf, type ObjectIdentity } from '../core/identity.js';
+import { jsonText } from '../util/json-text.js';
+import { contentOf } from './content.js';
 import { isRelatedCopy, markedSource } from './marks.js';
 import type { ResolvedResource } from './resolved-config.js';
 
@@ -52,6 +54,26 @@ export function copyOf(context: CopyContext, cluster: string, type: ResourceType
   if (primaryPossible) return { source, kind: 'primary' };
   if (relatedPossible) return { source, kind: 'related' };
   return undefined;
+}
+
+/** A copy of relsync's that a LIST found in the service cluster, charged to `tenant` (copy-budget.ts). */
+export interface CopySize {
+  readonly tenant: string;
+  readonly copy: ObjectIdentity;
+  readonly source: ObjectIdentity;
+  /** Bytes of its content as JSON, as the writer weighs it (content.ts: the copy holds the fields and labels it was given). */
+  readonly content: number;
+}
+
+/** relsync's copies among a page the service cluster listed, each charged to its source's cluster. */
+export function copySizes(context: CopyContext, type: ResourceType, items: readonly KubeObject[]): CopySize[] {
+  const found: CopySize[] = [];
+  for (const item of items) {
+    const copy = copyOf(context, context.serviceCluster, type, item);
+    if (copy?.source.cluster === undefined || !context.isPlatform(copy.source.cluster)) continue;
+    found.push({ tenant: copy.source.cluster, copy: identityOf(context.serviceCluster, type, item), source: copy.source, content: Buffer.byteLength(jsonText(contentOf(item))) });
+  }
+  return found;
 }
 
 /**

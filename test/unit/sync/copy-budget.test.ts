@@ -90,4 +90,18 @@ describe('CopyBudget', () => {
     assert.equal(await budget.refusal('a', copy('y'), 500), undefined);
     await close();
   });
+
+  it('counts copies a LIST found that the store has no row for (a lost store), before judging a new one', async () => {
+    const { budget, store, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
+    // Written before the store was lost: the new store knows nothing of it, so a new copy would fit.
+    assert.equal(await budget.refusal('a', copy('new'), 500), undefined);
+    await budget.listed([{ tenant: 'a', copy: copy('old'), source: src('old'), content: 700 }]);
+    assert.match((await budget.refusal('a', copy('new'), 500)) ?? '', /take 700 bytes/);
+    assert.equal(await budget.refusal('a', copy('old'), 700), undefined, 'the copy found is updated as it is');
+    // A row the store has stays as it is (the copy's next write puts it right).
+    await budget.wrote('a', copy('old'), src('old'), 300);
+    await budget.listed([{ tenant: 'a', copy: copy('old'), source: src('old'), content: 700 }]);
+    assert.deepEqual(await store.of(copy('old')), { tenant: 'a', source: identityKey(src('old')), bytes: 300 });
+    await close();
+  });
 });
