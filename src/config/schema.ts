@@ -396,6 +396,17 @@ export const configSchema = z
          * to twice this in all: the default keeps that under etcd's default quota of 2 GiB.
          */
         copiedBytes: z.number().int().min(1024).default(768 * 1024 * 1024),
+        /**
+         * Bytes of copies one platform cluster (kcp: workspace) may make relsync rewrite per second
+         * in the service cluster: each update leaves the old revision in etcd until compaction
+         * (5 minutes by default), counted against its quota. Faster rewrites wait (sync/rewrite-pace.ts).
+         */
+        rewriteBytesPerSecondPerCluster: z.number().int().min(1024).default(1024 * 1024),
+        /**
+         * The same for all clusters together, shared among those rewriting: with the defaults, etcd
+         * holds at most ~600 MiB of relsync's old revisions between two compactions.
+         */
+        rewriteBytesPerSecond: z.number().int().min(1024).default(2 * 1024 * 1024),
         /** Pages one LIST may take: an API server that answers every page with another continue token ends there. */
         listPages: z.number().int().min(1).default(10_000),
       })

@@ -24,6 +24,8 @@ import { OwnWrites } from '../sync/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { PrimaryAdmission } from '../sync/primary-admission.js';
 import { CopyBudget } from '../sync/copy-budget.js';
+import { RewritePace } from '../sync/rewrite-pace.js';
+import { systemClock } from '../util/clock.js';
 import { CopyBytesStore } from '../store/copy-bytes-store.js';
 import { CopyWriter } from '../sync/copy-writer.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
@@ -178,6 +180,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
         metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
       },
+      Date.now,
+      // Updates leave old revisions in etcd until compaction: paced per tenant.
+      new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, systemClock),
     );
     const reconciler = new PrimaryReconciler({
       agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims, admission, budget,

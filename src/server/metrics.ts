@@ -19,6 +19,7 @@ export class Metrics {
   readonly queueHeld = new Gauge({ name: 'relsync_queue_held', help: 'Primaries held until the watches their reconcile reads from have listed once (their cluster is not listed yet)', registers: [this.registry] });
   readonly queueRetrying = new Gauge({ name: 'relsync_queue_retrying', help: 'Primaries whose last reconcile failed and that wait for a retry', registers: [this.registry] });
   readonly copiesWritten = new Counter({ name: 'relsync_copies_written_total', help: 'Copies created or updated', labelNames: ['kind', 'action'], registers: [this.registry] });
+  readonly rewriteWaitSeconds = new Counter({ name: 'relsync_copy_rewrite_wait_seconds_total', help: 'Seconds copy updates in the service cluster waited because their tenant rewrote faster than limits.rewriteBytesPerSecondPerCluster or its share of limits.rewriteBytesPerSecond', registers: [this.registry] });
   readonly copiesRemoved = new Counter({ name: 'relsync_copies_removed_total', help: 'Copies deleted', labelNames: ['kind'], registers: [this.registry] });
   readonly copiesReleased = new Counter({ name: 'relsync_copies_released_total', help: 'Related copies relsync let go without deleting them (cleanupPolicy Orphan): its marks removed, the object left to the tenant', labelNames: ['kind'], registers: [this.registry] });
   readonly unprovenSources = new Counter({ name: 'relsync_unproven_sources_total', help: 'Service-side objects a service-origin rule found that are not provably the copy\'s (not copied)', labelNames: ['rule'], registers: [this.registry] });

@@ -20,6 +20,7 @@
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
 import type { CopySize } from './copy-of.js';
+import type { RewritePace } from './rewrite-pace.js';
 
 export interface CopyBudgetLimits {
   readonly bytesPerCluster: number;
@@ -62,6 +63,7 @@ export class CopyBudget {
     private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'saveMissing' | 'delete'>,
     private readonly gauge?: UsageGauge,
     private readonly now: () => number = Date.now,
+    private readonly pace?: Pick<RewritePace, 'take'>,
   ) {
     this.perCopy = limits.perCopy ?? PER_COPY_OVERHEAD;
   }
@@ -104,6 +106,17 @@ export class CopyBudget {
     await this.store.save(copy, tenant, sourceKey, bytes);
     if (stored) this.count(stored.tenant, -stored.bytes, -1);
     this.count(tenant, bytes, 1);
+  }
+
+  /**
+   * `tenant`'s copy at `copy` is about to be updated: waits for the tenant's rewrite pace
+   * (rewrite-pace.ts) for the bytes the update replaces (the copy's size as counted, or `content`
+   * where the store has none). Resolves with the ms waited.
+   */
+  async rewriting(tenant: string, copy: ObjectIdentity, content: number): Promise<number> {
+    if (!this.pace) return 0;
+    const stored = await this.store.of(copy);
+    return this.pace.take(tenant, stored?.tenant === tenant ? stored.bytes : content + this.perCopy);
   }
 
   /**

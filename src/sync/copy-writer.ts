@@ -40,7 +40,7 @@ export interface CopyWriterDeps {
   /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
   readonly onWritten?: ((id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void) | undefined;
   /** What each tenant's copies take in the service cluster (copy-budget.ts): told of each charged write and of each delete. */
-  readonly budget?: Pick<CopyBudget, 'wrote' | 'removed'> | undefined;
+  readonly budget?: Pick<CopyBudget, 'wrote' | 'removed' | 'rewriting'> | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -149,12 +149,16 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
+    if (write.existing) {
+      await this.paced(write);
+      return this.withStatus(client, write, await this.update(client, write, write.existing));
+    }
     const created = await this.create(client, write);
     if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
+    await this.paced(write);
     return this.withStatus(client, write, await this.update(client, write, now));
   }
 
@@ -180,6 +184,18 @@ export class CopyWriter {
   }
 
   /**
+   * An update of a copy in the service cluster waits for its tenant's rewrite pace (every update
+   * leaves an old revision in etcd until compaction: sync/rewrite-pace.ts).
+   */
+  private async paced(write: Upsert): Promise<void> {
+    if (!write.charge || !this.deps.budget) return;
+    const waited = await this.deps.budget.rewriting(write.charge.tenant, write.copy, write.charge.bytes);
+    if (waited <= 0) return;
+    this.deps.metrics.rewriteWaitSeconds?.inc({}, waited / 1000);
+    this.deps.logger?.debug({ copy: describeIdentity(write.copy), tenant: write.charge.tenant, waitedMs: Math.round(waited) }, 'a copy update waited for its tenant\'s rewrite pace (limits.rewriteBytesPerSecondPerCluster)');
+  }
+
+  /**
    * Updates a related copy that relsync itself last wrote (or saw) at `version` (objectVersion's
    * `resourceVersion/uid`, as the store keeps it for a synced relation), without reading it: the
    * version and the uid are the apply's preconditions, so a copy anyone changed since, replaced, or
@@ -191,6 +207,7 @@ export class CopyWriter {
     const slash = version.indexOf('/');
     const [resourceVersion, uid] = [version.slice(0, slash), version.slice(slash + 1)];
     if (slash <= 0 || !uid) throw new Error(`${write.copy.name}: no stored version to update at (${version})`);
+    await this.paced(write);
     const body = this.applied(write, resourceVersion);
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });

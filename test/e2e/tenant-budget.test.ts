@@ -21,12 +21,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import BetterSqlite3 from 'better-sqlite3';
 import { startArrivalSampler, type ArrivalSampler } from '../harness/arrival-sampler.js';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import type { ControlPlane } from '../harness/control-plane.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
 import { eventually, installCrd } from '../harness/kube.js';
+import { BURST_SECONDS } from '../../src/sync/rewrite-pace.js';
 import { asDeployed, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
 import { defaultCopyNamespace, type ClusterClient, type Database } from '../harness/tenant.js';
 
@@ -52,6 +54,10 @@ const BIG = 80;
 /** Primaries tenant-a may have synced; FLOOD more of them are created past it. */
 const PER_CLUSTER = 500;
 const FLOOD = 3000;
+/** A ConfigMap of REWRITE_BYTES that tenant-a changes REWRITES times as fast as it can; relsync may rewrite its copy at REWRITE_RATE bytes a second. */
+const REWRITE_BYTES = 900 * 1024;
+const REWRITES = 40;
+const REWRITE_RATE = 512 * 1024;
 /** Pages one LIST may take (limits.listPages): the labelled case's LIST takes ~50 (8 MiB pages). */
 const LIST_PAGES = 200;
 /** Tenant-b writes its ConfigMap this often, all through the suite (arrival-sampler.ts). */
@@ -184,7 +190,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       store: { path: storePath() },
       resync: { schedule: '0 0 1 1 *', onStartup: true },
       // The other cases' copies take ~600 MB: the byte budget is set for its own case (a restart).
-      limits: { relatedPerPrimary: RELATED_PER_PRIMARY, primariesPerCluster: PER_CLUSTER, copiedBytesPerCluster: 4 * 1024 ** 3, copiedBytes: 8 * 1024 ** 3, listPages: LIST_PAGES } as Record<string, number>,
+      limits: { relatedPerPrimary: RELATED_PER_PRIMARY, primariesPerCluster: PER_CLUSTER, copiedBytesPerCluster: 4 * 1024 ** 3, copiedBytes: 8 * 1024 ** 3, listPages: LIST_PAGES, rewriteBytesPerSecondPerCluster: REWRITE_RATE } as Record<string, number>,
       resources: [{
         group: 'demo.relsync.dev', resource: 'databases',
         related: [
@@ -531,6 +537,39 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     }
   });
 
+
+  it(`a tenant that changes a ${REWRITE_BYTES / 1024} KiB source in a loop: relsync's updates of its copy follow limits.rewriteBytesPerSecondPerCluster`, async () => {
+    phase('rewrites');
+    await a.ensureNamespace('rewrite');
+    const copyNs = defaultCopyNamespace('tenant-a', 'rewrite');
+    await a.putConfigMap('rewrite', 'big', { v: '0'.repeat(REWRITE_BYTES), n: '0' });
+    await a.createDatabase('rewrite', 'big', { configMapName: 'big' });
+    await eventually("the big ConfigMap's copy", () => svc.configMap(copyNs, 'big'), 60_000);
+    // Every version of the copy the service cluster's etcd gets (each update leaves one behind until compaction).
+    const versions = new Set<string>();
+    const watch = await new Watch(clusters.plane.service.kubeConfig).watch(`/api/v1/namespaces/${copyNs}/configmaps`, { fieldSelector: 'metadata.name=big' }, (type, o: V1ConfigMap) => {
+      if (type === 'MODIFIED') versions.add(o.metadata?.resourceVersion ?? '');
+    }, () => undefined);
+    try {
+      const started = Date.now();
+      for (let i = 1; i <= REWRITES; i++) await a.putConfigMap('rewrite', 'big', { v: String(i % 10).repeat(REWRITE_BYTES), n: String(i) });
+      const changing = Date.now() - started;
+      // The last change arrives: level-based, the changes that waited are written once, with the latest content.
+      await eventually('the last change copied', async () => (await svc.configMap(copyNs, 'big'))?.data?.n === String(REWRITES) || undefined, 120_000);
+      const seconds = (Date.now() - started) / 1000;
+      const during = await bArrives();
+      const writes = versions.size;
+      // What the pace lets through: its burst and its rate over the time it took, each update replacing the copy's size.
+      const bound = Math.ceil((BURST_SECONDS * REWRITE_RATE + REWRITE_RATE * seconds) / REWRITE_BYTES) + 1;
+      const metric = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text());
+      const waited = Number(/^relsync_copy_rewrite_wait_seconds_total (\S+)/m.exec(metric)?.[1] ?? 0);
+      console.log(`${REWRITES} changes of a ${REWRITE_BYTES / 1024} KiB ConfigMap in ${changing} ms: ${writes} updates of its copy until the last arrived ${seconds.toFixed(1)} s after the first change (the pace allows ${bound}); updates waited ${waited.toFixed(1)} s; tenant-b's change arrived in ${during} ms`);
+      assert.ok(writes <= bound, `the copy was updated at most as the pace allows (${writes} updates, ${bound} allowed)`);
+      assert.ok(waited > 0, 'updates waited for the pace');
+    } finally {
+      watch.abort();
+    }
+  });
 
   it(`a byte budget per tenant: ${BIG} related ConfigMaps of ${BIG_BYTES / 1024} KiB fill no more than ${BUDGET / 1024 / 1024} MiB more of the service cluster`, async () => {
     // tenant-a's budget: what its copies of the other cases take, and BUDGET more.
