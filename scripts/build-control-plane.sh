@@ -17,34 +17,22 @@
 # v0.<minor>.<patch> release. The staging list is read from that release's own
 # go.mod, since it changes between releases.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
 
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
-CACHE_ROOT="${RELSYNC_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/control-plane}"
-OUT="$CACHE_ROOT/$KUBE_VERSION"
-
 # RELSYNC_ONLY=kubectl builds just that one (when KUBEBUILDER_ASSETS has the others).
-want=(${RELSYNC_ONLY:-kube-apiserver etcd kubectl})
-missing_any=false
-for b in "${want[@]}"; do [[ -x "$OUT/$b" ]] || missing_any=true; done
-wanted() { [[ " ${want[*]} " == *" $1 "* && ! -x "$OUT/$1" ]]; }
-if [[ $missing_any == false ]]; then
-  echo "$OUT"
-  exit 0
-fi
-
-command -v go >/dev/null || { echo "build-control-plane: the 'go' command is required to build kube-apiserver and etcd" >&2; exit 1; }
+tool_cache control-plane "$KUBE_VERSION" "${RELSYNC_CONTROL_PLANE_CACHE:-}" ${RELSYNC_ONLY:-kube-apiserver etcd kubectl}
+wanted() { [[ " ${MISSING[*]} " == *" $1 "* ]]; }
+need go "to build kube-apiserver and etcd"
 
 minor_patch="${KUBE_VERSION#v1.}"          # 36.3
 major=1
 minor="${minor_patch%%.*}"                 # 36
 staging_version="v0.${minor_patch}"        # v0.36.3
 
-work="$CACHE_ROOT/.build-$KUBE_VERSION"
-rm -rf "$work"
-mkdir -p "$work" "$OUT"
-cd "$work"
+work_dir "$KUBE_VERSION"
 
-echo "build-control-plane: reading the staging modules of k8s.io/kubernetes@$KUBE_VERSION" >&2
+say "reading the staging modules of k8s.io/kubernetes@$KUBE_VERSION"
 gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
 go_directive="$(go mod edit -json "$gomod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
 etcd_version="$(go mod edit -json "$gomod" | python3 -c '
@@ -70,46 +58,26 @@ for r in json.load(sys.stdin).get("Replace") or []:
   for m in $staging; do echo "  $m => $m $staging_version"; done
   echo ")"
 } > go.mod
-cat > tools.go <<'GO'
-//go:build tools
+tools_go go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
 
-package tools
-
-import (
-	_ "go.etcd.io/etcd/server/v3"
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
-
-echo "build-control-plane: resolving modules (etcd $etcd_version)" >&2
+say "resolving modules (etcd $etcd_version)"
 go mod tidy -e >&2 || true
 go mod download >&2
 
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
+ldflags="$(kube_ldflags "$KUBE_VERSION" "$major" "$minor")"
 
 start=$(date +%s)
 if wanted etcd; then
-  echo "build-control-plane: building etcd $etcd_version" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
-  mv "$OUT/etcd.tmp" "$OUT/etcd"
+  say "building etcd $etcd_version"
+  go_build etcd go.etcd.io/etcd/server/v3 "-s -w"
   echo "$etcd_version" > "$OUT/etcd.version"
 fi
 if wanted kube-apiserver; then
-  echo "build-control-plane: building kube-apiserver $KUBE_VERSION (this takes many minutes on 2 cores)" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
+  say "building kube-apiserver $KUBE_VERSION (this takes many minutes on 2 cores)"
+  go_build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
 fi
 if wanted kubectl; then
-  echo "build-control-plane: building kubectl $KUBE_VERSION" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
-  mv "$OUT/kubectl.tmp" "$OUT/kubectl"
+  say "building kubectl $KUBE_VERSION"
+  go_build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
 fi
-echo "build-control-plane: built in $(( $(date +%s) - start ))s" >&2
-rm -rf "$work"
-echo "$OUT"
+built "$start"

@@ -9,18 +9,10 @@
 # ${RELSYNC_HELM_CACHE:-~/.cache/relsync/helm}/<version>/. helm's module has no replace
 # directives, so `go install` of the module at a version builds it as released.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
 
 HELM_VERSION="${HELM_VERSION:-v4.3.2}"
-CACHE_ROOT="${RELSYNC_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/helm}"
-OUT="$CACHE_ROOT/$HELM_VERSION"
-
-if [[ -x "$OUT/helm" ]]; then
-  echo "$OUT"
-  exit 0
-fi
-command -v go >/dev/null || { echo "build-helm: the 'go' command is required to build helm" >&2; exit 1; }
-mkdir -p "$OUT.tmp"
-GOBIN="$OUT.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION" >&2
-rm -rf "$OUT"
-mv "$OUT.tmp" "$OUT"
+tool_cache helm "$HELM_VERSION" "${RELSYNC_HELM_CACHE:-}" helm
+need go "to build helm"
+go_install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION" "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 echo "$OUT"

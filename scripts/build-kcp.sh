@@ -35,29 +35,16 @@
 # github.com/kcp-dev/client-go@v0.30.0's zip. Where the proxy serves them, newer
 # versions build the same way: KCP_VERSION=v0.32.3 scripts/build-kcp.sh
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
 
 KCP_VERSION="${KCP_VERSION:-v0.28.1}"
-CACHE_ROOT="${RELSYNC_KCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/kcp}"
-OUT="$CACHE_ROOT/$KCP_VERSION"
-
-COMMANDS=(kcp cache-server kcp-front-proxy)
-missing=()
-for c in "${COMMANDS[@]}"; do [[ -x "$OUT/$c" ]] || missing+=("$c"); done
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "$OUT"
-  exit 0
-fi
-
-die() { echo "build-kcp: $*" >&2; exit 1; }
-command -v go >/dev/null || die "the 'go' command is required to build kcp"
-command -v python3 >/dev/null || die "python3 is required (to read go.mod JSON)"
+tool_cache kcp "$KCP_VERSION" "${RELSYNC_KCP_CACHE:-}" kcp cache-server kcp-front-proxy
+need go "to build kcp"
+need python3 "(to read go.mod JSON)"
 [[ "$KCP_VERSION" =~ ^v0\.([0-9]+)\.([0-9]+)$ ]] || die "KCP_VERSION must look like v0.<minor>.<patch>, got '$KCP_VERSION'"
 minor_patch="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"   # 31.2
 
-work="$CACHE_ROOT/.build-$KCP_VERSION"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
+work_dir "$KCP_VERSION"
 
 # go.sum lines for modules that sum.golang.org (as reached through the proxy) does not
 # answer for (lookup 404). Checked by hand: the proxy's zip is byte-identical to the
@@ -81,13 +68,13 @@ pinned_sum_lines() {
 nosumdb="$(go env GONOSUMDB)"
 for k in "${!pinned_sums[@]}"; do nosumdb="${nosumdb:+$nosumdb,}${k% *}"; done
 
-echo "build-kcp: reading go.mod of github.com/kcp-dev/kcp@$KCP_VERSION" >&2
-if ! info="$(GONOSUMDB="$nosumdb" go mod download -json "github.com/kcp-dev/kcp@$KCP_VERSION" 2>"$work/download.err")"; then
+say "reading go.mod of github.com/kcp-dev/kcp@$KCP_VERSION"
+if ! info="$(GONOSUMDB="$nosumdb" go mod download -json "github.com/kcp-dev/kcp@$KCP_VERSION" 2>"$WORK/download.err")"; then
   # -json reports the failure in its "Error" field on stdout.
   python3 -c 'import json,sys; print(json.load(sys.stdin).get("Error",""))' <<<"$info" >&2 || true
-  cat "$work/download.err" >&2
-  echo "build-kcp: (\"verifying ... sum.golang.org/lookup ...: 404\" means the checksum database does not know" >&2
-  echo "build-kcp:  this version; check the module against its git tag and add its go.sum lines to pinned_sums)" >&2
+  cat "$WORK/download.err" >&2
+  say "(\"verifying ... sum.golang.org/lookup ...: 404\" means the checksum database does not know"
+  say " this version; check the module against its git tag and add its go.sum lines to pinned_sums)"
   die "cannot download github.com/kcp-dev/kcp@$KCP_VERSION through GOPROXY=$(go env GOPROXY)"
 fi
 if [[ -n "${pinned_sums["github.com/kcp-dev/kcp $KCP_VERSION"]:-}" ]]; then
@@ -132,13 +119,13 @@ for m in $staging; do
   else
     v="v0.$minor_patch"
   fi
-  if GONOSUMDB="$nosumdb" go list -m -f '{{.Version}}' "$m@$v" >/dev/null 2>"$work/list.err"; then
+  if GONOSUMDB="$nosumdb" go list -m -f '{{.Version}}' "$m@$v" >/dev/null 2>"$WORK/list.err"; then
     staging_replaces+="  $m => $m $v"$'\n'
   elif [[ -n "${pinned[$m]:-}" ]]; then
-    cat "$work/list.err" >&2
+    cat "$WORK/list.err" >&2
     die "KCP_STAGING_VERSIONS pins $m@$v, which the module proxy does not serve"
   else
-    echo "build-kcp: $m@$v is not served by the module proxy ($(head -n1 "$work/list.err")); using an empty stub" >&2
+    say "$m@$v is not served by the module proxy ($(head -n1 "$WORK/list.err")); using an empty stub"
     stub="stub/${m//\//_}"
     mkdir -p "$stub"
     printf 'module %s\n\ngo %s\n' "$m" "$go_directive" > "$stub/go.mod"
@@ -159,17 +146,7 @@ done
   printf '%s' "$staging_replaces"
   echo ")"
 } > go.mod
-cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "github.com/kcp-dev/kcp/cmd/cache-server"
-	_ "github.com/kcp-dev/kcp/cmd/kcp"
-	_ "github.com/kcp-dev/kcp/cmd/kcp-front-proxy"
-)
-GO
+tools_go github.com/kcp-dev/kcp/cmd/cache-server github.com/kcp-dev/kcp/cmd/kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy
 
 # kcp's own go.sum pins the hashes of its dependencies, including the Kubernetes
 # fork pseudo-versions, which the checksum database may not know (a lookup there
@@ -177,37 +154,27 @@ GO
 cp "$srcdir/go.sum" go.sum
 chmod u+w go.sum
 pinned_sum_lines >> go.sum
-echo "build-kcp: resolving modules (kubernetes fork $kube_version, go $go_directive)" >&2
+say "resolving modules (kubernetes fork $kube_version, go $go_directive)"
 go mod tidy -e >&2 || true
 go mod download >&2
 
 major="${kube_version#v}"; major="${major%%.*}"
 minor="${kube_version#v*.}"; minor="${minor%%.*}"
-git_version="${kube_version}+kcp-${KCP_VERSION}"
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$git_version -X $pkg.gitCommit=${commit:-unknown} -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
+ldflags="$(kube_ldflags "${kube_version}+kcp-${KCP_VERSION}" "$major" "$minor" "${commit:-unknown}")"
 
 start=$(date +%s)
 mkdir -p "$OUT"
 # Only those missing: a cache from before the multi-shard commands keeps its kcp.
-for c in "${missing[@]}"; do
-  echo "build-kcp: building $c $KCP_VERSION (kcp itself takes many minutes on 2 cores)" >&2
-  if ! CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$OUT/$c.tmp" "github.com/kcp-dev/kcp/cmd/$c"; then
-    [[ -z "$stubbed" ]] || echo "build-kcp: these staging modules were stubbed because the proxy does not serve them:$stubbed; pin a served version with KCP_STAGING_VERSIONS=\"module@version\"" >&2
-    rm -f "$OUT/$c.tmp"
-    die "go build of github.com/kcp-dev/kcp/cmd/$c@$KCP_VERSION failed (work dir kept: $work)"
+for c in "${MISSING[@]}"; do
+  say "building $c $KCP_VERSION (kcp itself takes many minutes on 2 cores)"
+  if ! go_build "$c" "github.com/kcp-dev/kcp/cmd/$c" "$ldflags"; then
+    [[ -z "$stubbed" ]] || say "these staging modules were stubbed because the proxy does not serve them:$stubbed; pin a served version with KCP_STAGING_VERSIONS=\"module@version\""
+    die "go build of github.com/kcp-dev/kcp/cmd/$c@$KCP_VERSION failed (work dir kept: $WORK)"
   fi
-  mv "$OUT/$c.tmp" "$OUT/$c"
 done
 {
   echo "kcp $KCP_VERSION ($commit)"
   echo "kubernetes $kube_version"
   printf '%s' "$staging_replaces" | sed 's/^ *//'
 } > "$OUT/kcp.version"
-echo "build-kcp: built in $(( $(date +%s) - start ))s" >&2
-rm -rf "$work"
-echo "$OUT"
+built "$start"

@@ -10,18 +10,10 @@
 # The folder printed on the last line holds `promtool`. Cache:
 # ${RELSYNC_PROMTOOL_CACHE:-~/.cache/relsync/promtool}/<version>/.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
 
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
-CACHE_ROOT="${RELSYNC_PROMTOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relsync/promtool}"
-OUT="$CACHE_ROOT/$PROMETHEUS_VERSION"
-
-if [[ -x "$OUT/promtool" ]]; then
-  echo "$OUT"
-  exit 0
-fi
-command -v go >/dev/null || { echo "build-promtool: the 'go' command is required to build promtool" >&2; exit 1; }
-mkdir -p "$OUT.tmp"
-GOBIN="$OUT.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" >&2
-rm -rf "$OUT"
-mv "$OUT.tmp" "$OUT"
+tool_cache promtool "$PROMETHEUS_VERSION" "${RELSYNC_PROMTOOL_CACHE:-}" promtool
+need go "to build promtool"
+go_install "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
 echo "$OUT"

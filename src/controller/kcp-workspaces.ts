@@ -10,12 +10,12 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { configuredPlatformOf, endpointPlatformNames, endpointSliceUrls, EndpointPendingError } from '../kube/kcp-endpoint.js';
 import type { ClusterConfig } from '../kube/cluster-config.js';
+import type { LogicalClusters } from '../kube/logical-clusters.js';
 import { Connection } from '../kube/connection.js';
 import { typeName } from '../core/resource-type.js';
 import { apiBindingType } from '../core/kcp-types.js';
 import type { EventRouter } from './event-router.js';
 import type { PlannedWatch } from './watch-plan.js';
-import type { Wiring } from './wiring.js';
 import { Backoff } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 
@@ -119,6 +119,16 @@ export async function endpointSlicesChanged(platforms: readonly ClusterConfig[],
 export type BindingAnswer = 'bound' | 'unbound' | 'unknown';
 
 /**
+ * What asking where a workspace is served takes: the connections and the record of logical
+ * clusters. Declared here, not taken from the term's wiring (wiring.ts), which imports this file:
+ * a term's `Wiring` is one.
+ */
+export interface WorkspaceServing {
+  readonly clusters: ClusterSet;
+  readonly logical: LogicalClusters;
+}
+
+/**
  * Whether a logical cluster still binds the export, asked of every connected URL of its configured
  * platform (a workspace may move between kcp shards): 'bound' when one of them lists an APIBinding
  * in it (the workspace is moved to that URL if it is another); 'unbound' only when every URL
@@ -126,7 +136,7 @@ export type BindingAnswer = 'bound' | 'unbound' | 'unknown';
  * bind); 'unknown' otherwise — a 404 (of a path, not an object: a virtual workspace starting, a
  * shard being replaced) or an outage proves nothing, and an unbind removes copies.
  */
-export async function bindingOf(w: Pick<Wiring, 'clusters' | 'logical'>, cluster: string, logger: Logger): Promise<BindingAnswer> {
+export async function bindingOf(w: WorkspaceServing, cluster: string, logger: Logger): Promise<BindingAnswer> {
   const current = w.logical.platformOf(cluster);
   if (current === undefined) return 'unknown';
   const family = configuredPlatformOf(current);
@@ -200,7 +210,7 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
  * unbinding, seen through its URL while that was listed, is what removes them (binding-watch.ts).
  * Run once the binding watches have synced.
  */
-export async function settleStrayWorkspaces(w: Pick<Wiring, 'clusters' | 'logical'>, logger: Logger, signal: AbortSignal): Promise<void> {
+export async function settleStrayWorkspaces(w: WorkspaceServing, logger: Logger, signal: AbortSignal): Promise<void> {
   const strays = w.logical.records().filter((r) => r.state !== 'unbound' && !w.clusters.isConfigured(r.platform));
   let unserved = 0;
   for (const record of strays) {

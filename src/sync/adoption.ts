@@ -18,6 +18,7 @@ import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, isRelsyncKey } from './marks.js';
+import { WARNING_REPEAT_MS } from './sync-intervals.js';
 
 /** Why relsync (agent `agentName`) may not adopt `object` as the copy of `source`, or undefined when it may. */
 export function adoptionRefusal(object: KubeObject, agentName: string, source: ObjectIdentity): string | undefined {
@@ -52,7 +53,7 @@ export class AdoptionRefusals {
   note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string, suggestGrant: boolean): void {
     const key = `${describeIdentity(object)}\u0000${describeIdentity(source)}\u0000${reason}`;
     if (this.told.get(key)) return;
-    this.told.set(key, true, 10 * 60_000);
+    this.told.set(key, true, WARNING_REPEAT_MS);
     const grant = suggestGrant ? { grant: `${ADOPT_ANNOTATION}=${adoptionGrant(this.agentName, source)}` } : {};
     this.logger.warn({ rule: where, object: describeIdentity(object), source: describeIdentity(source), reason, ...grant }, "an object in a copy's place is not adopted");
   }

@@ -19,6 +19,7 @@ import { ExpiringMap } from '../util/expiring-map.js';
 import { outsideReconcile } from '../util/log-context.js';
 import { EventCorrelator, type CorrelatorOptions } from './event-correlator.js';
 import type { Counter } from './sync-metrics.js';
+import { WARNING_REPEAT_MS } from './sync-intervals.js';
 
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
 /** The API server keeps Events for an hour by default (--event-ttl): a repeat after that is a new one. */
@@ -165,7 +166,7 @@ export class EventRecorder {
         this.options.events?.inc({ type: event.type, result: 'failed' });
         const told = compositeKey(cluster, event.reason);
         if (!this.toldFailure.get(told)) {
-          this.toldFailure.set(told, true, 10 * 60_000);
+          this.toldFailure.set(told, true, WARNING_REPEAT_MS);
           this.options.logger.warn({ cluster, object: `${event.namespace}/${String(event.involved.name)}`, reason: event.reason, err: (err as Error).message }, 'could not record a Kubernetes Event');
         }
       }

@@ -54,6 +54,7 @@ import { RelationSync } from './relation-sync.js';
 import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
+import { CONFLICT_RETRY_MS, RETRY_HINT_MS } from './sync-intervals.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -64,7 +65,7 @@ export interface ReconcilerDeps {
   readonly metrics: SyncMetrics;
   /** Versions of relsync's own writes, whose watch events need no reconcile. */
   readonly ownWrites?: OwnWrites;
-  /** How soon to look again at a conflict; default 30 s. */
+  /** How soon to look again at a conflict; default CONFLICT_RETRY_MS (30 s). */
   readonly conflictRetryMs?: number;
   /** Where one reconcile of this primary reads objects (a sweep's snapshot, see controller/sweep-snapshot.ts); default: the API servers. */
   readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
@@ -160,8 +161,8 @@ export class PrimaryReconciler {
       } catch (err) {
         if (!(err instanceof ReadAgainLive)) {
           // The retry reconciles the whole primary (and, after a 409, reads live).
-          this.fullNext.set(key, true, 10 * 60_000);
-          if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
+          this.fullNext.set(key, true, RETRY_HINT_MS);
+          if (isConflict(err)) this.readLive.set(key, true, RETRY_HINT_MS);
           throw err;
         }
       }
@@ -176,8 +177,8 @@ export class PrimaryReconciler {
       return result;
     } catch (err) {
       // The retry is a full reconcile too, whatever edges its key gathers meanwhile.
-      this.fullNext.set(key, true, 10 * 60_000);
-      if (isConflict(err)) this.readLive.set(key, true, 10 * 60_000);
+      this.fullNext.set(key, true, RETRY_HINT_MS);
+      if (isConflict(err)) this.readLive.set(key, true, RETRY_HINT_MS);
       throw err;
     }
   }
@@ -258,7 +259,7 @@ export class PrimaryReconciler {
         this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
         await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
         await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
-        return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
+        return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
       }
     }
     const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
@@ -322,7 +323,7 @@ export class PrimaryReconciler {
       this.deps.metrics.conflicts.inc({ kind: 'namespace' });
       const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, kept.relations);
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
     }
 
     for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
@@ -345,7 +346,7 @@ export class PrimaryReconciler {
       this.deps.metrics.conflicts.inc({ kind: 'primary' });
       const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
       await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, kept.relations);
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
+      return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
     }
 
     const synced = await this.syncStatus(resource, primaries, current, copy, id);
@@ -448,7 +449,7 @@ export class PrimaryReconciler {
     const keptStored = found.some((f) => f.keepStored);
     const unanswered = found.some((f) => f.unanswered);
     const unknown = capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!unanswered, record) } : {};
-    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? 30_000, ...unknown } : unknown;
+    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...unknown } : unknown;
   }
 
   /** The versions of a complete sync, or null when any object it acted on has none to compare. */

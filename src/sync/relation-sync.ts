@@ -40,6 +40,7 @@ import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js'
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import type { CopyBudget } from './copy-budget.js';
+import { CONFLICT_RETRY_MS, WARNING_REPEAT_MS } from './sync-intervals.js';
 
 export interface RelationSyncDeps {
   readonly agentName: string;
@@ -54,7 +55,7 @@ export interface RelationSyncDeps {
   readonly refusals: CopyRefusals;
   readonly writer: CopyWriter;
   readonly finder: RelatedFinder;
-  /** How soon to look again at a relation that waits for something outside relsync; default 30 s. */
+  /** How soon to look again at a relation that waits for something outside relsync; default CONFLICT_RETRY_MS (30 s). */
   readonly conflictRetryMs?: number | undefined;
   /** limits.relatedPerPrimary: also bounds the copies a cleanup policy keeps (default 500). */
   readonly limits?: { readonly relatedPerPrimary: number } | undefined;
@@ -217,7 +218,7 @@ export class RelationSync {
       if (written === 'conflict') return conflict();
     } catch (err) {
       if (err instanceof MissingNamespaceError) {
-        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? 30_000) / 1000)} s`;
+        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS) / 1000)} s`;
         this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
         return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
       }
@@ -258,7 +259,7 @@ export class RelationSync {
     this.deps.metrics.conflicts.inc({ kind: 'related' });
     const told = compositeKey(identityKey(base.destination), why);
     if (!this.told.get(told)) {
-      this.told.set(told, true, 10 * 60_000);
+      this.told.set(told, true, WARNING_REPEAT_MS);
       this.deps.logger.warn({ rule: rule.where, primary: describeIdentity(owner), source: describeIdentity(base.source), destination: describeIdentity(base.destination), why }, "a related copy's place in the service cluster is refused; the tenant is told only that it is taken or closed");
     }
     return {

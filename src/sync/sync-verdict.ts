@@ -23,6 +23,7 @@ import { ApiError, isConflict, isNotFound, isObjectNotFound } from '../kube/api-
 import { ExpiringMap } from '../util/expiring-map.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { deepEqual } from './content.js';
+import { WARNING_REPEAT_MS } from './sync-intervals.js';
 
 export const SYNCED_CONDITION = 'relsync.dev/Synced';
 /** Annotation mode: the primary's generation at its last complete sync, and when that was. */
@@ -310,7 +311,7 @@ export class SyncVerdicts {
     const code = err instanceof ApiError ? err.statusCode : 0;
     const toldKey = `${key}\u0000${what}\u0000${code}`;
     if (this.told.get(toldKey)) return;
-    this.told.set(toldKey, true, 10 * 60_000);
+    this.told.set(toldKey, true, WARNING_REPEAT_MS);
     this.deps.logger.warn({ cluster: id.cluster, primary: `${id.namespace}/${id.name}`, err: (err as Error).message }, message);
   }
 }

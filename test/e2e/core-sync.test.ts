@@ -2,34 +2,22 @@
 // a service cluster, relsync started as a real process from the built CLI.
 // Each test works in its own namespace so that they do not disturb each other.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startTenants, type RelsyncFixture } from '../harness/relsync-fixture.js';
+import { runCli, writeConfig } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 describe('core sync', () => {
-  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'> | undefined;
+  let t: RelsyncFixture<'tenant-a' | 'tenant-b'>;
   let a: ClusterClient;
   let b: ClusterClient;
   let svc: ClusterClient;
-  let dir: string;
-  let configPath: string;
-  let relsync: RelsyncProcess;
-  let runs = 0;
-  const start = async () => {
-    relsync = await startRelsync(configPath, join(dir, `relsync-${++runs}.log`));
-  };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-core-'));
-    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
-    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
-    configPath = writeConfig(dir, {
-      ...twoTenantConfig(clusters, dir),
+    t = await startTenants('core', ['tenant-a', 'tenant-b'], {
       resources: [
         {
           group: 'demo.relsync.dev',
@@ -45,13 +33,10 @@ describe('core sync', () => {
         },
       ],
     });
-    await start();
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = t.clusters.client);
   });
 
-  after(async () => {
-    await relsync?.stop();
-    await clusters?.stop();
-  });
+  after(() => t?.stop());
 
   it('copies a primary, keeps it updated, copies status back, and cleans up on delete', async () => {
     await a.ensureNamespace('t1');
@@ -147,7 +132,7 @@ describe('core sync', () => {
     const ns = defaultCopyNamespace('tenant-a', 't3');
     await eventually('copy of the primary', () => svc.database(ns, 'late'));
     const pending = await eventually('pending relation in the store', async () => {
-      const out = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't3/late', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+      const out = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't3/late', '--cluster', 'tenant-a', '--config', t.configPath, '-o', 'json']);
       const parsed = JSON.parse(out.stdout || '[]') as Array<{ relations: Array<{ rule: string; state: string }> }>;
       return parsed[0]?.relations.find((r) => r.rule === 'config' && r.state === 'pending');
     });
@@ -163,7 +148,7 @@ describe('core sync', () => {
     await a.createDatabase('t4', 'two', { configMapName: 'shared' });
     const ns = defaultCopyNamespace('tenant-a', 't4');
     await eventually('shared object copied', () => svc.configMap(ns, 'shared'));
-    const owners = await runCli(['inspect', 'owners', 'configmaps', 't4/shared', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    const owners = await runCli(['inspect', 'owners', 'configmaps', 't4/shared', '--cluster', 'tenant-a', '--config', t.configPath, '-o', 'json']);
     const parsed = JSON.parse(owners.stdout) as Array<{ primary: string }>;
     assert.deepEqual(parsed.map((o) => o.primary).sort(), ['tenant-a:databases.demo.relsync.dev:t4/one', 'tenant-a:databases.demo.relsync.dev:t4/two']);
 
@@ -208,7 +193,7 @@ describe('core sync', () => {
     await eventually('conflict Event on the primary', async () => (await a.events('t6', 'squatter')).some((e) => e.reason === 'CopyConflict'));
     assert.deepEqual((await svc.database(ns, 'squatter'))?.spec, { owner: 'someone-else' });
     assert.deepEqual((await svc.configMap(ns, 'squat-config'))?.data, { owner: 'someone-else' });
-    await relsync.waitForLog('the conflict', /CopyConflict|not created by relsync/);
+    await t.relsync.waitForLog('the conflict', /CopyConflict|not created by relsync/);
   });
 
   it('tells the primary’s owner about a related copy it may not overwrite, and syncs it once the way is clear', async () => {
@@ -223,7 +208,7 @@ describe('core sync', () => {
     // The tenant hears that the name is taken, not by what: the provider's object is no business of theirs (issue #36).
     assert.match(event.message ?? '', /rule config: the copy of .*taken-config is not written: .*taken-config is taken or closed to this primary/);
     assert.deepEqual((await svc.configMap(ns, 'taken-config'))?.data, { owner: 'someone-else' }, 'left untouched');
-    const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${t.relsync.httpPort}/metrics`)).text();
     assert.match(metrics, /relsync_conflicts_total\{kind="related"\} [1-9]/);
     // The squatter goes: its deletion reaches the primary through the stored destination, well before the 30 s conflict retry.
     const cleared = Date.now();
@@ -272,17 +257,17 @@ describe('core sync', () => {
     const ns = defaultCopyNamespace('tenant-a', 't7');
     await eventually('copies exist', async () => (await svc.configMap(ns, 'gone-config')) !== undefined && (await svc.configMap(ns, 'kept-config')) !== undefined);
 
-    assert.equal(await relsync.stop(), 0, 'relsync exits cleanly on SIGTERM');
+    assert.equal(await t.relsync.stop(), 0, 'relsync exits cleanly on SIGTERM');
     // Vanish without relsync seeing it: drop the finalizer by hand, then delete.
     await a.updateDatabase('t7', 'gone', (db) => (db.metadata.finalizers = []));
     await a.deleteDatabase('t7', 'gone');
     await a.putConfigMap('t7', 'kept-config', { v: '2' });
-    await start();
+    await t.restart();
 
     await eventually('copy of the vanished primary removed', async () => (await svc.database(ns, 'gone')) === undefined, 15_000);
     await eventually('its related copy removed', async () => (await svc.configMap(ns, 'gone-config')) === undefined);
     await eventually('a change made while stopped is synced', async () => (await svc.configMap(ns, 'kept-config'))?.data?.v === '2');
-    const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't7/gone', '--config', configPath, '-o', 'json']);
+    const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 't7/gone', '--config', t.configPath, '-o', 'json']);
     assert.deepEqual(JSON.parse(inspect.stdout), [], 'the store forgot the vanished primary');
   });
 
@@ -290,7 +275,7 @@ describe('core sync', () => {
     // Values synced by the tests above (both origins), in clear and base64.
     const values = ['s3cret', 'rotated', 'only-b'];
     const forms = values.flatMap((v) => [v, Buffer.from(v).toString('base64').replace(/=+$/, '')]);
-    const logs = readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => readFileSync(join(dir, f), 'utf8')).join('\n');
+    const logs = readdirSync(t.dir).filter((f) => f.endsWith('.log')).map((f) => readFileSync(join(t.dir, f), 'utf8')).join('\n');
     assert.ok(logs.length > 1000 && /"level":"debug"/.test(logs), 'debug logs were captured');
     // A reconcile's lines carry its id (util/log-context.ts); a watch event's, routed outside any reconcile, none.
     const lines = logs.split('\n').flatMap((l) => {
@@ -302,18 +287,18 @@ describe('core sync', () => {
     });
     assert.ok(lines.some((l) => typeof l.reconcile === 'string' && /^[0-9a-f]{16}$/.test(l.reconcile)), 'lines of reconciles carry their id');
     assert.ok(lines.filter((l) => l.msg === 'routed event').every((l) => l.reconcile === undefined), 'a routed event is no reconcile\'s');
-    const store = readdirSync(dir).filter((f) => f.startsWith('relsync.db')).map((f) => readFileSync(join(dir, f)).toString('latin1')).join('');
-    const metrics = await (await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`)).text();
+    const store = readdirSync(t.dir).filter((f) => f.startsWith('relsync.db')).map((f) => readFileSync(join(t.dir, f)).toString('latin1')).join('');
+    const metrics = await (await fetch(`http://127.0.0.1:${t.relsync.httpPort}/metrics`)).text();
     const events = JSON.stringify([...(await a.core.listEventForAllNamespaces()).items, ...(await b.core.listEventForAllNamespaces()).items]);
     for (const [where, text] of [['logs', logs], ['store', store], ['metrics', metrics], ['events', events]] as const) {
       for (const form of forms) assert.ok(!text.includes(form), `${where} contain a Secret value (${form})`);
     }
-    assert.equal(statSync(join(dir, 'relsync.db')).mode & 0o777, 0o600, 'the store file is readable by its owner only');
+    assert.equal(statSync(join(t.dir, 'relsync.db')).mode & 0o777, 0o600, 'the store file is readable by its owner only');
   });
 
   it('rejects a broken config with the exact path of each problem', async () => {
-    const broken = writeConfig(dir, {
-      platformClusters: [{ name: 'Tenant_A', kubeconfig: join(dir, 'missing.kubeconfig') }],
+    const broken = writeConfig(t.dir, {
+      platformClusters: [{ name: 'Tenant_A', kubeconfig: join(t.dir, 'missing.kubeconfig') }],
       resources: [
         {
           group: 'demo.relsync.dev',
@@ -332,8 +317,8 @@ describe('core sync', () => {
     assert.match(out.stderr, /resources\[0\]\.related\[2\]\.origin/);
     assert.match(out.stderr, /resources\[0\]\.related\[2\]\.id: duplicate rule id "bad"/);
 
-    const fixable = writeConfig(dir, {
-      platformClusters: [{ name: 'tenant-a', kubeconfig: join(dir, 'missing.kubeconfig') }],
+    const fixable = writeConfig(t.dir, {
+      platformClusters: [{ name: 'tenant-a', kubeconfig: join(t.dir, 'missing.kubeconfig') }],
       resources: [
         {
           group: 'demo.relsync.dev',

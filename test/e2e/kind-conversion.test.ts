@@ -5,13 +5,9 @@
 // make it write again (a copy that read back differently from what was
 // written would be rewritten on every event of its own write).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startTenants, type RelsyncFixture } from '../harness/relsync-fixture.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const b64 = (bytes: string | number[]) => Buffer.from(bytes as never).toString('base64');
@@ -22,35 +18,23 @@ const bytesOf = (maps: { text?: Record<string, string> | undefined; base64?: Rec
 });
 
 describe('related copies of another kind: ConfigMap ↔ Secret', () => {
-  let clusters: Clusters<'tenant-a' | 'service'>;
+  let t: RelsyncFixture<'tenant-a'>;
   let a: ClusterClient;
   let svc: ClusterClient;
-  let relsync: RelsyncProcess;
   const ns = defaultCopyNamespace('tenant-a', 'conv');
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-kind-conversion-'));
-    clusters = await startClusters('tenant-a', 'service');
-    ({ 'tenant-a': a, service: svc } = clusters.client);
-    const { 'tenant-a': pa, service: ps } = clusters.plane;
-    const config = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
+    t = await startTenants('kind-conversion', ['tenant-a'], {
       resync: { schedule: '0 0 1 1 *', onStartup: false },
       resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [
         { id: 'config-as-secret', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' }, destination: { resource: 'secrets' } },
         { id: 'creds-as-config', origin: 'platform', kind: 'Secret', reference: { path: '.spec.secretName' }, destination: { kind: 'ConfigMap' } },
       ] }],
     });
-    relsync = await startRelsync(config, join(dir, 'relsync.log'));
+    ({ 'tenant-a': a, service: svc } = t.clusters.client);
   });
 
-  after(async () => {
-    await relsync?.stop();
-    await clusters?.stop();
-  });
+  after(() => t?.stop());
 
   it('copies a ConfigMap as a Secret and a Secret as a ConfigMap, byte for byte, and follows changes, dropped keys and drift', async () => {
     await a.ensureNamespace('conv');

@@ -1,32 +1,22 @@
 // Label-selector and inverse related rules against real control planes: two
 // tenants and a service cluster, relsync as a real process.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startTenants, type RelsyncFixture } from '../harness/relsync-fixture.js';
+import { runCli } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, ownerReference, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'inverse.relsync.dev/owner';
 
 describe('selector and inverse rules', () => {
-  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'> | undefined;
+  let t: RelsyncFixture<'tenant-a' | 'tenant-b'>;
   let a: ClusterClient;
   let b: ClusterClient;
   let svc: ClusterClient;
-  let dir: string;
-  let configPath: string;
-  let relsync: RelsyncProcess;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-selector-'));
-    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
-    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
-    configPath = writeConfig(dir, {
-      ...twoTenantConfig(clusters, dir),
+    t = await startTenants('selector', ['tenant-a', 'tenant-b'], {
       resources: [
         {
           group: 'demo.relsync.dev',
@@ -58,13 +48,10 @@ describe('selector and inverse rules', () => {
         },
       ],
     });
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = t.clusters.client);
   });
 
-  after(async () => {
-    await relsync?.stop();
-    await clusters?.stop();
-  });
+  after(() => t?.stop());
 
   it('copies selector matches as they appear, and prunes an object that loses its label', async () => {
     await a.ensureNamespace('s1');
@@ -112,7 +99,7 @@ describe('selector and inverse rules', () => {
     await eventually('new tier matched', () => svc.secret(ns, 'orders-silver-key'));
     await eventually('old tier pruned', async () => (await svc.secret(ns, 'orders-gold-key')) === undefined);
 
-    const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 's2/orders', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    const inspect = await runCli(['inspect', 'primary', 'databases.demo.relsync.dev', 's2/orders', '--cluster', 'tenant-a', '--config', t.configPath, '-o', 'json']);
     const [parsed] = JSON.parse(inspect.stdout) as Array<{ selectors: Array<{ rule: string; selector: string }>; relations: Array<{ rule: string }> }>;
     assert.deepEqual(parsed!.selectors.find((s) => s.rule === 'sel-tier')?.selector, 'tier=silver,!legacy');
     assert.ok(parsed!.relations.some((r) => r.rule === 'sel-tier'), 'inspect shows selector relations');
@@ -125,7 +112,7 @@ describe('selector and inverse rules', () => {
     const ns = defaultCopyNamespace('tenant-a', 's3');
     await a.putConfigMap('s3', 'common', { v: '1' }, { team: 'blue' });
     await eventually('copied once', () => svc.configMap(ns, 'common'));
-    const owners = await runCli(['inspect', 'owners', 'configmaps', 's3/common', '--cluster', 'tenant-a', '--config', configPath, '-o', 'json']);
+    const owners = await runCli(['inspect', 'owners', 'configmaps', 's3/common', '--cluster', 'tenant-a', '--config', t.configPath, '-o', 'json']);
     assert.deepEqual((JSON.parse(owners.stdout) as Array<{ primary: string; rule: string }>).map((o) => `${o.primary} ${o.rule}`).sort(), [
       'tenant-a:databases.demo.relsync.dev:s3/one sel-team',
       'tenant-a:databases.demo.relsync.dev:s3/two sel-team',
@@ -188,7 +175,7 @@ describe('selector and inverse rules', () => {
     await a.ensureNamespace('i2');
     await a.putConfigMap('i2', 'early', { v: 'e' }, { [OWNER]: 'future' });
     // The early object's event is handled (routed to nobody: its primary does not exist) before the primary is created.
-    await eventually('the early object routed', async () => relsync.log().includes('"object":"i2/early","change":"ADDED","enqueued":0'));
+    await eventually('the early object routed', async () => t.relsync.log().includes('"object":"i2/early","change":"ADDED","enqueued":0'));
     await a.createDatabase('i2', 'future', {});
     const ns = defaultCopyNamespace('tenant-a', 'i2');
     await eventually('the early object is copied when its primary appears', () => svc.configMap(ns, 'early'));
@@ -209,7 +196,7 @@ describe('selector and inverse rules', () => {
     await eventually('tenant a match copied', () => svc.configMap(nsA, 'a-selected'));
     // tenant b's events were routed, to nobody
     for (const [type, object] of [['configmaps', 'iso/b-selected'], ['configmaps', 'iso/b-inverse'], ['secrets', 'iso/orders.creds']] as const) {
-      await eventually(`tenant b's ${object} routed`, async () => relsync.log().includes(`"cluster":"tenant-b","type":"${type}","object":"${object}","change":"ADDED","enqueued":0`));
+      await eventually(`tenant b's ${object} routed`, async () => t.relsync.log().includes(`"cluster":"tenant-b","type":"${type}","object":"${object}","change":"ADDED","enqueued":0`));
     }
     // and every reconcile of tenant a's primary started before now has finished: two changes, each copied after the one before
     for (const t of ['a2', 'a3']) {

@@ -4,34 +4,24 @@
 // selector and inverse labels across tenants and unowned objects in the
 // destination are covered in core-sync and selector-inverse.)
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startClusters, twoTenantConfig, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { runCli, startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startTenants, type RelsyncFixture } from '../harness/relsync-fixture.js';
+import { runCli } from '../harness/relsync-process.js';
 import { decode, defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const OWNER = 'demo.relsync.dev/owner';
 
 describe('tenant isolation against a tenant that tries', () => {
-  let clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>;
+  let t: RelsyncFixture<'tenant-a' | 'tenant-b'>;
   let a: ClusterClient;
   let b: ClusterClient;
   let svc: ClusterClient;
-  let relsync: RelsyncProcess;
-  let configPath: string;
-  let dir: string;
   const nsA = defaultCopyNamespace('tenant-a', 'iso');
   const nsB = defaultCopyNamespace('tenant-b', 'iso');
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-isolation-'));
-    clusters = await startClusters('tenant-a', 'tenant-b', 'service');
-    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = clusters.client);
-    configPath = writeConfig(dir, {
-      ...twoTenantConfig(clusters, dir),
+    t = await startTenants('isolation', ['tenant-a', 'tenant-b'], {
       resources: [
         {
           group: 'demo.relsync.dev',
@@ -47,7 +37,7 @@ describe('tenant isolation against a tenant that tries', () => {
         },
       ],
     });
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    ({ 'tenant-a': a, 'tenant-b': b, service: svc } = t.clusters.client);
     for (const c of [a, b]) await c.ensureNamespace('iso');
     await a.putConfigMap('iso', 'cfg', { tenant: 'a' });
     await a.createDatabase('iso', 'orders', { configMapName: 'cfg', size: 'a' });
@@ -61,10 +51,7 @@ describe('tenant isolation against a tenant that tries', () => {
     await eventually("tenant b's marker objects synced", async () => (await svc.configMap(nsB, 'marker-owned')) !== undefined && (await b.secret('iso', 'marker-credentials')) !== undefined, 30_000);
   });
 
-  after(async () => {
-    await relsync?.stop();
-    await clusters?.stop();
-  });
+  after(() => t?.stop());
 
   // Negative claims ("nothing was copied") are checked only once what could have copied it has
   // provably run. A watch routes its events in order, so a later change on the same watch that
@@ -140,10 +127,10 @@ describe('tenant isolation against a tenant that tries', () => {
     await svc.putSecret(nsB, 'orders-credentials', { password: 'only-b' }, undefined, copyB);
     await eventually('tenant b gets its own credentials', async () => decode(await b.secret('iso', 'orders-credentials'), 'password') === 'only-b');
     // A sweep must not take the forged marks for anything either.
-    await relsync.stop();
-    const sweep = await runCli(['sweep', '--config', configPath, '-o', 'json']);
+    await t.relsync.stop();
+    const sweep = await runCli(['sweep', '--config', t.configPath, '-o', 'json']);
     assert.equal(sweep.code, 0, sweep.stderr);
-    relsync = await startRelsync(configPath, join(dir, 'relsync-2.log'));
+    await t.restart();
     await tenantAUntouched();
     assert.equal(decode(await a.secret('iso', 'orders-credentials'), 'password'), 'only-a');
     // Deleting tenant b's forged primary removes tenant b's copy only.
@@ -210,7 +197,7 @@ describe('tenant isolation against a tenant that tries', () => {
     assert.equal(await b.secret('iso', 'thief-owned'), undefined, 'the reference moved away: the copy of the owned Secret went');
     const everywhere = [...(await b.core.listSecretForAllNamespaces()).items, ...(await b.core.listConfigMapForAllNamespaces()).items];
     assert.deepEqual(everywhere.filter((o) => JSON.stringify(o.data ?? {}).includes(Buffer.from('provider-secret').toString('base64')) || JSON.stringify(o.data ?? {}).includes('provider-secret')).map((o) => o.metadata?.name), []);
-    assert.ok(!relsync.log().includes('provider-secret'), 'nor the log');
+    assert.ok(!t.relsync.log().includes('provider-secret'), 'nor the log');
   });
 
   it("never writes into a tenant's object that merely carries relsync's marks, from another tenant", async () => {
@@ -229,6 +216,6 @@ describe('tenant isolation against a tenant that tries', () => {
     await tenantAOrdersDone('only-a-v2');
     const stolen = await b.secret('iso', 'stolen');
     assert.notEqual(decode(stolen, 'password'), 'only-a-v2', "tenant a's value never reaches tenant b");
-    assert.ok(!relsync.log().includes('only-a'), 'and never reaches the log');
+    assert.ok(!t.relsync.log().includes('only-a'), 'and never reaches the log');
   });
 });

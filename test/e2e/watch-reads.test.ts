@@ -6,14 +6,10 @@
 // and that nothing is deleted on the cache's word, is in
 // test/unit/sync/primary-reconciler.test.ts.)
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { requestCounts, requestsBetween } from '../harness/api-metrics.js';
-import { startClusters, type Clusters } from '../harness/clusters.js';
 import { eventually } from '../harness/kube.js';
-import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
+import { startTenants, type RelsyncFixture } from '../harness/relsync-fixture.js';
 import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
 
 const GET = new Set(['GET']);
@@ -21,22 +17,13 @@ const SINGLE = new Set(['GET', 'POST', 'PUT', 'PATCH', 'APPLY', 'DELETE']);
 const TYPES = ['configmaps', 'secrets', 'databases.demo.relsync.dev'];
 
 describe('reads from the watches', () => {
-  let clusters: Clusters<'tenant-a' | 'service'>;
+  let t: RelsyncFixture<'tenant-a'>;
   let a: ClusterClient;
   let svc: ClusterClient;
-  let relsync: RelsyncProcess;
   const ns = defaultCopyNamespace('tenant-a', 'cache');
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-watch-reads-'));
-    clusters = await startClusters('tenant-a', 'service');
-    ({ 'tenant-a': a, service: svc } = clusters.client);
-    const { 'tenant-a': pa, service: ps } = clusters.plane;
-    const config = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'tenant-a', kubeconfig: pa.kubeconfigPath }],
-      serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
+    t = await startTenants('watch-reads', ['tenant-a'], {
       resync: { schedule: '0 0 1 1 *', onStartup: false },
       resources: [{ group: 'demo.relsync.dev', resource: 'databases', related: [
         { id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } },
@@ -44,7 +31,7 @@ describe('reads from the watches', () => {
         { id: 'credentials', origin: 'service', resource: 'secrets', template: { name: '{{ name }}-credentials' } },
       ] }],
     });
-    relsync = await startRelsync(config, join(dir, 'relsync.log'));
+    ({ 'tenant-a': a, service: svc } = t.clusters.client);
     await a.ensureNamespace('cache');
     // The primary first: its related objects' events then concern it, and the cache keeps them.
     await a.createDatabase('cache', 'orders', { configMapName: 'cfg' });
@@ -55,10 +42,7 @@ describe('reads from the watches', () => {
     await eventually('converged', async () => (await svc.configMap(ns, 'cfg')) !== undefined && (await svc.configMap(ns, 'orders-settings')) !== undefined && (await a.secret('cache', 'orders-credentials')) !== undefined, 30_000);
   });
 
-  after(async () => {
-    await relsync?.stop();
-    await clusters?.stop();
-  });
+  after(() => t?.stop());
 
   // The harness polls with LISTs (one object, by field selector), so that every GET counted is relsync's.
   const listed = async (client: ClusterClient, kind: 'configMap' | 'secret', namespace: string, name: string): Promise<Record<string, string> | undefined> => {
@@ -68,8 +52,8 @@ describe('reads from the watches', () => {
     if (!item) return undefined;
     return kind === 'configMap' ? (item as { data?: Record<string, string> }).data ?? {} : Object.fromEntries(Object.entries((item as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
   };
-  const gets = async () => ({ tenant: await requestCounts(clusters.plane['tenant-a'], GET), service: await requestCounts(clusters.plane.service, GET) });
-  const singles = async () => ({ tenant: await requestCounts(clusters.plane['tenant-a'], SINGLE), service: await requestCounts(clusters.plane.service, SINGLE) });
+  const gets = async () => ({ tenant: await requestCounts(t.clusters.plane['tenant-a'], GET), service: await requestCounts(t.clusters.plane.service, GET) });
+  const singles = async () => ({ tenant: await requestCounts(t.clusters.plane['tenant-a'], SINGLE), service: await requestCounts(t.clusters.plane.service, SINGLE) });
 
   it('syncs a related change without reading again what the watches delivered', async () => {
     const before = await gets();

@@ -23,18 +23,19 @@ export async function startClusters<N extends string>(...names: N[]): Promise<Cl
 }
 
 /**
- * The part of a relsync config that every two-tenant test shares: agent "e2e",
- * tenant-a and tenant-b as platforms, the service cluster, the store in `dir`.
+ * The part of a relsync config that end-to-end tests share: agent "e2e", `platforms` as the
+ * platform clusters (in that order), the service cluster, the store in `dir`.
  */
-export function twoTenantConfig(clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>, dir: string): Record<string, unknown> {
-  const { 'tenant-a': pa, 'tenant-b': pb, service: ps } = clusters.plane;
+export function tenantsConfig<P extends string>(clusters: Clusters<P | 'service'>, platforms: readonly P[], dir: string): Record<string, unknown> {
   return {
     agentName: 'e2e',
-    platformClusters: [
-      { name: 'tenant-a', kubeconfig: pa.kubeconfigPath },
-      { name: 'tenant-b', kubeconfig: pb.kubeconfigPath },
-    ],
-    serviceCluster: { name: 'service', kubeconfig: ps.kubeconfigPath },
+    platformClusters: platforms.map((name) => ({ name, kubeconfig: clusters.plane[name].kubeconfigPath })),
+    serviceCluster: { name: 'service', kubeconfig: clusters.plane.service.kubeconfigPath },
     store: { path: join(dir, 'relsync.db') },
   };
+}
+
+/** tenantsConfig of tenant-a and tenant-b. */
+export function twoTenantConfig(clusters: Clusters<'tenant-a' | 'tenant-b' | 'service'>, dir: string): Record<string, unknown> {
+  return tenantsConfig(clusters, ['tenant-a', 'tenant-b'], dir);
 }

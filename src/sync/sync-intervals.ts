@@ -1,0 +1,36 @@
+/**
+ * The sync layer's fixed intervals, each with why it is that long. None is a
+ * config field: they are not in config/schema.ts, and nothing in a config
+ * changes them (tests may pass their own `conflictRetryMs`).
+ */
+
+/**
+ * How soon a relation or primary that waits on something outside relsync is looked at again: an
+ * object in its copy's place, a namespace or a claim not there yet, a state the store cannot
+ * tell. What a watch shows (the object in the way deleted) queues it at once; this is for what no
+ * watch shows (RBAC granted, a workspace accepting a claim), so that a fix is seen within half a
+ * minute. A fixed requeue, not a backoff: each primary with a standing conflict costs a
+ * reconcile per interval (1,000 of them about 33 a second). The README states it ("retried every
+ * 30 s").
+ */
+export const CONFLICT_RETRY_MS = 30_000;
+
+/**
+ * How often one warning about one place and reason is logged again (a refused copy's place, an
+ * object not adopted, an Event or a verdict not written). What it warns of is retried every
+ * CONFLICT_RETRY_MS and at every sweep, so without it one standing problem would log a line per
+ * retry; ten minutes is one line per default sweep interval (`resync.schedule`, every 10
+ * minutes), still there in any log window an operator reads. The README states it ("once per
+ * place and reason in ten minutes").
+ */
+export const WARNING_REPEAT_MS = 10 * 60_000;
+
+/**
+ * How long a hint for a primary's next reconcile is kept (primary-reconciler.ts: reconcile it in
+ * full after a failure, read the API servers after a 409) when that reconcile is slow to come.
+ * Longer than the work queue waits between retries of an outage (at most 60 s); only bounded so
+ * that the hints of primaries gone meanwhile do not stay. A lasting refusal's retries (up to
+ * 1,000 s apart) can outlive it: the retry may then sync the changed relations alone, which
+ * edge-sync.ts does only where a full reconcile would do the same.
+ */
+export const RETRY_HINT_MS = 10 * 60_000;
