@@ -40,6 +40,12 @@ export const PER_COPY_OVERHEAD = 1024;
 export type UsageGauge = (tenant: string, usage: CopyUsage) => void;
 
 const USAGE_TTL_MS = 10_000;
+/**
+ * The total is counted on by every write and read again when a tenant gets its first copy or loses
+ * its last (the shares change), else at most this often: a full scan of copy_bytes (500,000 rows at
+ * 100,000 primaries × 5) is not for every ten seconds.
+ */
+const TOTAL_TTL_MS = 5 * 60_000;
 const MAX_TENANTS_KEPT = 10_000;
 
 interface Kept {
@@ -173,7 +179,7 @@ export class CopyBudget {
   private async total(): Promise<KeptTotal> {
     const now = this.now();
     if (this.all && this.all.until > now) return this.all;
-    this.all = { ...(await this.store.total()), until: now + USAGE_TTL_MS };
+    this.all = { ...(await this.store.total()), until: now + TOTAL_TTL_MS };
     return this.all;
   }
 }

@@ -29,7 +29,7 @@ import type { KnownRows, RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
-import { PrimaryAdmission } from './primary-admission.js';
+import type { PrimaryAdmission } from './primary-admission.js';
 import type { CopyBudget } from './copy-budget.js';
 import { Semaphore } from '../util/semaphore.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
@@ -74,10 +74,10 @@ export interface ReconcilerDeps {
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
   readonly onDeleted?: (copy: ObjectIdentity) => void;
   /** Caps on what one primary's copies may cost; default: 500 related objects, 1 MiB per copy. */
-  readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster?: number };
+  readonly limits?: { readonly relatedPerPrimary: number; readonly copyBytes: number };
   /** What each tenant's copies may take in the service cluster (copy-budget.ts); default: no budget. */
   readonly budget?: CopyBudget;
-  /** Which new primaries are taken on (primary-admission.ts); default: from `limits.primariesPerCluster`, if given. */
+  /** Which new primaries are taken on (primary-admission.ts); default: every one. */
   readonly admission?: PrimaryAdmission;
   /** Keyed hashes of related copies' content (content-hasher.ts). */
   readonly hasher: ContentHasher;
@@ -126,8 +126,7 @@ export class PrimaryReconciler {
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.finder = new RelatedFinder(deps);
-    const perCluster = deps.limits?.primariesPerCluster;
-    this.admission = deps.admission ?? (perCluster !== undefined ? new PrimaryAdmission({ perCluster, total: Infinity }, deps.store) : undefined);
+    this.admission = deps.admission;
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
