@@ -11,24 +11,32 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { selfSignedCertificate } from '../../harness/certificates.js';
 import { Registry } from 'prom-client';
-import { HttpServer } from '../../../src/server/http-server.js';
+import { HttpServer, type HttpServerOptions } from '../../../src/server/http-server.js';
+
+/** A server on a free loopback port with `options` over the defaults; its log lines at `level` and up are kept. */
+async function serving(options: Partial<HttpServerOptions> = {}, level = 'info'): Promise<{ port: number; lines: string[]; stop(): Promise<void> }> {
+  const lines: string[] = [];
+  const stop = new AbortController();
+  let port = 0;
+  const server = new HttpServer({
+    port: 0,
+    host: '127.0.0.1',
+    registry: new Registry(),
+    logger: pino({ level }, { write: (l: string) => void lines.push(l) }),
+    readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
+    ...options,
+  });
+  const running = server.start(stop.signal, (p) => (port = p));
+  while (port === 0) await new Promise((r) => setTimeout(r, 10));
+  return { port, lines, stop: () => (stop.abort(), running) };
+}
 
 describe('health endpoints', () => {
   it('/healthz fails with the reason when a watch is dead or stuck, /readyz lists what is not ready', async () => {
     let dead: string[] = [];
     let waiting: string[] = ['watch service/configmaps is not in sync'];
-    const stop = new AbortController();
-    let port = 0;
-    const server = new HttpServer({
-      port: 0,
-      host: '127.0.0.1',
-      registry: new Registry(),
-      logger: pino({ level: 'silent' }),
-      readiness: { notReady: () => waiting, notLive: () => dead, role: () => 'leader' },
-    });
-    const running = server.start(stop.signal, (p) => (port = p));
+    const { port, stop } = await serving({ readiness: { notReady: () => waiting, notLive: () => dead, role: () => 'leader' } });
     try {
-      while (port === 0) await new Promise((r) => setTimeout(r, 10));
       const get = async (path: string) => {
         const res = await fetch(`http://127.0.0.1:${port}${path}`);
         return { status: res.status, body: await res.text() };
@@ -40,36 +48,24 @@ describe('health endpoints', () => {
       assert.deepEqual(await get('/healthz'), { status: 503, body: 'not alive:\n- watch service/configmaps made no progress for 400 s\n' });
       assert.deepEqual(await get('/readyz'), { status: 200, body: 'ok: leader\n' });
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   });
 
   it('answers a failed /metrics with 500 and no internal text (the reason goes to the log)', async () => {
-    const stop = new AbortController();
-    let port = 0;
-    const lines: string[] = [];
-    const server = new HttpServer({
-      port: 0,
-      host: '127.0.0.1',
-      registry: new Registry(),
-      logger: pino({ level: 'error' }, { write: (l: string) => void lines.push(l) }),
-      readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
+    const { port, lines, stop } = await serving({
       beforeScrape: async () => {
         throw new Error('SQLITE_CORRUPT at /var/lib/relsync/relsync.db, tenant-a/shop');
       },
-    });
-    const running = server.start(stop.signal, (p) => (port = p));
+    }, 'error');
     try {
-      while (port === 0) await new Promise((r) => setTimeout(r, 10));
       const res = await fetch(`http://127.0.0.1:${port}/metrics`);
       const body = await res.text();
       assert.equal(res.status, 500);
       assert.doesNotMatch(body, /SQLITE|relsync\.db|tenant-a/);
       assert.ok(lines.some((l) => l.includes('SQLITE_CORRUPT')), 'the reason is in the log');
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   });
 
@@ -81,19 +77,7 @@ describe('health endpoints', () => {
     const keyFile = join(dir, 'tls.key');
     copyFileSync(first.certFile, certFile);
     copyFileSync(first.keyFile, keyFile);
-    const lines: string[] = [];
-    const stop = new AbortController();
-    let port = 0;
-    const server = new HttpServer({
-      port: 0,
-      host: '127.0.0.1',
-      registry: new Registry(),
-      logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }),
-      readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
-      authorizeMetrics: async () => undefined,
-      tls: { certFile, keyFile, intervalMs: 50 },
-    });
-    const running = server.start(stop.signal, (p) => (port = p));
+    const { port, lines, stop } = await serving({ authorizeMetrics: async () => undefined, tls: { certFile, keyFile, intervalMs: 50 } });
     // Each on a new connection, trusting both certificates: which one the server shows, and its answer.
     const served = () => new Promise<{ fingerprint: string; status: number }>((resolve, reject) => {
       https.get({ host: '127.0.0.1', port, path: '/healthz', ca: [first.pem, second.pem], agent: false }, (res) => {
@@ -108,7 +92,6 @@ describe('health endpoints', () => {
       }
     };
     try {
-      await until('listening', () => port !== 0);
       assert.deepEqual(await served(), { fingerprint: first.fingerprint256, status: 200 });
       await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'plain HTTP is not answered on a TLS port');
       // A rotation caught half-way: the new key beside the old certificate.
@@ -121,28 +104,14 @@ describe('health endpoints', () => {
       assert.ok(!lines.some((l) => l.includes('BEGIN')), 'no key or certificate text in the log');
       assert.ok(!lines.some((l) => l.includes('plain HTTP')), 'no clear-text warning over TLS');
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   });
 
   it('warns at start when bearer tokens would reach the port over plain HTTP', async () => {
     for (const guarded of [true, false]) {
-      const lines: string[] = [];
-      const stop = new AbortController();
-      let port = 0;
-      const server = new HttpServer({
-        port: 0,
-        host: '127.0.0.1',
-        registry: new Registry(),
-        logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }),
-        readiness: { notReady: () => [], notLive: () => [], role: () => 'leader' },
-        ...(guarded ? { authorizeMetrics: async () => undefined } : {}),
-      });
-      const running = server.start(stop.signal, (p) => (port = p));
-      while (port === 0) await new Promise((r) => setTimeout(r, 10));
-      stop.abort();
-      await running;
+      const { lines, stop } = await serving(guarded ? { authorizeMetrics: async () => undefined } : {});
+      await stop();
       // onListening is called after the warning would be written: the lines are complete.
       assert.equal(lines.some((l) => /"level":40.*plain HTTP/.test(l)), guarded, `guarded ${guarded}`);
     }
