@@ -9,7 +9,7 @@
  * a key is copied unless a `deny` pattern matches it and no `allow` pattern
  * does; Secrets of a denied type are not copied at all.
  */
-import { linearRegExp } from '../util/linear-regexp.js';
+import { globMatcher } from '../util/glob.js';
 
 export const DEFAULT_KEY_DENY: readonly string[] = [
   'kubernetes.io/*',
@@ -65,12 +65,7 @@ export function compileCopyPolicy(labels: KeyRules, annotations: KeyRules, secre
 export const defaultCopyPolicy: CopyPolicy = compileCopyPolicy({ deny: DEFAULT_KEY_DENY, allow: DEFAULT_KEY_ALLOW }, { deny: DEFAULT_KEY_DENY, allow: DEFAULT_KEY_ALLOW }, DEFAULT_SECRET_TYPE_DENY);
 
 function keyFilter(rules: KeyRules): (key: string) => boolean {
-  const deny = rules.deny.map(globToRegExp);
-  const allow = rules.allow.map(globToRegExp);
-  return (key) => !deny.some((d) => d.test(key)) || allow.some((a) => a.test(key));
-}
-
-/** Run on a tenant's label and annotation keys: in linear time, like every regex a tenant's text meets. */
-function globToRegExp(pattern: string): RegExp {
-  return linearRegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`);
+  const deny = rules.deny.map(globMatcher);
+  const allow = rules.allow.map(globMatcher);
+  return (key) => !deny.some((d) => d(key)) || allow.some((a) => a(key));
 }

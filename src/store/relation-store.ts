@@ -51,6 +51,8 @@ export class RelationStore {
   private readonly db: Kysely<Database>;
   /** A reconcile's rows, in one transaction of statements prepared once (reconcile-writes.ts). */
   private readonly writes: ReconcileWrites;
+  /** anchoredKeys(): the label keys stored selectors are anchored on, by scope. */
+  private anchored: Promise<Set<string>> | undefined;
 
   constructor(
     store: Pick<OpenedStore, 'db' | 'sqlite'>,
@@ -205,6 +207,11 @@ export class RelationStore {
     const at = this.now().toISOString();
     primary = { ...primary, message: storedMessage(primary.message) };
     relations = relations.map((r) => (r.message !== null && r.message.length > MAX_STORED_MESSAGE ? { ...r, message: storedMessage(r.message) } : r));
+    // Known before the rows are: an event right after the write looks its labels up by them.
+    if (selectors.length > 0) {
+      const anchored = await this.anchoredKeys();
+      for (const key of selectorIndex.labelKeysOf(selectors)) anchored.add(key);
+    }
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
     if (await this.holds(primary, relations, selectors, known)) {
@@ -243,10 +250,25 @@ export class RelationStore {
 
   /**
    * The primaries whose selector (for some rule) matches these labels, for an object in `scope`;
-   * `keys` (of selectorLabelKeys()) spares the lookups of labels no selector is anchored on.
+   * only labels some selector is anchored on are looked up (`keys`, a sweep's snapshot of
+   * selectorLabelKeys(), or the store's own): a tenant's object with ten thousand labels costs
+   * lookups of the keys selectors use, not ten thousand queries.
    */
-  selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
-    return selectorIndex.selectorOwners(this.db, scope, labels, keys);
+  async selectorOwners(scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
+    return selectorIndex.selectorOwners(this.db, scope, labels, keys ?? (await this.anchoredKeys()));
+  }
+
+  /**
+   * selectorLabelKeys(), read once and added to as this process stores selectors: a superset of
+   * what is stored (keys of selectors removed since stay until the next start), which costs at
+   * most a lookup that finds nothing. Only this process writes its store's selectors.
+   */
+  private anchoredKeys(): Promise<Set<string>> {
+    if (this.anchored) return this.anchored;
+    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => new Set(keys));
+    // A failed read is tried again by the next caller.
+    loading.catch(() => void (this.anchored === loading && (this.anchored = undefined)));
+    return (this.anchored = loading);
   }
 
   /** Which label keys anchor stored selectors, by scope (selector-index.ts): a snapshot for a sweep's many lookups. */

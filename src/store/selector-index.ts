@@ -83,6 +83,11 @@ export async function selectorLabelKeys(db: Kysely<Database>): Promise<SelectorL
   return keys;
 }
 
+/** The keys selectorLabelKeys() would hold for these selectors once they are stored. */
+export function labelKeysOf(selectors: readonly SelectorRecord[]): string[] {
+  return selectors.map(({ scope, selector }) => compositeKey(scope.cluster, scope.group, scope.resource, scope.namespace, anchorOf(selector)?.key ?? UNANCHORED));
+}
+
 /** Stands for "selectors without an anchor" among label keys (no label key has a NUL in it). */
 const UNANCHORED = '\u0000unanchored';
 

@@ -51,6 +51,17 @@ describe('selector index', () => {
     await opened.close();
   });
 
+  it('without a snapshot, finds a selector stored after its first lookup (the store keeps its anchoring keys)', async () => {
+    const { opened, save, owners } = await storeWith('live-keys.db', {});
+    // A tenant's object with ten thousand labels: only keys some selector is anchored on are looked up.
+    const many = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}.example/l`, 'v']));
+    assert.deepEqual(await owners({ ...many, app: 'web' }), [], 'nothing stored yet: the keys are read, and none is there');
+    await save('web', [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })]);
+    await save('not-legacy', [selector('cfg', { key: 'legacy', operator: 'DoesNotExist', values: [] })]);
+    assert.deepEqual(await owners({ ...many, app: 'web' }), ['not-legacy', 'web']);
+    await opened.close();
+  });
+
   it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
     const { opened, owners } = await storeWith('routing.db', {
       web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
