@@ -53,8 +53,10 @@ export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIde
     for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
   };
   const scopeKey = compositeKey(scope.cluster, scope.group, scope.resource, scope.namespace);
+  // compositeKey(scopeKey, key), without joining an array per label (an object may have thousands).
+  const prefix = compositeKey(scopeKey, '');
   for (const [key, value] of Object.entries(labels ?? {})) {
-    if (keys && !keys.has(compositeKey(scopeKey, key))) continue;
+    if (keys && !keys.has(prefix + key)) continue;
     consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
   }
   if (!keys || keys.has(compositeKey(scopeKey, UNANCHORED))) consider(await queries.unanchored(where));
