@@ -181,7 +181,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
       },
       Date.now,
-      // Updates leave old revisions in etcd until compaction: paced per tenant.
+      // Updates and deletes leave old revisions in etcd until compaction: paced per tenant.
       new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, systemClock),
     );
     const reconciler = new PrimaryReconciler({

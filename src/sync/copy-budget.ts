@@ -69,7 +69,7 @@ export class CopyBudget {
     private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'saveMissing' | 'delete'>,
     private readonly gauge?: UsageGauge,
     private readonly now: () => number = Date.now,
-    private readonly pace?: Pick<RewritePace, 'take'>,
+    private readonly pace?: Pick<RewritePace, 'due' | 'charge'>,
   ) {
     this.perCopy = limits.perCopy ?? PER_COPY_OVERHEAD;
   }
@@ -114,15 +114,19 @@ export class CopyBudget {
     this.count(tenant, bytes, 1);
   }
 
+  /** Ms until `tenant` may write into the service cluster again (rewrite-pace.ts); 0: now. */
+  rewriteDue(tenant: string): number {
+    return this.pace?.due(tenant) ?? 0;
+  }
+
   /**
-   * `tenant`'s copy at `copy` is about to be updated: waits for the tenant's rewrite pace
-   * (rewrite-pace.ts) for the bytes the update replaces (the copy's size as counted, or `content`
-   * where the store has none). Resolves with the ms waited.
+   * `tenant`'s copy at `copy` is about to be replaced by an update: what it takes now (as counted,
+   * or `content` where the store has none) is charged to the tenant's rewrite pace.
    */
-  async rewriting(tenant: string, copy: ObjectIdentity, content: number): Promise<number> {
-    if (!this.pace) return 0;
+  async rewriting(tenant: string, copy: ObjectIdentity, content: number): Promise<void> {
+    if (!this.pace) return;
     const stored = await this.store.of(copy);
-    return this.pace.take(tenant, stored?.tenant === tenant ? stored.bytes : content + this.perCopy);
+    this.pace.charge(tenant, stored?.tenant === tenant ? stored.bytes : content + this.perCopy);
   }
 
   /**
@@ -139,12 +143,14 @@ export class CopyBudget {
   }
 
   /**
-   * The copy of `source` at `copy` was deleted, or is not there (any more). Only the row of that
+   * The copy of `source` at `copy` was deleted (`deleted`), or is not there (any more). Only the row of that
    * very source goes: a primary that names another one's copy as its destination frees nothing.
    */
-  async removed(copy: ObjectIdentity, source: ObjectIdentity): Promise<void> {
+  async removed(copy: ObjectIdentity, source: ObjectIdentity, deleted = false): Promise<void> {
     const stored = await this.store.of(copy);
     if (!stored || stored.source !== identityKey(source)) return;
+    // Its last revision stays in etcd until compaction: charged to the tenant's rewrite pace.
+    if (deleted) this.pace?.charge(stored.tenant, stored.bytes);
     await this.store.delete(copy, stored.source);
     this.count(stored.tenant, -stored.bytes, -1);
   }

@@ -27,6 +27,7 @@ import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
+import { RewritePaceError } from './rewrite-pace.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
@@ -40,7 +41,7 @@ export interface CopyWriterDeps {
   /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
   readonly onWritten?: ((id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void) | undefined;
   /** What each tenant's copies take in the service cluster (copy-budget.ts): told of each charged write and of each delete. */
-  readonly budget?: Pick<CopyBudget, 'wrote' | 'removed' | 'rewriting'> | undefined;
+  readonly budget?: Pick<CopyBudget, 'wrote' | 'removed' | 'rewriting' | 'rewriteDue'> | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -149,16 +150,12 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) {
-      await this.paced(write);
-      return this.withStatus(client, write, await this.update(client, write, write.existing));
-    }
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
     const created = await this.create(client, write);
     if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    await this.paced(write);
     return this.withStatus(client, write, await this.update(client, write, now));
   }
 
@@ -184,15 +181,19 @@ export class CopyWriter {
   }
 
   /**
-   * An update of a copy in the service cluster waits for its tenant's rewrite pace (every update
-   * leaves an old revision in etcd until compaction: sync/rewrite-pace.ts).
+   * A create or update of a copy in the service cluster, right before it is sent: refused
+   * (RewritePaceError, the reconcile retried later) while its tenant owes the pace for what its
+   * copies left in etcd's history (sync/rewrite-pace.ts); an update's replaced size is charged.
    */
-  private async paced(write: Upsert): Promise<void> {
+  private async paced(write: Upsert, action: 'create' | 'update'): Promise<void> {
     if (!write.charge || !this.deps.budget) return;
-    const waited = await this.deps.budget.rewriting(write.charge.tenant, write.copy, write.charge.bytes);
-    if (waited <= 0) return;
-    this.deps.metrics.rewriteWaitSeconds?.inc({}, waited / 1000);
-    this.deps.logger?.debug({ copy: describeIdentity(write.copy), tenant: write.charge.tenant, waitedMs: Math.round(waited) }, 'a copy update waited for its tenant\'s rewrite pace (limits.rewriteBytesPerSecondPerCluster)');
+    const due = this.deps.budget.rewriteDue(write.charge.tenant);
+    if (due > 0) {
+      this.deps.metrics.writesPaced?.inc({});
+      this.deps.logger?.debug({ copy: describeIdentity(write.copy), tenant: write.charge.tenant, dueMs: due }, "a copy write waits for its tenant's rewrite pace (limits.rewriteBytesPerSecondPerCluster)");
+      throw new RewritePaceError(Math.ceil(due / 1000));
+    }
+    if (action === 'update') await this.deps.budget.rewriting(write.charge.tenant, write.copy, write.charge.bytes);
   }
 
   /**
@@ -207,7 +208,7 @@ export class CopyWriter {
     const slash = version.indexOf('/');
     const [resourceVersion, uid] = [version.slice(0, slash), version.slice(slash + 1)];
     if (slash <= 0 || !uid) throw new Error(`${write.copy.name}: no stored version to update at (${version})`);
-    await this.paced(write);
+    await this.paced(write, 'update');
     const body = this.applied(write, resourceVersion);
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
     this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
@@ -246,7 +247,7 @@ export class CopyWriter {
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
-    await this.deps.budget?.removed(copy, source);
+    await this.deps.budget?.removed(copy, source, true);
     return 'deleted';
   }
 
@@ -320,6 +321,7 @@ export class CopyWriter {
   /** 'exists' when something (anyone's) already has the copy's name: nothing was written. */
   private async create(client: ObjectClient, write: Upsert): Promise<KubeObject | 'exists'> {
     const { copy } = write;
+    await this.paced(write, 'create');
     const body = this.applied(write, CREATE_ONLY);
     const apply = () =>
       client.apply(structuredClone(body), this.fieldManager).catch((err: unknown) => {
@@ -374,6 +376,7 @@ export class CopyWriter {
     const finished = write.adopt && read.metadata.annotations?.[ADOPT_ANNOTATION] === adoptionGrant(this.deps.agentName, write.source) ? await this.finishAdoptionLive(client, write) : read;
     if (finished === 'conflict') return 'conflict';
     if (isUpToDate(write.desired, write.marks, finished) && this.hasStatus(write, finished)) return finished;
+    await this.paced(write, 'update');
     return this.applyOver(client, write, finished);
   }
 

@@ -13,6 +13,6 @@ export interface SyncMetrics {
   readonly unprovenSources: Counter<'rule'>;
   /** Changes synced as one relation (sync/edge-sync.ts): written, unchanged (same content hash), refused for good (parked), or handed to the full reconcile. */
   readonly edgeSyncs: Counter<'result'>;
-  /** Seconds copy writes waited for their tenant's rewrite pace (rewrite-pace.ts). */
-  readonly rewriteWaitSeconds?: Counter<never>;
+  /** Copy writes held back by their tenant's rewrite pace (rewrite-pace.ts); each is retried later. */
+  readonly writesPaced?: Counter<never>;
 }
