@@ -96,6 +96,8 @@ export interface SweeperOptions {
   readonly admission?: Pick<PrimaryAdmission, 'decide' | 'settled'>;
   /** Told of relsync's copies each page of the service cluster holds (sync/copy-budget.ts, listed). */
   readonly copiesListed?: (copies: readonly CopySize[]) => Promise<void>;
+  /** Told when every LIST of the service cluster of a sweep completed (sync/copy-budget.ts, recounted). */
+  readonly copiesRecounted?: () => void;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -263,6 +265,8 @@ export class Sweeper {
     reads.begin();
     try {
       const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
+      /** Whether every LIST of the service cluster completed: then what its copies take is known (copy-budget.ts, recounted). */
+      let serviceListed = true;
       for (const watch of plan) {
         const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
         /** A LIST of primaries (of a platform; the service cluster's list of the same type holds copies). */
@@ -330,6 +334,7 @@ export class Sweeper {
           // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
           // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
           counts.errors++;
+          if (watch.cluster === clusters.service.name) serviceListed = false;
           // A plain cluster that does not serve the primary type (its CRD not installed there) has none of
           // its primaries: listed, empty. On kcp a 404 of the path proves nothing (a virtual workspace starting).
           if (ofPrimaries && isNotFound(err) && clusters.get(watch.cluster).kind === 'kubernetes') primaryLists.listed(watch.cluster, watch.type);
@@ -342,6 +347,7 @@ export class Sweeper {
           if (resource && clusters.isPlatform(cluster)) for (const id of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, id);
         }
       }
+      if (serviceListed) this.options.copiesRecounted?.();
       if (snapshot.overBudget.length > 0) {
         this.options.logger.info({ heldBytes: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
       }

@@ -315,7 +315,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, budget, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims, admission, copiesListed: (copies) => budget.listed(copies) });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, budget, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims, admission, copiesListed: (copies) => budget.listed(copies), copiesRecounted: () => budget.recounted() });
     return { claims, platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();

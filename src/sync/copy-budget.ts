@@ -61,6 +61,14 @@ interface KeptTotal extends Kept {
 export class CopyBudget {
   private readonly tenants = new Map<string, Kept>();
   private all: KeptTotal | undefined;
+  /**
+   * Until a sweep has listed the whole service cluster since the start, the store may not know
+   * the copies there (lost, older, another shard's): LISTs add what it lacks (listed()). After
+   * that, a LIST page older than relsync's own deletes would only add rows of copies gone.
+   */
+  private recounting = true;
+  /** Copies deleted since the start, while recounting: a LIST page taken before a delete does not bring its row back. */
+  private readonly deletedWhileRecounting = new Set<string>();
 
   private readonly perCopy: number;
 
@@ -135,11 +143,19 @@ export class CopyBudget {
    * the service cluster); a row there already is right or is put right by the copy's next write.
    */
   async listed(copies: readonly CopySize[]): Promise<void> {
-    const added = await this.store.saveMissing(copies.map(({ tenant, copy, source, content }) => ({ copy, tenant, source: identityKey(source), bytes: content + this.perCopy })));
+    if (!this.recounting) return;
+    const found = copies.filter((c) => !this.deletedWhileRecounting.has(identityKey(c.copy)));
+    const added = await this.store.saveMissing(found.map(({ tenant, copy, source, content }) => ({ copy, tenant, source: identityKey(source), bytes: content + this.perCopy })));
     if (added === 0) return;
     // Sums are read again, with the gauges.
     this.tenants.clear();
     this.all = undefined;
+  }
+
+  /** A sweep listed the whole service cluster: the store knows every copy there from now on. */
+  recounted(): void {
+    this.recounting = false;
+    this.deletedWhileRecounting.clear();
   }
 
   /**
@@ -147,6 +163,7 @@ export class CopyBudget {
    * very source goes: a primary that names another one's copy as its destination frees nothing.
    */
   async removed(copy: ObjectIdentity, source: ObjectIdentity, deleted = false): Promise<void> {
+    if (deleted && this.recounting) this.deletedWhileRecounting.add(identityKey(copy));
     const stored = await this.store.of(copy);
     if (!stored || stored.source !== identityKey(source)) return;
     // Its last revision stays in etcd until compaction: charged to the tenant's rewrite pace.

@@ -104,4 +104,18 @@ describe('CopyBudget', () => {
     assert.deepEqual(await store.of(copy('old')), { tenant: 'a', source: identityKey(src('old')), bytes: 300 });
     await close();
   });
+
+  it('a LIST page older than a delete does not bring its row back; once a sweep listed everything, LISTs add nothing', async () => {
+    const { budget, store, close } = await budgetOf({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1_000_000 });
+    await budget.wrote('a', copy('x'), src('x'), 600);
+    const page = [{ tenant: 'a', copy: copy('x'), source: src('x'), content: 600 }];
+    await budget.removed(copy('x'), src('x'), true);
+    await budget.listed(page);
+    assert.equal(await store.of(copy('x')), undefined, 'the deleted copy is not counted again');
+    assert.equal(await budget.refusal('a', copy('y'), 900), undefined);
+    budget.recounted();
+    await budget.listed([{ tenant: 'a', copy: copy('z'), source: src('z'), content: 600 }]);
+    assert.equal(await store.of(copy('z')), undefined, 'after the recount, LISTs add no rows');
+    await close();
+  });
 });
