@@ -85,7 +85,13 @@ export async function startArrivalSampler(options: {
     const done = writes.then(async () => {
       const n = seq++;
       samples.push({ phase, at: Date.now() });
-      await platform.client.putConfigMap(namespace, name, { v: String(n) });
+      try {
+        await platform.client.putConfigMap(namespace, name, { v: String(n) });
+      } catch (err) {
+        // Never written: not a sample (a later value's arrival would be counted as its).
+        samples[n] = { phase: 'failed writes', at: Date.now(), relsync: 0, floor: 0 };
+        throw err;
+      }
       return n;
     });
     writes = done.then(() => undefined, () => undefined);
