@@ -35,7 +35,7 @@ import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
 import { FinderIndex } from '../sync/finder-index.js';
 import { fieldManagerName } from '../sync/marks.js';
-import { upgradedManagedFields } from '../sync/field-ownership.js';
+import { hasFieldsToFold } from '../sync/field-ownership.js';
 import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
@@ -140,7 +140,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
     // Of managedFields it keeps only those a copy write would fold (copy-writer.ts): the rest is room.
     const fieldManager = fieldManagerName(config.agentName);
-    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
+    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => hasFieldsToFold(mf, fieldManager)) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
     // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within cache.indexBytes.
     const indexBudget = config.cache.indexBytes;
