@@ -318,6 +318,7 @@ export class Connection {
         (res) => resolve((answer = res)),
       );
       if (timeoutMs > 0) {
+        // eslint-disable-next-line no-restricted-syntax -- the socket's idle timeout: Node times the socket's silence, which no Clock sees
         req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from ${this.name} within ${timeoutMs} ms`)));
         // Idle time alone lets an answer trickled a byte at a time hold the request for ever (a
         // platform's API server may be the tenant's): the whole answer has a deadline too.
