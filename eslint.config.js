@@ -2,6 +2,27 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** How src/ may not read time or set timers: through a Clock (src/util/clock.ts) only. */
+const THROUGH_A_CLOCK = 'time is read through a Clock (src/util/clock.ts); where it cannot be, say why: `eslint-disable-next-line <rule> -- why`';
+const TIME_RULES = ['no-restricted-globals', 'no-restricted-properties', 'no-restricted-syntax', 'no-restricted-imports'];
+
+/** An exemption from the time rules must say why (`eslint-disable-next-line no-restricted-globals -- why`). */
+const exemptionSaysWhy = {
+  meta: { type: 'problem', schema: [], messages: { why: 'an exemption from reading time through a Clock says why after "--"' } },
+  create(context) {
+    return {
+      Program() {
+        for (const comment of context.sourceCode.getAllComments()) {
+          const directive = /^\s*eslint-disable(?:-next-line|-line)?\s+([^]*)$/.exec(comment.value);
+          if (!directive) continue;
+          const [rules, why] = directive[1].split(/\s--\s/);
+          if (TIME_RULES.some((r) => rules.includes(r)) && !why?.trim()) context.report({ loc: comment.loc, messageId: 'why' });
+        }
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', '.dist-snap/**', 'node_modules/**'] },
   js.configs.recommended,
@@ -11,6 +32,32 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
+    },
+  },
+  {
+    // Time is injected (a Clock), so that tests never wait for it: no direct time read in src/.
+    files: ['src/**/*.ts'],
+    ignores: ['src/util/clock.ts'],
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    plugins: { local: { rules: { 'exemption-says-why': exemptionSaysWhy } } },
+    rules: {
+      'local/exemption-says-why': 'error',
+      'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval'].map((name) => ({ name, message: THROUGH_A_CLOCK }))],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: THROUGH_A_CLOCK },
+        { object: 'performance', property: 'now', message: THROUGH_A_CLOCK },
+        { object: 'process', property: 'hrtime', message: THROUGH_A_CLOCK },
+        { object: 'AbortSignal', property: 'timeout', message: THROUGH_A_CLOCK },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: THROUGH_A_CLOCK },
+        { selector: "CallExpression[callee.name='Date']", message: THROUGH_A_CLOCK },
+        // A request's or socket's own timer (req.setTimeout), a global one reached through an object.
+        { selector: "CallExpression[callee.property.name=/^set(Timeout|Interval)$/]", message: THROUGH_A_CLOCK },
+      ],
+      'no-restricted-imports': ['error', { paths: ['timers', 'node:timers', 'timers/promises', 'node:timers/promises', 'perf_hooks', 'node:perf_hooks'].map((name) => ({ name, message: THROUGH_A_CLOCK })) }],
     },
   },
   {

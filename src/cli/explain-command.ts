@@ -9,6 +9,7 @@ import { createLogger } from '../util/logger.js';
 import { printable } from './printable.js';
 import { httpGet } from './http-get.js';
 import { loadConfigOrExit } from './load-config-or-exit.js';
+import { systemClock } from '../util/clock.js';
 
 export interface ExplainOptions {
   readonly config?: string;
@@ -93,7 +94,8 @@ async function askServer(server: string, type: string, object: string, options: 
     }
     const { text } = res;
     if (res.status === 503 && attempt < 6) {
-      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+      // A wait that keeps the process alive (sleep(), not after()): nothing else is pending.
+      await systemClock.sleep(500 * attempt, new AbortController().signal);
       continue;
     }
     if (res.status !== 200) {

@@ -30,6 +30,7 @@ export function httpGet(url: URL, options: GetOptions): Promise<{ status: number
       res.on('error', reject);
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
     });
+    // eslint-disable-next-line no-restricted-syntax -- the socket's idle timeout: Node times the socket's silence, which no Clock sees
     request.setTimeout(options.timeoutMs, () => request.destroy(new Error(`no answer within ${options.timeoutMs / 1000} s`)));
     request.on('error', reject);
   });

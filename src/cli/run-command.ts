@@ -6,6 +6,7 @@ import { acquireReplicaLock } from '../store/replica-lock.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { createLogger, type LogFormat } from '../util/logger.js';
 import { readCertificatePair, type CertificateFiles } from '../server/certificate-watcher.js';
+import { systemClock } from '../util/clock.js';
 
 export interface RunOptions {
   readonly config: string;
@@ -44,10 +45,10 @@ export async function runCommand(options: RunOptions): Promise<void> {
     stopping = true;
     logger.info({ signal, timeoutSeconds: options.shutdownTimeout }, 'shutting down: no new work, waiting for in-flight reconciles');
     controller.abort();
-    setTimeout(() => {
+    systemClock.after(options.shutdownTimeout * 1000, () => {
       logger.error('in-flight work did not finish within the shutdown timeout; exiting anyway');
       process.exit(1);
-    }, options.shutdownTimeout * 1000).unref();
+    });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -23,6 +23,7 @@ import type { ChangeType, WatchHandler } from '../kube/list-watch.js';
 import type { KubeObject } from '../core/object.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ObjectIdentity } from '../core/identity.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export interface BindingWatchOptions {
   /** The kcp platform's configured name. */
@@ -53,6 +54,8 @@ export interface BindingWatchOptions {
   readonly signal?: AbortSignal;
   /** The first wait before an unanswered unbind is asked again (doubling up to 30 s); default 1 s. */
   readonly recheckMs?: number;
+  /** What the re-checks wait on; default systemClock. */
+  readonly clock?: Clock;
 }
 
 export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler, 'beginList'> & { onList(items: KubeObject[]): Promise<void> } {
@@ -67,10 +70,11 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
    * again, with backoff, until one comes (a virtual workspace being torn down may answer 404 for a
    * moment), or the binding is listed again. One timer per known workspace of this platform at most.
    */
-  const rechecks = new Map<string, { timer: NodeJS.Timeout; waitMs: number }>();
+  const rechecks = new Map<string, { timer: Timer; waitMs: number }>();
+  const clock = options.clock ?? systemClock;
   const stopRecheck = (cluster: string) => {
     const r = rechecks.get(cluster);
-    if (r) clearTimeout(r.timer);
+    r?.timer.cancel();
     rechecks.delete(cluster);
   };
   options.signal?.addEventListener('abort', () => {
@@ -80,11 +84,10 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     if (options.signal?.aborted) return;
     const waitMs = Math.min(30_000, rechecks.has(cluster) ? rechecks.get(cluster)!.waitMs * 2 : (options.recheckMs ?? 1000));
     stopRecheck(cluster);
-    const timer = setTimeout(() => {
+    const timer = clock.after(waitMs, () => {
       if (options.signal?.aborted) return;
       void unbound(cluster).catch((err: unknown) => logger.warn({ cluster: platform, logicalCluster: cluster, err: (err as Error).message }, 'could not ask again whether a workspace still binds the export'));
-    }, waitMs);
-    timer.unref();
+    });
     rechecks.set(cluster, { timer, waitMs });
   };
 

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { CheckpointStore, WatchKey } from '../store/checkpoint-store.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { compositeKey } from '../core/composite-key.js';
+import type { Clock } from '../util/clock.js';
 
 export class Checkpointer {
   private versions = new Map<string, { key: WatchKey; resourceVersion: string }>();
@@ -20,6 +21,8 @@ export class Checkpointer {
   constructor(
     private readonly store: CheckpointStore,
     private readonly logger: Logger,
+    /** What the flushes are spaced on. */
+    private readonly clock: Clock,
     private readonly intervalMs = 1000,
   ) {}
 
@@ -64,13 +67,7 @@ export class Checkpointer {
   /** Flushes periodically until `signal` aborts, then once more. */
   async start(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.intervalMs);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve();
-        }, { once: true });
-      });
+      await this.clock.sleep(this.intervalMs, signal);
       await this.flush();
     }
   }

@@ -22,6 +22,7 @@ import { isSelected, platformNamespaceType } from '../sync/primary-selection.js'
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';
 import { SYNC_PROBLEM_ANNOTATION, SYNCED_GENERATION_ANNOTATION, verdictCondition } from '../sync/sync-verdict.js';
+import { systemClock, timeoutSignal, type Clock } from '../util/clock.js';
 
 export interface ExplainQuery {
   readonly group: string;
@@ -196,9 +197,9 @@ async function asPrimary(deps: ExplainDeps, seen: Seen, cluster: string, primary
 }
 
 /** Connects to the config's clusters, resolves its types, and explains `q` with the store at `db`; closes what it opened. */
-export async function explainWithConfig(config: Config, db: Kysely<Database>, logger: Logger, q: ExplainQuery): Promise<Explanation> {
-  const logical = await LogicalClusters.load(new LogicalClusterStore(db));
-  const platforms = await expandKcpEndpoints(config.platformClusters, logger, AbortSignal.timeout(30_000));
+export async function explainWithConfig(config: Config, db: Kysely<Database>, logger: Logger, q: ExplainQuery, clock: Clock = systemClock): Promise<Explanation> {
+  const logical = await LogicalClusters.load(new LogicalClusterStore(db, clock));
+  const platforms = await expandKcpEndpoints(config.platformClusters, logger, timeoutSignal(clock, 30_000), clock);
   const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical, listPages: config.limits.listPages });
   try {
     const resources = await resolveConfig(config, clusters);

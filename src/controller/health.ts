@@ -13,6 +13,7 @@ import type { Metrics } from '../server/metrics.js';
 import { PRIMARY_STATES, RELATION_STATES } from '../store/schema.js';
 import type { LeaderElector } from './leader-election.js';
 import { QUEUE, type Wiring } from './wiring.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 /** The current term as the probes see it. */
 export class TermStatus implements Readiness {
@@ -100,11 +101,14 @@ export interface HealthServerOptions {
   readonly explain?: HttpServerOptions['explain'];
   /** The current term's watches, for relsync_watch_synced. */
   readonly watches?: () => ReadonlyArray<{ readonly name: string; readonly synced: boolean }>;
+  /** What the store's counts are kept for on (and the certificate's files read again on); default systemClock. */
+  readonly clock?: Clock;
 }
 
 /** Serves /healthz, /readyz and /metrics until `signal` aborts. */
 export function serveHealth(options: HealthServerOptions, signal: AbortSignal): Promise<void> {
   const { metrics } = options;
+  const clock = options.clock ?? systemClock;
   // A term's cache and finder index count from the term's start; their counters go on across terms:
   // each scrape adds what a term's counts grew by since the last one.
   const counted = new WeakMap<object, Record<string, number>>();
@@ -127,6 +131,7 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
     ...(options.authorizeMetrics ? { authorizeMetrics: options.authorizeMetrics } : {}),
     ...(options.explain ? { explain: options.explain } : {}),
     ...(options.tls ? { tls: options.tls } : {}),
+    clock,
     beforeScrape: async () => {
       // 1 while this process reconciles (the leader, or the one instance with leader election off).
       const leading = options.lease?.leading() ?? true;
@@ -136,13 +141,13 @@ export function serveHealth(options: HealthServerOptions, signal: AbortSignal): 
       for (const watch of options.watches?.() ?? []) metrics.watchSynced.set({ watch: watch.name }, watch.synced ? 1 : 0);
       const all = options.wirings();
       if (all.length === 0) return;
-      if (!counts || Date.now() - counts.at > 15_000) {
+      if (!counts || clock.now() - counts.at > 15_000) {
         const value: Counts = { primaries: {}, relations: {} } as Counts;
         for (const one of await Promise.all(all.map((x) => x.store.counts()))) {
           add(value.primaries, one.primaries);
           add(value.relations, one.relations);
         }
-        counts = { at: Date.now(), value };
+        counts = { at: clock.now(), value };
       }
       const { primaries, relations } = counts.value;
       const sum = (byState: Record<string, number | undefined>) => Object.values(byState).reduce<number>((a, b) => a + (b ?? 0), 0);

@@ -17,15 +17,15 @@ import { apiBindingType } from '../core/kcp-types.js';
 import type { EventRouter } from './event-router.js';
 import type { PlannedWatch } from './watch-plan.js';
 import { Backoff } from '../util/backoff.js';
-import { sleep } from '../util/sleep.js';
+import type { Clock } from '../util/clock.js';
 
 /**
  * The platforms to connect to: each kcp platform given by an APIExportEndpointSlice becomes one
  * platform per URL the slice lists (one per kcp shard that serves a bound workspace; named as
  * endpointPlatformNames says), each with its URL fixed. The slice shows a URL only once a
- * workspace binds the export: until then relsync waits (and says so) instead of failing.
+ * workspace binds the export: until then relsync waits (and says so, on `clock`) instead of failing.
  */
-export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal): Promise<ClusterConfig[]> {
+export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal, clock: Clock): Promise<ClusterConfig[]> {
   const out: ClusterConfig[] = [];
   for (const platform of platforms) {
     const slice = platform.kcp?.endpointSlice;
@@ -47,7 +47,7 @@ export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], lo
           if (!(err instanceof EndpointPendingError) || signal.aborted) throw err;
           const retryInMs = backoff.next();
           if (attempt === 1 || attempt % 10 === 0) logger.info({ cluster: platform.name, retryInMs }, `${err.message}; waiting`);
-          await sleep(retryInMs, signal);
+          await clock.sleep(retryInMs, signal);
         }
       }
     } finally {
@@ -63,6 +63,13 @@ export async function expandKcpEndpoints(platforms: readonly ClusterConfig[], lo
  */
 const SLICE_FOLLOW_MS = Number(process.env.RELSYNC_KCP_SLICE_FOLLOW_MS) || 30_000;
 
+export interface SliceFollowOptions {
+  /** What the reads are spaced on. */
+  readonly clock: Clock;
+  /** The time between reads; default SLICE_FOLLOW_MS. */
+  readonly everyMs?: number;
+}
+
 /** Reads that must show the same other URLs before a term acts on them (a URL that comes and goes at once is no reason). */
 const STABLE_READS = 3;
 /** Reads a term lives at least before it acts on a change: with STABLE_READS, at most one rewiring per 5 minutes at 30 s. */
@@ -76,7 +83,8 @@ const MIN_TERM_READS = 10;
  * its URL come and go cannot make relsync rewire (and relist) at will. Never resolves while nothing
  * changes; stops with `signal`.
  */
-export async function endpointSlicesChanged(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal, everyMs = SLICE_FOLLOW_MS): Promise<string | undefined> {
+export async function endpointSlicesChanged(platforms: readonly ClusterConfig[], logger: Logger, signal: AbortSignal, options: SliceFollowOptions): Promise<string | undefined> {
+  const { clock, everyMs = SLICE_FOLLOW_MS } = options;
   const followed = new Map<string, { config: ClusterConfig; urls: string[] }>();
   for (const p of platforms) {
     const slice = p.kcp?.endpointSlice;
@@ -93,7 +101,7 @@ export async function endpointSlicesChanged(platforms: readonly ClusterConfig[],
   const seen = new Map<string, { urls: string; reads: number }>();
   try {
     for (let read = 1; !signal.aborted; read++) {
-      await sleep(everyMs, signal);
+      await clock.sleep(everyMs, signal);
       for (const [key, f] of followed) {
         if (signal.aborted) return undefined;
         try {
@@ -168,6 +176,8 @@ export interface WorkspaceRelist {
   readonly router: EventRouter;
   readonly plan: readonly PlannedWatch[];
   readonly logger: Logger;
+  /** What the retries wait on. */
+  readonly clock: Clock;
 }
 
 /**
@@ -193,7 +203,7 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
           w.logger.warn({ cluster: platform, logicalCluster: cluster, type: typeName(p.type), err: (err as Error).message }, 'could not list a type in a newly bound workspace; the next sweep will');
           return;
         }
-        await sleep(backoff.next(), signal);
+        await w.clock.sleep(backoff.next(), signal);
       }
     }
   };

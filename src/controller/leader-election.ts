@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceClient } from '../kube/resource-client.js';
-import { monotonicClock, type Clock, type Timer } from '../util/clock.js';
+import { monotonicClock, systemClock, type Clock, type Timer } from '../util/clock.js';
 
 export const leaseType = { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true } as const;
 
@@ -35,8 +35,8 @@ export interface LeaderElectionOptions {
   readonly onLost: () => void;
   /** Time for the lease's expiry, the renew deadline and the retry period; default monotonic (util/clock.ts). */
   readonly clock?: Clock;
-  /** The time of day written into the Lease (renewTime, acquireTime); default the given clock's, else the system's. */
-  readonly wallClock?: () => number;
+  /** The time of day written into the Lease (renewTime, acquireTime); default the given clock's, else systemClock. */
+  readonly wallClock?: Clock;
 }
 
 /** A coordination.k8s.io/v1 Lease's spec, as the elector and the shard Leases (shard-leases.ts) read and write it. */
@@ -55,11 +55,11 @@ export class LeaderElector {
   private lastRenew = 0;
   private loop: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
-  private readonly wall: () => number;
+  private readonly wall: Clock;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.clock = options.clock ?? monotonicClock;
-    this.wall = options.wallClock ?? (options.clock ? () => options.clock!.now() : Date.now);
+    this.wall = options.wallClock ?? options.clock ?? systemClock;
   }
 
   get isLeader(): boolean {
@@ -122,7 +122,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs } = this.options;
-    const now = new Date(this.wall());
+    const now = new Date(this.wall.now());
     const spec = (): LeaseSpec => ({ holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: micro(now) });
     const lease = await client.get(namespace, name);
     if (!lease) {
@@ -180,7 +180,7 @@ export class LeaderElector {
         const lease = await client.get(namespace, name);
         if (!lease || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
         try {
-          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall())) } });
+          await client.replace({ ...lease, spec: { ...(lease.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall.now())) } });
           logger.info('released the leader lease');
           return;
         } catch (err) {

@@ -17,9 +17,8 @@ import { bindingWatchFor, watchFor } from './watches.js';
 import { ResourceClient } from '../kube/resource-client.js';
 import { isForbidden } from '../kube/api-error.js';
 import { ShardLeases } from './shard-leases.js';
-import { monotonicClock } from '../util/clock.js';
+import { every, monotonicClock, type Clock } from '../util/clock.js';
 import type { Wiring } from './wiring.js';
-import { sleep } from '../util/sleep.js';
 import { endpointSlicesChanged, settleStrayWorkspaces } from './kcp-workspaces.js';
 
 export interface TermOptions {
@@ -32,6 +31,8 @@ export interface TermOptions {
   readonly knowsInstallation: () => boolean;
   /** The shard this term works for (shard-term.ts); undefined: the whole installation. */
   readonly shard?: number;
+  /** The time of day and the timers of the term (Manager's: the system's in production); Lease ages are monotonic. */
+  readonly clock: Clock;
 }
 
 /** How a term ended before its stop signal: the lease lost, or kcp shards that changed (lead()). */
@@ -59,6 +60,7 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
     renewDeadlineMs: le.renewDeadlineSeconds * 1000,
     retryPeriodMs: le.retryPeriodSeconds * 1000,
     logger,
+    wallClock: options.clock,
     onStarted: becameLeader,
     onLost: () => {
       lost = true;
@@ -93,7 +95,7 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
  */
 async function withoutShardHolders(client: ResourceClient, options: TermOptions & { readonly identity: string }, signal: AbortSignal): Promise<void> {
   const le = options.config.leaderElection;
-  const leases = new ShardLeases({ client, namespace: le.namespace, base: le.name, identity: options.identity, fingerprint: 'without shards', leaseDurationMs: le.leaseDurationSeconds * 1000, clock: monotonicClock, wallClock: Date.now });
+  const leases = new ShardLeases({ client, namespace: le.namespace, base: le.name, identity: options.identity, fingerprint: 'without shards', leaseDurationMs: le.leaseDurationSeconds * 1000, clock: monotonicClock, wallClock: options.clock });
   let said = false;
   let saidForbiddenAt = 0;
   while (!signal.aborted) {
@@ -110,14 +112,14 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
       if (isForbidden(err)) {
         options.status.waiting('may not list Leases, so cannot see whether replicas of a sharded config hold shards; grant list on leases in its namespace');
         // Said again every few minutes: an upgrade that kept older RBAC is an outage until it is granted.
-        if (Date.now() - saidForbiddenAt > 5 * 60_000) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
-        saidForbiddenAt = Date.now();
+        if (options.clock.now() - saidForbiddenAt > 5 * 60_000) options.logger.error({ err: (err as Error).message }, 'leader: may not list Leases, so cannot see whether replicas of a sharded config hold shards; it waits instead of writing beside them. Grant list on leases in its namespace (deploy/rbac.yaml and the Helm chart do)');
+        saidForbiddenAt = options.clock.now();
       } else {
         options.status.waiting('could not read the shard Leases yet');
         options.logger.warn({ err: (err as Error).message }, 'leader: could not read the shard Leases; will retry');
       }
     }
-    await sleep(le.retryPeriodSeconds * 1000, signal);
+    await options.clock.sleep(le.retryPeriodSeconds * 1000, signal);
   }
 }
 
@@ -127,13 +129,13 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
  * why (the caller wires afresh and leads again).
  */
 export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): Promise<string | undefined> {
-  const { config, logger, status } = options;
+  const { config, logger, status, clock } = options;
   const ended = new AbortController();
   setMaxListeners(0, ended.signal);
   const signal = AbortSignal.any([stop, ended.signal]);
   setMaxListeners(0, signal);
   let rewire: string | undefined;
-  const following = endpointSlicesChanged(w.platforms, logger, signal).then((why) => {
+  const following = endpointSlicesChanged(w.platforms, logger, signal, { clock }).then((why) => {
     if (why === undefined || signal.aborted) return;
     rewire = why;
     logger.info({ why }, 'kcp shards changed: this term ends and is wired afresh with them');
@@ -141,7 +143,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
   });
   // Whatever ends the term (a throw before the work runs included) stops the slice follower.
   try {
-    const watchOptions = { logger, metrics: options.metrics, watch: config.watch };
+    const watchOptions = { logger, metrics: options.metrics, watch: config.watch, clock };
     // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
     await prepareReconciles(w, options, signal);
     const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key.edges));
@@ -156,7 +158,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
     const bindingRuns = bindingWatches.map((x) => x.start(signal));
     // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
     status.watching(bindingWatches, false);
-    while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await sleep(100, signal);
+    while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await clock.sleep(100, signal);
     if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger, signal);
     const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
     const watches = [...bindingWatches, ...objectWatches];
@@ -175,17 +177,17 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
 
     // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
     const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
-    const sweeps = scheduleSweeps(w.sweeper, resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds));
+    const sweeps = scheduleSweeps(w.sweeper, resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds), { clock });
     // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
-    options.metrics.termStart.set(Date.now() / 1000);
+    options.metrics.termStart.set(clock.now() / 1000);
 
     let announced = false;
-    const readyCheck = setInterval(() => {
+    const readyCheck = every(clock, 200, () => {
       if (!announced && status.notReady().length === 0) {
         announced = true;
         logger.info('every watch has synced once; ready');
       }
-    }, 200);
+    });
     try {
       await Promise.all(runs);
       await sweeps.last();
@@ -196,7 +198,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
       return rewire;
     } finally {
       ended.abort();
-      clearInterval(readyCheck);
+      readyCheck.cancel();
       await sweeps.destroy();
       // No longer the one that sweeps: the alert on missed sweeps reads this process no more
       // (of a shard's term, the coordinator says so once it works for no shard).

@@ -26,7 +26,7 @@ import { sweepOnce } from './sweep-triggers.js';
 import { rewire, wire, type Wiring, type WiringOptions } from './wiring.js';
 import { ShardMap } from '../config/shard-map.js';
 import { ResourceClient } from '../kube/resource-client.js';
-import { monotonicClock } from '../util/clock.js';
+import { isoTime, monotonicClock, systemClock, type Clock, type Timer } from '../util/clock.js';
 import { leaseType } from './leader-election.js';
 import { ShardCoordinator, type HeldShard } from './shard-coordinator.js';
 import { ShardLeases } from './shard-leases.js';
@@ -53,6 +53,8 @@ export interface ManagerOptions {
   readonly explainAudience?: string;
   /** Serve the HTTP port over TLS with this certificate and key (read again when they change). */
   readonly tls?: HealthServerOptions['tls'];
+  /** The time of day and the timers of everything relsync runs; default systemClock. Lease ages are measured on monotonicClock. */
+  readonly clock?: Clock;
 }
 
 /** What a token for /explain must be minted for unless --explain-audience says otherwise. */
@@ -74,15 +76,18 @@ export class Manager {
   private readonly identity: string;
   private readonly wiringOptions: WiringOptions;
   private readonly termOptions: TermOptions;
+  private readonly clock: Clock;
 
   constructor(private readonly options: ManagerOptions) {
+    this.clock = options.clock ?? systemClock;
+    const clock = this.clock;
     this.identity = options.identity ?? `${hostname()}-${process.pid}`;
     this.map = ShardMap.of(options.config);
     this.status = new TermStatus(() => options.store.sqlite.open, () => this.wiring !== undefined);
     const { config, logger } = options;
     const knowsInstallation = () => this.knowsInstallation();
-    this.wiringOptions = { config, store: options.store, logger, metrics: this.metrics, fanoutRouting: options.fanoutRouting ?? false, knowsInstallation };
-    this.termOptions = { config, logger, metrics: this.metrics, status: this.status, knowsInstallation };
+    this.wiringOptions = { config, store: options.store, logger, metrics: this.metrics, fanoutRouting: options.fanoutRouting ?? false, knowsInstallation, clock };
+    this.termOptions = { config, logger, metrics: this.metrics, status: this.status, knowsInstallation, clock };
   }
 
   /**
@@ -156,7 +161,7 @@ export class Manager {
       fingerprint: map.fingerprint,
       leaseDurationMs: le.leaseDurationSeconds * 1000,
       clock: monotonicClock,
-      wallClock: Date.now,
+      wallClock: this.clock,
     });
     logger.info({ shards: map.shards, sharding: map.fingerprint, leases: `${le.namespace}/${le.name}-shard-*`, identity: this.identity }, 'sharding: this replica takes its share of the shards');
     const coordinator = (this.coordinator = new ShardCoordinator({
@@ -167,6 +172,8 @@ export class Manager {
       retryPeriodMs: le.retryPeriodSeconds * 1000,
       logger,
       metrics: this.metrics,
+      clock: monotonicClock,
+      wallClock: this.clock,
       onChange: (held) => {
         // No longer the one that sweeps any shard: the alert on missed sweeps reads this process no more.
         if (!held.some((h) => h.phase === 'working')) {
@@ -178,7 +185,7 @@ export class Manager {
             identity: this.identity,
             shards: map.shards,
             fingerprint: map.fingerprint,
-            at: new Date().toISOString(),
+            at: isoTime(this.clock),
             held: held.map((h) => ({ ...h, clusters: map.configuredIn(h.shard), store: shardStorePath(config.storePath, map, h.shard) })),
           });
         } catch (err) {
@@ -253,8 +260,10 @@ export class Manager {
     if (this.explaining >= 2) return { status: 503, body: { error: 'busy answering other explain requests; try again' } };
     this.explaining++;
     const work = explain({ agentName: this.options.config.agentName, resources: w.resources, clusters: w.clusters, db }, q).finally(() => this.explaining--);
-    const late = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000).unref());
+    let timer: Timer | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = this.clock.after(20_000, () => resolve(undefined))));
     const answer = await Promise.race([work, late]);
+    timer?.cancel();
     return answer ? { status: 200, body: answer } : { status: 504, body: { error: 'the API servers did not answer within 20 s' } };
   }
 
@@ -320,11 +329,12 @@ export class Manager {
       const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
       signal.addEventListener('abort', () => connection.close(), { once: true });
       const { logger, metricsAuthTtlMs } = this.options;
-      authorizer = new MetricsAuthorizer(connection, { logger, ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}) });
+      authorizer = new MetricsAuthorizer(connection, { logger, clock: this.clock, ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}) });
       // /explain shows tenants' names and messages: served only with the check, for whom may `get /explain`,
       // with a token minted for relsync (one a user holds for another service is not enough).
       const explainAuthorizer = new MetricsAuthorizer(connection, {
         logger,
+        clock: this.clock,
         path: '/explain',
         audience: this.options.explainAudience ?? DEFAULT_EXPLAIN_AUDIENCE,
         ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}),
@@ -349,6 +359,7 @@ export class Manager {
         ...(explain ? { explain } : {}),
         ...(this.options.tls ? { tls: this.options.tls } : {}),
         onListening: this.options.onHttpListening,
+        clock: this.clock,
       },
       signal,
     );

@@ -11,13 +11,15 @@ import { RefusedToRunError } from '../sync/copy-namespaces.js';
 import { secretType } from '../sync/content-hasher.js';
 import type { Wiring } from './wiring.js';
 import { Backoff } from '../util/backoff.js';
-import { sleep } from '../util/sleep.js';
+import type { Clock } from '../util/clock.js';
 
 export interface PrerequisiteOptions {
   readonly config: Pick<Config, 'agentName' | 'leaderElection'>;
   readonly logger: Logger;
   /** Whether this process knows which installation it is (Manager.knowsInstallation). */
   readonly knowsInstallation: () => boolean;
+  /** What the retries wait on. */
+  readonly clock: Clock;
 }
 
 type Parts = Pick<Wiring, 'copyNamespaces' | 'resources' | 'hasher' | 'clusters'>;
@@ -42,7 +44,7 @@ async function adoptCopyNamespaces(w: Parts, options: PrerequisiteOptions, signa
       if (err instanceof RefusedToRunError || signal.aborted) throw err;
       const retryInMs = backoff.next();
       options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not read the copy namespaces\' records; no reconcile runs until it can');
-      await sleep(retryInMs, signal);
+      await options.clock.sleep(retryInMs, signal);
     }
   }
 }
@@ -58,7 +60,7 @@ async function loadHashKey(w: Parts, options: PrerequisiteOptions, signal: Abort
     } catch (err) {
       const retryInMs = backoff.next();
       logger.error({ err: (err as Error).message, retryInMs }, 'cannot read the content-hash key; no reconcile runs until it can');
-      await sleep(retryInMs, signal);
+      await options.clock.sleep(retryInMs, signal);
     }
   }
 }

@@ -32,7 +32,7 @@ import type { Logger } from 'pino';
 import type { KubeObject } from '../core/object.js';
 import type { ShardMap } from '../config/shard-map.js';
 import type { Metrics } from '../server/metrics.js';
-import { monotonicClock, type Clock, type Timer } from '../util/clock.js';
+import { isoTime, monotonicClock, systemClock, type Clock, type Timer } from '../util/clock.js';
 import { balance } from './shard-balance.js';
 import type { ShardLeases } from './shard-leases.js';
 
@@ -48,6 +48,8 @@ export interface ShardCoordinatorOptions {
   readonly work: (shard: number, signal: AbortSignal, fence: () => string | undefined, taken: ShardTake) => Promise<void>;
   /** For ages and deadlines; default monotonic (util/clock.ts). */
   readonly clock?: Clock;
+  /** The time of day a shard was taken (for people); default the given clock's, else systemClock. */
+  readonly wallClock?: Clock;
   /** Told the held shards each time they change (for `relsync inspect shards`). */
   readonly onChange?: (held: HeldShard[]) => void;
 }
@@ -79,6 +81,7 @@ const FAILED_BACKOFF_MS = [30_000, 300_000] as const;
 export class ShardCoordinator {
   private readonly holdings = new Map<number, Holding>();
   private readonly clock: Clock;
+  private readonly wall: Clock;
   private stopping = false;
   private waitingForeign: string | undefined;
   private waitingSlot: string | undefined;
@@ -89,6 +92,7 @@ export class ShardCoordinator {
 
   constructor(private readonly options: ShardCoordinatorOptions) {
     this.clock = options.clock ?? monotonicClock;
+    this.wall = options.wallClock ?? options.clock ?? systemClock;
   }
 
   held(): HeldShard[] {
@@ -218,7 +222,7 @@ export class ShardCoordinator {
     const { logger, renewDeadlineMs } = this.options;
     const stop = new AbortController();
     setMaxListeners(0, stop.signal);
-    const h: Holding = { shard, lease, lastRenew: sentAt, phase: 'working', since: new Date().toISOString(), stop, done: Promise.resolve() };
+    const h: Holding = { shard, lease, lastRenew: sentAt, phase: 'working', since: isoTime(this.wall), stop, done: Promise.resolve() };
     // Asked as each write is sent: shut once the shard is lost or released, or its last renewal is older than the deadline.
     const fence = () => {
       if (h.phase === 'lost' || h.phase === 'released') return `shard ${shard}'s Lease is no longer held here (${h.phase})`;

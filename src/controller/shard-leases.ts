@@ -43,7 +43,7 @@ export interface ShardLeasesOptions {
   /** For the age of records: monotonic in production (util/clock.ts). */
   readonly clock: Clock;
   /** The time of day written into the Leases; default the clock's. */
-  readonly wallClock?: () => number;
+  readonly wallClock?: Clock;
 }
 
 /** What one LIST of the set showed. */
@@ -69,10 +69,10 @@ export class ShardLeases {
   private readonly observed = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   private member: KubeObject | undefined;
 
-  private readonly wall: () => number;
+  private readonly wall: Clock;
 
   constructor(private readonly options: ShardLeasesOptions) {
-    this.wall = options.wallClock ?? (() => options.clock.now());
+    this.wall = options.wallClock ?? options.clock;
   }
 
   shardName(shard: number): string {
@@ -136,7 +136,7 @@ export class ShardLeases {
 
   private async takeLease(name: string, kind: 'shard' | 'member', index: number, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
     const { client, namespace } = this.options;
-    const now = new Date(this.wall());
+    const now = new Date(this.wall.now());
     try {
       if (!seen) {
         const created = await client.create(namespace, {
@@ -161,7 +161,7 @@ export class ShardLeases {
   /** Renews a shard this replica holds; the new record, or undefined when it is no longer this replica's (another took it). */
   async renew(held: KubeObject): Promise<KubeObject | undefined> {
     const { client, namespace, identity } = this.options;
-    const now = new Date(this.wall());
+    const now = new Date(this.wall.now());
     try {
       return this.wrote(await this.options.client.replace({ ...held, spec: { ...(held.spec as LeaseSpec), ...this.spec(now) } }));
     } catch (err) {
@@ -180,7 +180,7 @@ export class ShardLeases {
       const current = attempt === 1 ? held : await client.get(namespace, held.metadata.name ?? '');
       if (!current || (current.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
       try {
-        await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall())) } });
+        await client.replace({ ...current, spec: { ...(current.spec as LeaseSpec), holderIdentity: '', leaseDurationSeconds: 1, renewTime: micro(new Date(this.wall.now())) } });
         return;
       } catch (err) {
         if ((!isConflict(err) && !isNotFound(err)) || attempt >= 3) throw err;

@@ -21,7 +21,6 @@ import type { ShardMap } from '../config/shard-map.js';
 import { openStore, type OpenedStore } from '../store/database.js';
 import { ResolveError } from '../sync/resolved-config.js';
 import { Backoff } from '../util/backoff.js';
-import { sleep } from '../util/sleep.js';
 import { TermStatus } from './health.js';
 import { lead, type TermOptions } from './leader-term.js';
 import type { ShardTake } from './shard-coordinator.js';
@@ -165,7 +164,7 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
           const message = (err as Error).message;
           options.onWiring(err instanceof ResolveError ? `a configured type: ${message}` : message);
           logger[err instanceof ResolveError ? 'error' : 'warn']({ shard, err: message, retryInMs }, 'could not wire up the shard; will retry');
-          await sleep(retryInMs, signal);
+          await options.wiring.clock.sleep(retryInMs, signal);
         }
       }
       // Wired, but given up meanwhile: nothing to lead.

@@ -7,7 +7,7 @@
 import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Config } from '../config/config.js';
-import type { Clock } from '../util/clock.js';
+import { timeoutSignal, type Clock } from '../util/clock.js';
 import { FOLLOW_UP_MS, FollowUpSweeps, followUpDelay } from './follow-up-sweeps.js';
 import { leaseType } from './leader-election.js';
 import { liveHolder } from './live-holders.js';
@@ -29,7 +29,8 @@ export interface OneShotSweep {
 
 /** One sweep without watches (`relsync sweep`); resolves with its summary. */
 export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean; dryRun?: unknown }): Promise<SweepResult> {
-  const w = await sweep.wire(AbortSignal.timeout(60_000));
+  const clock = sweep.prerequisites.clock;
+  const w = await sweep.wire(timeoutSignal(clock, 60_000));
   const le = sweep.leaderElection;
   // A dry run writes nothing (its store is a copy): it may run beside a leader.
   if (le.enabled && !options.force && !options.dryRun) {
@@ -49,7 +50,7 @@ export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean;
   const stop = new AbortController();
   setMaxListeners(0, stop.signal);
   // A sweep against API servers that do not answer gives up instead of hanging.
-  const setup = AbortSignal.any([stop.signal, AbortSignal.timeout(60_000)]);
+  const setup = AbortSignal.any([stop.signal, timeoutSignal(clock, 60_000)]);
   await prepareReconciles(w, sweep.prerequisites, setup)
     .then(() => {
       if (setup.aborted) throw new Error('the service cluster did not answer within 60 s');
@@ -104,9 +105,10 @@ export interface ScheduledSweeps {
  * `signal` aborts. A sweep that left related copies it could not tell were orphans is followed by
  * another soon, at most once per interval between scheduled sweeps (follow-up-sweeps.ts).
  * `onInterval` is told the longest gap between two of the schedule's next runs (in seconds), for
- * the alert on sweeps that do not happen.
+ * the alert on sweeps that do not happen. Follow-ups wait on `options.clock`; the schedule itself is
+ * node-cron's, on the machine's time of day, which is what a cron expression names.
  */
-export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval?: (seconds: number) => void, options: { followUpMs?: number; clock?: Clock } = {}): ScheduledSweeps {
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval: ((seconds: number) => void) | undefined, options: { readonly clock: Clock; readonly followUpMs?: number }): ScheduledSweeps {
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;

@@ -58,6 +58,7 @@ import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
 import type { ClaimKnowledge } from '../sync/claim-knowledge.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -98,6 +99,8 @@ export interface SweeperOptions {
   readonly copiesListed?: (copies: readonly CopySize[]) => Promise<void>;
   /** Told when every LIST of the service cluster of a sweep completed (sync/copy-budget.ts, recounted). */
   readonly copiesRecounted?: () => void;
+  /** What a sweep's phases are timed on, and the time of day of its last success; default systemClock. */
+  readonly clock?: Clock;
 }
 
 /** Where a sweep's time went (LISTs, reconciles, orphan clean-up, in ms), and how many primaries it skipped. */
@@ -177,7 +180,8 @@ export class Sweeper {
 
   private async sweepOnce(trigger: SweepTrigger): Promise<SweepResult> {
     const { logger, metrics, sweeps } = this.options;
-    const started = Date.now();
+    const clock = this.options.clock ?? systemClock;
+    const started = clock.now();
     const counts = { ...ZERO };
     const phases: SweepPhases = { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure: 0, unsureOf: '' };
     /** The sweep's row in the store; undefined while (or when) it could not be written. */
@@ -186,10 +190,10 @@ export class Sweeper {
       id = await sweeps.start(trigger);
       logger.info({ sweep: id, trigger }, 'sweep started');
       await this.run(counts, phases);
-      const durationMs = Date.now() - started;
+      const durationMs = clock.now() - started;
       await sweeps.finish(id, 'done', counts);
       metrics.sweeps.inc({ trigger, status: 'done' });
-      metrics.sweepLastSuccess.set(Date.now() / 1000);
+      metrics.sweepLastSuccess.set(clock.now() / 1000);
       metrics.sweepDuration.observe(durationMs / 1000);
       logger.info({ sweep: id, trigger, durationMs, ...counts, phases }, 'sweep finished');
       return { ...counts, id, durationMs, status: 'done', phases };
@@ -202,14 +206,15 @@ export class Sweeper {
         const row = id;
         await sweeps.finish(row, 'failed', counts, message).catch((e: unknown) => logger.error({ sweep: row, err: (e as Error).message }, 'could not record the failed sweep in the store'));
       }
-      return { ...counts, id: id ?? 0, durationMs: Date.now() - started, status: 'failed' };
+      return { ...counts, id: id ?? 0, durationMs: clock.now() - started, status: 'failed' };
     }
   }
 
   private async run(counts: SweepCounts, phases: SweepPhases): Promise<void> {
-    let mark = Date.now();
+    const clock = this.options.clock ?? systemClock;
+    let mark = clock.now();
     const lap = () => {
-      const now = Date.now();
+      const now = clock.now();
       const ms = now - mark;
       mark = now;
       return ms;

@@ -19,11 +19,14 @@ import { bindingOf, relistWorkspace } from './kcp-workspaces.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { Wiring } from './wiring.js';
+import type { Clock } from '../util/clock.js';
 
 export interface WatchOptions {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly watch: Config['watch'];
+  /** What the loops' watchdogs and retries run on. */
+  readonly clock: Clock;
 }
 
 /**
@@ -99,11 +102,12 @@ export function bindingWatchFor(
     relist: (c) => {
       // The workspace's own first list: its primaries wait for it (first-lists.ts).
       w.firstLists.listing(c);
-      void relistWorkspace({ clusters: w.clusters, router: w.router, plan: w.plan, logger: options.logger }, platform, c, signal).finally(() => w.firstLists.workspaceListed(c));
+      void relistWorkspace({ clusters: w.clusters, router: w.router, plan: w.plan, logger: options.logger, clock: options.clock }, platform, c, signal).finally(() => w.firstLists.workspaceListed(c));
     },
     reserved: (c) => w.clusters.isConfigured(c),
     logger: options.logger,
     signal,
+    clock: options.clock,
   });
   // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
   return listWatch(w, options, { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {
@@ -143,6 +147,7 @@ async function listWatch(
     onReconnect: (reason) => metrics.watchReconnects.inc({ watch: watch.name, reason }),
     onRelist: () => metrics.watchRelists.inc({ watch: watch.name }),
     onFirstSync,
+    clock: options.clock,
   });
   return watch;
 }

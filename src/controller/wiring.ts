@@ -25,7 +25,6 @@ import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { PrimaryAdmission } from '../sync/primary-admission.js';
 import { CopyBudget } from '../sync/copy-budget.js';
 import { RewritePace } from '../sync/rewrite-pace.js';
-import { systemClock } from '../util/clock.js';
 import { CopyBytesStore } from '../store/copy-bytes-store.js';
 import { CopyWriter } from '../sync/copy-writer.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
@@ -37,7 +36,7 @@ import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
 import { FinderIndex } from '../sync/finder-index.js';
 import { fieldManagerName } from '../sync/marks.js';
-import { upgradedManagedFields } from '../sync/field-ownership.js';
+import { hasFieldsToFold } from '../sync/field-ownership.js';
 import { LiveReads } from '../sync/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
@@ -53,7 +52,7 @@ import { WorkQueue } from './work-queue.js';
 import { Backoff } from '../util/backoff.js';
 import { asReconcile } from '../util/log-context.js';
 import { isLastingRefusal } from '../kube/api-error.js';
-import { sleep } from '../util/sleep.js';
+import { isoTime, type Clock } from '../util/clock.js';
 
 /** The labels of relsync's one work queue in controller-runtime's workqueue_* metrics. */
 export const QUEUE = { name: 'relsync', controller: 'relsync' } as const;
@@ -107,14 +106,16 @@ export interface WiringOptions {
    * whole for the checks that look across every tenant.
    */
   readonly shard?: { readonly platforms: readonly ClusterConfig[]; readonly ownsLogical: (name: string) => boolean };
+  /** The time of day and the timers of everything wired (Manager's: the system's in production). */
+  readonly clock: Clock;
 }
 
 export async function wire(options: WiringOptions, signal: AbortSignal): Promise<Wiring> {
-  const { config, logger, metrics } = options;
+  const { config, logger, metrics, clock } = options;
   const db = options.store.db;
-  const logical = await LogicalClusters.load(new LogicalClusterStore(db), options.shard?.ownsLogical);
+  const logical = await LogicalClusters.load(new LogicalClusterStore(db, clock), options.shard?.ownsLogical);
   // A kcp platform's endpoint slice of several URLs (kcp shards): a platform per URL.
-  const platforms = await expandKcpEndpoints(options.shard?.platforms ?? config.platformClusters, logger, signal);
+  const platforms = await expandKcpEndpoints(options.shard?.platforms ?? config.platformClusters, logger, signal, clock);
   const clusters = new ClusterSet(config.serviceCluster, platforms, {
     observer: (cluster, method, code, seconds) => {
       metrics.apiRequests.inc({ cluster, method, code: String(code) });
@@ -132,17 +133,17 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
   });
   try {
     const resources = await resolveConfig(config, clusters);
-    const store = new RelationStore(options.store);
-    const checkpoints = new CheckpointStore(db);
-    const checkpointer = new Checkpointer(checkpoints, logger);
+    const store = new RelationStore(options.store, clock);
+    const checkpoints = new CheckpointStore(db, clock);
+    const checkpointer = new Checkpointer(checkpoints, logger, clock);
     // Events through clients the write fence lets through: a term that ended may still say what its last reconciles found.
-    const recorder = new EventRecorder({ clusters: { client: (cluster, type) => clusters.eventsClient(cluster, type) }, agentName: config.agentName, logger, events: metrics.kubeEvents });
-    const ownWrites = new OwnWrites();
+    const recorder = new EventRecorder({ clusters: { client: (cluster, type) => clusters.eventsClient(cluster, type) }, agentName: config.agentName, logger, events: metrics.kubeEvents, clock });
+    const ownWrites = new OwnWrites({ clock });
     // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
     // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
     // Of managedFields it keeps only those a copy write would fold (copy-writer.ts): the rest is room.
     const fieldManager = fieldManagerName(config.agentName);
-    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => upgradedManagedFields(mf, fieldManager) !== undefined) : undefined;
+    const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => hasFieldsToFold(mf, fieldManager)) : undefined;
     const live = cache ? new LiveReadsSeen(cache, new LiveReads(clusters)) : new LiveReads(clusters);
     // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within cache.indexBytes.
     const indexBudget = config.cache.indexBytes;
@@ -157,15 +158,15 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // The key of related copies' content hashes: read (or made) at the start of each term, after the checks that may refuse.
     const hasher = new ContentHasher();
     const installation = options.knowsInstallation() ? `${le.namespace}/${le.name}` : undefined;
-    const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation });
+    const copyNamespaces = new CopyNamespaces({ agentName: config.agentName, clusters, logger, installation, clock });
     const fingerprint = new ConfigFingerprint(hasher, { agentName: config.agentName, policy: config.copy, limits: config.limits }, () => copyNamespaces.pinsDigest());
     // Until a sweep has seen a cluster completely, the store may not know every claim there
     // (claim-knowledge.ts). Without a startup sweep, a store that knows primaries is taken as
     // current (resync.onStartup false says so); a new or lost one never is: it gets a startup
     // sweep all the same (leader-term.ts), which completes it.
-    const claims = new ClaimKnowledge(!config.resync.onStartup && (await store.knowsAnyPrimary()));
+    const claims = new ClaimKnowledge(!config.resync.onStartup && (await store.knowsAnyPrimary()), undefined, undefined, isoTime(clock));
     // Which new primaries relsync takes on: within the limits, so that memory follows the config.
-    const admission = new PrimaryAdmission({ perCluster: config.limits.primariesPerCluster, total: config.limits.primaries }, store);
+    const admission = new PrimaryAdmission({ perCluster: config.limits.primariesPerCluster, total: config.limits.primaries }, store, clock);
     // What each tenant's copies take in the service cluster's etcd, within its budget.
     const budget = new CopyBudget(
       { bytesPerCluster: config.limits.copiedBytesPerCluster, copiesPerCluster: config.limits.copiesPerCluster, bytes: config.limits.copiedBytes },
@@ -180,9 +181,9 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
         metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
         metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
       },
-      Date.now,
+      clock,
       // Updates and deletes leave old revisions in etcd until compaction: paced per tenant.
-      new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, systemClock),
+      new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, clock),
     );
     const reconciler = new PrimaryReconciler({
       agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims, admission, budget,
@@ -193,6 +194,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       // A version relsync wrote or read live: the cache never reads back an older one still on its way.
       onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined,
       liveReads: live,
+      clock,
     });
     const plan = planWatches(resources, clusters.service.name, clusters.platforms.map((p) => p.name), config.agentName);
     // The informer contract, per cluster: a primary runs once the watches it reads from have listed.
@@ -214,6 +216,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       key: primaryKeyString,
       merge: mergeKeys,
       concurrency: config.workers,
+      clock,
       gate: (key) => firstLists.ready(key.resource, key.id.cluster),
       // Tenants take turns; with several (and more than one worker), one always leaves a worker to the others.
       lane: (key) => key.id.cluster,
@@ -315,7 +318,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       }),
     });
     const scope = new ClusterScope(clusters, logical, logger);
-    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, budget, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined }), metrics, logger, finders: router, fingerprint, claims, admission, copiesListed: (copies) => budget.listed(copies), copiesRecounted: () => budget.recounted() });
+    const sweeper = new Sweeper({ agentName: config.agentName, clusters, scope, resources, plan, store, sweeps: new SweepStore(db, clock), reads: sweepReads, installations: copyNamespaces, snapshotBytes: config.resync.snapshotBytes, relatedPerPrimary: config.limits.relatedPerPrimary, queue, writer: new CopyWriter({ agentName: config.agentName, clusters, metrics, ownWrites, logger, budget, onDeleted: (id) => sweepReads.noteObject(id), onWritten: cache ? (id, version, after) => cache.saw(id, version, after) : undefined, clock }), metrics, logger, finders: router, fingerprint, claims, admission, copiesListed: (copies) => budget.listed(copies), copiesRecounted: () => budget.recounted(), clock });
     return { claims, platforms, clusters, logical, scope, resources, store, checkpoints, checkpointer, queue, firstLists, reconciler, router, plan, sweeper, sweepReads, copyNamespaces, hasher, enqueue, cache, finderIndex, recorder };
   } catch (err) {
     clusters.close();
@@ -333,7 +336,7 @@ export async function rewire(options: WiringOptions, signal: AbortSignal): Promi
       if (signal.aborted) throw err;
       const retryInMs = backoff.next();
       options.logger.warn({ err: (err as Error).message, retryInMs }, 'could not wire up for a new term; will retry');
-      await sleep(retryInMs, signal);
+      await options.clock.sleep(retryInMs, signal);
     }
   }
 }

@@ -17,7 +17,7 @@ import https from 'node:https';
 import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import { jsonText } from '../util/json-text.js';
 
 export interface ConnectionOptions {
@@ -29,7 +29,7 @@ export interface ConnectionOptions {
   readonly context?: string | undefined;
   /** Per-request timeout for non-watch requests; default 30 s. */
   readonly requestTimeoutMs?: number;
-  /** Time for Retry-After pauses; default the system's. */
+  /** Time for Retry-After pauses, request durations and deadlines; default monotonicClock (pauses: the system's). */
   readonly clock?: Clock;
 }
 
@@ -68,6 +68,8 @@ interface Transport {
   readonly agent: https.Agent | http.Agent;
   readonly credentials: Credentials;
   readonly limit: AdaptiveLimit;
+  /** What requests are timed on (their duration, their whole answer's deadline). */
+  readonly clock: Clock;
   observer: RequestObserver | undefined;
   limitObserver: LimitObserver | undefined;
   /** Every request but a read is refused before it is sent (a dry run). */
@@ -103,7 +105,7 @@ export class Connection {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     let credentials: Credentials;
     try {
-      credentials = new Credentials({ kubeconfig: options.kubeconfig, context: options.context });
+      credentials = new Credentials({ kubeconfig: options.kubeconfig, context: options.context }, undefined, options.clock);
     } catch (err) {
       throw new Error(`cluster ${options.name}: ${(err as Error).message}`, { cause: err });
     }
@@ -119,6 +121,7 @@ export class Connection {
         clock: options.clock,
         onChange: (limit, throttled) => transport.limitObserver?.(this.metricsName, limit, throttled),
       }),
+      clock: options.clock ?? monotonicClock,
       observer: undefined,
       limitObserver: undefined,
       readOnly: false,
@@ -221,7 +224,7 @@ export class Connection {
       let status: number;
       let text: string;
       let retryAfter: number | undefined;
-      const sent = performance.now();
+      const sent = this.transport.clock.now();
       try {
         const res = await this.open(method, path, options, this.requestTimeoutMs);
         status = res.statusCode ?? 0;
@@ -231,7 +234,7 @@ export class Connection {
           text = await readBody(res, ok ? (options.maxBytes ?? MAX_ANSWER_BYTES) : MAX_ERROR_BYTES, method, path, !ok);
         } finally {
           // Counted also when the answer was dropped for its size: the API server did the work.
-          this.observer?.(this.metricsName, method, status, (performance.now() - sent) / 1000);
+          this.observer?.(this.metricsName, method, status, (this.transport.clock.now() - sent) / 1000);
         }
         if (slot) tellLimit(slot, status, retryAfter);
       } finally {
@@ -315,13 +318,13 @@ export class Connection {
         (res) => resolve((answer = res)),
       );
       if (timeoutMs > 0) {
+        // eslint-disable-next-line no-restricted-syntax -- the socket's idle timeout: Node times the socket's silence, which no Clock sees
         req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer from ${this.name} within ${timeoutMs} ms`)));
         // Idle time alone lets an answer trickled a byte at a time hold the request for ever (a
         // platform's API server may be the tenant's): the whole answer has a deadline too.
         const totalMs = timeoutMs * TOTAL_TIMEOUT_FACTOR;
-        const deadline = setTimeout(() => (answer ?? req).destroy(new Error(`${method} ${path}: no complete answer from ${this.name} within ${totalMs} ms`)), totalMs);
-        deadline.unref();
-        req.once('close', () => clearTimeout(deadline));
+        const deadline = this.transport.clock.after(totalMs, () => (answer ?? req).destroy(new Error(`${method} ${path}: no complete answer from ${this.name} within ${totalMs} ms`)));
+        req.once('close', () => deadline.cancel());
       }
       req.on('error', reject);
       if (!fence) return void req.end(body);

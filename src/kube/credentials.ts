@@ -19,6 +19,7 @@ import type https from 'node:https';
 import { dirname, isAbsolute, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface CredentialSource {
   /** Path of a kubeconfig file; when absent the in-cluster service account is used. */
@@ -49,7 +50,7 @@ export class Credentials {
   constructor(
     private readonly source: CredentialSource,
     private readonly refreshMs = 30_000,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {
     this.config = load(source);
     this.tokenFile = source.kubeconfig ? tokenFileOf(source.kubeconfig, this.config) : undefined;
@@ -60,7 +61,7 @@ export class Credentials {
 
   /** The credentials to send now: applied again once `refreshMs` has passed. */
   async current(): Promise<AppliedCredentials> {
-    if (this.applied && this.now() - this.applied.at < this.refreshMs) return this.applied.value;
+    if (this.applied && this.clock.now() - this.applied.at < this.refreshMs) return this.applied.value;
     if (!this.applying) {
       const applying = this.apply(this.generation).finally(() => {
         if (this.applying === applying) this.applying = undefined;
@@ -79,7 +80,7 @@ export class Credentials {
     // Credentials applied a moment ago are as fresh as they get: a 401 now is not for staleness,
     // and reloading again (an exec plugin run each time) against a server that refuses them all
     // would only add load. The caller's retry with backoff takes it from here.
-    if (this.applied && this.now() - this.applied.at < MIN_REAPPLY_MS) return;
+    if (this.applied && this.clock.now() - this.applied.at < MIN_REAPPLY_MS) return;
     this.generation++;
     this.applied = undefined;
     this.applying = undefined;
@@ -101,7 +102,7 @@ export class Credentials {
     if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
     if (this.tokenFile) headers.Authorization = `Bearer ${readFileSync(this.tokenFile, 'utf8').trim()}`;
     const value: AppliedCredentials = { headers, tls: { ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized } };
-    if (generation === this.generation) this.applied = { value, at: this.now() };
+    if (generation === this.generation) this.applied = { value, at: this.clock.now() };
     return value;
   }
 }

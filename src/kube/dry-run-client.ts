@@ -17,6 +17,7 @@
 import type { KubeObject } from '../core/object.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
 import type { Semaphore } from '../util/semaphore.js';
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import { ApiError } from './api-error.js';
 import type { Connection } from './connection.js';
 import { CREATE_ONLY, ResourceClient, type JsonPatchOperation } from './resource-client.js';
@@ -38,6 +39,9 @@ export class DryRunLedger {
   /** The objects as the run left them (undefined: deleted), read back by later reads. */
   private readonly overlay = new Map<string, KubeObject | undefined>();
   private serial = 0;
+
+  /** `clock`: the time of day a deletion the run pretends is stamped with; default systemClock. */
+  constructor(readonly clock: Clock = systemClock) {}
 
   key(cluster: string, type: ResourceType, namespace: string, name: string): string {
     return JSON.stringify([cluster, type.group, type.resource, namespace, name]);
@@ -139,7 +143,7 @@ export class DryRunClient extends ResourceClient {
     if (resourceVersion && before.metadata.resourceVersion !== resourceVersion) throw this.status(409, 'Conflict', `the resourceVersion precondition of ${this.type.resource} "${name}" failed`, name);
     // Finalizers hold it, being deleted (the operator's, on a copy): still there for the next read.
     const held = (before.metadata.finalizers?.length ?? 0) > 0;
-    const after = held ? this.stamped({ ...before, metadata: { ...before.metadata, deletionTimestamp: before.metadata.deletionTimestamp ?? new Date().toISOString() } }, before) : undefined;
+    const after = held ? this.stamped({ ...before, metadata: { ...before.metadata, deletionTimestamp: before.metadata.deletionTimestamp ?? isoTime(this.ledger.clock) } }, before) : undefined;
     this.ledger.record({ cluster: this.cluster, type: this.type, namespace, name, before, after });
   }
 

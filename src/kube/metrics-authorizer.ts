@@ -24,6 +24,7 @@ import { createHash } from 'node:crypto';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { SourceLimit } from '../util/source-limit.js';
 import type { Connection } from './connection.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 /** Undefined: allowed; otherwise the status and the one line the caller gets. */
 export type MetricsDecision = { readonly status: 401 | 403 | 503; readonly message: string } | undefined;
@@ -36,8 +37,8 @@ export interface MetricsAuthorizerOptions {
   /** How long an allow is trusted before the API server is asked again; default 60 s. */
   readonly allowedTtlMs?: number;
   readonly logger?: { warn(fields: object, message: string): void };
-  /** Milliseconds; default Date.now. */
-  readonly now?: () => number;
+  /** What answers are remembered for on; default systemClock. */
+  readonly clock?: Clock;
 }
 
 interface TokenReview {
@@ -59,10 +60,10 @@ const REFUSED_FOR_MS = 10_000;
 type Answer = NonNullable<MetricsDecision> | 'allowed';
 
 export class MetricsAuthorizer {
-  private readonly allowed = new ExpiringMap<string, true>(100);
+  private readonly allowed: ExpiringMap<string, true>;
   /** Tokens allowed in the last KNOWN_FOR_MS: asked about again in the known lane. */
-  private readonly known = new ExpiringMap<string, true>(100);
-  private readonly refused = new ExpiringMap<string, NonNullable<MetricsDecision>>(1000);
+  private readonly known: ExpiringMap<string, true>;
+  private readonly refused: ExpiringMap<string, NonNullable<MetricsDecision>>;
   /** Reviews running, by token hash: a second request with the token waits for the first's answer. */
   private readonly running = new Map<string, Promise<Answer>>();
   private unknownRunning = 0;
@@ -70,7 +71,7 @@ export class MetricsAuthorizer {
   private readonly sources: SourceLimit;
   private readonly path: string;
   private readonly allowedTtlMs: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly connection: Pick<Connection, 'request'>,
@@ -78,8 +79,11 @@ export class MetricsAuthorizer {
   ) {
     this.path = options.path ?? '/metrics';
     this.allowedTtlMs = options.allowedTtlMs ?? 60_000;
-    this.now = options.now ?? Date.now;
-    this.sources = new SourceLimit({ inFlight: 1, burst: 5, perSecond: 1, maxSources: 1000, now: this.now });
+    this.clock = options.clock ?? systemClock;
+    this.allowed = new ExpiringMap(100, this.clock);
+    this.known = new ExpiringMap(100, this.clock);
+    this.refused = new ExpiringMap(1000, this.clock);
+    this.sources = new SourceLimit({ inFlight: 1, burst: 5, perSecond: 1, maxSources: 1000, clock: this.clock });
   }
 
   /** `source`: the caller's address, for the per-source limit on reviews of unknown tokens. */
@@ -87,7 +91,7 @@ export class MetricsAuthorizer {
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) return { status: 401, message: 'a bearer token is required (Authorization: Bearer <token>)' };
     const key = createHash('sha256').update(token).digest('base64url');
-    const now = this.now();
+    const now = this.clock.now();
     if (this.allowed.get(key, now)) return undefined;
     const known = this.refused.get(key, now);
     if (known) return known;
@@ -128,7 +132,7 @@ export class MetricsAuthorizer {
     const review = this.decide(token)
       .then((decision) => {
         // Remembered as it is decided, before anyone waiting reads it: a later request finds it here.
-        const at = this.now();
+        const at = this.clock.now();
         if (decision === 'allowed') {
           this.allowed.set(key, true, this.allowedTtlMs, at);
           this.known.set(key, true, KNOWN_FOR_MS, at);

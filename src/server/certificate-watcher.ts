@@ -12,6 +12,7 @@ import { X509Certificate, createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { Logger } from 'pino';
+import { every, systemClock, type Clock } from '../util/clock.js';
 
 export interface CertificateFiles {
   readonly certFile: string;
@@ -60,15 +61,16 @@ export class CertificateWatcher {
     initial: CertificatePair,
     private readonly logger: Logger,
     private readonly onChange: (pair: CertificatePair) => void,
+    /** What the reads are spaced on; default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {
     this.served = fingerprint(initial);
   }
 
   /** Reads the files again every interval until `signal` aborts. */
   start(signal: AbortSignal): void {
-    const timer = setInterval(() => this.check(), this.files.intervalMs ?? 10_000);
-    timer.unref();
-    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+    const timer = every(this.clock, this.files.intervalMs ?? 10_000, () => this.check());
+    signal.addEventListener('abort', () => timer.cancel(), { once: true });
   }
 
   /** One look at the files: serves them when they changed and make a valid pair. */

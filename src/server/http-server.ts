@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { CertificateWatcher, readCertificatePair, type CertificateFiles } from './certificate-watcher.js';
+import type { Clock } from '../util/clock.js';
 
 export interface Readiness {
   /** Names of what is not ready yet; empty when ready. */
@@ -45,6 +46,8 @@ export interface HttpServerOptions {
     readonly authorize: Authorize;
     readonly answer: (query: URLSearchParams) => Promise<{ readonly status: number; readonly body: unknown }>;
   };
+  /** What the certificate's files are read again on; default systemClock. */
+  readonly clock?: Clock;
 }
 
 export type Authorize = (authorization: string | undefined, source: string) => Promise<{ readonly status: number; readonly message: string } | undefined>;
@@ -142,7 +145,7 @@ export class HttpServer {
     if (!files) return http.createServer(handler);
     const pair = readCertificatePair(files);
     const server = https.createServer({ cert: pair.cert, key: pair.key }, handler);
-    new CertificateWatcher(files, pair, this.options.logger, (next) => server.setSecureContext({ cert: next.cert, key: next.key })).start(signal);
+    new CertificateWatcher(files, pair, this.options.logger, (next) => server.setSecureContext({ cert: next.cert, key: next.key }), this.options.clock).start(signal);
     this.options.logger.info({ subject: pair.subject, notAfter: pair.notAfter }, 'serving TLS');
     return server;
   }

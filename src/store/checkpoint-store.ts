@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { columns, fromColumns, type ObjectIdentity } from '../core/identity.js';
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import type { Database } from './schema.js';
 
 export interface WatchKey {
@@ -24,7 +25,8 @@ export interface CheckpointBatch {
 export class CheckpointStore {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly now: () => Date = () => new Date(),
+    /** The time of day written down; default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async resourceVersion(key: WatchKey): Promise<string | undefined> {
@@ -47,7 +49,7 @@ export class CheckpointStore {
   /** Writes one batch in one transaction. */
   async write(batch: CheckpointBatch): Promise<void> {
     if (batch.versions.length === 0 && batch.queued.length === 0 && batch.done.length === 0) return;
-    const at = this.now().toISOString();
+    const at = isoTime(this.clock);
     await this.db.transaction().execute(async (trx) => {
       for (const id of batch.done) await trx.deleteFrom('pending_primaries').where((eb) => eb.and(columns('', id))).execute();
       for (let i = 0; i < batch.queued.length; i += 100) {

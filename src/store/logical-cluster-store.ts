@@ -5,12 +5,14 @@
  */
 import type { Kysely } from 'kysely';
 import type { LogicalClusterRecord } from '../core/logical-cluster.js';
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import type { Database } from './schema.js';
 
 export class LogicalClusterStore {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly now: () => Date = () => new Date(),
+    /** The time of day written down; default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async all(): Promise<LogicalClusterRecord[]> {
@@ -18,7 +20,7 @@ export class LogicalClusterStore {
   }
 
   async save(record: LogicalClusterRecord): Promise<void> {
-    const at = this.now().toISOString();
+    const at = isoTime(this.clock);
     await this.db
       .insertInto('logical_clusters')
       .values({ ...record, first_seen_at: at, changed_at: at })

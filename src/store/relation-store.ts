@@ -16,8 +16,7 @@ import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
 import type { OpenedStore } from './database.js';
 import { ReconcileWrites, sameKeys } from './reconcile-writes.js';
-
-export type Clock = () => Date;
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 
 /**
  * What a reconcile knows the store holds for its primary, because it read or
@@ -56,12 +55,13 @@ export class RelationStore {
 
   constructor(
     store: Pick<OpenedStore, 'db' | 'sqlite'>,
-    private readonly now: Clock = () => new Date(),
+    /** The time of day written down ("last synced", changes); default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {
     const db = store.db;
     this.db = db;
     this.writes = new ReconcileWrites(store.sqlite);
-    this.touches = new TouchBatcher(db);
+    this.touches = new TouchBatcher(db, clock);
     this.byId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
     this.keyOfId = preparedQuery(db, identityParams(''), (p) => db.selectFrom('primaries').select('name').where((eb) => eb.and(p)));
     this.byCopy = preparedQuery(db, ['copy_cluster', 'copy_group', 'copy_resource', 'copy_namespace', 'copy_name'], (p) => db.selectFrom('primaries').selectAll().where((eb) => eb.and(p)));
@@ -204,7 +204,7 @@ export class RelationStore {
     selectors: readonly SelectorRecord[] = [],
     known?: KnownRows,
   ): Promise<void> {
-    const at = this.now().toISOString();
+    const at = isoTime(this.clock);
     primary = { ...primary, message: storedMessage(primary.message) };
     relations = relations.map((r) => (r.message !== null && r.message.length > MAX_STORED_MESSAGE ? { ...r, message: storedMessage(r.message) } : r));
     // Known before the rows are: an event right after the write looks its labels up by them.
@@ -240,7 +240,7 @@ export class RelationStore {
 
   /** A sweep found the primary as its last complete sync left it (controller/sweep-skip.ts): "last synced" moves, in a batch. */
   confirmSynced(id: ObjectIdentity): void {
-    this.touches.touch(id, this.now().toISOString());
+    this.touches.touch(id, isoTime(this.clock));
   }
 
   /** Writes the pending "last synced" times in one transaction (also called by sweeps and at shutdown). */
@@ -300,7 +300,7 @@ export class RelationStore {
     relation: Pick<RelationRecord, 'primary' | 'ruleId' | 'source' | 'destination'>,
     outcome: Pick<RelationRecord, 'state' | 'contentHash' | 'message' | 'versions'>,
   ): Promise<boolean> {
-    const at = this.now().toISOString();
+    const at = isoTime(this.clock);
     const result = await this.db
       .updateTable('relations')
       .set({

@@ -24,6 +24,7 @@ import { hostname } from 'node:os';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 
 export class StoreInUseError extends Error {
   override name = 'StoreInUseError';
@@ -44,7 +45,7 @@ export function machineBoot(): string {
   }
 }
 
-export function acquireReplicaLock(storePath: string, machine: string = machineBoot()): ReplicaLock {
+export function acquireReplicaLock(storePath: string, machine: string = machineBoot(), clock: Clock = systemClock): ReplicaLock {
   const path = `${storePath}.replica`;
   mkdirSync(dirname(resolve(path)), { recursive: true }); // as openStore does for the store
   const db = new Database(path);
@@ -63,7 +64,7 @@ export function acquireReplicaLock(storePath: string, machine: string = machineB
       // outlived a reboot): only the same host, path and machine boot keep the identity.
       if (row && row.host === host && row.store_path === where && row.machine === machine) return row.identity;
       const fresh = `${host}-${randomBytes(4).toString('hex')}`;
-      db.prepare('INSERT OR REPLACE INTO replica_v2 (id, identity, host, store_path, machine, created_at) VALUES (1, ?, ?, ?, ?, ?)').run(fresh, host, where, machine, new Date().toISOString());
+      db.prepare('INSERT OR REPLACE INTO replica_v2 (id, identity, host, store_path, machine, created_at) VALUES (1, ?, ?, ?, ?, ?)').run(fresh, host, where, machine, isoTime(clock));
       return fresh;
     }).exclusive();
     return {

@@ -1,5 +1,6 @@
 /** Sweep history: one row per sweep, for people (`select * from sweeps_view`). */
 import type { Kysely } from 'kysely';
+import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import type { Database, SweepStatus, SweepTrigger } from './schema.js';
 
 export interface SweepCounts {
@@ -15,13 +16,14 @@ export interface SweepCounts {
 export class SweepStore {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly now: () => Date = () => new Date(),
+    /** The time of day written down; default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async start(trigger: SweepTrigger): Promise<number> {
     const row = await this.db
       .insertInto('sweeps')
-      .values({ trigger, status: 'running', started_at: this.now().toISOString(), finished_at: null, message: null, primaries_seen: 0, objects_listed: 0, relations_added: 0, relations_removed: 0, copies_repaired: 0, copies_removed: 0, errors: 0 })
+      .values({ trigger, status: 'running', started_at: isoTime(this.clock), finished_at: null, message: null, primaries_seen: 0, objects_listed: 0, relations_added: 0, relations_removed: 0, copies_repaired: 0, copies_removed: 0, errors: 0 })
       .returning('id')
       .executeTakeFirstOrThrow();
     return row.id;
@@ -32,7 +34,7 @@ export class SweepStore {
       .updateTable('sweeps')
       .set({
         status,
-        finished_at: this.now().toISOString(),
+        finished_at: isoTime(this.clock),
         primaries_seen: counts.primariesSeen,
         objects_listed: counts.objectsListed,
         relations_added: counts.relationsAdded,
@@ -47,7 +49,7 @@ export class SweepStore {
   }
 
   async skipped(trigger: SweepTrigger, message: string): Promise<void> {
-    const at = this.now().toISOString();
+    const at = isoTime(this.clock);
     await this.db
       .insertInto('sweeps')
       .values({ trigger, status: 'skipped', started_at: at, finished_at: at, message, primaries_seen: 0, objects_listed: 0, relations_added: 0, relations_removed: 0, copies_repaired: 0, copies_removed: 0, errors: 0 })

@@ -9,26 +9,31 @@
 import { sql, type Kysely } from 'kysely';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { Database } from './schema.js';
+import type { Clock, Timer } from '../util/clock.js';
 
 /** Touches per statement. */
 const CHUNK = 500;
 
 export class TouchBatcher {
   private touched = new Map<string, { id: ObjectIdentity; at: string }>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Whose second a batch waits at most. */
+    private readonly clock: Clock,
+  ) {}
 
   /** Moves a primary's "last synced" (and its synced relations') to `at`, soon. */
   touch(id: ObjectIdentity, at: string): void {
     this.touched.set(identityKey(id), { id, at });
     if (this.touched.size >= 500) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), 1000).unref();
+    else this.timer ??= this.clock.after(1000, () => void this.flush());
   }
 
   /** Writes the pending times in one transaction. */
   async flush(): Promise<void> {
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     if (this.touched.size === 0) return;
     const batch = this.touched;

@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, isRelsyncKey } from './marks.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
 
@@ -42,12 +43,16 @@ export function adoptionRefusal(object: KubeObject, agentName: string, source: O
  * is looked at again every 30 s.
  */
 export class AdoptionRefusals {
-  private readonly told = new ExpiringMap<string, true>(1_000);
+  private readonly told: ExpiringMap<string, true>;
 
   constructor(
     private readonly logger: Logger,
     private readonly agentName: string,
-  ) {}
+    /** What "in ten minutes" is measured on; default systemClock. */
+    clock: Clock = systemClock,
+  ) {
+    this.told = new ExpiringMap(1_000, clock);
+  }
 
   /** `suggestGrant`: the object has no grant (one granted to someone else is never "corrected" from this log). */
   note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string, suggestGrant: boolean): void {

@@ -24,6 +24,7 @@
 import { compositeKey } from '../core/composite-key.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { ResourceType } from '../core/resource-type.js';
+import { isoTime, systemClock } from '../util/clock.js';
 
 /** A related copy left in place because its cluster's claims were not known. */
 export interface DeferredCopy {
@@ -48,8 +49,8 @@ export class ClaimKnowledge {
     readonly trustedAtStart: boolean,
     private readonly maxDeferred = 10_000,
     private readonly maxPerCluster = 1_000,
-    /** When this process began to rely on the store (an ISO time, as the store writes them). */
-    readonly openedAt: string = new Date().toISOString(),
+    /** When this process began to rely on the store (an ISO time, as the store writes them); default: now, on systemClock. */
+    readonly openedAt: string = isoTime(systemClock),
   ) {}
 
   /**

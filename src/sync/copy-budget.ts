@@ -21,6 +21,7 @@ import { describeIdentity, identityKey, type ObjectIdentity } from '../core/iden
 import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
 import type { CopySize } from './copy-of.js';
 import type { RewritePace } from './rewrite-pace.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface CopyBudgetLimits {
   readonly bytesPerCluster: number;
@@ -76,7 +77,8 @@ export class CopyBudget {
     private readonly limits: CopyBudgetLimits,
     private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'saveMissing' | 'delete'>,
     private readonly gauge?: UsageGauge,
-    private readonly now: () => number = Date.now,
+    /** What usage is kept for on; default systemClock. */
+    private readonly clock: Clock = systemClock,
     private readonly pace?: Pick<RewritePace, 'due' | 'charge'>,
   ) {
     this.perCopy = limits.perCopy ?? PER_COPY_OVERHEAD;
@@ -188,7 +190,7 @@ export class CopyBudget {
   }
 
   private async usageOf(tenant: string): Promise<Kept> {
-    const now = this.now();
+    const now = this.clock.now();
     const kept = this.tenants.get(tenant);
     if (kept && kept.until > now) return kept;
     const fresh = { ...(await this.store.usage(tenant)), until: now + USAGE_TTL_MS };
@@ -200,7 +202,7 @@ export class CopyBudget {
   }
 
   private async total(): Promise<KeptTotal> {
-    const now = this.now();
+    const now = this.clock.now();
     if (this.all && this.all.until > now) return this.all;
     this.all = { ...(await this.store.total()), until: now + TOTAL_TTL_MS };
     return this.all;

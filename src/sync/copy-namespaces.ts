@@ -30,6 +30,7 @@ import { isAlreadyExists, isConflict, isForbidden } from '../kube/api-error.js';
 import type { KubeObject } from '../core/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import type { ObjectReads } from './object-reads.js';
@@ -69,9 +70,13 @@ export class CopyNamespaces {
   /**
    * `installation`: this installation's Lease (`namespace/name`), when its namespace is known
    * (POD_NAMESPACE or the config); undefined for a process that cannot tell (`relsync sweep` run
-   * by hand outside the cluster), which then neither records nor checks installations.
+   * by hand outside the cluster), which then neither records nor checks installations. `clock`:
+   * what namespaces seen and conflicts told are remembered for; default systemClock.
    */
-  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterAccess; readonly logger: Logger; readonly installation: string | undefined }) {}
+  constructor(private readonly deps: { readonly agentName: string; readonly clusters: ClusterAccess; readonly logger: Logger; readonly installation: string | undefined; readonly clock?: Clock }) {
+    this.verified = new ExpiringMap(10_000, deps.clock ?? systemClock);
+    this.warned = new ExpiringMap(10_000, deps.clock ?? systemClock);
+  }
 
   /** A digest of the pins, made again when they change (sync/config-fingerprint.ts reads it per sync). */
   pinsDigest(): string {
@@ -122,9 +127,9 @@ export class CopyNamespaces {
   }
 
   /** Namespace → the template and source it was recently seen serving, for the sweep's reads. */
-  private readonly verified = new ExpiringMap<string, string>(10_000);
+  private readonly verified: ExpiringMap<string, string>;
   /** Namespace → the source whose conflict was last logged: a tenant's conflicting primaries requeue every 30 s. */
-  private readonly warned = new ExpiringMap<string, string>(10_000);
+  private readonly warned: ExpiringMap<string, string>;
 
   /** Whether to log this namespace's conflict now (once per 5 minutes per namespace and source). */
   private shouldWarn(name: string, source: ServedSource): boolean {

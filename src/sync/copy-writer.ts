@@ -19,7 +19,7 @@ import { describeIdentity, sameIdentity, type ObjectIdentity } from '../core/ide
 import type { Logger } from 'pino';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
-import { oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
+import { hasFieldsToFold, oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
 import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
 import { adoptionRefusal } from './adoption.js';
@@ -28,6 +28,7 @@ import type { SyncMetrics } from './sync-metrics.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
 import { RewritePaceError } from './rewrite-pace.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
@@ -42,6 +43,8 @@ export interface CopyWriterDeps {
   readonly onWritten?: ((id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void) | undefined;
   /** What each tenant's copies take in the service cluster (copy-budget.ts): told of each charged write and of each delete. */
   readonly budget?: Pick<CopyBudget, 'wrote' | 'removed' | 'rewriting' | 'rewriteDue'> | undefined;
+  /** The time of day relsync's managed-fields entry is stamped with; default systemClock. */
+  readonly clock?: Clock | undefined;
 }
 
 export type CopyKind = 'primary' | 'related';
@@ -129,9 +132,11 @@ export class MissingNamespaceError extends Error {
 
 export class CopyWriter {
   private readonly fieldManager: string;
+  private readonly clock: Clock;
 
   constructor(private readonly deps: CopyWriterDeps) {
     this.fieldManager = fieldManagerName(deps.agentName);
+    this.clock = deps.clock ?? systemClock;
   }
 
   /**
@@ -359,7 +364,7 @@ export class CopyWriter {
     const created = await client.create(copy.namespace, this.applied(write, undefined), this.fieldManager);
     // Two versions (the POST's, then the patch's): both events are relsync's own.
     this.deps.ownWrites?.record(copy, created.metadata.resourceVersion);
-    const managedFields = upgradedManagedFields(created.metadata.managedFields, this.fieldManager);
+    const managedFields = upgradedManagedFields(created.metadata.managedFields, this.fieldManager, this.clock.now());
     if (!managedFields) return created;
     return client
       .jsonPatch(copy.namespace, copy.name, [
@@ -463,7 +468,7 @@ export class CopyWriter {
    * from a LIST carry no managed fields, a watch's do) — which must become its applied fields first.
    */
   private needsUpgrade(copy: KubeObject): boolean {
-    return oldRecordOf(copy.metadata.annotations) !== undefined || upgradedManagedFields(copy.metadata.managedFields, this.fieldManager) !== undefined;
+    return oldRecordOf(copy.metadata.annotations) !== undefined || hasFieldsToFold(copy.metadata.managedFields, this.fieldManager);
   }
 
   /** Applies `write` over `read` (relsync's copy), after folding what needsUpgrade() finds (unless `upgrade` is false: an adoption's own object). */
@@ -492,7 +497,7 @@ export class CopyWriter {
     const live = await client.get(write.copy.namespace, write.copy.name);
     if (!live) return undefined;
     if (!this.isMarkedCopyOf(live, write.source)) return 'conflict';
-    const managedFields = upgradedManagedFields(live.metadata.managedFields, this.fieldManager, old ?? oldRecordOf(live.metadata.annotations));
+    const managedFields = upgradedManagedFields(live.metadata.managedFields, this.fieldManager, this.clock.now(), old ?? oldRecordOf(live.metadata.annotations));
     if (!managedFields) return live;
     return client
       .jsonPatch(write.copy.namespace, write.copy.name, [

@@ -18,6 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ExpiringMap } from '../util/expiring-map.js';
+import type { Clock } from '../util/clock.js';
 import { compositeKey } from '../core/composite-key.js';
 
 export const AGGREGATE_PREFIX = '(combined from similar events): ';
@@ -61,10 +62,11 @@ export class EventCorrelator {
   private readonly maxSimilar: number;
   private readonly windowMs: number;
 
-  constructor(options: CorrelatorOptions = {}) {
+  /** `clock`: its memories expire on it (each decision is made at the time correlate() is given). */
+  constructor(options: CorrelatorOptions, clock: Clock) {
     const entries = options.maxEntries ?? 4096;
-    this.buckets = new ExpiringMap(entries);
-    this.similar = new ExpiringMap(entries);
+    this.buckets = new ExpiringMap(entries, clock);
+    this.similar = new ExpiringMap(entries, clock);
     this.burst = options.burst ?? 25;
     this.refillMs = options.refillMs ?? 300_000;
     this.maxSimilar = options.maxSimilar ?? 10;

@@ -16,6 +16,7 @@ import type { KubeObject } from '../core/object.js';
 import { compositeKey } from '../core/composite-key.js';
 import { isNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 import { outsideReconcile } from '../util/log-context.js';
 import { EventCorrelator, type CorrelatorOptions } from './event-correlator.js';
 import type { Counter } from './sync-metrics.js';
@@ -37,7 +38,8 @@ export interface EventRecorderOptions {
   readonly maxQueuedPerCluster?: number;
   /** ... and to all clusters together; default 2000. */
   readonly maxQueued?: number;
-  readonly now?: () => number;
+  /** Events' times, what is remembered of them, and idle()'s wait; default systemClock. */
+  readonly clock?: Clock;
 }
 
 interface Pending {
@@ -57,7 +59,7 @@ const NORMAL_ROOM = 0.8;
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
   /** Events written, by correlation key: a repeat raises their count (`unsent`: repeats over the spam filter, not written yet). */
-  private readonly sent = new ExpiringMap<string, { namespace: string; name: string; count: number; unsent: number }>(4096);
+  private readonly sent: ExpiringMap<string, { namespace: string; name: string; count: number; unsent: number }>;
   /**
    * Per cluster: the Events waiting to be written there, oldest first (a repeat of one waiting
    * raises its count there), and the loop writing them. Each cluster has its own loop, one write
@@ -66,10 +68,14 @@ export class EventRecorder {
   private readonly queues = new Map<string, { pending: Map<string, Pending>; draining: Promise<void> | undefined }>();
   private queued = 0;
   /** Failed writes logged once per cluster and reason in 10 minutes. */
-  private readonly toldFailure = new ExpiringMap<string, true>(1000);
+  private readonly toldFailure: ExpiringMap<string, true>;
+  private readonly clock: Clock;
 
   constructor(private readonly options: EventRecorderOptions) {
-    this.correlator = new EventCorrelator(options.correlator);
+    this.clock = options.clock ?? systemClock;
+    this.correlator = new EventCorrelator(options.correlator ?? {}, this.clock);
+    this.sent = new ExpiringMap(4096, this.clock);
+    this.toldFailure = new ExpiringMap(1000, this.clock);
   }
 
   warn(cluster: string, object: KubeObject, reason: string, message: string): void {
@@ -82,20 +88,22 @@ export class EventRecorder {
 
   /** Resolves once every Event recorded so far is written (or given up on), or after `timeoutMs`: for tests and shutdown. */
   async idle(timeoutMs = Infinity): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.clock.now() + timeoutMs;
     for (;;) {
       const loops = [...this.queues.values()].flatMap((q) => (q.draining ? [q.draining] : []));
       if (loops.length === 0) return;
-      const left = deadline - Date.now();
+      const left = deadline - this.clock.now();
       if (left <= 0) return;
-      await Promise.race([Promise.all(loops), ...(Number.isFinite(left) ? [new Promise((resolve) => setTimeout(resolve, left).unref())] : [])]);
+      let timer: Timer | undefined;
+      await Promise.race([Promise.all(loops), ...(Number.isFinite(left) ? [new Promise((resolve) => (timer = this.clock.after(left, () => resolve(undefined))))] : [])]);
+      timer?.cancel();
     }
   }
 
   private record(cluster: string, object: KubeObject, type: 'Normal' | 'Warning', reason: string, text: string): void {
     const { namespace, name, uid } = object.metadata;
     if (!name) return;
-    const nowMs = this.options.now?.() ?? Date.now();
+    const nowMs = this.clock.now();
     const objectKey = compositeKey(cluster, uid ?? compositeKey(object.kind ?? '', namespace ?? '', name));
     const { key, message, limited } = this.correlator.correlate({ object: objectKey, type, reason, message: text.slice(0, MESSAGE_MAX) }, nowMs);
     const now = new Date(nowMs).toISOString();

@@ -46,12 +46,13 @@ export interface OldRecord {
  * `old` (a copy written before relsync applied its copies), those of manager "unknown" — but of
  * their labels and annotations only the keys the old record names and relsync's own `relsync.dev/`
  * keys: whatever else "unknown" owns there (a webhook's label set at create) stays its own.
- * Undefined when there is nothing to fold.
+ * Undefined when there is nothing to fold (hasFieldsToFold() says whether there is). The Apply
+ * entry is stamped `at` (ms since the epoch), as the API server stamps the entries it writes.
  */
-export function upgradedManagedFields(managedFields: unknown, manager: string, old?: OldRecord): ManagedFieldsEntry[] | undefined {
+export function upgradedManagedFields(managedFields: unknown, manager: string, at: number, old?: OldRecord): ManagedFieldsEntry[] | undefined {
   if (!Array.isArray(managedFields)) return undefined;
   const entries = managedFields as ManagedFieldsEntry[];
-  const foldable = (e: ManagedFieldsEntry) => e.operation === 'Update' && !e.subresource && e.fieldsType === 'FieldsV1' && (e.manager === manager || (old !== undefined && e.manager === OLD_MANAGER));
+  const foldable = foldableBy(manager, old);
   const folded = entries.filter(foldable);
   if (folded.length === 0) return undefined;
   const applied = entries.find((e) => e.operation === 'Apply' && e.manager === manager && !e.subresource);
@@ -66,11 +67,21 @@ export function upgradedManagedFields(managedFields: unknown, manager: string, o
     manager,
     operation: 'Apply',
     apiVersion: applied?.apiVersion ?? folded[0]!.apiVersion,
-    time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    time: new Date(at).toISOString().replace(/\.\d+Z$/, 'Z'),
     fieldsType: 'FieldsV1',
     fieldsV1: fields,
   };
   return [...entries.filter((e) => !foldable(e) && e !== applied), ...kept, entry];
+}
+
+/** Whether upgradedManagedFields() would fold anything: relsync's Update entries are still there. */
+export function hasFieldsToFold(managedFields: unknown, manager: string, old?: OldRecord): boolean {
+  return Array.isArray(managedFields) && (managedFields as ManagedFieldsEntry[]).some(foldableBy(manager, old));
+}
+
+/** An Update entry of the main resource that is relsync's (or, given `old`, "unknown"'s). */
+function foldableBy(manager: string, old: OldRecord | undefined): (e: ManagedFieldsEntry) => boolean {
+  return (e) => e.operation === 'Update' && !e.subresource && e.fieldsType === 'FieldsV1' && (e.manager === manager || (old !== undefined && e.manager === OLD_MANAGER));
 }
 
 /**

@@ -15,6 +15,7 @@
  * no wait: their own events are known by their content hash, event-router.ts.)
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
+import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
 /**
  * How long an event waits for the answer of a write of its object still on its way: the API server
@@ -25,6 +26,15 @@ import { identityKey, type ObjectIdentity } from '../core/identity.js';
 const WAIT_FOR_ANSWER_MS = 250;
 /** Versions remembered per object: a write of two requests (kcp's POST, then a patch) makes two. */
 const VERSIONS_PER_OBJECT = 3;
+
+export interface OwnWritesOptions {
+  /** Objects whose versions are remembered at most; default 10,000. */
+  readonly max?: number;
+  /** How long an event waits for a write's answer at most; default 250 ms. */
+  readonly waitMs?: number;
+  /** What that wait is timed on; default systemClock. */
+  readonly clock?: Clock;
+}
 
 interface InFlight {
   count: number;
@@ -37,10 +47,15 @@ export class OwnWrites {
   /** Objects relsync is writing now, with how many writes of each run. */
   private readonly inFlight = new Map<string, InFlight>();
 
-  constructor(
-    private readonly max = 10_000,
-    private readonly waitMs = WAIT_FOR_ANSWER_MS,
-  ) {}
+  private readonly max: number;
+  private readonly waitMs: number;
+  private readonly clock: Clock;
+
+  constructor(options: OwnWritesOptions = {}) {
+    this.max = options.max ?? 10_000;
+    this.waitMs = options.waitMs ?? WAIT_FOR_ANSWER_MS;
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * A version relsync's write produced. `precondition`: the version the write was sent against; a
@@ -88,9 +103,9 @@ export class OwnWrites {
     if (this.take(key, resourceVersion)) return true;
     const running = this.inFlight.get(key);
     if (!running) return false;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([running.done, new Promise<void>((r) => (timer = setTimeout(r, this.waitMs)))]);
-    clearTimeout(timer);
+    let timer: Timer | undefined;
+    await Promise.race([running.done, new Promise<void>((r) => (timer = this.clock.after(this.waitMs, r)))]);
+    timer?.cancel();
     return this.take(key, resourceVersion);
   }
 

@@ -13,6 +13,7 @@
  * onProcessed), not when one run ends: a failing reconcile keeps its slot while it is retried.
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
+import { systemClock, type Clock } from '../util/clock.js';
 
 export interface AdmissionLimits {
   /** Primaries synced per platform cluster (per workspace on kcp). */
@@ -68,7 +69,8 @@ export class PrimaryAdmission {
   constructor(
     readonly limits: AdmissionLimits,
     private readonly store: AdmissionStore,
-    private readonly now: () => number = Date.now,
+    /** What counts are kept for on; default systemClock. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
@@ -157,7 +159,7 @@ export class PrimaryAdmission {
   }
 
   private async countOf(cluster: string): Promise<number> {
-    const now = this.now();
+    const now = this.clock.now();
     const kept = this.clusterCounts.get(cluster);
     if (kept && kept.until > now) return kept.n;
     const n = await this.store.countPrimaries(cluster);
@@ -168,7 +170,7 @@ export class PrimaryAdmission {
   }
 
   private async total(): Promise<Total> {
-    const now = this.now();
+    const now = this.clock.now();
     if (this.totalCount && this.totalCount.until > now) return this.totalCount;
     const { primaries, clusters } = await this.store.countAllPrimaries();
     this.totalCount = { n: primaries, clusters, until: now + COUNT_TTL_MS };

@@ -29,6 +29,7 @@ import type { KnownRows, RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { PrimaryAdmission } from './primary-admission.js';
 import type { CopyBudget } from './copy-budget.js';
 import { Semaphore } from '../util/semaphore.js';
@@ -91,6 +92,8 @@ export interface ReconcilerDeps {
   readonly fingerprint?: ConfigFingerprint;
   /** Whether the store knows every claim of a cluster (claim-knowledge.ts); without it, the store is trusted. */
   readonly claims?: ClaimKnowledge;
+  /** Time, for everything a reconcile remembers or stamps; default systemClock. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -125,6 +128,9 @@ export class PrimaryReconciler {
   private readonly admission: PrimaryAdmission | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {
+    const clock = deps.clock ?? systemClock;
+    this.readLive = new ExpiringMap(10_000, clock);
+    this.fullNext = new ExpiringMap(10_000, clock);
     this.finder = new RelatedFinder(deps);
     this.admission = deps.admission;
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
@@ -134,9 +140,9 @@ export class PrimaryReconciler {
     this.writer = new CopyWriter(deps);
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
-    this.paths = new WorkspacePaths(deps.clusters);
-    this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName);
-    this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write) });
+    this.paths = new WorkspacePaths(deps.clusters, clock);
+    this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName, clock);
+    this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write), clock });
     this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts, refusals: this.refusals });
   }
 
@@ -183,9 +189,9 @@ export class PrimaryReconciler {
   }
 
   /** Primaries whose last reconcile ended in a 409 (bounded: an entry is only a hint). */
-  private readonly readLive = new ExpiringMap<string, true>(10_000);
+  private readonly readLive: ExpiringMap<string, true>;
   /** Primaries whose last reconcile (edge or full) failed: their next one is full. */
-  private readonly fullNext = new ExpiringMap<string, true>(10_000);
+  private readonly fullNext: ExpiringMap<string, true>;
 
   private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;

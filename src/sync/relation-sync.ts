@@ -34,6 +34,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
 import { AdoptionRefusals } from './adoption.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
@@ -63,13 +64,16 @@ export interface RelationSyncDeps {
   readonly claims?: ClaimKnowledge | undefined;
   /** What each tenant's copies may take in the service cluster (copy-budget.ts); default: no budget. */
   readonly budget?: Pick<CopyBudget, 'refusal'> | undefined;
+  /** What refusals logged are remembered for on; default systemClock. */
+  readonly clock?: Clock | undefined;
 }
 
 export class RelationSync {
   private readonly refusals: AdoptionRefusals;
 
   constructor(private readonly deps: RelationSyncDeps) {
-    this.refusals = new AdoptionRefusals(deps.logger, deps.agentName);
+    this.refusals = new AdoptionRefusals(deps.logger, deps.agentName, deps.clock);
+    this.told = new ExpiringMap(10_000, deps.clock ?? systemClock);
   }
 
   /**
@@ -271,7 +275,7 @@ export class RelationSync {
   }
 
   /** Destinations and reasons whose refusal was logged in the last ten minutes (refused()). */
-  private readonly told = new ExpiringMap<string, true>(10_000);
+  private readonly told: ExpiringMap<string, true>;
 
   /**
    * A type of another APIExport (a rule's identityHash) that a workspace does not serve: kcp answers

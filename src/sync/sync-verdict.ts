@@ -21,6 +21,7 @@ import type { KubeObject } from '../core/object.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
 import { ApiError, isConflict, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { deepEqual } from './content.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
@@ -150,7 +151,8 @@ export interface SyncVerdictsDeps {
   readonly logger: Logger;
   /** Writes the primary (the reconciler's writePrimary: its own watch event is then not routed back). */
   readonly write: (id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>) => Promise<KubeObject>;
-  readonly now?: () => Date;
+  /** The time of day a verdict is stamped with, and what is remembered for; default systemClock. */
+  readonly clock?: Clock;
 }
 
 type Mode = 'condition' | 'annotation';
@@ -160,15 +162,22 @@ const MESSAGE_ONLY_EVERY_MS = 10 * 60_000;
 
 export class SyncVerdicts {
   /** Per cluster and type: where the verdict goes, once learnt (a missing status subresource, a schema that prunes it). */
-  private readonly modes = new ExpiringMap<string, Mode>(10_000);
+  private readonly modes: ExpiringMap<string, Mode>;
   /** Primaries whose own condition write the API server refused (400/422): annotations for them alone, for a while. */
-  private readonly refusedObjects = new ExpiringMap<string, true>(10_000);
+  private readonly refusedObjects: ExpiringMap<string, true>;
   /** Primaries whose verdict was written lately: a change of its message alone waits. */
-  private readonly writtenLately = new ExpiringMap<string, true>(10_000);
+  private readonly writtenLately: ExpiringMap<string, true>;
   /** Failed writes told once per cluster, type and reason in 10 minutes. */
-  private readonly told = new ExpiringMap<string, true>(1000);
+  private readonly told: ExpiringMap<string, true>;
+  private readonly clock: Clock;
 
-  constructor(private readonly deps: SyncVerdictsDeps) {}
+  constructor(private readonly deps: SyncVerdictsDeps) {
+    this.clock = deps.clock ?? systemClock;
+    this.modes = new ExpiringMap(10_000, this.clock);
+    this.refusedObjects = new ExpiringMap(10_000, this.clock);
+    this.writtenLately = new ExpiringMap(10_000, this.clock);
+    this.told = new ExpiringMap(1000, this.clock);
+  }
 
   /**
    * The status copied back from the copy, with relsync's condition carried over from the primary
@@ -192,9 +201,8 @@ export class SyncVerdicts {
   async show(type: ResourceType, id: ObjectIdentity, primary: KubeObject, verdict: Verdict): Promise<KubeObject> {
     const key = `${id.cluster}\u0000${typeName(type)}`;
     const objectKey = identityKey(id);
-    const clock = this.deps.now?.() ?? new Date();
-    const now = clock.toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const at = clock.getTime();
+    const at = this.clock.now();
+    const now = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const generation = primary.metadata.generation;
     const client = this.deps.clusters.client(id.cluster, type);
     let current = primary;

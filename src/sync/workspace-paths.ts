@@ -16,6 +16,7 @@
 import { logicalClusterType } from '../core/kcp-types.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import type { ClusterAccess } from './cluster-access.js';
 import type { ObjectReads } from './object-reads.js';
 
@@ -38,10 +39,17 @@ const FAILURE_TTL_MS = 30_000;
 
 export class WorkspacePaths {
   /** Bounded by the workspaces bound to the export; an entry that ages out is read again. */
-  private readonly known = new ExpiringMap<string, string>(10_000);
-  private readonly failed = new ExpiringMap<string, string>(10_000);
+  private readonly known: ExpiringMap<string, string>;
+  private readonly failed: ExpiringMap<string, string>;
 
-  constructor(private readonly clusters: Pick<ClusterAccess, 'get'>) {}
+  constructor(
+    private readonly clusters: Pick<ClusterAccess, 'get'>,
+    /** What a path is remembered for on; default systemClock. */
+    clock: Clock = systemClock,
+  ) {
+    this.known = new ExpiringMap(10_000, clock);
+    this.failed = new ExpiringMap(10_000, clock);
+  }
 
   /** The path, when it was read before (edge syncs take the full reconcile otherwise). */
   cached(cluster: string): string | undefined {

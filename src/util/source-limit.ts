@@ -6,13 +6,15 @@
  * seen forgotten first: a forgotten one starts again with a full bucket, so a
  * caller with more addresses than that gets more than its share.
  */
+import { systemClock, type Clock } from './clock.js';
+
 export interface SourceLimitOptions {
   readonly inFlight: number;
   readonly burst: number;
   readonly perSecond: number;
   readonly maxSources: number;
-  /** Milliseconds; default Date.now. */
-  readonly now?: () => number;
+  /** What the bucket refills on; default systemClock. */
+  readonly clock?: Clock;
 }
 
 interface SourceState {
@@ -23,15 +25,15 @@ interface SourceState {
 
 export class SourceLimit {
   private readonly sources = new Map<string, SourceState>();
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly options: SourceLimitOptions) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Takes a start for `source`: a release function, or undefined when it must wait (nothing taken). */
   tryStart(source: string): (() => void) | undefined {
-    const now = this.now();
+    const now = this.clock.now();
     const { inFlight, burst, perSecond, maxSources } = this.options;
     let state = this.sources.get(source);
     if (state) {

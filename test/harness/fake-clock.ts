@@ -3,12 +3,14 @@
  * fire in time order during advance(), and each fired callback's promises
  * settle before the next one, so a test sees exactly what happened by then.
  */
-import type { Clock, Timer } from '../../src/util/clock.js';
+import { systemClock, type Clock, type Timer } from '../../src/util/clock.js';
 
 export class FakeClock implements Clock {
-  private time = 0;
   private seq = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  /** `time`: where it starts (ms; a time of day for what writes one down, e.g. Date.parse('2026-12-02T10:00:00Z')). */
+  constructor(private time = 0) {}
 
   now(): number {
     return this.time;
@@ -65,4 +67,12 @@ export class FakeClock implements Clock {
 /** Lets every promise that can settle now settle (a few macrotask turns, no time passes on any clock). */
 export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
+/**
+ * A clock that reads the time the test sets (`now`), for code that only reads time: unlike
+ * FakeClock, moving it settles nothing; its timers, if any, are the system's.
+ */
+export function clockReading(now: () => number): Clock {
+  return { ...systemClock, now };
 }

@@ -15,6 +15,7 @@ import { openStore } from '../../../src/store/database.js';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { LogicalClusterStore } from '../../../src/store/logical-cluster-store.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
+import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 const logger = pino({ level: 'silent' });
 const binding = (cluster: string, deleting = false): KubeObject => ({
@@ -123,32 +124,45 @@ describe('APIBinding watch', () => {
     let answer: 'bound' | 'unbound' | 'unknown' = 'unknown';
     let asked = 0;
     const term = new AbortController();
+    const clock = new FakeClock();
     const handler = bindingHandler({
       platform: 'kcp', logical, store, enqueue: (id) => queued.push(id.name), forget: async () => undefined,
-      stillBound: async () => (asked++, answer), relist: () => undefined, reserved: () => false, logger, signal: term.signal, recheckMs: 10,
+      stillBound: async () => (asked++, answer), relist: () => undefined, reserved: () => false, logger, signal: term.signal, recheckMs: 10, clock,
     });
     await handler.onList([binding('ws-a'), binding('ws-b')]);
     // A virtual workspace torn down with the binding answers 404 for a moment.
     await handler.onEvent('DELETED', binding('ws-a'));
     assert.equal(logical.isUnbound('ws-a'), false);
-    while (asked < 3) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(asked, 1);
+    await clock.advance(9);
+    assert.equal(asked, 1, 'not asked again before 10 ms');
+    await clock.advance(1);
+    assert.equal(asked, 2, 'asked again after 10 ms');
+    await clock.advance(20);
+    assert.equal(asked, 3, 'then after 20 ms more (doubling)');
     answer = 'unbound';
-    for (let i = 0; i < 200 && !logical.isUnbound('ws-a'); i++) await new Promise((r) => setTimeout(r, 10));
+    await clock.advance(40);
+    for (let i = 0; i < 100 && !logical.isUnbound('ws-a'); i++) await settle();
     assert.equal(logical.isUnbound('ws-a'), true, 'unbound once the platform answered');
     assert.deepEqual(queued, ['orders']);
+    assert.equal(clock.pending, 0, 'no re-check left');
 
     // Listed again while unanswered: the re-checks stop.
     answer = 'unknown';
     await handler.onEvent('DELETED', binding('ws-b'));
+    assert.equal(clock.pending, 1, 'a re-check waits');
     const before = asked;
     await handler.onEvent('ADDED', binding('ws-b'));
-    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(clock.pending, 0, 'its timer is gone');
+    await clock.advance(60_000);
     assert.equal(asked, before, 'not asked again once the binding is listed');
     // And none after the term ends.
     await handler.onEvent('DELETED', binding('ws-b'));
+    assert.equal(clock.pending, 1);
     term.abort();
     const atAbort = asked;
-    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(clock.pending, 0, 'the term\'s end took its timer');
+    await clock.advance(60_000);
     assert.equal(asked, atAbort, 'not asked after the term ended');
     await opened.close();
   });

@@ -14,6 +14,7 @@ import { Template } from '../../../src/rules/template.js';
 import { FinderIndex } from '../../../src/sync/finder-index.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import { configMaps, FakeApi } from '../../harness/fake-list-watch-source.js';
+import { systemClock } from '../../../src/util/clock.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
 const selectorRule: ResolvedRule = {
@@ -53,7 +54,7 @@ describe('watches feed the finder index', () => {
       finderIndex: index,
       firstLists: { listed: () => void (listed = true) },
     } as unknown as Wiring;
-    const options = { logger: pino({ level: 'silent' }), metrics: { watchReconnects: counter, watchRelists: counter } as never, watch: { timeoutSeconds: 300, idleTimeoutSeconds: 300 } as never };
+    const options = { logger: pino({ level: 'silent' }), metrics: { watchReconnects: counter, watchRelists: counter } as never, watch: { timeoutSeconds: 300, idleTimeoutSeconds: 300 } as never, clock: systemClock };
     const watch = await watchFor(wiring, options, { cluster: 'a', type: configMaps, labelSelector: undefined });
     const stop = new AbortController();
     const running = watch.start(stop.signal);

@@ -25,6 +25,8 @@ describe('connection concurrency limit', () => {
   const answers = new Map<string, Answer>();
   const seen: string[] = [];
   const hanging: http.ServerResponse[] = [];
+  /** Bytes the trickling answers sent so far. */
+  let trickled = 0;
 
   before(async () => {
     server = http.createServer((req, res) => {
@@ -39,7 +41,7 @@ describe('connection concurrency limit', () => {
       // A byte at a time, never idle for long, never done.
       if (answer === 'trickle') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        const timer = setInterval(() => res.write(' '), 20);
+        const timer = setInterval(() => (trickled++, res.write(' ')), 20);
         res.on('close', () => clearInterval(timer));
         return;
       }
@@ -100,12 +102,20 @@ describe('connection concurrency limit', () => {
 
   it('gives an answer trickled a byte at a time a deadline, not only an idle timeout', async () => {
     answers.set('/trickle', 'trickle');
-    const { connection } = connect({ requestTimeoutMs: 100 });
-    const started = Date.now();
-    const err = await connection.request('GET', '/trickle').then(() => undefined, (e: unknown) => e);
-    assert.ok(err instanceof Error, 'it fails');
-    assert.match((err as Error).message, /no complete answer|cut before its end/);
-    assert.ok(Date.now() - started < 2000, `within the deadline (${Date.now() - started} ms; 4 × 100 ms)`);
+    // An idle timeout of 5 s, never reached (a byte every 20 ms); the whole answer's deadline, 4 × 5 s, is on the connection's clock.
+    const { clock, connection } = connect({ requestTimeoutMs: 5_000 });
+    trickled = 0;
+    let err: Error | undefined;
+    const failed = connection.request('GET', '/trickle').then(() => undefined, (e: unknown) => (err = e as Error));
+    while (trickled < 3 && err === undefined) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(err, undefined, 'the answer is being read');
+    await clock.advance(19_999);
+    assert.equal(err, undefined, 'not before the deadline');
+    await clock.advance(1);
+    // The request's end runs on real I/O: waited for (briefly; the deadline itself is 20 s away on the real clock).
+    for (let i = 0; i < 100 && err === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match((err as Error | undefined)?.message ?? 'no failure', /no complete answer from c within 20000 ms/);
+    await failed;
   });
 
   it('fails a 429 to its caller and starts no request of the cluster, derived ones included, until Retry-After', async (t) => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Credentials } from '../../../src/kube/credentials.js';
+import { clockReading } from '../../harness/fake-clock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-credentials-'));
 
@@ -28,7 +29,7 @@ describe('credentials', () => {
       const file = join(dir, `${spelling}.token`);
       writeFileSync(file, 'first\n');
       let now = 0;
-      const credentials = new Credentials({ kubeconfig: kubeconfig(spelling, { [spelling]: file }) }, 30_000, () => now);
+      const credentials = new Credentials({ kubeconfig: kubeconfig(spelling, { [spelling]: file }) }, 30_000, clockReading(() => now));
       assert.equal(credentials.server, 'https://127.0.0.1:6443');
       assert.equal((await credentials.current()).headers.Authorization, 'Bearer first');
       writeFileSync(file, 'second\n');
@@ -55,7 +56,7 @@ describe('credentials', () => {
     const file = join(dir, 'rotating.token');
     writeFileSync(file, 'old');
     let now = 0;
-    const credentials = new Credentials({ kubeconfig: kubeconfig('rotating', { tokenFile: file }) }, 30_000, () => now);
+    const credentials = new Credentials({ kubeconfig: kubeconfig('rotating', { tokenFile: file }) }, 30_000, clockReading(() => now));
     assert.equal((await credentials.current()).headers.Authorization, 'Bearer old');
     writeFileSync(file, 'new');
     now = 2_000;
@@ -70,7 +71,7 @@ describe('credentials', () => {
     const file = join(dir, 'racing.token');
     writeFileSync(file, 'old');
     let now = 0;
-    const credentials = new Credentials({ kubeconfig: kubeconfig('racing', { tokenFile: file }) }, 30_000, () => now);
+    const credentials = new Credentials({ kubeconfig: kubeconfig('racing', { tokenFile: file }) }, 30_000, clockReading(() => now));
     await credentials.current();
     now = 40_000;
     const inFlight = credentials.current(); // a refresh starts, and reads 'old'

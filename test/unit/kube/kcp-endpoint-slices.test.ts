@@ -3,7 +3,7 @@
 // the configured name, as before); workspaces follow the URL that serves them
 // within one configured platform, never across two; and a term sees the
 // slice list other URLs (a shard added or gone), against a local HTTP server
-// that answers as kcp does.
+// that answers as kcp does; the follower's reads are spaced on a fake clock.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -16,6 +16,7 @@ import { configuredPlatformOf, endpointPlatformNames } from '../../../src/kube/k
 import { LogicalClusters } from '../../../src/kube/logical-clusters.js';
 import { endpointSlicesChanged, expandKcpEndpoints } from '../../../src/controller/kcp-workspaces.js';
 import type { ClusterConfig } from '../../../src/kube/cluster-config.js';
+import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -23,9 +24,12 @@ describe('kcp endpoint slices of several shards', () => {
   let server: http.Server;
   let kubeconfig: string;
   let endpoints: string[] = [];
+  /** Reads of the slice the server answered. */
+  let reads = 0;
 
   before(async () => {
     server = http.createServer((req, res) => {
+      reads++;
       if (req.url !== '/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/databases') {
         res.writeHead(404, { 'content-type': 'application/json' });
         return void res.end(JSON.stringify({ kind: 'Status', reason: 'NotFound', code: 404 }));
@@ -57,13 +61,13 @@ describe('kcp endpoint slices of several shards', () => {
 
   it('expands a slice of two shards into two platforms, each with its URL; refuses a URL that is not https', async () => {
     endpoints = ['https://shard-1:6443/services/apiexport/root/databases/', 'https://root:6443/services/apiexport/root/databases'];
-    const expanded = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000));
+    const expanded = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000), new FakeClock());
     assert.deepEqual(expanded.map((c) => [c.name, c.kcp?.url]), [
       ['kcp@root:6443', 'https://root:6443/services/apiexport/root/databases'],
       ['kcp@shard-1:6443', 'https://shard-1:6443/services/apiexport/root/databases'],
     ]);
     endpoints = ['http://root:6443/services/apiexport/root/databases'];
-    await assert.rejects(expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000)), /not an https URL/);
+    await assert.rejects(expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000), new FakeClock()), /not an https URL/);
   });
 
   it('moves a workspace to the URL that serves it within one platform, never to another configured platform', async () => {
@@ -78,34 +82,68 @@ describe('kcp endpoint slices of several shards', () => {
     assert.equal(await logical.bound('ws1', 'kcp@shard-1:6443'), 'rebound', 'bound again, on the other shard');
   });
 
-  it('tells a term when the slice lists other URLs, and not while it lists the same', async () => {
-    endpoints = ['https://root:6443/services/apiexport/root/databases'];
-    const wired = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000));
+  const root = 'https://root:6443/services/apiexport/root/databases';
+  const shard1 = 'https://shard-1:6443/services/apiexport/root/databases';
+
+  /** A follower of the slice on a fake clock, and a step that lets exactly one read happen. */
+  const follow = async () => {
+    const clock = new FakeClock();
+    const wired = await expandKcpEndpoints([platform()], logger, AbortSignal.timeout(5_000), clock);
     const stop = new AbortController();
-    const changed = endpointSlicesChanged(wired, logger, stop.signal, 10);
-    let said: string | undefined;
-    void changed.then((why) => (said = why));
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(said, undefined, 'the same URL: nothing to do');
-    // A URL that comes and goes at once is no reason to rewire.
-    endpoints = ['https://root:6443/services/apiexport/root/databases', 'https://shard-1:6443/services/apiexport/root/databases'];
-    await new Promise((r) => setTimeout(r, 15));
-    endpoints = ['https://root:6443/services/apiexport/root/databases'];
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(said, undefined, 'a URL listed for one read only');
-    const changedAt = Date.now();
-    endpoints = ['https://root:6443/services/apiexport/root/databases', 'https://shard-1:6443/services/apiexport/root/databases'];
-    assert.match((await changed) ?? '', /lists https:\/\/root:6443.*, https:\/\/shard-1:6443/);
-    assert.ok(Date.now() - changedAt >= 2 * 10, 'acted on only once seen alike in reads in a row');
-    stop.abort();
+    const state: { said: string | undefined; ended: boolean } = { said: undefined, ended: false };
+    // Every 30 s (production's): on the real clock, no read would happen within the test.
+    const changed = endpointSlicesChanged(wired, logger, stop.signal, { clock, everyMs: 30_000 }).then((why) => {
+      state.said = why;
+      state.ended = true;
+    });
+    /** One read: the wait ends, the server answers, and the follower waits again (or has ended). */
+    const read = async () => {
+      const before = reads;
+      await clock.advance(30_000);
+      for (let i = 0; i < 1000 && !(reads > before && (clock.pending === 1 || state.ended)); i++) await settle();
+      assert.equal(reads, before + 1, 'one read per 30 s');
+    };
+    return { state, read, stop: async () => (stop.abort(), await changed) };
+  };
+
+  it('tells a term when the slice lists other URLs, and not while it lists the same', async () => {
+    endpoints = [root];
+    const { state, read, stop } = await follow();
+    for (let i = 0; i < 10; i++) await read();
+    assert.equal(state.said, undefined, 'the same URL for 10 reads: nothing to do');
+    // A URL that comes and goes is no reason to rewire.
+    endpoints = [root, shard1];
+    await read();
+    await read();
+    endpoints = [root];
+    await read();
+    assert.equal(state.said, undefined, 'a URL listed for two reads only');
+    endpoints = [root, shard1];
+    await read();
+    await read();
+    assert.equal(state.said, undefined, 'seen alike in two reads in a row: not yet');
+    await read();
+    assert.match(state.said ?? '', /lists https:\/\/root:6443.*, https:\/\/shard-1:6443/, 'acted on once seen alike in three reads in a row');
+    await stop();
+  });
+
+  it('acts on no change before the term has lived ten reads', async () => {
+    endpoints = [root];
+    const { state, read, stop } = await follow();
+    endpoints = [root, shard1];
+    for (let i = 0; i < 9; i++) await read();
+    assert.equal(state.said, undefined, 'stable for nine reads, but the term is nine reads old');
+    await read();
+    assert.match(state.said ?? '', /lists https:\/\/root:6443.*, https:\/\/shard-1:6443/);
+    await stop();
   });
 });
 
 describe('a term that ends before it began', () => {
   it('has its slice follower end at once, with or without slices to follow (an abort event is not sent twice)', async () => {
     const stopped = AbortSignal.abort();
-    assert.equal(await endpointSlicesChanged([], logger, stopped), undefined);
-    assert.equal(await endpointSlicesChanged([{ name: 'kcp', kubeconfig: '/nowhere', context: undefined, kcp: { endpointSlice: 's', url: 'https://h/x' } }], logger, stopped), undefined);
+    assert.equal(await endpointSlicesChanged([], logger, stopped, { clock: new FakeClock() }), undefined);
+    assert.equal(await endpointSlicesChanged([{ name: 'kcp', kubeconfig: '/nowhere', context: undefined, kcp: { endpointSlice: 's', url: 'https://h/x' } }], logger, stopped, { clock: new FakeClock() }), undefined);
   });
 });
 

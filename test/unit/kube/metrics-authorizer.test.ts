@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MetricsAuthorizer } from '../../../src/kube/metrics-authorizer.js';
+import { clockReading } from '../../harness/fake-clock.js';
 
 /** A service cluster as the authorizer meets it: `prometheus` may get /metrics, `nobody` may not, anything else is no token. */
 function apiServer(options: { slow?: Promise<void> } = {}) {
@@ -85,7 +86,7 @@ describe('metrics authorizer: TokenReview and SubjectAccessReview, against a flo
         return connection.request<T>(method, path, request);
       },
     };
-    const auth = new MetricsAuthorizer(held, { allowedTtlMs: 1000, now: () => now });
+    const auth = new MetricsAuthorizer(held, { allowedTtlMs: 1000, clock: clockReading(() => now) });
     assert.equal(await auth.authorize('Bearer prometheus', '10.0.0.1'), undefined);
     // Every unknown-token slot taken by made-up tokens from four sources, and more of them waiting their turn.
     const flood = Array.from({ length: 40 }, (_, i) => auth.authorize(`Bearer random-${i}`, `10.9.0.${i % 8}`));
@@ -109,7 +110,7 @@ describe('metrics authorizer: TokenReview and SubjectAccessReview, against a flo
         if ((request.body as { spec: { token?: string } }).spec.token === 'made-up-0') await gate;
         return connection.request<T>(method, path, request);
       },
-    }, { now: () => now });
+    }, { clock: clockReading(() => now) });
     const running = auth.authorize('Bearer made-up-0', '10.0.0.7');
     assert.equal((await auth.authorize('Bearer made-up-1', '10.0.0.7'))?.status, 503, 'one review at a time for a source');
     assert.equal((await auth.authorize('Bearer made-up-1', '10.0.0.8'))?.status, 401, 'another source is not held back');

@@ -13,6 +13,7 @@ import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { RelationStore, type KnownRows } from '../../../src/store/relation-store.js';
 import { selectorKeys } from '../../../src/store/selector-index.js';
 import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
+import { clockReading, FakeClock, settle } from '../../harness/fake-clock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));
 const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
@@ -199,7 +200,8 @@ describe('relation store', () => {
   it('writes a reconcile that found nothing new as a batched "last synced" only, and every change in full', async () => {
     const opened = await openStore(join(dir, 'unchanged.db'));
     let clock = new Date('2026-12-02T10:00:00Z');
-    const store = new RelationStore(opened, () => clock);
+    // The time of day the store writes, set by the test (the touch batch's one-second timer stays the system's).
+    const store = new RelationStore(opened, clockReading(() => clock.getTime()));
     const relation = (hash: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', 'cfg'), destination: cm('service', 'cfg'), state: 'synced' as const, contentHash: hash, message: null });
     const record = { id: primary('one'), uid: 'u1', copy: { ...primary('one'), cluster: 'service' }, state: 'synced' as const, message: null };
     const selector = { ruleId: 'sel', scope: { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns' }, selector: { requirements: [{ key: 'app', operator: 'In' as const, values: ['one'] }] } };
@@ -252,8 +254,8 @@ describe('relation store', () => {
     const clock = new Date('2026-12-05T00:00:00Z');
     const diffed = await openStore(join(dir, 'diffed.db'));
     const full = await openStore(join(dir, 'full.db'));
-    const byDiff = new RelationStore(diffed, () => clock);
-    const byFull = new RelationStore(full, () => clock);
+    const byDiff = new RelationStore(diffed, clockReading(() => clock.getTime()));
+    const byFull = new RelationStore(full, clockReading(() => clock.getTime()));
     let known: KnownRows | undefined;
     for (const [i, save] of saves.entries()) {
       clock.setTime(clock.getTime() + 1000);
@@ -277,7 +279,7 @@ describe('relation store', () => {
   it('moves "last synced" of many primaries in one batch, each to its own time, never backwards, and only where synced', async () => {
     const opened = await openStore(join(dir, 'touches.db'));
     let clock = new Date('2026-12-02T10:00:00Z');
-    const store = new RelationStore(opened, () => clock);
+    const store = new RelationStore(opened, clockReading(() => clock.getTime()));
     const names = Array.from({ length: 450 }, (_, i) => `p${i}`);
     for (const [i, name] of names.entries()) {
       const state = i % 10 === 0 ? ('error' as const) : ('synced' as const);
@@ -301,6 +303,23 @@ describe('relation store', () => {
     const relationTimes = opened.sqlite.prepare('select primary_name as name, last_synced_at as at from relations').all() as Array<{ name: string; at: string }>;
     assert.equal(relationTimes.length, 450);
     for (const r of relationTimes) assert.equal(r.at, touches.get(r.name), `relation of ${r.name}: its own primary's time`);
+    await opened.close();
+  });
+
+  it('writes a batch of "last synced" times a second after its first touch, on the store\'s clock', async () => {
+    const opened = await openStore(join(dir, 'touch-timer.db'));
+    const clock = new FakeClock(Date.parse('2026-12-02T10:00:00Z'));
+    const store = new RelationStore(opened, clock);
+    await store.saveReconcile({ id: primary('t'), uid: 't', copy: { ...primary('t'), cluster: 'service' }, state: 'synced', message: null }, []);
+    const lastSynced = () => (opened.sqlite.prepare("select last_synced_at as at from primaries where name = 't'").get() as { at: string }).at;
+    await clock.advance(60_000);
+    store.confirmSynced(primary('t'));
+    await clock.advance(999);
+    assert.equal(lastSynced(), '2026-12-02T10:00:00.000Z', 'not written before the second');
+    await clock.advance(1);
+    // The batch's transaction runs on real I/O: its end is waited for, no time passes on the clock.
+    for (let i = 0; i < 100 && lastSynced() === '2026-12-02T10:00:00.000Z'; i++) await settle();
+    assert.equal(lastSynced(), '2026-12-02T10:01:00.000Z', 'written at 1 s, with the time of the touch');
     await opened.close();
   });
 

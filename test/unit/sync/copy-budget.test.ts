@@ -7,6 +7,7 @@ import { identityKey, type ObjectIdentity } from '../../../src/core/identity.js'
 import { openStore } from '../../../src/store/database.js';
 import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
 import { CopyBudget } from '../../../src/sync/copy-budget.js';
+import { clockReading } from '../../harness/fake-clock.js';
 
 const copy = (name: string): ObjectIdentity => ({ cluster: 'service', group: '', resource: 'configmaps', namespace: 'copies', name });
 const src = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'ns', name });
@@ -17,7 +18,7 @@ async function budgetOf(given: { bytesPerCluster: number; copiesPerCluster: numb
   const store = new CopyBytesStore(opened.db);
   const seen = new Map<string, { bytes: number; copies: number }>();
   let t = 0;
-  const budget = new CopyBudget(limits, store, (tenant, usage) => seen.set(tenant, { ...usage }), () => t);
+  const budget = new CopyBudget(limits, store, (tenant, usage) => seen.set(tenant, { ...usage }), clockReading(() => t));
   return { budget, store, seen, later: () => (t += 60_000), close: () => opened.close() };
 }
 

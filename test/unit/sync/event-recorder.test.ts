@@ -5,12 +5,14 @@ import type { KubeObject } from '../../../src/core/object.js';
 import { AGGREGATE_PREFIX, EventCorrelator } from '../../../src/sync/event-correlator.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
 import { MemoryClusters } from '../../harness/memory-clusters.js';
+import type { Clock } from '../../../src/util/clock.js';
+import { clockReading, FakeClock } from '../../harness/fake-clock.js';
 
 const events = { group: '', resource: 'events' };
 const namespaces = { group: '', resource: 'namespaces' };
 const db = (name = 'orders', uid = `uid-${name}`): KubeObject => ({ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name, uid, resourceVersion: '7' } });
 
-function setup(options: { now?: () => number; maxQueuedPerCluster?: number } = {}) {
+function setup(options: { clock?: Clock; maxQueuedPerCluster?: number } = {}) {
   const world = new MemoryClusters('service', ['tenant-a', 'tenant-b']);
   for (const cluster of ['tenant-a', 'tenant-b']) {
     world.put(cluster, namespaces, { metadata: { name: 'shop' } });
@@ -60,7 +62,7 @@ describe('event recorder: what client-go\'s recorder does, without waiting', () 
 
   it('the spam filter: 25 writes of one object\'s Events at once, then one per 5 minutes; other objects are not held back', async () => {
     let now = 0;
-    const { recorder, list, counted, world } = setup({ now: () => now });
+    const { recorder, list, counted, world } = setup({ clock: clockReading(() => now) });
     for (let i = 0; i < 100; i++) {
       recorder.warn('tenant-a', db(), 'CopyConflict', 'taken');
       await recorder.idle();
@@ -204,7 +206,7 @@ describe('event correlator', () => {
   const combined = (c: { message: string }) => c.message.startsWith(AGGREGATE_PREFIX);
 
   it('keeps the types and reasons of one object apart', () => {
-    const c = new EventCorrelator({ maxSimilar: 3 });
+    const c = new EventCorrelator({ maxSimilar: 3 }, new FakeClock());
     const results = ['a', 'b', 'c', 'a'].map((m) => c.correlate({ object: 'o', type: 'Warning', reason: 'R1', message: m }, 0));
     assert.deepEqual(results.map(combined), [false, false, true, true], 'from the 3rd message on, every one is combined, an earlier one too');
     assert.ok(!combined(c.correlate({ object: 'o', type: 'Warning', reason: 'R2', message: 'c' }, 0)), 'another reason is not combined with R1');
@@ -212,7 +214,7 @@ describe('event correlator', () => {
   });
 
   it('the window moves with each message: messages 9 minutes apart are still similar; after 10 quiet minutes they count afresh', () => {
-    const c = new EventCorrelator();
+    const c = new EventCorrelator({}, new FakeClock());
     const results = Array.from({ length: 10 }, (_, i) => c.correlate({ object: 'o', type: 'Warning', reason: 'R', message: `m${i}` }, i * 540_000));
     assert.deepEqual(results.map(combined), [...Array(9).fill(false), true]);
     assert.ok(!combined(c.correlate({ object: 'o', type: 'Warning', reason: 'R', message: 'new' }, 9 * 540_000 + 600_001)));

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { OwnWrites } from '../../../src/sync/own-writes.js';
+import { FakeClock } from '../../harness/fake-clock.js';
 
 const id: ObjectIdentity = { cluster: 'service', group: '', resource: 'configmaps', namespace: 'ns', name: 'copy' };
 
@@ -59,13 +60,16 @@ describe('own writes', () => {
   });
 
   it('waits a moment at most: a write that hangs does not hold the watch', async () => {
-    const own = new OwnWrites(10_000, 50);
+    const clock = new FakeClock();
+    const own = new OwnWrites({ waitMs: 250, clock });
     const hanging = answerLater();
     void own.during(id, () => hanging.write());
-    const started = Date.now();
-    assert.equal(await own.consume(id, '9'), false);
-    const waited = Date.now() - started;
-    assert.ok(waited >= 40 && waited < 2_000, `waited ${waited} ms for a 50 ms bound`);
+    let judged: boolean | undefined;
+    void own.consume(id, '9').then((mine) => (judged = mine));
+    await clock.advance(249);
+    assert.equal(judged, undefined, 'still waiting for the answer at 249 ms');
+    await clock.advance(1);
+    assert.equal(judged, false, 'judged at 250 ms without the answer');
     hanging.answer('9');
   });
 

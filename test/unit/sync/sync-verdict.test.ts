@@ -18,6 +18,7 @@ import {
   withVerdictAnnotations,
   withVerdictCondition,
 } from '../../../src/sync/sync-verdict.js';
+import { clockReading } from '../../harness/fake-clock.js';
 
 const synced = { synced: true, reason: 'Synced', message: 'in sync' };
 const conflict = { synced: false, reason: 'CopyConflict', message: 'taken' };
@@ -140,7 +141,7 @@ const type: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', res
 const idOf = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: type.group, resource: type.resource, namespace: 'shop', name });
 
 function verdictsOver(fake: ReturnType<typeof fakeType>, now = () => new Date('2026-12-05T10:00:00Z')) {
-  return new SyncVerdicts({ clusters: { client: () => fake.client }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write(), now });
+  return new SyncVerdicts({ clusters: { client: () => fake.client }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write(), clock: clockReading(() => now().getTime()) });
 }
 
 describe('sync verdict: which form, learnt from the API server', () => {

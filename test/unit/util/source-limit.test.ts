@@ -2,11 +2,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SourceLimit } from '../../../src/util/source-limit.js';
+import { FakeClock } from '../../harness/fake-clock.js';
 
 describe('source limit', () => {
-  it('one in flight per source, a burst then a rate, each source on its own', () => {
-    let now = 0;
-    const limit = new SourceLimit({ inFlight: 1, burst: 3, perSecond: 2, maxSources: 10, now: () => now });
+  it('one in flight per source, a burst then a rate, each source on its own', async () => {
+    const clock = new FakeClock();
+    const limit = new SourceLimit({ inFlight: 1, burst: 3, perSecond: 2, maxSources: 10, clock });
     const a = limit.tryStart('a')!;
     assert.equal(limit.tryStart('a'), undefined, 'one at a time');
     assert.ok(limit.tryStart('b'), 'another source is not held back');
@@ -15,14 +16,14 @@ describe('source limit', () => {
     limit.tryStart('a')!();
     limit.tryStart('a')!();
     assert.equal(limit.tryStart('a'), undefined, 'the burst of 3 is spent');
-    now += 499;
+    await clock.advance(499);
     assert.equal(limit.tryStart('a'), undefined, 'not yet a whole start back');
-    now += 1;
+    await clock.advance(1);
     assert.ok(limit.tryStart('a'), '2 a second: one after 500 ms');
   });
 
   it('remembers at most maxSources, the least recently seen forgotten first', () => {
-    const limit = new SourceLimit({ inFlight: 1, burst: 1, perSecond: 0.001, maxSources: 2, now: () => 0 });
+    const limit = new SourceLimit({ inFlight: 1, burst: 1, perSecond: 0.001, maxSources: 2, clock: new FakeClock() });
     limit.tryStart('a')!();
     limit.tryStart('b')!();
     assert.equal(limit.tryStart('a'), undefined, 'a is remembered (and now seen last)');
