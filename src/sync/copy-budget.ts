@@ -13,9 +13,9 @@
  * read per tenant and kept for a few seconds, counted on by each write meanwhile, so concurrent
  * workers may pass a budget by a copy or a few. Copies deleted by others than relsync (the
  * operator, a namespace's deletion) count until relsync writes or deletes them again. A store
- * lost or older than the service cluster is counted again from the copies the watches' LISTs
- * find there (listed()): a primary's reconcile waits for those LISTs (controller/first-lists.ts),
- * so no copy is judged against a budget that does not know the copies already there.
+ * lost (with its watch checkpoints) is counted again from the copies the watches' first LISTs
+ * find there (listed()) before any primary's reconcile (controller/first-lists.ts); one older
+ * than the service cluster resumes its watches without a LIST, and the first sweep counts it.
  */
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { CopyBytesStore, CopyUsage } from '../store/copy-bytes-store.js';
