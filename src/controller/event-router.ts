@@ -188,7 +188,7 @@ export class EventRouter {
     // A LIST's objects of a type rules read related sources of are kept too, tentatively: at the
     // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
     // related objects one by one. They only use room the cache's other entries leave.
-    if (primaryKey && (this.options.admission === undefined || (await this.options.admission.mayQueue(id, change === 'DELETED' || object.metadata.deletionTimestamp !== undefined)))) add(primaryKey);
+    if (primaryKey && (this.options.admission === undefined || (await this.options.admission.mayQueue(id)))) add(primaryKey);
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
     this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);

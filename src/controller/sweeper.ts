@@ -324,7 +324,7 @@ export class Sweeper {
                 if (identityProblem(id)) continue;
                 // Past the limits a new primary is not kept (a tenant's million stays a count), nor
                 // reconciled, but for a few whose verdict says why; its cluster's copies are not decided.
-                const decision = admission ? await admission.decide(id, item.metadata.deletionTimestamp !== undefined) : 'take';
+                const decision = admission ? await admission.decide(id) : 'take';
                 if (decision !== 'take') {
                   unsure.add(cluster);
                   claimsUnknown.add(cluster);

@@ -305,7 +305,7 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
               for (const item of page.items) {
                 if (isServiceOriginCopy(config.agentName, clusters.service.name, item)) continue;
                 const id = { cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' };
-                if (!identityProblem(id) && (await admission.mayQueue(id, item.metadata.deletionTimestamp !== undefined))) ids.push(id);
+                if (!identityProblem(id) && (await admission.mayQueue(id))) ids.push(id);
               }
             }
           } catch (err) {

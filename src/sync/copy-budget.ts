@@ -119,6 +119,9 @@ export class CopyBudget {
     const stored = await this.store.of(copy);
     const sourceKey = identityKey(source);
     if (stored?.tenant === tenant && stored.source === sourceKey && stored.bytes === bytes) return;
+    // Read before the row changes, so that the change is counted once.
+    await this.usageOf(tenant);
+    if (stored && stored.tenant !== tenant) await this.usageOf(stored.tenant);
     await this.store.save(copy, tenant, sourceKey, bytes);
     if (stored) this.count(stored.tenant, -stored.bytes, -1);
     this.count(tenant, bytes, 1);
@@ -149,8 +152,8 @@ export class CopyBudget {
     const found = copies.filter((c) => !this.deletedWhileRecounting.has(identityKey(c.copy)));
     const added = await this.store.saveMissing(found.map(({ tenant, copy, source, content }) => ({ copy, tenant, source: identityKey(source), bytes: content + this.perCopy })));
     if (added === 0) return;
-    // Sums are read again, with the gauges.
-    this.tenants.clear();
+    // Sums of these tenants are read again, with their gauges, and the total (only while recounting).
+    for (const { tenant } of found) this.tenants.delete(tenant);
     this.all = undefined;
   }
 
@@ -168,24 +171,35 @@ export class CopyBudget {
     if (deleted && this.recounting) this.deletedWhileRecounting.add(identityKey(copy));
     const stored = await this.store.of(copy);
     if (!stored || stored.source !== identityKey(source)) return;
+    await this.usageOf(stored.tenant);
     // Its last revision stays in etcd until compaction: charged to the tenant's rewrite pace.
     if (deleted) this.pace?.charge(stored.tenant, stored.bytes);
     await this.store.delete(copy, stored.source);
     this.count(stored.tenant, -stored.bytes, -1);
   }
 
+  /**
+   * Counts a change of `tenant`'s copies, its usage having been read before the store changed
+   * (usageOf): the total's tenants follow a first copy and a last one without reading the table
+   * again (a tenant that makes and deletes one copy in a loop would otherwise have every write
+   * scan it, on the main thread).
+   */
   private count(tenant: string, bytes: number, copies: number): void {
     const kept = this.tenants.get(tenant);
-    // A tenant that gets its first copy or loses its last changes the shares: the total is read again.
-    if (!kept || kept.copies === 0 || kept.copies + copies === 0) this.all = undefined;
-    if (kept) {
-      kept.bytes += bytes;
-      kept.copies += copies;
-      this.gauge?.(tenant, { bytes: kept.bytes, copies: kept.copies });
+    if (!kept) {
+      // Not read before the change (evicted meanwhile): the total is read again.
+      this.all = undefined;
+      return;
     }
+    const before = kept.copies;
+    kept.bytes += bytes;
+    kept.copies += copies;
+    this.gauge?.(tenant, { bytes: kept.bytes, copies: kept.copies });
     if (this.all) {
       this.all.bytes += bytes;
       this.all.copies += copies;
+      if (before <= 0 && kept.copies > 0) this.all.tenants++;
+      if (before > 0 && kept.copies <= 0) this.all.tenants--;
     }
   }
 

@@ -109,13 +109,17 @@ export class PrimaryAdmission {
 
   /**
    * What to do with a primary an event or a sweep's LIST shows: 'take' it when the store holds it,
-   * when it is being deleted (its finalizer must go, limits or not), or within the room the limits
-   * leave (it then counts against that room until the queue is done with it); 'verdict': reconcile
-   * it only to say it is refused, in one of a bounded number of slots; 'skip' it otherwise.
+   * or within the room the limits leave (it then counts against that room until the queue is done
+   * with it); 'verdict': reconcile it only to say it is refused, in one of a bounded number of
+   * slots; 'skip' it otherwise. One being deleted is decided the same way: the store holds every
+   * primary relsync took on, and one it does not hold (a store lost, or a tenant's deletion of a
+   * million it never took) has its finalizer removed by the reconcile of a slot (deletion comes
+   * before the limits there), a slot at a time, the rest at a later event or sweep — not a queue
+   * of a million.
    */
-  async decide(id: ObjectIdentity, deleting = false): Promise<'take' | 'verdict' | 'skip'> {
+  async decide(id: ObjectIdentity): Promise<'take' | 'verdict' | 'skip'> {
     const key = identityKey(id);
-    if (deleting || this.pending.has(key)) return 'take';
+    if (this.pending.has(key)) return 'take';
     if (this.refusedInFlight.has(key)) return 'verdict';
     if (await this.store.hasPrimary(id)) return 'take';
     // A first LIST of a million queues no more than the limits leave.
@@ -127,8 +131,8 @@ export class PrimaryAdmission {
   }
 
   /** Whether an event of this primary goes into the work queue (decide). */
-  async mayQueue(id: ObjectIdentity, deleting = false): Promise<boolean> {
-    return (await this.decide(id, deleting)) !== 'skip';
+  async mayQueue(id: ObjectIdentity): Promise<boolean> {
+    return (await this.decide(id)) !== 'skip';
   }
 
   /** The queue is done with `id` (no run of it is due): the room or the slot it held while queued is free. */

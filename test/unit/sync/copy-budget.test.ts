@@ -119,4 +119,25 @@ describe('CopyBudget', () => {
     assert.equal(await store.of(copy('z')), undefined, 'after the recount, LISTs add no rows');
     await close();
   });
+
+  it("reads the total once: a tenant's first copy or last one is counted, not read again", async () => {
+    const opened = await openStore(join(mkdtempSync(join(tmpdir(), 'relsync-budget-')), 'relsync.db'));
+    const store = new CopyBytesStore(opened.db);
+    let scans = 0;
+    const counting = { usage: store.usage.bind(store), of: store.of.bind(store), save: store.save.bind(store), saveMissing: store.saveMissing.bind(store), delete: store.delete.bind(store), total: () => (scans++, store.total()) };
+    const budget = new CopyBudget({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1000, perCopy: 0 }, counting, undefined, clockReading(() => 0));
+    // Tenant b makes and deletes its only copy in a loop, each time judged against the shares.
+    await budget.wrote('a', copy('x'), src('x'), 600);
+    for (let i = 0; i < 5; i++) {
+      assert.equal(await budget.refusal('b', copy('y'), 400), undefined, 'b within its share');
+      await budget.wrote('b', copy('y'), src('y'), 400);
+      await budget.removed(copy('y'), src('y'), true);
+    }
+    assert.equal(scans, 1, 'the total was read once');
+    // And it is still right: with b's copy, the total is full; a third tenant gets its share (1000 / 3).
+    await budget.wrote('b', copy('y'), src('y'), 400);
+    assert.match((await budget.refusal('c', copy('z'), 400)) ?? '', /limits\.copiedBytes/);
+    assert.equal(await budget.refusal('c', copy('z'), 300), undefined);
+    await opened.close();
+  });
 });
