@@ -18,7 +18,7 @@ import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
-import { parsedBytesAtMost } from '../util/heap-size.js';
+import { parsedBytesOver } from '../util/heap-size.js';
 import { jsonText } from '../util/json-text.js';
 
 export interface ConnectionOptions {
@@ -62,9 +62,9 @@ export class AnswerTooLargeError extends Error {
  * asks again for fewer objects per page, as for a long answer.
  */
 export class AnswerTooCostlyError extends AnswerTooLargeError {
-  constructor(method: string, path: string, maxBytes: number, parsedBytes: number, maxParsedBytes: number) {
-    super(method, path, maxBytes);
-    this.message = `${method} ${path}: the answer (${maxBytes} bytes at most) would take about ${mib(parsedBytes)} MiB of memory once parsed, more than ${mib(maxParsedBytes)} MiB: it holds too many small values`;
+  constructor(method: string, path: string, bytes: number, parsedBytes: number, maxParsedBytes: number) {
+    super(method, path, bytes);
+    this.message = `${method} ${path}: the answer (${bytes} bytes) would take about ${mib(parsedBytes)} MiB of memory once parsed, more than ${mib(maxParsedBytes)} MiB: it holds too many small values`;
   }
 }
 
@@ -268,10 +268,8 @@ export class Connection {
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
       const maxParsed = options.maxParsedBytes ?? MAX_PARSED_BYTES;
-      if (text.length > maxParsed / WORST_PARSE_FACTOR) {
-        const parsed = parsedBytesAtMost(text);
-        if (parsed > maxParsed) throw new AnswerTooCostlyError(method, path, options.maxBytes ?? MAX_ANSWER_BYTES, parsed, maxParsed);
-      }
+      const parsed = parsedBytesOver(text, maxParsed);
+      if (parsed !== undefined) throw new AnswerTooCostlyError(method, path, Buffer.byteLength(text), parsed, maxParsed);
       try {
         return JSON.parse(text) as T;
       } catch {
@@ -391,8 +389,6 @@ export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
  * worst shapes take.
  */
 export const MAX_PARSED_BYTES = 72 * 1024 * 1024;
-/** No JSON text parses to more than ~32 times its length: shorter answers are parsed without counting. */
-const WORST_PARSE_FACTOR = 32;
 /** The most of an error answer kept: its Status message is what is read of it; the rest is dropped. */
 export const MAX_ERROR_BYTES = 64 * 1024;
 /** A request (not a watch) and its whole answer take at most this many times its idle timeout. */

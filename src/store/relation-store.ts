@@ -211,13 +211,10 @@ export class RelationStore {
     primary = { ...primary, message: storedMessage(primary.message) };
     relations = relations.map((r) => (r.message !== null && r.message.length > MAX_STORED_MESSAGE ? { ...r, message: storedMessage(r.message) } : r));
     // Known before the rows are: an event right after the write looks its labels up by them.
-    if (selectors.length > 0) {
-      // Added to the set in place when the await is over: a sweep may have replaced it meanwhile.
+    const keys = selectorIndex.labelKeysOf(selectors);
+    if (keys.length > 0) {
       await this.anchoredKeys();
-      for (const key of selectorIndex.labelKeysOf(selectors)) {
-        this.anchored!.add(key);
-        for (const added of this.addedWhileReading) added.add(key);
-      }
+      this.addAnchored(keys);
     }
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
@@ -227,6 +224,17 @@ export class RelationStore {
     }
     // Only this reconcile writes these rows (KnownRows): with `known`, only what differs is written.
     await this.db.connection().execute(async () => this.writes.write(primary, relations, selectors, known, at));
+    // Again now that the rows are there: a sweep's read that began after the keys were added above
+    // and read the store before the rows were written has replaced the set without them.
+    this.addAnchored(keys);
+  }
+
+  /** Adds to the set current now (a sweep may have replaced it since the caller's await), and to each read in flight. */
+  private addAnchored(keys: readonly string[]): void {
+    for (const key of keys) {
+      this.anchored?.add(key);
+      for (const added of this.addedWhileReading) added.add(key);
+    }
   }
 
   /** True when the store holds exactly this reconcile's outcome already. */

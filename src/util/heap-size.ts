@@ -60,8 +60,23 @@ export function parsedBytesAtMost(text: string): number {
       if (i < 0) break;
     }
   }
-  return text.length * (beyondLatin1.test(text) ? 2 : 1) + PER_VALUE * tokens;
+  return text.length * (twoByte.test(text) ? 2 : 1) + PER_VALUE * tokens;
 }
+
+/**
+ * parsedBytesAtMost(text) when it is over `max`, otherwise undefined; a text shorter than
+ * max / WORST_PARSE_FACTOR is not scanned (none parses to more than ~29 times its length).
+ */
+export function parsedBytesOver(text: string, max: number): number | undefined {
+  if (text.length <= max / WORST_PARSE_FACTOR) return undefined;
+  const said = parsedBytesAtMost(text);
+  return said > max ? said : undefined;
+}
+
+const WORST_PARSE_FACTOR = 32;
+/** Text V8 keeps two bytes a character once parsed: a character beyond Latin-1, raw or escaped (`\u0100`). */
+// eslint-disable-next-line no-control-regex
+const twoByte = /[^\u0000-\u00ff]|\\u(?!00)/i;
 
 const PER_VALUE = 64;
 const BACKSLASH = 0x5c;

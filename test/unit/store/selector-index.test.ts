@@ -80,6 +80,12 @@ describe('selector index', () => {
     await Promise.all([reading, saving]);
     assert.equal(heldKeys(), 1, 'only the key a stored selector is anchored on');
     assert.deepEqual((await store.selectorOwners({ ...configmaps, namespace: 'late' }, { app: 'late' })).map((p) => p.name), ['p-late']);
+    // The other order: the read starts after a reconcile has added its key, before its rows are written.
+    const later = inNamespace('later');
+    const savingLater = store.saveReconcile({ id: later, uid: 'later', copy: { ...later, cluster: 'service' }, state: 'synced', message: null }, [], [{ ruleId: 'cfg', scope: { ...configmaps, namespace: 'later' }, selector: { requirements: [{ key: 'app', operator: 'In', values: ['later'] }] } }]);
+    await Promise.resolve();
+    await Promise.all([store.selectorLabelKeys(), savingLater]);
+    assert.deepEqual((await store.selectorOwners({ ...configmaps, namespace: 'later' }, { app: 'later' })).map((p) => p.name), ['p-later']);
     await opened.close();
   });
 

@@ -2,9 +2,48 @@
 // never less for the shapes a tenant can choose, and structure inside strings is not counted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { approximateHeapBytes, parsedBytesAtMost } from '../../../src/util/heap-size.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { approximateHeapBytes, parsedBytesAtMost, parsedBytesOver } from '../../../src/util/heap-size.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** The heap V8 holds for the parsed text, between two full collections. */
+function heldOnceParsed(text: string): number {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const value: unknown = JSON.parse(text);
+  gc();
+  const held = process.memoryUsage().heapUsed - before;
+  assert.notEqual(value, undefined);
+  return held;
+}
+
+const key = (i: number) => `"k${i.toString(36).padStart(5, '0')}"`;
+const MiB = 1024 * 1024;
 
 describe('parsedBytesAtMost', () => {
+  it("says no less than V8 holds for the shapes it says least of (4 MiB each)", () => {
+    const shapes: Record<string, string> = {
+      'empty objects': `[${'{},'.repeat((4 * MiB) / 3)}{}]`,
+      'nested arrays': '['.repeat(2 * MiB) + ']'.repeat(2 * MiB),
+      'objects of one distinct key each': `[${Array.from({ length: (4 * MiB) / 14 }, (_, i) => `{${key(i)}:1}`).join(',')}]`,
+      'objects of distinct keys': `{${Array.from({ length: (4 * MiB) / 13 }, (_, i) => `${key(i)}:{}`).join(',')}}`,
+      'escaped text beyond Latin-1': JSON.stringify({ data: `${'a'.repeat(4 * MiB)}\u0100` }).replace('\u0100', '\\u0100'),
+    };
+    for (const [shape, text] of Object.entries(shapes)) {
+      const held = heldOnceParsed(text);
+      assert.ok(parsedBytesAtMost(text) >= held, `${shape}: says ${parsedBytesAtMost(text)} bytes, V8 holds ${held}`);
+    }
+  });
+
+  it('scans only texts long enough to pass the bound', () => {
+    const text = `[${'{},'.repeat(1000)}{}]`;
+    assert.equal(parsedBytesOver(text, text.length * 32), undefined, 'too short to be over: not scanned');
+    assert.equal(parsedBytesOver(text, 1000), parsedBytesAtMost(text));
+  });
+
   it('counts every value of many tiny ones, whatever their shape', () => {
     for (const text of ['[{},{},{}]', '[[],[],[]]', '[0,0,0]', '{"a":{},"b":[],"c":""}', '[[[[]]]]']) {
       const parsed = approximateHeapBytes(JSON.parse(text));
