@@ -18,6 +18,7 @@ import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
+import { parsedBytesAtMost } from '../util/heap-size.js';
 import { jsonText } from '../util/json-text.js';
 
 export interface ConnectionOptions {
@@ -40,6 +41,8 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
   /** Give up on an answer longer than this many bytes (AnswerTooLargeError) instead of holding it. */
   readonly maxBytes?: number;
+  /** Give up on an answer that would take more heap than this once parsed (AnswerTooCostlyError); default MAX_PARSED_BYTES. */
+  readonly maxParsedBytes?: number;
 }
 
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
@@ -52,6 +55,20 @@ export class AnswerTooLargeError extends Error {
     super(`${method} ${path}: the answer is longer than ${maxBytes} bytes`);
   }
 }
+
+/**
+ * An answer short enough, but of so many small values that parsing it would take more heap than
+ * RequestOptions.maxParsedBytes (`[{},{},…]` takes 22 times its text): dropped unparsed. A LIST
+ * asks again for fewer objects per page, as for a long answer.
+ */
+export class AnswerTooCostlyError extends AnswerTooLargeError {
+  constructor(method: string, path: string, maxBytes: number, parsedBytes: number, maxParsedBytes: number) {
+    super(method, path, maxBytes);
+    this.message = `${method} ${path}: the answer (${maxBytes} bytes at most) would take about ${mib(parsedBytes)} MiB of memory once parsed, more than ${mib(maxParsedBytes)} MiB: it holds too many small values`;
+  }
+}
+
+const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(0);
 
 /** Counts requests per verb, for metrics and benchmarks. */
 /** `seconds`: from sending the request to reading the whole answer; undefined for a watch. */
@@ -250,6 +267,11 @@ export class Connection {
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
+      const maxParsed = options.maxParsedBytes ?? MAX_PARSED_BYTES;
+      if (text.length > maxParsed / WORST_PARSE_FACTOR) {
+        const parsed = parsedBytesAtMost(text);
+        if (parsed > maxParsed) throw new AnswerTooCostlyError(method, path, options.maxBytes ?? MAX_ANSWER_BYTES, parsed, maxParsed);
+      }
       try {
         return JSON.parse(text) as T;
       } catch {
@@ -362,6 +384,15 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
  * bounds what a reconcile holds (workers × this, as text and parsed), not only what is sane.
  */
 export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+/**
+ * The most heap one answer may take once parsed (told before parsing, util/heap-size.ts). Enough
+ * for any object a kube-apiserver stores (at most 1.5 MiB in etcd: 1.5 MiB of `[]` says ~66 MiB),
+ * while an 8 MiB answer of a tenant's own API server parses to at most this, not the ~230 MiB its
+ * worst shapes take.
+ */
+export const MAX_PARSED_BYTES = 72 * 1024 * 1024;
+/** No JSON text parses to more than ~32 times its length: shorter answers are parsed without counting. */
+const WORST_PARSE_FACTOR = 32;
 /** The most of an error answer kept: its Status message is what is read of it; the rest is dropped. */
 export const MAX_ERROR_BYTES = 64 * 1024;
 /** A request (not a watch) and its whole answer take at most this many times its idle timeout. */

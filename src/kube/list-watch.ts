@@ -27,6 +27,8 @@
  */
 import type { Logger } from 'pino';
 import { isForbidden, isGone, ApiError } from './api-error.js';
+import { MAX_PARSED_BYTES } from './connection.js';
+import { parsedBytesAtMost } from '../util/heap-size.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
@@ -286,6 +288,13 @@ export class ListWatch {
         pet();
         this.progress();
         if (!line.trim()) continue;
+        // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
+        // times its length. Not skipped (its change would be lost): the LIST that follows reads
+        // the object alone, which a kube-apiserver's objects always pass.
+        if (line.length > MAX_PARSED_BYTES / 32 && parsedBytesAtMost(line) > MAX_PARSED_BYTES) {
+          this.resourceVersion = undefined;
+          throw new Error(`a watch event of ${Buffer.byteLength(line)} bytes would take more than ${MAX_PARSED_BYTES / 1024 / 1024} MiB of memory once parsed; relisting`);
+        }
         let event: WatchEvent;
         try {
           event = JSON.parse(line) as WatchEvent;

@@ -50,8 +50,11 @@ export class RelationStore {
   private readonly db: Kysely<Database>;
   /** A reconcile's rows, in one transaction of statements prepared once (reconcile-writes.ts). */
   private readonly writes: ReconcileWrites;
-  /** anchoredKeys(): the label keys stored selectors are anchored on, by scope. */
-  private anchored: Promise<Set<string>> | undefined;
+  /** anchoredKeys(): the label keys stored selectors are anchored on, by scope, once read. */
+  private anchored: Set<string> | undefined;
+  private anchoredLoading: Promise<Set<string>> | undefined;
+  /** Keys stored while a selectorLabelKeys() reads the store afresh, one set per read: kept when its answer replaces `anchored`. */
+  private readonly addedWhileReading = new Set<Set<string>>();
 
   constructor(
     store: Pick<OpenedStore, 'db' | 'sqlite'>,
@@ -209,8 +212,12 @@ export class RelationStore {
     relations = relations.map((r) => (r.message !== null && r.message.length > MAX_STORED_MESSAGE ? { ...r, message: storedMessage(r.message) } : r));
     // Known before the rows are: an event right after the write looks its labels up by them.
     if (selectors.length > 0) {
-      const anchored = await this.anchoredKeys();
-      for (const key of selectorIndex.labelKeysOf(selectors)) anchored.add(key);
+      // Added to the set in place when the await is over: a sweep may have replaced it meanwhile.
+      await this.anchoredKeys();
+      for (const key of selectorIndex.labelKeysOf(selectors)) {
+        this.anchored!.add(key);
+        for (const added of this.addedWhileReading) added.add(key);
+      }
     }
     // Most reconciles (every one of a sweep with nothing to do) find what the
     // store already says: then only "last synced" moves, in a batch.
@@ -260,20 +267,36 @@ export class RelationStore {
 
   /**
    * selectorLabelKeys(), read once and added to as this process stores selectors: a superset of
-   * what is stored (keys of selectors removed since stay until the next start), which costs at
-   * most a lookup that finds nothing. Only this process writes its store's selectors.
+   * what is stored (keys of selectors removed since stay until the next sweep reads them afresh,
+   * below), which costs at most a lookup that finds nothing. Only this process writes its store's
+   * selectors.
    */
   private anchoredKeys(): Promise<Set<string>> {
-    if (this.anchored) return this.anchored;
-    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => new Set(keys));
+    if (this.anchored) return Promise.resolve(this.anchored);
+    if (this.anchoredLoading) return this.anchoredLoading;
+    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => (this.anchored ??= new Set(keys)));
     // A failed read is tried again by the next caller.
-    loading.catch(() => void (this.anchored === loading && (this.anchored = undefined)));
-    return (this.anchored = loading);
+    const forget = () => void (this.anchoredLoading === loading && (this.anchoredLoading = undefined));
+    loading.then(forget, forget);
+    return (this.anchoredLoading = loading);
   }
 
-  /** Which label keys anchor stored selectors, by scope (selector-index.ts): a snapshot for a sweep's many lookups. */
-  selectorLabelKeys(): Promise<SelectorLabelKeys> {
-    return selectorIndex.selectorLabelKeys(this.db);
+  /**
+   * Which label keys anchor stored selectors, by scope (selector-index.ts): a snapshot for a
+   * sweep's many lookups. It also replaces what anchoredKeys() holds, so that keys of selectors
+   * gone since (a tenant's namespaces made and deleted) do not pile up between restarts; keys
+   * stored while it reads are kept.
+   */
+  async selectorLabelKeys(): Promise<SelectorLabelKeys> {
+    const added = new Set<string>();
+    this.addedWhileReading.add(added);
+    try {
+      const keys = await selectorIndex.selectorLabelKeys(this.db);
+      this.anchored = new Set([...keys, ...added]);
+      return keys;
+    } finally {
+      this.addedWhileReading.delete(added);
+    }
   }
 
   /** A primary's stored selectors: by rule, in their query form (`app=one`), and as keys for KnownRows. */

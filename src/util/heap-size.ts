@@ -39,3 +39,45 @@ const beyondLatin1 = /[^\u0000-\u00ff]/;
 export function stringBytes(s: string): number {
   return beyondLatin1.test(s) ? 2 * s.length : s.length;
 }
+
+/**
+ * Heap a JSON text at most takes once parsed, told from the text alone (before JSON.parse, which
+ * cannot be stopped half way). Every value costs its text plus at most ~64 bytes; values are
+ * counted by the `{`, `[`, `,` and `:` outside strings. Measured on Node 20 (8 MiB texts):
+ * `[{},{},…]` parses to 179 MiB (22× its text), nested arrays to 232 MiB, distinct keys to 105 MiB;
+ * this says 358, 276 and 113. An API server's ordinary LIST page says ~4× what it takes, a long
+ * string its length. Linear, one pass; strings are skipped whole.
+ */
+export function parsedBytesAtMost(text: string): number {
+  let tokens = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= KIND.length) continue;
+    const kind = KIND[c];
+    if (kind === VALUE) tokens++;
+    else if (kind === STRING) {
+      i = stringEnd(text, i);
+      if (i < 0) break;
+    }
+  }
+  return text.length * (beyondLatin1.test(text) ? 2 : 1) + PER_VALUE * tokens;
+}
+
+const PER_VALUE = 64;
+const BACKSLASH = 0x5c;
+const VALUE = 1;
+const STRING = 2;
+/** By character code below 128: VALUE for `{`, `[`, `,` and `:`, STRING for `"`. */
+const KIND = new Uint8Array(128);
+for (const c of '{[,:') KIND[c.charCodeAt(0)] = VALUE;
+KIND['"'.charCodeAt(0)] = STRING;
+
+/** Index of the quote that closes the string opened at `open`; -1 when it never closes. */
+function stringEnd(text: string, open: number): number {
+  for (let i = text.indexOf('"', open + 1); i >= 0; i = text.indexOf('"', i + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(i - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return i;
+  }
+  return -1;
+}

@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApiError } from '../../../src/kube/api-error.js';
-import { AnswerTooLargeError, Connection, MAX_ANSWER_BYTES } from '../../../src/kube/connection.js';
+import { AnswerTooCostlyError, AnswerTooLargeError, Connection, MAX_ANSWER_BYTES } from '../../../src/kube/connection.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 /** What the server does with the next request to a path; default: 200 `{}`. */
-type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge object' | 'huge error' | 'trickle';
+type Answer = { status: number; retryAfter?: number } | 'reset' | 'hang' | 'large' | 'huge object' | 'huge error' | 'trickle' | 'many values' | 'etcd worst';
 
 describe('connection concurrency limit', () => {
   let server: http.Server;
@@ -38,6 +38,10 @@ describe('connection concurrency limit', () => {
       if (answer === 'large') return void res.end(JSON.stringify({ data: 'x'.repeat(10_000) }));
       // An object no etcd holds: a tenant's own API server may answer every GET so.
       if (answer === 'huge object') return void res.end(JSON.stringify({ data: 'x'.repeat(MAX_ANSWER_BYTES) }));
+      // 7 MiB of empty objects: under MAX_ANSWER_BYTES, but ~150 MiB of heap once parsed.
+      if (answer === 'many values') return void res.end(`[${'{},'.repeat((7 * 1024 * 1024) / 3)}{}]`);
+      // The costliest object a kube-apiserver stores: 1.5 MiB (etcd's limit) of empty arrays.
+      if (answer === 'etcd worst') return void res.end(`{"spec":[${'[],'.repeat((1.5 * 1024 * 1024) / 3 - 6)}[]]}`);
       // A byte at a time, never idle for long, never done.
       if (answer === 'trickle') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -191,5 +195,28 @@ describe('connection concurrency limit', () => {
     answers.set('/huge', 'huge object');
     await assert.rejects(connection.request('GET', '/huge'), /GET \/huge: the answer is longer than 8388608 bytes/);
     assert.equal(connection.concurrency.inFlight, 0);
+  });
+
+  it('drops an answer that would take more than MAX_PARSED_BYTES once parsed, before parsing it', async (t) => {
+    const { connection } = connect();
+    t.after(() => connection.close());
+    answers.set('/many', 'many values');
+    const before = process.memoryUsage().heapUsed;
+    const err = await connection.request('GET', '/many').then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof AnswerTooCostlyError, String(err));
+    // A LIST takes it as an answer too long: it asks again for fewer objects per page.
+    assert.ok(err instanceof AnswerTooLargeError);
+    assert.match(err.message, /GET \/many: .* would take about \d+ MiB of memory once parsed, more than 72 MiB: it holds too many small values/);
+    // Parsed, it would have held ~150 MiB until the next collection; its text (7 MiB) is all it cost.
+    assert.ok(process.memoryUsage().heapUsed - before < 64 * 1024 * 1024, `heap grew by ${process.memoryUsage().heapUsed - before} bytes`);
+    assert.equal(connection.concurrency.inFlight, 0);
+  });
+
+  it('parses the costliest object a kube-apiserver can hold', async (t) => {
+    const { connection } = connect();
+    t.after(() => connection.close());
+    answers.set('/worst', 'etcd worst');
+    const object = await connection.request<{ spec: unknown[] }>('GET', '/worst');
+    assert.equal(object.spec.length, (1.5 * 1024 * 1024) / 3 - 5);
   });
 });

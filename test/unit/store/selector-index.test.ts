@@ -62,6 +62,27 @@ describe('selector index', () => {
     await opened.close();
   });
 
+  it("forgets the anchoring keys of a tenant's namespaces made and deleted at the next sweep's read, and keeps one stored meanwhile", async () => {
+    const opened = await openStore(join(dir, 'churn.db'));
+    const store = new RelationStore(opened);
+    const inNamespace = (ns: string) => ({ ...primary(`p-${ns}`), namespace: ns });
+    const heldKeys = () => (store as unknown as { anchored?: Set<string> }).anchored?.size ?? 0;
+    for (let i = 0; i < 200; i++) {
+      const id = inNamespace(`ns-${i}`);
+      await store.saveReconcile({ id, uid: id.name, copy: { ...id, cluster: 'service' }, state: 'synced', message: null }, [], [{ ruleId: 'cfg', scope: { ...configmaps, namespace: id.namespace }, selector: { requirements: [{ key: 'app', operator: 'In', values: ['web'] }] } }]);
+      await store.deletePrimary(id);
+    }
+    assert.equal(heldKeys(), 200, 'the keys of selectors stored since the start');
+    // A selector stored while the sweep reads the keys afresh is not lost with the old set.
+    const reading = store.selectorLabelKeys();
+    const late = inNamespace('late');
+    const saving = store.saveReconcile({ id: late, uid: 'late', copy: { ...late, cluster: 'service' }, state: 'synced', message: null }, [], [{ ruleId: 'cfg', scope: { ...configmaps, namespace: 'late' }, selector: { requirements: [{ key: 'app', operator: 'In', values: ['late'] }] } }]);
+    await Promise.all([reading, saving]);
+    assert.equal(heldKeys(), 1, 'only the key a stored selector is anchored on');
+    assert.deepEqual((await store.selectorOwners({ ...configmaps, namespace: 'late' }, { app: 'late' })).map((p) => p.name), ['p-late']);
+    await opened.close();
+  });
+
   it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
     const { opened, owners } = await storeWith('routing.db', {
       web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
