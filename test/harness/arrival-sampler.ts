@@ -1,0 +1,142 @@
+// How long one tenant's related changes take to arrive in the service cluster while another tenant
+// does its worst: a steady stream of writes to one ConfigMap, each timed until relsync's copy holds
+// it and until a floor client's copy does (floor-copier.ts, a process of its own), by watches on
+// the service cluster. Samples are tagged with the phase they were written in, so one suite can
+// compare each hostile input's p99 with the idle p99 and with the floor's in the same phase.
+//
+// Values are sequence numbers: relsync is level-based, so a value overtaken by a later one before
+// it was copied arrives when any later one does.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import type { ControlPlane } from './control-plane.js';
+import type { ClusterClient } from './tenant.js';
+
+export interface Figures {
+  readonly samples: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly floorP99: number;
+  /** Written, not arrived (through relsync) when the figures were taken. */
+  readonly waiting: number;
+}
+
+interface Sample {
+  readonly phase: string;
+  readonly at: number;
+  relsync?: number;
+  floor?: number;
+}
+
+export interface ArrivalSampler {
+  /** Samples written from now on count for `name`. */
+  phase(name: string): void;
+  /** One write now: resolves with the time it took to arrive through relsync (a marker that relsync went on working). */
+  mark(timeoutMs?: number): Promise<number>;
+  figures(phase: string): Figures;
+  stop(): Promise<void>;
+}
+
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const sorted = [...xs].sort((x, y) => x - y);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * Starts writing `namespace/name` on `platform` every `everyMs`, the data `{ v: <sequence> }`;
+ * relsync's copy is looked for in `copyNamespace`, the floor's in `floorNamespace` of the service.
+ */
+export async function startArrivalSampler(options: {
+  readonly platform: { readonly client: ClusterClient; readonly plane: ControlPlane };
+  readonly service: { readonly client: ClusterClient; readonly plane: ControlPlane };
+  readonly namespace: string;
+  readonly name: string;
+  readonly copyNamespace: string;
+  readonly floorNamespace: string;
+  readonly everyMs: number;
+}): Promise<ArrivalSampler> {
+  const { platform, service, namespace, name, copyNamespace, floorNamespace, everyMs } = options;
+  const samples: Sample[] = [];
+  let seq = 0;
+  let phase = 'idle';
+  const arrivals = new Set<(n: number) => void>();
+  /** The highest value seen so far in each copy: every sample at or below it has arrived. */
+  const seen = { relsync: -1, floor: -1 };
+  const arrived = (side: 'relsync' | 'floor', object: V1ConfigMap) => {
+    const n = Number(object.data?.v);
+    if (object.metadata?.name !== name || !Number.isInteger(n) || n <= seen[side]) return;
+    const now = Date.now();
+    for (let i = seen[side] + 1; i <= n && i < samples.length; i++) samples[i]![side] = now - samples[i]!.at;
+    seen[side] = n;
+    if (side === 'relsync') for (const tell of arrivals) tell(n);
+  };
+  const watches = await Promise.all(([['relsync', copyNamespace], ['floor', floorNamespace]] as const).map(([side, ns]) =>
+    new Watch(service.plane.kubeConfig).watch(`/api/v1/namespaces/${ns}/configmaps`, {}, (_type, object: V1ConfigMap) => arrived(side, object), () => undefined)));
+  await service.client.ensureNamespace(floorNamespace);
+  const floor: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL('./floor-copier.js', import.meta.url)), platform.plane.kubeconfigPath, service.plane.kubeconfigPath, namespace, name, floorNamespace], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await once(floor.stdout!, 'data');
+
+  // Writes one at a time (a marker's among them), each after the previous one's answer.
+  let writes = Promise.resolve();
+  const write = (): Promise<number> => {
+    const done = writes.then(async () => {
+      const n = seq++;
+      samples.push({ phase, at: Date.now() });
+      try {
+        await platform.client.putConfigMap(namespace, name, { v: String(n) });
+      } catch (err) {
+        // Never written: not a sample (a later value's arrival would be counted as its).
+        samples[n] = { phase: 'failed writes', at: Date.now(), relsync: 0, floor: 0 };
+        throw err;
+      }
+      return n;
+    });
+    writes = done.then(() => undefined, () => undefined);
+    return done;
+  };
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      await write().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+
+  return {
+    phase(name) {
+      phase = name;
+    },
+    async mark(timeoutMs = 30_000) {
+      const n = await write();
+      if (seen.relsync >= n) return samples[n]!.relsync!;
+      return new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          arrivals.delete(tell);
+          reject(new Error(`value ${n} of ${namespace}/${name} did not arrive through relsync within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const tell = (at: number) => {
+          if (at < n) return;
+          clearTimeout(timer);
+          arrivals.delete(tell);
+          resolve(samples[n]!.relsync!);
+        };
+        arrivals.add(tell);
+      });
+    },
+    figures(name) {
+      const of = samples.filter((s) => s.phase === name);
+      const through = of.flatMap((s) => (s.relsync === undefined ? [] : [s.relsync]));
+      const floors = of.flatMap((s) => (s.floor === undefined ? [] : [s.floor]));
+      return { samples: through.length, p50: percentile(through, 50), p99: percentile(through, 99), max: Math.max(...through), floorP99: percentile(floors, 99), waiting: of.length - through.length };
+    },
+    async stop() {
+      stopped = true;
+      await loop;
+      for (const w of watches) w.abort();
+      floor.kill();
+    },
+  };
+}
