@@ -3,7 +3,7 @@
  * relsync config: each manifest becomes one entry of `resources`, before
  * validation, so it is checked and compiled exactly like relsync's own
  * config. What relsync cannot do the same way is an error naming the field,
- * never silently dropped. The README has the field-by-field table.
+ * never silently dropped. docs/api-syncagent.md has the field-by-field table.
  */
 import { parseAllDocuments } from 'yaml';
 import type { TypeReference } from '../core/resource-type.js';

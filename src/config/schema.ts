@@ -1,7 +1,7 @@
 /**
  * The shape of relsync's YAML config, as zod schemas. Unknown fields are
  * errors (a typo must not be ignored silently). Defaults live here and are
- * documented in the README's "Configuration" section.
+ * documented in docs/configuration.md.
  */
 import { DEFAULT_KEY_ALLOW, DEFAULT_KEY_DENY, DEFAULT_SECRET_TYPE_DENY } from './copy-policy.js';
 import cron from 'node-cron';

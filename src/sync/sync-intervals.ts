@@ -10,8 +10,8 @@
  * tell. What a watch shows (the object in the way deleted) queues it at once; this is for what no
  * watch shows (RBAC granted, a workspace accepting a claim), so that a fix is seen within half a
  * minute. A fixed requeue, not a backoff: each primary with a standing conflict costs a
- * reconcile per interval (1,000 of them about 33 a second). The README states it ("retried every
- * 30 s").
+ * reconcile per interval (1,000 of them about 33 a second). docs/architecture.md states it
+ * ("retried every 30 s", "Copies, marks and conflicts").
  */
 export const CONFLICT_RETRY_MS = 30_000;
 
@@ -20,8 +20,8 @@ export const CONFLICT_RETRY_MS = 30_000;
  * object not adopted, an Event or a verdict not written). What it warns of is retried every
  * CONFLICT_RETRY_MS and at every sweep, so without it one standing problem would log a line per
  * retry; ten minutes is one line per default sweep interval (`resync.schedule`, every 10
- * minutes), still there in any log window an operator reads. The README states it ("once per
- * place and reason in ten minutes").
+ * minutes), still there in any log window an operator reads. docs/architecture.md states it ("once
+ * per place and reason in ten minutes", "Copies, marks and conflicts").
  */
 export const WARNING_REPEAT_MS = 10 * 60_000;
 

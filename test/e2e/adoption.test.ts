@@ -46,7 +46,7 @@ describe('adoption of existing objects, granted one source at a time', () => {
     // What the provider had before relsync: a namespace of shared ConfigMaps, and a copy namespace
     // with tenant A's Database in it, each object granted to A's source (a migration).
     await svc.ensureNamespace(SHARED);
-    // a copy namespace the provider makes says whose it is (see "Copy namespaces" in the README)
+    // a copy namespace the provider makes says whose it is (see docs/configuration.md "Copy namespaces")
     await svc.ensureNamespace(copyNsA, { cluster: 'tenant-a', namespace: 'default' });
     await core.service.createNamespacedConfigMap({ namespace: SHARED, body: { metadata: { name: 'orders-config', annotations: { [GRANT]: grant('tenant-a', '', 'configmaps', 'default', 'orders-config') } }, data: { provider: 'kept', v: 'old', extra: 'same' } } });
     await core.service.createNamespacedConfigMap({ namespace: SHARED, body: { metadata: { name: 'orders-notes', annotations: { [GRANT]: grant('tenant-a', '', 'configmaps', 'default', 'orders-notes') } }, data: { v: 'old' } } });

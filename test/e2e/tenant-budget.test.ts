@@ -66,7 +66,7 @@ const LIST_PAGES = 200;
 const SAMPLE_EVERY_MS = 250;
 /**
  * Issue #36's target: in every phase tenant-b's p99 within this many times its idle p99 or the floor
- * client's p99 of that phase. Not met yet (README "Guarantees under hostile conditions"): printed, not asserted.
+ * client's p99 of that phase. Not met yet (docs/guarantees.md "Guarantees under hostile conditions"): printed, not asserted.
  */
 const TARGET_RATIO = 2;
 /** What is asserted meanwhile: tenant-b's p99 stays under this in every phase, whatever tenant-a does. */

@@ -44,7 +44,7 @@ describe('Status messages recorded from kube-apiserver', () => {
     for (const [path, message, expected] of recorded) assert.equal(said(path, message), expected, message);
   });
 
-  it('keep a map key that a CRD\'s field path names with dots: it cannot be told from a field (a limit the README states)', () => {
+  it('keep a map key that a CRD\'s field path names with dots: it cannot be told from a field (a limit docs/guarantees.md states under "Secrets")', () => {
     const message = `Vault.values.relsync.dev "v-map" is invalid: [spec.config.hunter2zq: Too long: may not be more than 3 bytes, ${NOT_CHECKED}]`;
     assert.equal(said(`${VAULTS}/v-map`, message), `Vault.values.relsync.dev "v-map" is invalid: [spec.config.hunter2zq: Too long: may not be more than 3 bytes, ${NOT_CHECKED_SAID}]`);
   });
