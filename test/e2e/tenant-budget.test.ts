@@ -69,7 +69,11 @@ const SAMPLE_EVERY_MS = 250;
  * client's p99 of that phase. Not met yet (docs/guarantees.md "Guarantees under hostile conditions"): printed, not asserted.
  */
 const TARGET_RATIO = 2;
-/** What is asserted meanwhile: tenant-b's p99 stays under this in every phase, whatever tenant-a does. */
+/**
+ * What is asserted meanwhile: tenant-b's p99 stays under this in every phase, whatever tenant-a does,
+ * or within TARGET_RATIO times the floor's p99 of the phase where the machine itself is that slow (in
+ * a run of the whole suite, beside other files, the floor's p99 reached 1.5 s).
+ */
 const GUARD_P99_MS = 3000;
 /** Samples of tenant-b's idle latency taken before the first case. */
 const IDLE_SAMPLES = 60;
@@ -689,7 +693,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(counted >= before.length * BIG_BYTES, `the copies there are counted (${counted} bytes)`);
   });
 
-  it(`tenant-b's related changes kept arriving all along: p99 under ${GUARD_P99_MS} ms in every phase (issue #36's target, ${TARGET_RATIO}× its idle p99 or the floor's, is printed)`, async () => {
+  it(`tenant-b's related changes kept arriving all along: p99 under ${GUARD_P99_MS} ms (or ${TARGET_RATIO}× the floor's) in every phase (issue #36's target, ${TARGET_RATIO}× its idle p99 or the floor's, is printed)`, async () => {
     // Every sample written so far has arrived once this one has (values are a sequence); those
     // written from here on (the marker among them) count for no phase.
     sampler.phase('end');
@@ -706,7 +710,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(idle.samples >= IDLE_SAMPLES);
     // Every phase compared has samples through relsync and through the floor (a NaN would pass any comparison).
     for (const r of [idle, ...rows]) assert.ok(Number.isFinite(r.p99) && Number.isFinite(r.floorP99), `samples in every phase (${JSON.stringify(r)})`);
-    const slow = rows.filter((r) => !(r.p99 <= GUARD_P99_MS));
-    assert.deepEqual(slow.map((r) => `${r.phase}: p99 ${r.p99} ms (idle ${idle.p99} ms, floor ${r.floorP99} ms)`), [], `every phase's p99 under ${GUARD_P99_MS} ms`);
+    const slow = rows.filter((r) => !(r.p99 <= Math.max(GUARD_P99_MS, TARGET_RATIO * r.floorP99)));
+    assert.deepEqual(slow.map((r) => `${r.phase}: p99 ${r.p99} ms (idle ${idle.p99} ms, floor ${r.floorP99} ms)`), [], `every phase's p99 under ${GUARD_P99_MS} ms, or ${TARGET_RATIO}× the floor's`);
   });
 });
