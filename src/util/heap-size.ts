@@ -45,7 +45,7 @@ export function stringBytes(s: string): number {
  * cannot be stopped half way). Every value costs its text plus at most ~64 bytes; values are
  * counted by the `{`, `[`, `,` and `:` outside strings. Measured on Node 20 (8 MiB texts):
  * `[{},{},…]` parses to 179 MiB (22× its text), nested arrays to 232 MiB, distinct keys to 105 MiB;
- * this says 358, 276 and 113. An API server's ordinary LIST page says ~4× what it takes, a long
+ * this says 349, 264 and 117 (bench/parse-cost.ts). An API server's ordinary LIST page says ~4× what it takes, a long
  * string its length. Linear, one pass; strings are skipped whole.
  */
 export function parsedBytesAtMost(text: string): number {
