@@ -364,7 +364,7 @@ export class Sweeper {
       // watches have not listed yet (first-lists.ts): these reconciles read the sweep's own LISTs,
       // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
       reads.use(snapshot);
-      const keysKept = selectorKeys !== undefined && sameSet(selectorKeys, await store.selectorLabelKeys());
+      const keysKept = selectorKeys !== undefined && selectorKeys.equals(await store.selectorLabelKeys());
       if (selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
       // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
       const fingerprints = new Map<ResolvedResource, string>();
@@ -575,10 +575,6 @@ class PrimaryListCoverage {
   incomplete(): string[] {
     return [...new Set([...this.broken, ...this.done.keys()])].filter((p) => !this.complete(p));
   }
-}
-
-function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  return a.size === b.size && [...a].every((k) => b.has(k));
 }
 
 async function counterTotal(counter: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number> }> }> }, filter?: (labels: Record<string, string | number>) => boolean): Promise<number> {

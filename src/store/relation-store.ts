@@ -11,6 +11,7 @@ import type { Database, PrimariesTable, PrimaryState, RelationState, RelationsTa
 import { copyOfRow, MAX_STORED_MESSAGE, storedMessage, toPrimary, toRelation, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from './records.js';
 import * as selectorIndex from './selector-index.js';
 import type { SelectorLabelKeys, SelectorRecord } from './selector-index.js';
+import { AnchoredLabelKeys, type AnchoredKey } from './anchored-label-keys.js';
 import * as sweepQueries from './sweep-queries.js';
 import { TouchBatcher } from './touch-batcher.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
@@ -51,10 +52,10 @@ export class RelationStore {
   /** A reconcile's rows, in one transaction of statements prepared once (reconcile-writes.ts). */
   private readonly writes: ReconcileWrites;
   /** anchoredKeys(): the label keys stored selectors are anchored on, by scope, once read. */
-  private anchored: Set<string> | undefined;
-  private anchoredLoading: Promise<Set<string>> | undefined;
+  private anchored: AnchoredLabelKeys | undefined;
+  private anchoredLoading: Promise<AnchoredLabelKeys> | undefined;
   /** Keys stored while a selectorLabelKeys() reads the store afresh, one set per read: kept when its answer replaces `anchored`. */
-  private readonly addedWhileReading = new Set<Set<string>>();
+  private readonly addedWhileReading = new Set<AnchoredLabelKeys>();
 
   constructor(
     store: Pick<OpenedStore, 'db' | 'sqlite'>,
@@ -230,7 +231,7 @@ export class RelationStore {
   }
 
   /** Adds to the set current now (a sweep may have replaced it since the caller's await), and to each read in flight. */
-  private addAnchored(keys: readonly string[]): void {
+  private addAnchored(keys: readonly AnchoredKey[]): void {
     for (const key of keys) {
       this.anchored?.add(key);
       for (const added of this.addedWhileReading) added.add(key);
@@ -279,10 +280,10 @@ export class RelationStore {
    * below), which costs at most a lookup that finds nothing. Only this process writes its store's
    * selectors.
    */
-  private anchoredKeys(): Promise<Set<string>> {
+  private anchoredKeys(): Promise<AnchoredLabelKeys> {
     if (this.anchored) return Promise.resolve(this.anchored);
     if (this.anchoredLoading) return this.anchoredLoading;
-    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => (this.anchored ??= new Set(keys)));
+    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => (this.anchored ??= new AnchoredLabelKeys(keys)));
     // A failed read is tried again by the next caller.
     const forget = () => void (this.anchoredLoading === loading && (this.anchoredLoading = undefined));
     loading.then(forget, forget);
@@ -296,11 +297,11 @@ export class RelationStore {
    * stored while it reads are kept.
    */
   async selectorLabelKeys(): Promise<SelectorLabelKeys> {
-    const added = new Set<string>();
+    const added = new AnchoredLabelKeys();
     this.addedWhileReading.add(added);
     try {
       const keys = await selectorIndex.selectorLabelKeys(this.db);
-      this.anchored = new Set([...keys, ...added]);
+      this.anchored = new AnchoredLabelKeys([...keys, ...added]);
       return keys;
     } finally {
       this.addedWhileReading.delete(added);

@@ -11,6 +11,7 @@ import { matchesSelector, type LabelSelector, type SelectorRequirement } from '.
 import { compositeKey } from '../core/composite-key.js';
 import type { Database, SelectorsTable } from './schema.js';
 import { preparedQuery, type PreparedQuery } from './prepared-query.js';
+import { AnchoredLabelKeys, scopeKeyOf, UNANCHORED, type AnchoredKey, type LabelScope } from './anchored-label-keys.js';
 
 /** A primary's rendered selector for one rule, and where it applies. */
 export interface SelectorRecord {
@@ -45,21 +46,26 @@ export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
  * an object in `scope`: candidates by indexed label terms, plus the few
  * selectors without one, then the whole selector evaluated.
  */
-export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIdentity, 'name'>, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
+export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
   const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource, source_namespace: scope.namespace };
   const queries = queriesOf(db);
   const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
   const consider = (rows: Array<IdentityColumns<'primary_'> & { rule_id: string; requirements: string }>) => {
     for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
   };
-  const scopeKey = compositeKey(scope.cluster, scope.group, scope.resource, scope.namespace);
-  // compositeKey(scopeKey, key), without joining an array per label (an object may have thousands).
-  const prefix = compositeKey(scopeKey, '');
-  for (const [key, value] of Object.entries(labels ?? {})) {
-    if (keys && !keys.has(prefix + key)) continue;
-    consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+  const own = labels ?? {};
+  const anchored = keys?.keysIn(scopeKeyOf(scope));
+  if (anchored === undefined) {
+    for (const [key, value] of Object.entries(own)) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+  } else if (anchored.size <= FEW_KEYS) {
+    // The scope's few anchoring keys, read off the labels: an object's thousands of others cost nothing.
+    for (const key of anchored) {
+      if (key !== UNANCHORED && Object.hasOwn(own, key)) consider(await queries.byTerm({ ...where, label_key: key, label_value: own[key]! }));
+    }
+  } else {
+    for (const [key, value] of Object.entries(own)) if (anchored.has(key)) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
   }
-  if (!keys || keys.has(compositeKey(scopeKey, UNANCHORED))) consider(await queries.unanchored(where));
+  if (!anchored || anchored.has(UNANCHORED)) consider(await queries.unanchored(where));
   const owners = new Map<string, ObjectIdentity>();
   for (const { primary, requirements } of candidates.values()) {
     const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
@@ -68,30 +74,30 @@ export async function selectorOwners(db: Kysely<Database>, scope: Omit<ObjectIde
   return [...owners.values()];
 }
 
+/** Up to this many anchoring keys in a scope, a lookup reads them off the object's labels; past it, it walks the labels. */
+const FEW_KEYS = 32;
+
 /**
  * Which label keys anchor some stored selector, per scope, and which scopes have selectors without
  * an anchor: a caller that looks up many objects at once (a sweep) passes them to selectorOwners,
  * which then asks nothing about the labels no selector is anchored on. A snapshot: the caller
  * compares it with a fresh one when it is done, since a reconcile may store new selectors meanwhile.
  */
-export type SelectorLabelKeys = ReadonlySet<string>;
+export type SelectorLabelKeys = AnchoredLabelKeys;
 
 export async function selectorLabelKeys(db: Kysely<Database>): Promise<SelectorLabelKeys> {
-  const keys = new Set<string>();
+  const keys = new AnchoredLabelKeys();
   const terms = await db.selectFrom('selector_terms').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'label_key']).distinct().execute();
-  for (const t of terms) keys.add(compositeKey(t.source_cluster, t.source_group, t.source_resource, t.source_namespace, t.label_key));
+  for (const t of terms) keys.add({ scope: compositeKey(t.source_cluster, t.source_group, t.source_resource, t.source_namespace), labelKey: t.label_key });
   const unanchored = await db.selectFrom('selectors').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace']).where('anchored', '=', 0).distinct().execute();
-  for (const u of unanchored) keys.add(compositeKey(u.source_cluster, u.source_group, u.source_resource, u.source_namespace, UNANCHORED));
+  for (const u of unanchored) keys.add({ scope: compositeKey(u.source_cluster, u.source_group, u.source_resource, u.source_namespace), labelKey: UNANCHORED });
   return keys;
 }
 
 /** The keys selectorLabelKeys() would hold for these selectors once they are stored. */
-export function labelKeysOf(selectors: readonly SelectorRecord[]): string[] {
-  return selectors.map(({ scope, selector }) => compositeKey(scope.cluster, scope.group, scope.resource, scope.namespace, anchorOf(selector)?.key ?? UNANCHORED));
+export function labelKeysOf(selectors: readonly SelectorRecord[]): AnchoredKey[] {
+  return selectors.map(({ scope, selector }) => ({ scope: scopeKeyOf(scope), labelKey: anchorOf(selector)?.key ?? UNANCHORED }));
 }
-
-/** Stands for "selectors without an anchor" among label keys (no label key has a NUL in it). */
-const UNANCHORED = '\u0000unanchored';
 
 /** A primary's stored selectors in their query form (`app=one`), by rule. */
 export async function selectorsOf(db: Kysely<Database>, primary: ObjectIdentity): Promise<Array<{ ruleId: string; selector: string; scope: string; key: string }>> {

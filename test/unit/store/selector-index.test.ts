@@ -46,8 +46,26 @@ describe('selector index', () => {
     // A selector without an anchor (or one on a new key) changes the snapshot: a sweep compares it at its end.
     await save('not-legacy', [selector('cfg', { key: 'legacy', operator: 'DoesNotExist', values: [] })]);
     const after = await store.selectorLabelKeys();
-    assert.notDeepEqual([...after].sort(), [...keys].sort());
+    assert.ok(!after.equals(keys), 'a new scope key');
+    assert.ok(after.equals(await store.selectorLabelKeys()), 'read twice, the same');
     assert.deepEqual((await store.selectorOwners(configmaps, { other: 'x' }, after)).map((p) => p.name), ['not-legacy'], 'read as one without an anchor');
+    await opened.close();
+  });
+
+  it('answers the same whether a scope has few anchoring keys (read off the labels) or many (the labels walked)', async () => {
+    // 40 selectors on 40 keys: more than the few a lookup reads off an object's labels.
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`p${i}`, [selector('cfg', { key: `key-${i}`, operator: 'In', values: [`v${i}`] })]]));
+    const { opened, store } = await storeWith('many-keys.db', { ...many, web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })] });
+    const keys = await store.selectorLabelKeys();
+    assert.equal(keys.size, 41);
+    const lookups: Array<Record<string, string>> = [{ 'key-7': 'v7', app: 'web', other: 'x' }, { 'key-7': 'v8' }, { 'key-39': 'v39', 'key-0': 'v0' }, {}];
+    for (const labels of lookups) {
+      const walked = (await store.selectorOwners(configmaps, labels, keys)).map((p) => p.name).sort();
+      const expected = Object.entries(labels).flatMap(([k, v]) => (k === 'app' && v === 'web' ? ['web'] : k === `key-${k.slice(4)}` && v === `v${k.slice(4)}` ? [`p${k.slice(4)}`] : [])).sort();
+      assert.deepEqual(walked, expected, JSON.stringify(labels));
+    }
+    // Another namespace of the same type has none of these keys: nothing is looked up there.
+    assert.deepEqual(await store.selectorOwners({ ...configmaps, namespace: 'other' }, { app: 'web' }, keys), []);
     await opened.close();
   });
 
