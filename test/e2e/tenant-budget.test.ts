@@ -585,9 +585,13 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     await eventually("the big ConfigMap's copy", () => svc.configMap(copyNs, 'big'), 60_000);
     // Every version of the copy the service cluster's etcd gets (each update leaves one behind until compaction).
     const versions = new Set<string>();
+    /** The watch saw the last change's copy, and never ended before: it counted every update (a watch that dropped would count fewer). */
+    let sawLast = false;
+    let ended: unknown;
     const watch = await new Watch(clusters.plane.service.kubeConfig).watch(`/api/v1/namespaces/${copyNs}/configmaps`, { fieldSelector: 'metadata.name=big' }, (type, o: V1ConfigMap) => {
       if (type === 'MODIFIED') versions.add(o.metadata?.resourceVersion ?? '');
-    }, () => undefined);
+      if (o.data?.n === String(REWRITES)) sawLast = true;
+    }, (err) => void (ended = err ?? 'closed'));
     try {
       const started = Date.now();
       for (let i = 1; i <= REWRITES; i++) await a.putConfigMap('rewrite', 'big', { v: String(i % 10).repeat(REWRITE_BYTES), n: String(i) });
@@ -602,6 +606,8 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       const metric = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text());
       const paced = Number(/^relsync_copy_writes_paced_total (\S+)/m.exec(metric)?.[1] ?? 0);
       console.log(`${REWRITES} changes of a ${REWRITE_BYTES / 1024} KiB ConfigMap in ${changing} ms: ${writes} updates of its copy until the last arrived ${seconds.toFixed(1)} s after the first change (the pace allows ${bound}); ${paced} writes held back; tenant-b's change arrived in ${during} ms`);
+      await eventually("the versions watch saw the last change's copy", async () => sawLast || undefined, 10_000);
+      assert.equal(ended, undefined, 'the versions watch ran throughout');
       assert.ok(writes <= bound, `the copy was updated at most as the pace allows (${writes} updates, ${bound} allowed)`);
       assert.ok(paced > 0, 'writes were held back by the pace');
     } finally {

@@ -9,7 +9,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { lastingWatch } from './lasting-watch.js';
 import type { ControlPlane } from './control-plane.js';
 import type { ClusterClient } from './tenant.js';
 
@@ -74,7 +75,7 @@ export async function startArrivalSampler(options: {
     if (side === 'relsync') for (const tell of arrivals) tell(n);
   };
   const watches = await Promise.all(([['relsync', copyNamespace], ['floor', floorNamespace]] as const).map(([side, ns]) =>
-    new Watch(service.plane.kubeConfig).watch(`/api/v1/namespaces/${ns}/configmaps`, {}, (_type, object: V1ConfigMap) => arrived(side, object), () => undefined)));
+    lastingWatch(service.plane.kubeConfig, `/api/v1/namespaces/${ns}/configmaps`, {}, (_type, object: V1ConfigMap) => arrived(side, object))));
   await service.client.ensureNamespace(floorNamespace);
   const floor: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL('./floor-copier.js', import.meta.url)), platform.plane.kubeconfigPath, service.plane.kubeconfigPath, namespace, name, floorNamespace], { stdio: ['ignore', 'pipe', 'inherit'] });
   await once(floor.stdout!, 'data');

@@ -4,7 +4,8 @@
 // the API servers allow; relsync's latency is compared with it (arrival-sampler.ts).
 //
 // node floor-copier.js <platform kubeconfig> <service kubeconfig> <namespace> <name> <destination namespace>
-import { CoreV1Api, KubeConfig, Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { lastingWatch } from './lasting-watch.js';
 
 const args = process.argv.slice(2);
 if (args.length !== 5 || args.some((a) => !a)) throw new Error('usage: floor-copier <platform kubeconfig> <service kubeconfig> <namespace> <name> <destination namespace>');
@@ -38,12 +39,9 @@ async function write(): Promise<void> {
   }
 }
 
-await new Watch(platform).watch(`/api/v1/namespaces/${namespace}/configmaps`, { fieldSelector: `metadata.name=${name}` }, (type, object: V1ConfigMap) => {
+await lastingWatch(platform, `/api/v1/namespaces/${namespace}/configmaps`, { fieldSelector: `metadata.name=${name}` }, (type, object: V1ConfigMap) => {
   if (type !== 'ADDED' && type !== 'MODIFIED') return;
   next = object.data ?? {};
   void write().catch((err: Error) => process.stderr.write(`floor-copier: ${err.message}\n`));
-}, (err) => {
-  process.stderr.write(`floor-copier: the watch ended: ${(err as Error | undefined)?.message ?? 'closed'}\n`);
-  process.exit(1);
-});
+}, (err) => process.stderr.write(`floor-copier: the watch ended (${(err as Error | undefined)?.message ?? 'closed'}); watching again\n`));
 process.stdout.write('watching\n');

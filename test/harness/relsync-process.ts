@@ -108,7 +108,9 @@ export function asDeployed(): Required<Pick<StartOptions, 'nodeArgs' | 'env'>> {
 export async function startRelsync(configPath: string, logFile: string, extraArgs: string[] = [], options: StartOptions = {}): Promise<RelsyncProcess> {
   // A log appended to by an earlier run (a restart): only this run's lines say its port.
   const logFrom = existsSync(logFile) ? statSync(logFile).size : 0;
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.cli ?? cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
+  // RELSYNC_TEST_PROFILE_DIR: every relsync a test starts writes a CPU profile there when it exits (docs/testing.md).
+  const profile = process.env.RELSYNC_TEST_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.RELSYNC_TEST_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, ...(options.nodeArgs ?? []), options.cli ?? cliPath, 'run', '--config', configPath, '--http-port', '0', '--log-level', 'debug', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });
