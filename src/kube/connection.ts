@@ -19,6 +19,7 @@ import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import { parsedBytesOver } from '../util/heap-size.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 import { jsonText } from '../util/json-text.js';
 
 export interface ConnectionOptions {
@@ -267,6 +268,8 @@ export class Connection {
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
+      // A large answer is parsed (and its caller goes on) at its turn on the event loop (heavy-turns.ts).
+      await heavyTurns.turn(text.length);
       const maxParsed = options.maxParsedBytes ?? MAX_PARSED_BYTES;
       const parsed = parsedBytesOver(text, maxParsed);
       if (parsed !== undefined) throw new AnswerTooCostlyError(method, path, Buffer.byteLength(text), parsed, maxParsed);

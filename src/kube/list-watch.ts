@@ -29,6 +29,7 @@ import type { Logger } from 'pino';
 import { isForbidden, isGone, ApiError } from './api-error.js';
 import { MAX_PARSED_BYTES } from './connection.js';
 import { parsedBytesOver } from '../util/heap-size.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
 import { typeName, type ResourceType } from '../core/resource-type.js';
@@ -288,6 +289,8 @@ export class ListWatch {
         pet();
         this.progress();
         if (!line.trim()) continue;
+        // A large line waits for its turn on the event loop (heavy-turns.ts): a burst of them does not hold another tenant's small events back.
+        await heavyTurns.turn(line.length);
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
         // times its length. Not skipped (its change would be lost): the LIST that follows reads
         // the object alone, which a kube-apiserver's objects always pass.

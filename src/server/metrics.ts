@@ -2,6 +2,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ResourceType } from '../core/resource-type.js';
 import { typeName } from '../core/resource-type.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 
 /**
  * The process's metrics. The router (RouterMetrics) and the reconciler
@@ -15,6 +16,9 @@ export class Metrics {
   readonly fanout = new Histogram({ name: 'relsync_routed_primaries', help: 'Primaries enqueued per routed watch event (list items included), by cluster; own_write="true": the event of relsync\'s own write, not routed', labelNames: ['cluster', 'own_write'], buckets: [0, 1, 2, 3, 5, 10, 50, 100, 1000], registers: [this.registry] });
   readonly reconciles = new Counter({ name: 'relsync_reconciles_total', help: 'Reconciles of primaries, by outcome', labelNames: ['outcome'], registers: [this.registry] });
   readonly reconcileDuration = new Histogram({ name: 'relsync_reconcile_duration_seconds', help: 'Duration of one reconcile', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  /** heavy-turns.ts: large texts and writes waiting for their turn on the event loop, and the turns taken. */
+  readonly heavyWaiting = new Gauge({ name: 'relsync_heavy_work_waiting', help: 'Large answers, watch lines and store writes waiting for their turn on the event loop (one starts per loop iteration, so that small work is not held behind a pile of them)', registers: [this.registry], collect() { this.set(heavyTurns.queued); } });
+  readonly heavyTurns = new Counter({ name: 'relsync_heavy_work_turns_total', help: 'Large answers, watch lines and store writes that took a turn on the event loop', registers: [this.registry], collect() { this.reset(); this.inc(heavyTurns.turnsGranted); } });
   readonly queueDepth = new Gauge({ name: 'relsync_queue_depth', help: 'Primaries waiting in the work queue', registers: [this.registry] });
   readonly queueHeld = new Gauge({ name: 'relsync_queue_held', help: 'Primaries held until the watches their reconcile reads from have listed once (their cluster is not listed yet)', registers: [this.registry] });
   readonly queueRetrying = new Gauge({ name: 'relsync_queue_retrying', help: 'Primaries whose last reconcile failed and that wait for a retry', registers: [this.registry] });

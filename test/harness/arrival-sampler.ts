@@ -25,7 +25,7 @@ export interface Figures {
 }
 
 interface Sample {
-  readonly phase: string;
+  phase: string;
   readonly at: number;
   relsync?: number;
   floor?: number;
@@ -33,7 +33,11 @@ interface Sample {
 
 export interface ArrivalSampler {
   /** Samples written from now on count for `name`. */
-  phase(name: string): void;
+  /**
+   * Samples written from now on count for `name`; with `pendingToo`, also those written before that
+   * have not arrived through relsync yet (relsync is about to be stopped: their wait is the restart's).
+   */
+  phase(name: string, pendingToo?: boolean): void;
   /** One write now: resolves with the time it took to arrive through relsync (a marker that relsync went on working). */
   mark(timeoutMs?: number): Promise<number>;
   figures(phase: string): Figures;
@@ -107,8 +111,9 @@ export async function startArrivalSampler(options: {
   })();
 
   return {
-    phase(name) {
+    phase(name, pendingToo = false) {
       phase = name;
+      if (pendingToo) for (const s of samples) if (s.relsync === undefined && s.phase !== 'failed writes') s.phase = name;
     },
     async mark(timeoutMs = 30_000) {
       const n = await write();

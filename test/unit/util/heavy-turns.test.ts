@@ -1,0 +1,57 @@
+// Heavy work takes turns on the event loop: a socket that became readable while one heavy task
+// ran is read before the next heavy task starts (another tenant's small change is not held
+// behind a burst of large ones), light work never waits, and heavy tasks run in order.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, connect, type Socket, type AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { HeavyTurns } from '../../../src/util/heavy-turns.js';
+
+/** The CPU busy for `ms`, as parsing a large text keeps it. */
+function busy(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+describe('heavy turns', () => {
+  it('reads a socket that became readable during one heavy task before the next one starts', async () => {
+    let serverSide: Socket | undefined;
+    const server = createServer((s) => void (serverSide = s));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await once(client, 'connect');
+    while (!serverSide) await new Promise((resolve) => setImmediate(resolve));
+    try {
+      const order: string[] = [];
+      client.on('data', () => order.push('small change'));
+      const turns = new HeavyTurns(1024);
+      const heavy = async (name: string, during?: () => void) => {
+        await turns.turn(1024 * 1024);
+        order.push(`${name} starts`);
+        during?.();
+        busy(30);
+      };
+      // Three large watch lines at once; the other tenant's bytes arrive while the first is parsed.
+      await Promise.all([heavy('a', () => serverSide!.write('x')), heavy('b'), heavy('c')]);
+      while (!order.includes('small change')) await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(order, ['a starts', 'small change', 'b starts', 'c starts']);
+      assert.equal(turns.turnsGranted, 3);
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+
+  it('lets light work go on at once, and runs heavy work in the order it asked', async () => {
+    const turns = new HeavyTurns(1024);
+    assert.equal(turns.turn(1023), undefined, 'light: no promise, no wait');
+    const order: number[] = [];
+    await Promise.all([5, 1, 4, 2, 3].map(async (n) => {
+      await turns.turn(4096);
+      order.push(n);
+    }));
+    assert.deepEqual(order, [5, 1, 4, 2, 3]);
+    assert.equal(turns.queued, 0);
+  });
+});
