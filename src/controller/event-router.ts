@@ -261,7 +261,7 @@ export class EventRouter {
     return {
       page: async (items) => {
         const known = await expected();
-        if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(copySizes(this.copies, type, items));
+        if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, 'LIST', keep);

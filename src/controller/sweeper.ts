@@ -288,7 +288,7 @@ export class Sweeper {
           for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) {
             counts.objectsListed += page.items.length;
             // What relsync's copies there take, where the store does not know it (a store lost or older).
-            if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(copySizes(this.copies, watch.type, page.items));
+            if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(await copySizes(this.copies, watch.type, page.items));
             const parts = scope.split(watch.cluster, page.items);
             known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
             for (const [cluster, part] of parts) {

@@ -22,6 +22,7 @@ import type { KubeObject } from '../core/object.js';
 import { sameType, type ResourceType } from '../core/resource-type.js';
 import { identityOf, type ObjectIdentity } from '../core/identity.js';
 import { jsonText } from '../util/json-text.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 import { contentOf } from './content.js';
 import { isRelatedCopy, markedSource } from './marks.js';
 import type { ResolvedResource } from './resolved-config.js';
@@ -65,13 +66,20 @@ export interface CopySize {
   readonly content: number;
 }
 
-/** relsync's copies among a page the service cluster listed, each charged to its source's cluster. */
-export function copySizes(context: CopyContext, type: ResourceType, items: readonly KubeObject[]): CopySize[] {
+/**
+ * relsync's copies among a page the service cluster listed, each charged to its source's cluster.
+ * Weighing a large copy means writing its content as JSON: after each one, the rest of the page
+ * waits for its turn on the event loop (heavy-turns.ts), or a page of 900 KiB copies would hold
+ * every other tenant's work for ~100 ms.
+ */
+export async function copySizes(context: CopyContext, type: ResourceType, items: readonly KubeObject[]): Promise<CopySize[]> {
   const found: CopySize[] = [];
   for (const item of items) {
     const copy = copyOf(context, context.serviceCluster, type, item);
     if (copy?.source.cluster === undefined || !context.isPlatform(copy.source.cluster)) continue;
-    found.push({ tenant: copy.source.cluster, copy: identityOf(context.serviceCluster, type, item), source: copy.source, content: Buffer.byteLength(jsonText(contentOf(item))) });
+    const content = Buffer.byteLength(jsonText(contentOf(item)));
+    found.push({ tenant: copy.source.cluster, copy: identityOf(context.serviceCluster, type, item), source: copy.source, content });
+    await heavyTurns.turn(content);
   }
   return found;
 }
