@@ -268,8 +268,10 @@ export class Connection {
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
-      // A large answer is parsed (and its caller goes on) at its turn on the event loop (heavy-turns.ts).
-      await heavyTurns.turn(text.length);
+      // A large answer is parsed (and its caller goes on) at its turn on the event loop, in this
+      // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
+      // is under way, the events of its object wait for its answer (sync/own-writes.ts).
+      if (method === 'GET') await heavyTurns.turn(text.length, this.name);
       const maxParsed = options.maxParsedBytes ?? MAX_PARSED_BYTES;
       const parsed = parsedBytesOver(text, maxParsed);
       if (parsed !== undefined) throw new AnswerTooCostlyError(method, path, Buffer.byteLength(text), parsed, maxParsed);

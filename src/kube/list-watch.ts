@@ -266,6 +266,8 @@ export class ListWatch {
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: Timer | undefined;
     let stream: WatchStream | undefined;
+    /** Bytes of lines handled since this stream's last turn on the event loop. */
+    let sinceTurn = 0;
     const pet = () => {
       watchdog?.cancel();
       // The stream (or the request opening it) that this timer watches keeps the process alive.
@@ -289,8 +291,14 @@ export class ListWatch {
         pet();
         this.progress();
         if (!line.trim()) continue;
-        // A large line waits for its turn on the event loop (heavy-turns.ts): a burst of them does not hold another tenant's small events back.
-        await heavyTurns.turn(line.length);
+        // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
+        // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
+        sinceTurn += line.length;
+        const turn = heavyTurns.turn(sinceTurn, client.connection.name);
+        if (turn) {
+          await turn;
+          sinceTurn = 0;
+        }
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
         // times its length. Not skipped (its change would be lost): the LIST that follows reads
         // the object alone, which a kube-apiserver's objects always pass.

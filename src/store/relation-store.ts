@@ -20,7 +20,6 @@ import { ReconcileWrites, sameKeys } from './reconcile-writes.js';
 import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 
-
 /**
  * What writing one relation row costs, as bytes of JSON parsing would (heavy-turns.ts): about
  * 150 µs a row in a profile of 500-row writes, the time parsing ~20 KiB takes.
@@ -203,7 +202,8 @@ export class RelationStore {
    */
   async otherClaimsOn(dest: ObjectIdentity, source: ObjectIdentity, except: ObjectIdentity): Promise<number> {
     const [row] = await this.claimsBesides({ ...columns('dest_', dest), ...columns('source_', source), ...columns('primary_', except) });
-    return Number(row?.n ?? 0);
+    if (!row) throw new Error('count(*) answered no row');
+    return Number(row.n);
   }
 
   /** Whether the store accounts for `copy` as the copy of `source` (see sweep-queries.ts). */
@@ -237,7 +237,7 @@ export class RelationStore {
       return;
     }
     // Hundreds of rows take tens of ms in one transaction: at the write's turn on the event loop (heavy-turns.ts).
-    await heavyTurns.turn(relations.length * ROW_BYTES);
+    await heavyTurns.turn(relations.length * ROW_BYTES, primary.id.cluster);
     // Only this reconcile writes these rows (KnownRows): with `known`, only what differs is written.
     await this.db.connection().execute(async () => this.writes.write(primary, relations, selectors, known, at));
     // Again now that the rows are there: a sweep's read that began after the keys were added above

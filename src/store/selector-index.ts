@@ -46,7 +46,7 @@ export function selectorKeys(selectors: readonly SelectorRecord[]): string[] {
  * an object in `scope`: candidates by indexed label terms, plus the few
  * selectors without one, then the whole selector evaluated.
  */
-export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, labels: Readonly<Record<string, string>> | undefined, keys?: SelectorLabelKeys): Promise<ObjectIdentity[]> {
+export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, labels: Readonly<Record<string, string>> | undefined, keys: SelectorLabelKeys): Promise<ObjectIdentity[]> {
   const where = { source_cluster: scope.cluster, source_group: scope.group, source_resource: scope.resource, source_namespace: scope.namespace };
   const queries = queriesOf(db);
   const candidates = new Map<string, { primary: ObjectIdentity; requirements: string }>();
@@ -54,18 +54,18 @@ export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, la
     for (const row of rows) candidates.set(compositeKey(identityKey(fromColumns('primary_', row)), row.rule_id), { primary: fromColumns('primary_', row), requirements: row.requirements });
   };
   const own = labels ?? {};
-  const anchored = keys?.keysIn(scopeKeyOf(scope));
-  if (anchored === undefined) {
-    for (const [key, value] of Object.entries(own)) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
-  } else if (anchored.size <= FEW_KEYS) {
+  const anchored = keys.keysIn(scopeKeyOf(scope));
+  const lookUp = async (key: string, value: unknown) => {
+    // A tenant's own API server may answer with labels that are not strings: no selector matches those.
+    if (typeof value === 'string' && key !== UNANCHORED) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+  };
+  if (hasMoreThan(own, anchored.size)) {
     // The scope's few anchoring keys, read off the labels: an object's thousands of others cost nothing.
-    for (const key of anchored) {
-      if (key !== UNANCHORED && Object.hasOwn(own, key)) consider(await queries.byTerm({ ...where, label_key: key, label_value: own[key]! }));
-    }
+    for (const key of anchored) if (Object.hasOwn(own, key)) await lookUp(key, own[key]);
   } else {
-    for (const [key, value] of Object.entries(own)) if (anchored.has(key)) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
+    for (const [key, value] of Object.entries(own)) if (anchored.has(key)) await lookUp(key, value);
   }
-  if (!anchored || anchored.has(UNANCHORED)) consider(await queries.unanchored(where));
+  if (anchored.has(UNANCHORED)) consider(await queries.unanchored(where));
   const owners = new Map<string, ObjectIdentity>();
   for (const { primary, requirements } of candidates.values()) {
     const selector: LabelSelector = { requirements: JSON.parse(requirements) as SelectorRequirement[] };
@@ -74,8 +74,12 @@ export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, la
   return [...owners.values()];
 }
 
-/** Up to this many anchoring keys in a scope, a lookup reads them off the object's labels; past it, it walks the labels. */
-const FEW_KEYS = 32;
+/** Whether `labels` has more than `n` keys, counted no further than n + 1. */
+function hasMoreThan(labels: Readonly<Record<string, string>>, n: number): boolean {
+  let count = 0;
+  for (const key in labels) if (Object.hasOwn(labels, key) && ++count > n) return true;
+  return false;
+}
 
 /**
  * Which label keys anchor some stored selector, per scope, and which scopes have selectors without
@@ -88,9 +92,9 @@ export type SelectorLabelKeys = AnchoredLabelKeys;
 export async function selectorLabelKeys(db: Kysely<Database>): Promise<SelectorLabelKeys> {
   const keys = new AnchoredLabelKeys();
   const terms = await db.selectFrom('selector_terms').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace', 'label_key']).distinct().execute();
-  for (const t of terms) keys.add({ scope: compositeKey(t.source_cluster, t.source_group, t.source_resource, t.source_namespace), labelKey: t.label_key });
+  for (const t of terms) keys.add({ scope: scopeKeyOf({ cluster: t.source_cluster, group: t.source_group, resource: t.source_resource, namespace: t.source_namespace }), labelKey: t.label_key });
   const unanchored = await db.selectFrom('selectors').select(['source_cluster', 'source_group', 'source_resource', 'source_namespace']).where('anchored', '=', 0).distinct().execute();
-  for (const u of unanchored) keys.add({ scope: compositeKey(u.source_cluster, u.source_group, u.source_resource, u.source_namespace), labelKey: UNANCHORED });
+  for (const u of unanchored) keys.add({ scope: scopeKeyOf({ cluster: u.source_cluster, group: u.source_group, resource: u.source_resource, namespace: u.source_namespace }), labelKey: UNANCHORED });
   return keys;
 }
 

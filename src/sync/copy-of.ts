@@ -68,18 +68,24 @@ export interface CopySize {
 
 /**
  * relsync's copies among a page the service cluster listed, each charged to its source's cluster.
- * Weighing a large copy means writing its content as JSON: after each one, the rest of the page
- * waits for its turn on the event loop (heavy-turns.ts), or a page of 900 KiB copies would hold
- * every other tenant's work for ~100 ms.
+ * Weighing a large copy means writing its content as JSON: once the copies weighed come to 64 KiB,
+ * the rest of the page waits for a turn on the event loop (heavy-turns.ts), or a page of 900 KiB
+ * copies would hold every other tenant's work for ~100 ms.
  */
 export async function copySizes(context: CopyContext, type: ResourceType, items: readonly KubeObject[]): Promise<CopySize[]> {
   const found: CopySize[] = [];
+  let weighed = 0;
   for (const item of items) {
+    const turn = heavyTurns.turn(weighed, context.serviceCluster);
+    if (turn) {
+      await turn;
+      weighed = 0;
+    }
     const copy = copyOf(context, context.serviceCluster, type, item);
     if (copy?.source.cluster === undefined || !context.isPlatform(copy.source.cluster)) continue;
     const content = Buffer.byteLength(jsonText(contentOf(item)));
+    weighed += content;
     found.push({ tenant: copy.source.cluster, copy: identityOf(context.serviceCluster, type, item), source: copy.source, content });
-    await heavyTurns.turn(content);
   }
   return found;
 }

@@ -1,38 +1,48 @@
 /**
- * Turns on the event loop for heavy work, one per loop iteration, so that light work is never
- * held behind a pile of it.
+ * Turns on the event loop for heavy work, one per loop iteration, taken by lanes in turn, so
+ * that light work is never held behind a pile of heavy work, nor one tenant's heavy work behind
+ * another's.
  *
  * relsync runs on one event loop. A tenant's large objects (a 1 MiB watch line, an answer of a
- * 900 KiB copy, a page of them) each take milliseconds to parse and hash, and they come in bursts:
- * a watch stream that buffered four such lines while the loop was busy hands all four over in one
- * go, since a Readable's async iterator reads what is buffered without going back to the loop.
- * Another tenant's small change, whose socket became readable meanwhile, then waits for the whole
- * burst, and again at each step of its reconcile (tenant-budget.test.ts measured 400–900 ms where
- * its idle p99 was 47 ms). Here, work that says it is heavy waits for its turn: one heavy task
- * starts per iteration of the event loop (setImmediate), so between two of them the loop polls
- * its sockets and everything light that became ready runs first. Light work never waits, and a
- * heavy task waits for at most the heavy tasks queued before it: all get done, in order.
+ * 900 KiB object, a page of them) each take milliseconds to parse and hash, and they come in
+ * bursts: a watch stream that buffered four such lines while the loop was busy hands all four over
+ * in one go, since a Readable's async iterator reads what is buffered without going back to the
+ * loop. Another tenant's small change, whose socket became readable meanwhile, then waits for the
+ * whole burst, and again at each step of its reconcile (tenant-budget.test.ts measured 400–900 ms
+ * where its idle p99 was 47 ms). Here, work that says it is heavy waits for its turn: one heavy
+ * task starts per iteration of the event loop (setImmediate), so between two of them the loop
+ * polls its sockets and everything light that became ready runs first. Light work never waits.
+ * Heavy tasks wait in the lane their caller names (the cluster they come from or are done for):
+ * lanes take turns, and a lane's tasks go in order, so a tenant that keeps a hundred heavy tasks
+ * queued delays another's by one turn each, not by a hundred.
  *
- * What a heavy task is: its size in bytes (the text about to be parsed), at least HEAVY_BYTES.
+ * What is heavy: work that costs at least as much as parsing HEAVY_BYTES of JSON.
  */
 
-/** From this size on, a text's parsing and what follows it waits for a turn (a few ms of work on this machine's cores). */
+/** From this cost on (bytes of JSON parsed, or the like), work waits for a turn: a few ms on this machine's cores. */
 export const HEAVY_BYTES = 64 * 1024;
 
 export class HeavyTurns {
-  private readonly waiting: Array<() => void> = [];
+  /** The lanes with tasks waiting, in the order they take turns; each lane's tasks in order. */
+  private readonly lanes = new Map<string, Array<() => void>>();
+  private waitingCount = 0;
   private pumping = false;
   private granted = 0;
 
   constructor(private readonly heavyBytes = HEAVY_BYTES) {}
 
   /**
-   * Undefined when `bytes` is light: go on at once. Otherwise a promise that resolves at the
-   * heavy task's turn; `await turns.turn(n)` works for both.
+   * Undefined when `cost` is light: go on at once. Otherwise a promise that resolves at the heavy
+   * task's turn in `lane`; `await turns.turn(n, lane)` works for both.
    */
-  turn(bytes: number): Promise<void> | undefined {
-    if (bytes < this.heavyBytes) return undefined;
-    const turn = new Promise<void>((resolve) => this.waiting.push(resolve));
+  turn(cost: number, lane = ''): Promise<void> | undefined {
+    if (cost < this.heavyBytes) return undefined;
+    const turn = new Promise<void>((resolve) => {
+      const tasks = this.lanes.get(lane);
+      if (tasks) tasks.push(resolve);
+      else this.lanes.set(lane, [resolve]);
+    });
+    this.waitingCount++;
     this.pump();
     return turn;
   }
@@ -44,7 +54,7 @@ export class HeavyTurns {
 
   /** Heavy tasks waiting now. */
   get queued(): number {
-    return this.waiting.length;
+    return this.waitingCount;
   }
 
   private pump(): void {
@@ -54,11 +64,17 @@ export class HeavyTurns {
     // its poll phase: each turn is its own iteration.
     setImmediate(() => {
       this.pumping = false;
-      const next = this.waiting.shift();
-      if (!next) return;
+      const next = this.lanes.entries().next();
+      if (next.done) return;
+      const [lane, tasks] = next.value;
+      const resolve = tasks.shift()!;
+      // The lane goes to the back (Map order), or away when it has nothing more waiting.
+      this.lanes.delete(lane);
+      if (tasks.length > 0) this.lanes.set(lane, tasks);
+      this.waitingCount--;
       this.granted++;
-      next();
-      if (this.waiting.length > 0) this.pump();
+      resolve();
+      if (this.waitingCount > 0) this.pump();
     });
   }
 }

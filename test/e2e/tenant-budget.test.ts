@@ -175,7 +175,9 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
    * change arrives through the new process, are the restart's (not compared). `before`: done while it is down.
    */
   const restart = async (next: string, how: { readonly kill?: boolean; readonly before?: () => void | Promise<void> } = {}) => {
-    // What has not arrived when relsync is stopped waits for the restart, not for the phase before.
+    // Everything written so far arrives first; what is written from the marker on and has not
+    // arrived when relsync is stopped waits for the restart, not for the phase before.
+    await bArrives(120_000);
     phase(`restart before ${next}`, true);
     if (how.kill) {
       relsync.child.kill('SIGKILL');
@@ -601,14 +603,14 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       await eventually('the last change copied', async () => (await svc.configMap(copyNs, 'big'))?.data?.n === String(REWRITES) || undefined, 120_000);
       const seconds = (Date.now() - started) / 1000;
       const during = await bArrives();
+      await eventually("the versions watch saw the last change's copy", async () => sawLast || undefined, 10_000);
+      assert.equal(ended, undefined, 'the versions watch ran throughout');
       const writes = versions.size;
       // What the pace lets through: its burst and its rate over the time it took, each update replacing the copy's size.
       const bound = Math.ceil((BURST_SECONDS * REWRITE_RATE + REWRITE_RATE * seconds) / REWRITE_BYTES) + 1;
       const metric = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text());
       const paced = Number(/^relsync_copy_writes_paced_total (\S+)/m.exec(metric)?.[1] ?? 0);
       console.log(`${REWRITES} changes of a ${REWRITE_BYTES / 1024} KiB ConfigMap in ${changing} ms: ${writes} updates of its copy until the last arrived ${seconds.toFixed(1)} s after the first change (the pace allows ${bound}); ${paced} writes held back; tenant-b's change arrived in ${during} ms`);
-      await eventually("the versions watch saw the last change's copy", async () => sawLast || undefined, 10_000);
-      assert.equal(ended, undefined, 'the versions watch ran throughout');
       assert.ok(writes <= bound, `the copy was updated at most as the pace allows (${writes} updates, ${bound} allowed)`);
       assert.ok(paced > 0, 'writes were held back by the pace');
     } finally {

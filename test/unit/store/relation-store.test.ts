@@ -13,6 +13,7 @@ import type { ObjectIdentity } from '../../../src/core/identity.js';
 import { RelationStore, type KnownRows } from '../../../src/store/relation-store.js';
 import { selectorKeys } from '../../../src/store/selector-index.js';
 import { CopyBytesStore } from '../../../src/store/copy-bytes-store.js';
+import { heavyTurns } from '../../../src/util/heavy-turns.js';
 import { clockReading, FakeClock, settle } from '../../harness/fake-clock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-store-'));
@@ -167,6 +168,20 @@ describe('relation store', () => {
     assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 1234, copies: 1 }, 'another source\'s removal keeps the row');
     await bytes.delete(copy, 'src-1');
     assert.deepEqual(await bytes.usage('tenant-a'), { bytes: 0, copies: 0 });
+    await opened.close();
+  });
+
+  it('writes a reconcile of many relation rows at its turn on the event loop, one of few at once', async () => {
+    const opened = await openStore(join(dir, 'turns.db'));
+    const store = new RelationStore(opened);
+    const relation = (name: string) => ({ ruleId: 'cfg', origin: 'platform' as const, source: cm('tenant-a', name), destination: { ...cm('service', name), namespace: 'copy-ns' }, state: 'synced' as const, contentHash: 'h', message: null });
+    const save = (name: string, count: number) => store.saveReconcile({ id: primary(name), uid: name, copy: { ...primary(name), cluster: 'service' }, state: 'synced', message: null }, Array.from({ length: count }, (_, i) => relation(`${name}-${i}`)));
+    const before = heavyTurns.turnsGranted;
+    await save('few', 3);
+    assert.equal(heavyTurns.turnsGranted, before, 'three rows: at once');
+    await save('many', 500);
+    assert.equal(heavyTurns.turnsGranted, before + 1, 'five hundred rows: at a turn');
+    assert.equal((await store.relationsOf(primary('many'))).length, 500);
     await opened.close();
   });
 

@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
-import type { SelectorRequirement } from '../../../src/core/label-selector.js';
+import { matchesSelector, type SelectorRequirement } from '../../../src/core/label-selector.js';
 import { openStore } from '../../../src/store/database.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 import type { SelectorRecord } from '../../../src/store/selector-index.js';
+import type { AnchoredLabelKeys } from '../../../src/store/anchored-label-keys.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relsync-selector-index-'));
 const primary = (name: string): ObjectIdentity => ({ cluster: 'tenant-a', group: 'demo.relsync.dev', resource: 'databases', namespace: 'ns', name });
@@ -58,12 +59,17 @@ describe('selector index', () => {
     const { opened, store } = await storeWith('many-keys.db', { ...many, web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })] });
     const keys = await store.selectorLabelKeys();
     assert.equal(keys.size, 41);
-    const lookups: Array<Record<string, string>> = [{ 'key-7': 'v7', app: 'web', other: 'x' }, { 'key-7': 'v8' }, { 'key-39': 'v39', 'key-0': 'v0' }, {}];
+    // Fewer labels than the scope's 41 keys (the labels walked), and more (the keys read off them).
+    const filler = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`filler-${i}`, `v${i}`]));
+    const lookups: Array<Record<string, string>> = [{ 'key-7': 'v7', app: 'web', other: 'x' }, { 'key-7': 'v8' }, { 'key-39': 'v39', 'key-0': 'v0' }, {}, { ...filler, 'key-7': 'v7' }, { ...filler, app: 'web', 'key-39': 'v39' }, filler];
     for (const labels of lookups) {
       const walked = (await store.selectorOwners(configmaps, labels, keys)).map((p) => p.name).sort();
-      const expected = Object.entries(labels).flatMap(([k, v]) => (k === 'app' && v === 'web' ? ['web'] : k === `key-${k.slice(4)}` && v === `v${k.slice(4)}` ? [`p${k.slice(4)}`] : [])).sort();
+      // Brute force: every stored selector evaluated against the labels.
+    const expected = Object.entries({ ...many, web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })] }).filter(([, [sel]]) => matchesSelector(sel!.selector, labels)).map(([name]) => name).sort();
       assert.deepEqual(walked, expected, JSON.stringify(labels));
     }
+    // Labels a tenant's own API server sent as something else than strings match nothing, and fail nothing.
+    assert.deepEqual(await store.selectorOwners(configmaps, { app: {} as unknown as string, 'key-1': 'v1' }, keys).then((o) => o.map((p) => p.name)), ['p1']);
     // Another namespace of the same type has none of these keys: nothing is looked up there.
     assert.deepEqual(await store.selectorOwners({ ...configmaps, namespace: 'other' }, { app: 'web' }, keys), []);
     await opened.close();
@@ -84,7 +90,7 @@ describe('selector index', () => {
     const opened = await openStore(join(dir, 'churn.db'));
     const store = new RelationStore(opened);
     const inNamespace = (ns: string) => ({ ...primary(`p-${ns}`), namespace: ns });
-    const heldKeys = () => (store as unknown as { anchored?: Set<string> }).anchored?.size ?? 0;
+    const heldKeys = () => (store as unknown as { anchored?: AnchoredLabelKeys }).anchored?.size ?? 0;
     for (let i = 0; i < 200; i++) {
       const id = inNamespace(`ns-${i}`);
       await store.saveReconcile({ id, uid: id.name, copy: { ...id, cluster: 'service' }, state: 'synced', message: null }, [], [{ ruleId: 'cfg', scope: { ...configmaps, namespace: id.namespace }, selector: { requirements: [{ key: 'app', operator: 'In', values: ['web'] }] } }]);

@@ -43,6 +43,17 @@ describe('heavy turns', () => {
     }
   });
 
+  it('takes lanes in turn: a lane with many heavy tasks queued delays another lane\'s by one turn each', async () => {
+    const turns = new HeavyTurns(1024);
+    const order: string[] = [];
+    const heavy = async (lane: string, n: number) => {
+      await turns.turn(4096, lane);
+      order.push(`${lane}${n}`);
+    };
+    await Promise.all([...[1, 2, 3, 4, 5].map((n) => heavy('a', n)), heavy('b', 1), heavy('b', 2)]);
+    assert.deepEqual(order, ['a1', 'b1', 'a2', 'b2', 'a3', 'a4', 'a5']);
+  });
+
   it('lets light work go on at once, and runs heavy work in the order it asked', async () => {
     const turns = new HeavyTurns(1024);
     assert.equal(turns.turn(1023), undefined, 'light: no promise, no wait');
