@@ -130,7 +130,7 @@ export function compileConfig(raw: RawConfig, file: string): Config {
     storePath: absolute(raw.store.path),
     copy: compileCopyPolicy(raw.copy.labels, raw.copy.annotations, raw.copy.secretTypes.deny),
     workers: raw.workers,
-    limits: raw.limits,
+    limits: { ...raw.limits, parsedBytesInFlight: raw.limits.parsedBytesInFlight ?? 2 * raw.limits.parsedBytes },
     resync: raw.resync,
     cache: raw.cache,
     watch: { timeoutSeconds: raw.watch.timeoutSeconds, idleTimeoutSeconds: raw.watch.idleTimeoutSeconds ?? raw.watch.timeoutSeconds + 30 },

@@ -44,7 +44,7 @@ export interface Config {
   readonly storePath: string;
   readonly workers: number;
   /** Caps on what one primary's copies, one tenant and one LIST may cost (see schema.ts). */
-  readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster: number; readonly primaries: number; readonly copiedBytesPerCluster: number; readonly copiesPerCluster: number; readonly copiedBytes: number; readonly listPages: number; readonly rewriteBytesPerSecondPerCluster: number; readonly rewriteBytesPerSecond: number };
+  readonly limits: { readonly relatedPerPrimary: number; readonly copyBytes: number; readonly primariesPerCluster: number; readonly primaries: number; readonly copiedBytesPerCluster: number; readonly copiesPerCluster: number; readonly copiedBytes: number; readonly listPages: number; readonly rewriteBytesPerSecondPerCluster: number; readonly rewriteBytesPerSecond: number; readonly parsedBytes: number; readonly parsedBytesInFlight: number };
   readonly resync: { readonly schedule: string; readonly onStartup: boolean; readonly snapshotBytes: number };
   readonly cache: { readonly bytes: number; readonly indexBytes: number };
   readonly watch: { readonly timeoutSeconds: number; readonly idleTimeoutSeconds: number };

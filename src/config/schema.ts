@@ -409,7 +409,19 @@ export const configSchema = z
         rewriteBytesPerSecond: z.number().int().min(1024).default(2 * 1024 * 1024),
         /** Pages one LIST may take: an API server that answers every page with another continue token ends there. */
         listPages: z.number().int().min(1).default(10_000),
+        /**
+         * Heap one API answer or watch event may take once parsed, as its text says before it is
+         * parsed (util/heap-size.ts): a LIST page over it is asked for again smaller, and one object
+         * over it alone is refused alone. 16 MiB at least: every object's metadata must pass.
+         */
+        parsedBytes: z.number().int().min(16 * 1024 * 1024).default(72 * 1024 * 1024),
+        /**
+         * The same, for every LIST page and watch event being parsed and handed on at once, over
+         * the whole process; default twice parsedBytes, and never below it (one alone always fits).
+         */
+        parsedBytesInFlight: z.number().int().min(16 * 1024 * 1024).optional(),
       })
+      .refine((l) => l.parsedBytesInFlight === undefined || l.parsedBytesInFlight >= l.parsedBytes, { message: 'parsedBytesInFlight must be at least parsedBytes (one answer alone must fit)', path: ['parsedBytesInFlight'], when: onlyIfValid })
       .prefault({}),
     /** api-syncagent PublishedResource manifests (files, relative to this one), read as more `resources`. */
     publishedResourceFiles: z.array(z.string().min(1)).optional(),

@@ -37,6 +37,13 @@ import type { NamespaceFilter } from './namespace-filter.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
 
+/**
+ * The change of an object that exists but whose content was not read (too costly to parse,
+ * kube/list-watch.ts), routed with its metadata only: its owners are queued as for any change, and
+ * no version of it is kept, so whatever reads it next reads it live (and meets the refusal).
+ */
+export const REFUSED = 'REFUSED';
+
 export interface RouterMetrics {
   /** `ownWrite`: the event of relsync's own write, not routed. */
   observeFanout(cluster: string, count: number, ownWrite?: boolean): void;
@@ -122,9 +129,11 @@ export class EventRouter {
       this.options.logger.warn({ cluster, type: typeName(type), name: quote(id.name), namespace: quote(id.namespace), problem: impossible }, 'an API server delivered an object no Kubernetes API server would hold; it is ignored');
       return 0;
     }
+    /** No content to keep or to compare: gone, or not read (REFUSED). */
+    const unread = change === 'DELETED' || change === REFUSED;
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
-    const unchangedCopy = change !== 'LIST' && change !== 'DELETED' && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
-    const ownWrite = !unchangedCopy && change !== 'LIST' && change !== 'DELETED' && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
+    const unchangedCopy = change !== 'LIST' && !unread && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
+    const ownWrite = !unchangedCopy && change !== 'LIST' && !unread && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
     if (ownWrite || unchangedCopy) {
       // Kept when it is a version relsync wrote (its answer may come after its event) of an object
       // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
@@ -162,7 +171,7 @@ export class EventRouter {
     if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
       const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
       for (const p of all) add(this.keyFor(p));
-      this.options.cache?.observe(id, change === 'DELETED' ? undefined : object);
+      this.options.cache?.observe(id, unread ? undefined : object);
       for (const key of keys.values()) this.options.enqueue(key);
       this.options.metrics?.observeFanout(metricsCluster, keys.size);
       return keys.size;
@@ -190,7 +199,7 @@ export class EventRouter {
     // related objects one by one. They only use room the cache's other entries leave.
     if (primaryKey && (this.options.admission === undefined || (await this.options.admission.mayQueue(id)))) add(primaryKey);
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    this.options.cache?.observe(id, keep && change !== 'DELETED' && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
+    this.options.cache?.observe(id, keep && !unread && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeFanout(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -248,7 +257,8 @@ export class EventRouter {
    * a tenant's many objects that nothing relates to cost nothing here. What
    * the store learnt while the list ran cannot be checked against it (its
    * objects may have been listed before): its owners are queued at the end,
-   * as they would be for an event.
+   * as they would be for an event. An object the list found but did not read (refused) is not
+   * gone: it is routed as REFUSED.
    */
   beginList(cluster: string, type: ResourceType, labelSelector: string | undefined, keep = true): ListSink {
     let stored: Promise<Map<string, ObjectIdentity[]>> | undefined;
@@ -259,12 +269,16 @@ export class EventRouter {
         return known;
       }));
     return {
-      page: async (items) => {
+      page: async (items, refused = []) => {
         const known = await expected();
         if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, 'LIST', keep);
+        }
+        for (const item of refused) {
+          known.delete(identityKey(identityOf(cluster, type, item)));
+          await this.route(cluster, type, item, REFUSED, keep);
         }
       },
       end: async () => {

@@ -200,7 +200,7 @@ async function asPrimary(deps: ExplainDeps, seen: Seen, cluster: string, primary
 export async function explainWithConfig(config: Config, db: Kysely<Database>, logger: Logger, q: ExplainQuery, clock: Clock = systemClock): Promise<Explanation> {
   const logical = await LogicalClusters.load(new LogicalClusterStore(db, clock));
   const platforms = await expandKcpEndpoints(config.platformClusters, logger, timeoutSignal(clock, 30_000), clock);
-  const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical, listPages: config.limits.listPages });
+  const clusters = new ClusterSet(config.serviceCluster, platforms, { logicalClusters: logical, listPages: config.limits.listPages, maxParsedBytes: config.limits.parsedBytes });
   try {
     const resources = await resolveConfig(config, clusters);
     return await explain({ agentName: config.agentName, resources, clusters, db }, q);

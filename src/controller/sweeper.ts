@@ -287,6 +287,21 @@ export class Sweeper {
           // One page ahead: the API server assembles the next page while this one is looked at.
           for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) {
             counts.objectsListed += page.items.length;
+            // Objects the LIST found but did not read (too costly to parse) are not gone: what the
+            // snapshot lacks of their type is read live (and fails with the refusal), and their
+            // cluster's copies are not decided (a refused primary's relations are not known).
+            if (page.refused && page.refused.length > 0) {
+              if (watch.cluster === clusters.service.name) serviceListed = false;
+              for (const [cluster, part] of scope.split(watch.cluster, page.refused.map((r) => r.object))) {
+                covered.add(cluster);
+                snapshot.incomplete(cluster, watch.type);
+                if (ofPrimaries) {
+                  unsure.add(cluster);
+                  claimsUnknown.add(cluster);
+                }
+                this.options.logger.warn({ cluster, type: typeName(watch.type), objects: part.map((o) => `${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name ?? ''}`).slice(0, 10), err: page.refused[0]!.why }, 'sweep: objects too costly to read are refused; what reads them reads them live, and their cluster\'s copies are kept');
+              }
+            }
             // What relsync's copies there take, where the store does not know it (a store lost or older).
             if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(await copySizes(this.copies, watch.type, page.items));
             const parts = scope.split(watch.cluster, page.items);

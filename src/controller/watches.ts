@@ -18,6 +18,7 @@ import { bindingHandler } from './binding-watch.js';
 import { bindingOf, relistWorkspace } from './kcp-workspaces.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
 import type { PlannedWatch } from './watch-plan.js';
+import { REFUSED } from './event-router.js';
 import type { Wiring } from './wiring.js';
 import type { Clock } from '../util/clock.js';
 
@@ -53,6 +54,16 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       indexed(cluster, object, change === 'DELETED');
       await w.router.route(cluster, p.type, object, change);
     },
+    // An object whose event was too costly to read (its metadata only): as a change whose content
+    // nobody may use. Its owners read it live (and fail with the refusal), the index keeps it
+    // findable by its labels, and a sweep reads it live too.
+    onRefused: async (change, object) => {
+      const cluster = w.scope.of(p.cluster, object);
+      if (cluster === undefined) return;
+      w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+      indexed(cluster, object, change === 'DELETED');
+      await w.router.route(cluster, p.type, object, change === 'DELETED' ? change : REFUSED);
+    },
     beginList: () => {
       // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
       w.cache?.listed(p.type);
@@ -64,14 +75,18 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       const sinks = new Map<string, ListSink>();
       let known: Set<string> | undefined;
       return {
-        page: async (items) => {
+        page: async (items, refused = []) => {
           const parts = w.scope.split(p.cluster, items);
-          known ??= new Set([...parts.keys()].filter((c) => !w.clusters.isUnbound(c)));
-          for (const [cluster, part] of parts) {
-            for (const item of part) indexed(cluster, item, false);
+          const unread = w.scope.split(p.cluster, refused);
+          known ??= new Set([...parts.keys(), ...unread.keys()].filter((c) => !w.clusters.isUnbound(c)));
+          for (const cluster of new Set([...parts.keys(), ...unread.keys()])) {
+            const part = parts.get(cluster) ?? [];
+            const refusedPart = unread.get(cluster) ?? [];
+            for (const item of [...part, ...refusedPart]) indexed(cluster, item, false);
+            for (const item of refusedPart) w.sweepReads.noteObject(identityOf(cluster, p.type, item));
             let sink = sinks.get(cluster);
             if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
-            await sink.page(part);
+            await sink.page(part, refusedPart);
           }
         },
         end: async () => {
@@ -123,17 +138,18 @@ export function bindingWatchFor(
       w.cache?.clear();
       return wholeList((items) => bindings.onList(items));
     },
-  });
+  }, false);
 }
 
 /** A list/watch loop as every watch of relsync runs: resumed from its checkpoint, its versions checkpointed, its reconnects counted. */
 async function listWatch(
-  w: Pick<Wiring, 'checkpoints' | 'checkpointer'>,
+  w: Pick<Wiring, 'checkpoints' | 'checkpointer' | 'clusters'>,
   options: WatchOptions,
   key: WatchKey,
   client: ResourceClient,
   onFirstSync: (() => void) | undefined,
-  handler: Pick<WatchHandler, 'onEvent' | 'beginList'>,
+  handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused'>,
+  parseBudget = true,
 ): Promise<ListWatch> {
   const { metrics } = options;
   const watch: ListWatch = new ListWatch({
@@ -146,6 +162,11 @@ async function listWatch(
     handler: { ...handler, onResourceVersion: (rv) => w.checkpointer.noteVersion(key, rv) },
     onReconnect: (reason) => metrics.watchReconnects.inc({ watch: watch.name, reason }),
     onRelist: () => metrics.watchRelists.inc({ watch: watch.name }),
+    onRefused: () => metrics.objectsRefused.inc({ watch: watch.name }),
+    maxParsedBytes: w.clusters.maxParsedBytes,
+    // Not for the APIBinding watch: its handler may read a binding (a request that could wait for
+    // this budget) while its event holds some; kcp's bindings are small and one watch per platform.
+    ...(parseBudget ? { parseBudget: w.clusters.parseBudget } : {}),
     onFirstSync,
     clock: options.clock,
   });

@@ -53,6 +53,7 @@ import { Backoff } from '../util/backoff.js';
 import { asReconcile } from '../util/log-context.js';
 import { isLastingRefusal } from '../kube/api-error.js';
 import { isoTime, type Clock } from '../util/clock.js';
+import { ByteBudget } from '../util/byte-budget.js';
 
 /** The labels of relsync's one work queue in controller-runtime's workqueue_* metrics. */
 export const QUEUE = { name: 'relsync', controller: 'relsync' } as const;
@@ -129,6 +130,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     },
     logicalClusters: logical,
     listPages: config.limits.listPages,
+    maxParsedBytes: config.limits.parsedBytes,
+    parseBudget: new ByteBudget({ capacity: config.limits.parsedBytesInFlight, onWaited: (ms) => metrics.parseWaits.inc(ms / 1000) }),
     ...(options.dryRun ? { dryRun: options.dryRun } : {}),
   });
   try {
@@ -302,7 +305,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
           const ids: ObjectIdentity[] = [];
           try {
             for await (const page of clusters.client(cluster, type).pages({ namespace })) {
-              for (const item of page.items) {
+              // One too costly to read is a primary all the same: its reconcile says why it is not synced.
+              for (const item of [...page.items, ...(page.refused ?? []).map((r) => r.object)]) {
                 if (isServiceOriginCopy(config.agentName, clusters.service.name, item)) continue;
                 const id = { cluster, group: type.group, resource: type.resource, namespace, name: item.metadata.name ?? '' };
                 if (!identityProblem(id) && (await admission.mayQueue(id))) ids.push(id);

@@ -12,7 +12,7 @@
  * logical cluster's clients go with it.
  */
 
-import { Connection, type LimitObserver, type RequestObserver, type WriteFence } from './connection.js';
+import { Connection, MAX_PARSED_BYTES, type LimitObserver, type RequestObserver, type WriteFence } from './connection.js';
 import { Discovery } from './discovery.js';
 import { KcpEndpoint } from './kcp-endpoint.js';
 import type { LogicalClusters } from './logical-clusters.js';
@@ -20,6 +20,7 @@ import { DryRunClient, type DryRunLedger } from './dry-run-client.js';
 import { ResourceClient } from './resource-client.js';
 import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import { Semaphore } from '../util/semaphore.js';
+import type { ByteBudget } from '../util/byte-budget.js';
 import type { ClusterConfig } from './cluster-config.js';
 import { compositeKey } from '../core/composite-key.js';
 
@@ -50,6 +51,10 @@ export interface ClusterSetOptions {
   readonly dryRun?: DryRunLedger;
   /** limits.listPages: the pages one LIST may take; default DEFAULT_LIST_PAGES (resource-client.ts). */
   readonly listPages?: number;
+  /** limits.parsedBytes: the most heap one answer or watch event may take once parsed; default MAX_PARSED_BYTES (connection.ts). */
+  readonly maxParsedBytes?: number;
+  /** limits.parsedBytesInFlight: what LIST pages and watch events being parsed and handed on take together, over every cluster; default: no bound. */
+  readonly parseBudget?: ByteBudget;
 }
 
 export class ClusterSet {
@@ -68,13 +73,19 @@ export class ClusterSet {
 
   private readonly dryRun: DryRunLedger | undefined;
   private readonly listPages: number | undefined;
+  /** limits.parsedBytes, as every connection of the set has it: for the watches' lines. */
+  readonly maxParsedBytes: number;
+  /** limits.parsedBytesInFlight, shared by every connection of the set and the watches' lines. */
+  readonly parseBudget: ByteBudget | undefined;
 
   constructor(service: ClusterConfig, platforms: readonly ClusterConfig[], options: ClusterSetOptions = {}) {
     this.logicalClusters = options.logicalClusters;
     this.dryRun = options.dryRun;
     this.listPages = options.listPages;
+    this.maxParsedBytes = options.maxParsedBytes ?? MAX_PARSED_BYTES;
+    this.parseBudget = options.parseBudget;
     const make = (c: ClusterConfig, role: Cluster['role']): Cluster => {
-      const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context });
+      const connection = new Connection({ name: c.name, kubeconfig: c.kubeconfig, context: c.context, maxParsedBytes: this.maxParsedBytes, ...(options.parseBudget ? { parseBudget: options.parseBudget } : {}) });
       if (options.dryRun) connection.makeReadOnly();
       connection.observer = options.observer;
       connection.limitObserver = options.limitObserver;

@@ -17,8 +17,9 @@ import https from 'node:https';
 import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
 import { ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
+import type { ByteBudget } from '../util/byte-budget.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
-import { parsedBytesOver } from '../util/heap-size.js';
+import { parsedBytesAtMost, parsedBytesOver } from '../util/heap-size.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 import { jsonText } from '../util/json-text.js';
 
@@ -33,6 +34,10 @@ export interface ConnectionOptions {
   readonly requestTimeoutMs?: number;
   /** Time for Retry-After pauses, request durations and deadlines; default monotonicClock (pauses: the system's). */
   readonly clock?: Clock;
+  /** limits.parsedBytes: the most heap one answer may take once parsed; default MAX_PARSED_BYTES. */
+  readonly maxParsedBytes?: number;
+  /** limits.parsedBytesInFlight: what the answers a caller holds (RequestOptions.holdParsed) take together, shared by every connection given it. */
+  readonly parseBudget?: ByteBudget;
 }
 
 export interface RequestOptions {
@@ -42,8 +47,17 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
   /** Give up on an answer longer than this many bytes (AnswerTooLargeError) instead of holding it. */
   readonly maxBytes?: number;
-  /** Give up on an answer that would take more heap than this once parsed (AnswerTooCostlyError); default MAX_PARSED_BYTES. */
+  /** Give up on an answer that would take more heap than this once parsed (AnswerTooCostlyError); default the connection's (limits.parsedBytes). */
   readonly maxParsedBytes?: number;
+  /** The Accept header; default `application/json`. */
+  readonly accept?: string;
+  /**
+   * The caller holds the parsed answer for a while (a LIST page until its consumer is done with
+   * it): its parse first takes what the text says it will take of the connection's parse budget,
+   * waiting for it, and this is handed the function that gives it back. The caller must not wait
+   * for another such answer before giving it back (ByteBudget). Without it, no budget is taken.
+   */
+  readonly holdParsed?: (release: () => void) => void;
 }
 
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
@@ -65,7 +79,7 @@ export class AnswerTooLargeError extends Error {
 export class AnswerTooCostlyError extends AnswerTooLargeError {
   constructor(method: string, path: string, bytes: number, parsedBytes: number, maxParsedBytes: number) {
     super(method, path, bytes);
-    this.message = `${method} ${path}: the answer (${bytes} bytes) would take about ${mib(parsedBytes)} MiB of memory once parsed, more than ${mib(maxParsedBytes)} MiB: it holds too many small values`;
+    this.message = `${method} ${path}: the answer (${bytes} bytes) would take about ${mib(parsedBytes)} MiB of memory once parsed, more than ${mib(maxParsedBytes)} MiB (limits.parsedBytes): it holds too many small values`;
   }
 }
 
@@ -94,6 +108,9 @@ interface Transport {
   readOnly: boolean;
   /** Why writes may not be sent now (a term that lost or gave up its Lease), checked as each is sent; undefined: they may. */
   writeFence: WriteFence | undefined;
+  /** limits.parsedBytes. */
+  readonly maxParsedBytes: number;
+  readonly parseBudget: ByteBudget | undefined;
 }
 
 /** Why a write (method, path) may not be sent now; undefined: it may. */
@@ -144,6 +161,8 @@ export class Connection {
       limitObserver: undefined,
       readOnly: false,
       writeFence: undefined,
+      maxParsedBytes: options.maxParsedBytes ?? MAX_PARSED_BYTES,
+      parseBudget: options.parseBudget,
     };
     this.transport = transport;
   }
@@ -272,14 +291,24 @@ export class Connection {
       // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
       // is under way, the events of its object wait for its answer (sync/own-writes.ts).
       if (method === 'GET') await heavyTurns.turn(text.length, this.name);
-      const maxParsed = options.maxParsedBytes ?? MAX_PARSED_BYTES;
-      const parsed = parsedBytesOver(text, maxParsed);
-      if (parsed !== undefined) throw new AnswerTooCostlyError(method, path, Buffer.byteLength(text), parsed, maxParsed);
+      const maxParsed = options.maxParsedBytes ?? this.transport.maxParsedBytes;
+      const budget = options.holdParsed && this.transport.parseBudget;
+      // A held answer is charged what its text says, whatever its length: every page's share counts.
+      const said = budget ? parsedBytesAtMost(text) : parsedBytesOver(text, maxParsed);
+      if (said !== undefined && said > maxParsed) throw new AnswerTooCostlyError(method, path, Buffer.byteLength(text), said, maxParsed);
+      if (!budget || said === undefined) return parseAnswer<T>(text, method, path);
+      // Taken before JSON.parse and given back by the caller once it lets the parsed answer go, not
+      // when JSON.parse returns: JSON.parse runs to its end without yielding, so a budget given
+      // back there would never be held by two answers at once and would bound nothing. What takes
+      // the heap is the parsed answer while its caller hands it on.
+      const release = await budget.take(said, options.signal);
       try {
-        return JSON.parse(text) as T;
-      } catch {
-        // JSON.parse's message quotes the text, which may hold an object's data
-        throw new Error(`${method} ${path}: the answer (${Buffer.byteLength(text)} bytes) is not JSON`);
+        const answer = parseAnswer<T>(text, method, path);
+        options.holdParsed!(release);
+        return answer;
+      } catch (err) {
+        release();
+        throw err;
       }
     }
   }
@@ -320,7 +349,7 @@ export class Connection {
     }
     // A tenant's object sent back (a finalizer, a status) may be nested deeper than JSON.stringify goes.
     const body = options.body === undefined ? undefined : jsonText(options.body);
-    const headers: Record<string, string> = { Accept: 'application/json', ...auth };
+    const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...auth };
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
@@ -367,6 +396,15 @@ export class Connection {
   }
 }
 
+function parseAnswer<T>(text: string, method: string, path: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    // JSON.parse's message quotes the text, which may hold an object's data
+    throw new Error(`${method} ${path}: the answer (${Buffer.byteLength(text)} bytes) is not JSON`);
+  }
+}
+
 /** What an answer says about the API server's load: 429, or 503 with Retry-After, is throttling; another 5xx, nothing. */
 function tellLimit(slot: Slot, status: number, retryAfter: number | undefined): void {
   if (status === 429 || (status === 503 && retryAfter !== undefined)) slot.throttled(retryAfter);
@@ -388,7 +426,8 @@ function retryAfterHeader(res: http.IncomingMessage): number | undefined {
  */
 export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /**
- * The most heap one answer may take once parsed (told before parsing, util/heap-size.ts). Enough
+ * The most heap one answer may take once parsed (told before parsing, util/heap-size.ts), unless
+ * limits.parsedBytes says otherwise. Enough
  * for any object a kube-apiserver stores (at most 1.5 MiB in etcd: 1.5 MiB of `[]` says ~66 MiB),
  * while an 8 MiB answer of a tenant's own API server parses to at most this, not the ~230 MiB its
  * worst shapes take.

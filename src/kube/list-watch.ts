@@ -12,6 +12,9 @@
  *   not even a bookmark, arrived within the watchdog period;
  * - relists on 410 Gone, whether it comes as an HTTP status or as an ERROR
  *   event inside the stream;
+ * - refuses alone an object whose LIST page or event line is too costly to
+ *   parse (limits.parsedBytes): named by its metadata, handed on as refused,
+ *   and the list or watch goes on past it;
  * - backs off with jitter on every error (a failed request, or a handler that
  *   threw: the list is taken again), and never lets an exception thrown by a
  *   handler end the loop. The callbacks onReconnect/onRelist/onFirstSync must
@@ -28,11 +31,13 @@
 import type { Logger } from 'pino';
 import { isForbidden, isGone, ApiError } from './api-error.js';
 import { MAX_PARSED_BYTES } from './connection.js';
-import { parsedBytesOver } from '../util/heap-size.js';
+import { parsedBytesAtMost, parsedBytesOver } from '../util/heap-size.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
-import { typeName, type ResourceType } from '../core/resource-type.js';
+import { watchEventHead } from './watch-event-head.js';
+import { apiVersionOf, typeName, type ResourceType } from '../core/resource-type.js';
+import type { ByteBudget } from '../util/byte-budget.js';
 import { Backoff } from '../util/backoff.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
@@ -45,11 +50,18 @@ export interface WatchHandler {
   beginList(): ListSink;
   /** Called with the newest resourceVersion seen, for checkpoints. */
   onResourceVersion?(resourceVersion: string): void;
+  /**
+   * A change of an object whose event was too costly to parse: `object` is its metadata only. It
+   * exists (unless `type` is DELETED) but was not read: nothing may be decided on what it holds.
+   * Without it, such an event is skipped.
+   */
+  onRefused?(type: ChangeType, object: KubeObject): Promise<void>;
 }
 
 /** Where the pages of one complete LIST go. */
 export interface ListSink {
-  page(items: readonly KubeObject[]): Promise<void>;
+  /** `refused`: objects of this page that exist but were not read (their metadata only, RefusedObject): not gone. */
+  page(items: readonly KubeObject[], refused?: readonly KubeObject[]): Promise<void>;
   /** Every page was handed over: the list is complete. */
   end(): Promise<void>;
   /**
@@ -110,6 +122,16 @@ export interface ListWatchOptions {
   readonly stuckAfterMs?: number;
   /** Time for the watchdog, retry delays, `synced` and problem(); default the system's. */
   readonly clock?: Clock;
+  /** limits.parsedBytes: an event line that would take more heap once parsed is refused; default MAX_PARSED_BYTES. */
+  readonly maxParsedBytes?: number;
+  /**
+   * limits.parsedBytesInFlight, shared by the process's watches and LIST pages: an event takes what
+   * its line says from before it is parsed until its handler returned. The handler must not wait
+   * for this budget itself (a LIST page, say) while it holds it.
+   */
+  readonly parseBudget?: Pick<ByteBudget, 'take'>;
+  /** Told of each object a LIST or an event refused (its page or line too costly to read), after the log line that names it. */
+  readonly onRefused?: () => void;
 }
 
 export class ListWatch {
@@ -232,7 +254,9 @@ export class ListWatch {
       for await (const page of client.pages({ labelSelector })) {
         if (signal.aborted) return;
         this.progress();
-        if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items)))) throw new Error('the list handler failed; listing again');
+        for (const r of page.refused ?? []) this.refused('LIST', r.object, r.why);
+        const unread = page.refused?.map((r) => r.object);
+        if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items, unread)))) throw new Error('the list handler failed; listing again');
         resourceVersion = page.resourceVersion || resourceVersion;
       }
     } catch (err) {
@@ -249,6 +273,13 @@ export class ListWatch {
     this.firstSync();
   }
 
+  /** Says which object was not read, and why. */
+  private refused(change: string, object: KubeObject, why: string): void {
+    const { namespace, name } = object.metadata;
+    this.options.logger.warn({ watch: this.name, change, object: namespace ? `${namespace}/${name ?? ''}` : name, err: why }, 'an object is too costly to read: it is refused alone (its changes are not synced, and what needs its content fails, until it is smaller); the rest of its type goes on');
+    this.options.onRefused?.();
+  }
+
   private firstSync(): void {
     if (this.firstSyncSaid) return;
     this.firstSyncSaid = true;
@@ -262,6 +293,7 @@ export class ListWatch {
     const local = new AbortController();
     const abort = () => local.abort();
     signal.addEventListener('abort', abort, { once: true });
+    const maxParsed = this.options.maxParsedBytes ?? MAX_PARSED_BYTES;
     // Jitter the server timeout so that many loops do not reconnect in step.
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: Timer | undefined;
@@ -300,38 +332,41 @@ export class ListWatch {
           sinceTurn = 0;
         }
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
-        // times its length. Not skipped (its change would be lost): the LIST that follows reads
-        // the object alone, which a kube-apiserver's objects always pass.
-        if (parsedBytesOver(line, MAX_PARSED_BYTES) !== undefined) {
-          this.resourceVersion = undefined;
-          throw new Error(`a watch event of ${Buffer.byteLength(line)} bytes would take more than ${MAX_PARSED_BYTES / 1024 / 1024} MiB of memory once parsed; relisting`);
+        // times its length. With a budget, every line is charged what it says.
+        const said = this.options.parseBudget ? parsedBytesAtMost(line) : parsedBytesOver(line, maxParsed);
+        if (said !== undefined && said > maxParsed) {
+          await this.refuseLine(line, said, maxParsed);
+          continue;
         }
-        let event: WatchEvent;
+        const release = this.options.parseBudget && said !== undefined ? await this.options.parseBudget.take(said, local.signal) : undefined;
         try {
-          event = JSON.parse(line) as WatchEvent;
-        } catch {
-          // Its text is not logged: it may hold an object's data.
-          logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
-          break;
-        }
-        if (event.type === 'ERROR') {
-          const status = event.object as unknown as { code?: number; message?: string };
-          throw new ApiError('WATCH', client.path(), status.code ?? 500, JSON.stringify(status));
-        }
-        const rv = event.object.metadata?.resourceVersion;
-        if (event.type !== 'BOOKMARK') {
-          const object = event.object;
-          object.apiVersion ??= client.type.group ? `${client.type.group}/${client.type.version}` : client.type.version;
-          object.kind ??= client.type.kind;
-          if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object)))) {
-            // The event is not lost: a relist routes the difference between the cluster and the store.
-            this.resourceVersion = undefined;
-            throw new Error('the event handler failed; relisting so that its event is not lost');
+          let event: WatchEvent;
+          try {
+            event = JSON.parse(line) as WatchEvent;
+          } catch {
+            // Its text is not logged: it may hold an object's data.
+            logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
+            break;
           }
-        }
-        if (rv) {
-          this.resourceVersion = rv;
-          handler.onResourceVersion?.(rv);
+          if (event.type === 'ERROR') {
+            const status = event.object as unknown as { code?: number; message?: string };
+            throw new ApiError('WATCH', client.path(), status.code ?? 500, JSON.stringify(status));
+          }
+          const rv = event.object.metadata?.resourceVersion;
+          if (event.type !== 'BOOKMARK') {
+            const object = event.object;
+            object.apiVersion ??= apiVersionOf(client.type);
+            object.kind ??= client.type.kind;
+            if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object)))) {
+              // The event is not lost: a relist routes the difference between the cluster and the store.
+              this.resourceVersion = undefined;
+              throw new Error('the event handler failed; relisting so that its event is not lost');
+            }
+          }
+          this.advance(rv);
+        } finally {
+          // The handler is done with the event: what it keeps (the cache's copy) is bounded elsewhere.
+          release?.();
         }
       }
     } catch (err) {
@@ -344,6 +379,39 @@ export class ListWatch {
       stream?.close();
       local.abort();
     }
+  }
+
+  /** The watch has seen everything up to `rv`: a reconnect resumes after it. */
+  private advance(rv: string | undefined): void {
+    if (!rv) return;
+    this.resourceVersion = rv;
+    this.options.handler.onResourceVersion?.(rv);
+  }
+
+  /**
+   * An event line too costly to parse. Its object is refused alone, as a LIST refuses it, and the
+   * watch goes on after it: listing again would meet the same object (the LIST refuses it too), so
+   * a tenant that changes it in a loop would make each change cost a LIST of the whole type (on kcp,
+   * of every workspace). What it is about is read from the line without parsing the rest
+   * (watch-event-head.ts); the handler is told (onRefused), so that nothing acts on what it held
+   * before. A line that does not say even that (not an API server's) is answered as before: a relist.
+   */
+  private async refuseLine(line: string, said: number, maxParsed: number): Promise<void> {
+    const { client, handler, logger } = this.options;
+    const head = watchEventHead(line, maxParsed);
+    const why = `a watch event of ${Buffer.byteLength(line)} bytes would take about ${Math.round(said / 1024 / 1024)} MiB of memory once parsed, more than ${Math.round(maxParsed / 1024 / 1024)} MiB (limits.parsedBytes)`;
+    const type = head?.type;
+    if (!head || (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') || !head.metadata.name) {
+      this.resourceVersion = undefined;
+      throw new Error(`${why}, and does not say which object it is about; relisting`);
+    }
+    const object: KubeObject = { apiVersion: apiVersionOf(client.type), kind: client.type.kind, metadata: head.metadata };
+    this.refused(type, object, why);
+    if (handler.onRefused && !(await guard(logger, this.name, 'event handler', () => handler.onRefused!(type, object)))) {
+      this.resourceVersion = undefined;
+      throw new Error('the event handler failed; relisting so that its event is not lost');
+    }
+    this.advance(head.metadata.resourceVersion);
   }
 }
 

@@ -50,7 +50,31 @@ export interface ListPage {
   readonly continueToken: string | undefined;
   /** pages(): the items' estimated size in memory (util/heap-size.ts), as it sized the next page by. */
   readonly heapBytes?: number;
+  /**
+   * pages(): objects of this place in the list that exist but were not read (RefusedObject): a
+   * consumer must not take them for gone, nor decide anything on what they hold.
+   */
+  readonly refused?: readonly RefusedObject[];
 }
+
+/**
+ * An object a LIST found but did not read: alone on its page, its answer was still too long or too
+ * costly to parse (AnswerTooLargeError). Its page was asked for again as metadata only, which says
+ * what it is and where the list goes on.
+ */
+export interface RefusedObject {
+  /** Its metadata only (a PartialObjectMetadata, without managedFields), with the type's apiVersion and kind. */
+  readonly object: KubeObject;
+  /** Why it was not read (the error of its answer). */
+  readonly why: string;
+}
+
+/**
+ * The Accept header that makes a kube-apiserver (and kcp) answer a LIST with the objects' metadata
+ * only (PartialObjectMetadataList, meta.k8s.io/v1): served for every resource, core and custom,
+ * since Kubernetes 1.15.
+ */
+export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
 export const PAGE_TARGET_SIZE = 4 * 1024 * 1024;
@@ -132,6 +156,14 @@ export class ResourceClient {
    * server's).
    */
   async listPage(options: ListOptions & { readonly maxBytes?: number } = {}): Promise<ListPage> {
+    return this.page(options);
+  }
+
+  /**
+   * listPage(), and: `metadataOnly`, the objects' metadata only (METADATA_ONLY); `holdParsed`, the
+   * page takes its share of the parse budget until the caller gives it back (Connection.request).
+   */
+  private async page(options: ListOptions & { readonly maxBytes?: number; readonly metadataOnly?: boolean; readonly holdParsed?: (release: () => void) => void }): Promise<ListPage> {
     const request = () => this.connection.request<ObjectList>('GET', this.path(options.namespace), {
       maxBytes: options.maxBytes,
       query: {
@@ -140,13 +172,34 @@ export class ResourceClient {
         continue: options.continueToken,
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
+      ...(options.metadataOnly ? { accept: METADATA_ONLY } : {}),
+      ...(options.holdParsed ? { holdParsed: options.holdParsed } : {}),
     });
     const list = await (this.pageSlots ? this.pageSlots.run(request) : request());
     const items = (list.items ?? []).map((o) => {
       delete o.metadata.managedFields;
+      // A PartialObjectMetadata's own kind and apiVersion are meta.k8s.io's: the type's instead.
+      if (options.metadataOnly) return this.withType({ metadata: o.metadata });
       return this.withType(o);
     });
     return { items, resourceVersion: list.metadata.resourceVersion ?? '', continueToken: list.metadata.continue || undefined };
+  }
+
+  /**
+   * The page of one object (from `continueToken`) whose answer `err` refused, asked for again as
+   * metadata only: that object as refused, and the token to go on from. Undefined when the API
+   * server cannot say (metadata only is refused, too large, or fails): then the list cannot go on.
+   */
+  private async refusedPage(options: ListOptions, continueToken: string | undefined, err: AnswerTooLargeError): Promise<ListPage | undefined> {
+    let page: ListPage;
+    try {
+      page = await this.page({ ...options, limit: 1, continueToken, metadataOnly: true });
+    } catch {
+      return undefined;
+    }
+    // More than the one object asked for: not an answer to this question.
+    if (page.items.length > 1) return undefined;
+    return { items: [], resourceVersion: page.resourceVersion, continueToken: page.continueToken, refused: page.items.map((object) => ({ object, why: err.message })) };
   }
 
   /**
@@ -166,36 +219,61 @@ export class ResourceClient {
    * most it asks for) and says more are to come (a server without paging answers with one page of
    * everything, without a token): so it ends, having taken at most 500 objects a page before its
    * last.
+   *
+   * One object whose answer alone is still too long or too costly to parse (a custom resource of
+   * tiny values where etcd's request limit was raised, or a tenant's own API server) does not end
+   * the list, which would stop the type's watch and sweeps for every tenant of the cluster: its
+   * page is asked for again as metadata only, and handed on with that object in `refused` (and no
+   * items), and the list goes on from there. Only a server that cannot answer so ends it.
+   *
+   * Each page takes its share of the connection's parse budget (limits.parsedBytesInFlight) from
+   * before it is parsed until the consumer asks for the next one or stops (given back before the
+   * next is asked for: a LIST never waits for budget while it holds some). A consumer that reads
+   * ahead (readAhead) holds the page it looks at beyond its share.
    */
   async *pages(options: Omit<ListOptions, 'continueToken' | 'limit'> = {}): AsyncGenerator<ListPage> {
     let continueToken: string | undefined;
     let limit = FIRST_PAGE_LIMIT;
     let pages = 0;
     let objects = 0;
-    do {
-      if (pages >= this.maxListPages) {
-        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: not complete after ${pages} pages (${objects} objects; limits.listPages is ${this.maxListPages}): the API server answers every page with another continue token; dropped, and taken again later`);
-      }
-      let page: ListPage | undefined;
-      while (!page) {
-        try {
-          page = await this.listPage({ ...options, limit, continueToken, maxBytes: limit > 1 ? PAGE_MAX_BYTES : undefined });
-        } catch (err) {
-          // One object too large to read is the end: asking again for one would never end.
-          if (!(err instanceof AnswerTooLargeError) || limit === 1) throw err;
-          limit = Math.max(1, Math.floor(limit / 4));
+    let release: (() => void) | undefined;
+    const holdParsed = (r: () => void) => void (release = r);
+    try {
+      do {
+        if (pages >= this.maxListPages) {
+          throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: not complete after ${pages} pages (${objects} objects; limits.listPages is ${this.maxListPages}): the API server answers every page with another continue token; dropped, and taken again later`);
         }
-      }
-      pages++;
-      objects += page.items.length;
-      if (page.continueToken && page.items.length > MAX_PAGE_LIMIT) {
-        throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: a page of ${page.items.length} objects (asked for at most ${limit}), and more were to come; dropped, and taken again later`);
-      }
-      const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
-      yield { ...page, heapBytes: parsed };
-      limit = nextPageLimit(limit, page.items.length, parsed);
-      continueToken = page.continueToken;
-    } while (continueToken);
+        let page: ListPage | undefined;
+        while (!page) {
+          try {
+            page = await this.page({ ...options, limit, continueToken, maxBytes: limit > 1 ? PAGE_MAX_BYTES : undefined, holdParsed });
+          } catch (err) {
+            if (!(err instanceof AnswerTooLargeError)) throw err;
+            if (limit > 1) {
+              limit = Math.max(1, Math.floor(limit / 4));
+              continue;
+            }
+            // One object too large to read: asking again for it would never end; its metadata says what it is and where the list goes on.
+            page = await this.refusedPage(options, continueToken, err);
+            if (!page) throw err;
+          }
+        }
+        pages++;
+        objects += page.items.length;
+        if (page.continueToken && page.items.length > MAX_PAGE_LIMIT) {
+          throw new EndlessListError(`LIST ${this.path(options.namespace)} of ${this.connection.name}: a page of ${page.items.length} objects (asked for at most ${limit}), and more were to come; dropped, and taken again later`);
+        }
+        const parsed = page.items.reduce((n, item) => n + approximateHeapBytes(item), 0);
+        yield { ...page, heapBytes: parsed };
+        release?.();
+        release = undefined;
+        // A refused object says nothing of its neighbours' sizes: the limit grows back as after an empty page.
+        limit = nextPageLimit(limit, page.items.length, parsed);
+        continueToken = page.continueToken;
+      } while (continueToken);
+    } finally {
+      release?.();
+    }
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 import type { ClusterAccess } from './cluster-access.js';
 import type { KubeObject } from '../core/object.js';
-import type { ResourceType } from '../core/resource-type.js';
+import { typeName, type ResourceType } from '../core/resource-type.js';
 import { matchesSelector, selectorQuery, type LabelSelector } from '../core/label-selector.js';
 
 export interface ListQuery<T = KubeObject> {
@@ -86,11 +86,20 @@ export class LiveReads implements ObjectReads {
     return this.clusters.client(cluster, type).get(namespace, name);
   }
 
-  /** Page by page, keeping only what the query answers, up to its limit: never the whole list at once. */
+  /**
+   * Page by page, keeping only what the query answers, up to its limit: never the whole list at once.
+   * An object the LIST refused (too costly to read) fails the query: it matched the namespace and
+   * selector, and what it holds cannot be told, so no answer without it may be taken as complete.
+   */
   async list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     const labelSelector = query.selector ? selectorQuery(query.selector) || undefined : undefined;
     const found: T[] = [];
     for await (const page of this.clusters.client(cluster, type).pages({ namespace: query.namespace || undefined, labelSelector })) {
+      const refused = page.refused?.[0];
+      if (refused) {
+        const { namespace, name } = refused.object.metadata;
+        throw new Error(`${typeName(type)} ${namespace ? `${namespace}/` : ''}${name ?? ''} in ${cluster} is not read: ${refused.why}`);
+      }
       for (const object of page.items) {
         if (!answers(query, object)) continue;
         found.push(projected(query, object));

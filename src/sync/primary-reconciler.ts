@@ -544,7 +544,8 @@ export class PrimaryReconciler {
     }
     if (copyType.namespaced && namespace !== undefined) {
       for await (const page of copies.pages({ namespace, labelSelector: agentSelector(this.deps.agentName) })) {
-        const copy = page.items.find(isItsCopy);
+        // A copy too costly to read still carries its marks in its metadata.
+        const copy = page.items.find(isItsCopy) ?? page.refused?.map((r) => r.object).find(isItsCopy);
         if (copy?.metadata.name) return at(namespace, copy.metadata.name);
       }
       return undefined; // no copy of it in its copy namespace: nothing to wait for

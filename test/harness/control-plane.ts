@@ -203,6 +203,12 @@ async function httpOk(url: string): Promise<boolean> {
 export interface ControlPlaneOptions {
   /** Write an audit log of every request (who, verb, resource, answer): to check RBAC against real calls. */
   readonly audit?: boolean;
+  /**
+   * etcd's `--max-request-bytes` (default 1.5 MiB, etcd's): raised, as k3s's kine and some
+   * installations do, the API server stores objects that big (up to ~2 MiB, its etcd client's
+   * limit on what it sends).
+   */
+  readonly etcdMaxRequestBytes?: number;
 }
 
 /**
@@ -248,6 +254,7 @@ async function startControlPlaneOnce(name: string, options: ControlPlaneOptions)
       `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
       '--unsafe-no-fsync',
       '--log-level=warn',
+      ...(options.etcdMaxRequestBytes !== undefined ? [`--max-request-bytes=${options.etcdMaxRequestBytes}`] : []),
     ],
     etcdLog,
     `etcd-${name}`,

@@ -27,6 +27,12 @@ export class FakeStream implements WatchStream {
     this.wake?.();
   }
 
+  /** A line as it is, e.g. an event too costly to parse. */
+  pushLine(line: string): void {
+    this.lines.push(line);
+    this.wake?.();
+  }
+
   /** The server ends the watch (its timeout): the answer ends without an error. */
   end(): void {
     this.ended = true;

@@ -7,8 +7,9 @@
  * (credentials included), streams watches, and records what passed.
  * Faults are chosen per request by method and path: answer a status (500,
  * 503, 429 with Retry-After), reset the connection, hold the request for a
- * while before forwarding it, leave items out of a LIST's answer, or answer
- * every page of a LIST with another continue token; open streams (watches)
+ * while before forwarding it, leave items out of a LIST's answer, answer
+ * every page of a LIST with another continue token, or rewrite the objects
+ * of an answer; open streams (watches)
  * can be cut. Tests, the chaos run and the benchmarks use
  * it; nothing in it is specific to relsync.
  */
@@ -37,7 +38,13 @@ export type FaultAction =
    * forwarded without it (so the real server answers with its first page again). Watches stream
    * through unchanged.
    */
-  | { readonly kind: 'endless' };
+  | { readonly kind: 'endless' }
+  /**
+   * Forwarded, and a JSON answer comes back with each object as `object` returns it: a LIST's
+   * items, or a GET's object (a server that answers with objects no etcd would hold). A watch
+   * streams through unchanged.
+   */
+  | { readonly kind: 'rewrite'; readonly object: (object: Record<string, unknown>) => Record<string, unknown> };
 
 export interface Fault {
   /** e.g. 'DELETE'; default: any method. */
@@ -162,9 +169,9 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
 
   /**
    * Forwards a request (to `url`, default the request's own); `rewrite`: a LIST's answer (JSON)
-   * is held whole and passed on as it returns.
+   * is held whole and passed on as it returns (`anyAnswer`: any JSON object answer, a GET's too).
    */
-  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest, rewrite?: (list: Record<string, unknown>) => Record<string, unknown>, url = req.url) => {
+  const forward = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest, rewrite?: (list: Record<string, unknown>) => Record<string, unknown>, url = req.url, anyAnswer = false) => {
     const entry = { path: record.path, res };
     open.add(entry);
     res.once('close', () => open.delete(entry));
@@ -191,7 +198,7 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
           try {
             const list = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
             // At any depth: a tenant's object in the list may be nested deeper than JSON.stringify goes.
-            if (Array.isArray(list.items)) body = Buffer.from(jsonText(rewrite(list)));
+            if (Array.isArray(list.items) || (anyAnswer && list !== null && typeof list === 'object')) body = Buffer.from(jsonText(rewrite(list)));
           } catch {
             // not JSON: passed on as it came
           }
@@ -231,6 +238,12 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
         if (ownToken.test(params.get('continue') ?? '')) params.delete('continue');
         const rest = params.toString();
         return forward(req, res, record, (list) => ({ ...list, metadata: { ...(list.metadata as object), continue: `relsync-fault-proxy-${++tokens}` } }), rest ? `${path}?${rest}` : path);
+      }
+      case 'rewrite': {
+        if (/(^|&)watch=(true|1)(&|$)/.test(query)) return forward(req, res, record);
+        const { object } = action;
+        const each = (answer: Record<string, unknown>) => (Array.isArray(answer.items) ? { ...answer, items: (answer.items as Array<Record<string, unknown>>).map(object) } : object(answer));
+        return forward(req, res, record, each, req.url, true);
       }
       case 'status': {
         record.status = action.status;

@@ -65,6 +65,8 @@ const cases: Array<{ what: string; edit: Parameters<typeof problemsOf>[0]; path:
   { what: 'a number given as a string', edit: (c) => (c.workers = 'four'), path: 'workers', says: /number/ },
   { what: 'a negative lease duration', edit: (c) => (c.leaderElection = { leaseDurationSeconds: -1 }), path: 'leaderElection.leaseDurationSeconds', says: /./ },
   { what: 'a renew deadline longer than the lease', edit: (c) => (c.leaderElection = { leaseDurationSeconds: 5, renewDeadlineSeconds: 8 }), path: 'leaderElection.renewDeadlineSeconds', says: /shorter than leaseDurationSeconds/ },
+  { what: 'a parse budget smaller than one answer may take', edit: (c) => (c.limits = { parsedBytes: 96 * 1024 * 1024, parsedBytesInFlight: 64 * 1024 * 1024 }), path: 'limits.parsedBytesInFlight', says: /at least parsedBytes \(one answer alone must fit\)/ },
+  { what: 'a parse cap below what an object\'s metadata may take', edit: (c) => (c.limits = { parsedBytes: 1024 * 1024 }), path: 'limits.parsedBytes', says: /16777216/ },
   { what: 'an idle timeout shorter than the watch timeout', edit: (c) => (c.watch = { timeoutSeconds: 60, idleTimeoutSeconds: 30 }), path: 'watch.idleTimeoutSeconds', says: /longer than timeoutSeconds/ },
   { what: 'a cluster name that is not a DNS label', edit: (c) => ((c.platformClusters as Raw[])[0]!.name = 'Tenant_A'), path: 'platformClusters[0].name', says: /DNS label/ },
   { what: 'an agent name that is not a label value', edit: (c) => (c.agentName = 'my agent'), path: 'agentName', says: /label value/ },

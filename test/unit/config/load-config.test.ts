@@ -41,6 +41,15 @@ describe('config', () => {
     assert.equal(config.storePath, join(dir, 'relsync.db'), 'relative paths are relative to the config file');
     assert.equal(config.workers, 4);
     assert.equal(config.resources[0]!.naming.name.source, '{{ name }}');
+    assert.equal(config.limits.parsedBytes, 72 * 1024 * 1024);
+    assert.equal(config.limits.parsedBytesInFlight, 144 * 1024 * 1024, 'twice parsedBytes');
+  });
+
+  it('makes the parse budget twice a raised parse cap unless it is given', () => {
+    const raised = parseConfig(`${base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }')}limits: { parsedBytes: 100000000 }\n`, join(dir, 'relsync.yaml'));
+    assert.equal(raised.limits.parsedBytesInFlight, 200_000_000);
+    const given = parseConfig(`${base('      - { id: cfg, origin: platform, resource: configmaps, reference: { path: .spec.cfg } }')}limits: { parsedBytesInFlight: 80000000 }\n`, join(dir, 'relsync.yaml'));
+    assert.equal(given.limits.parsedBytesInFlight, 80_000_000);
   });
 
   it('accepts a related rule that writes its source\'s own type, or a ConfigMap as a Secret and back, however the types are given', () => {

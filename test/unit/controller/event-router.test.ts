@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { EventRouter } from '../../../src/controller/event-router.js';
+import { EventRouter, REFUSED } from '../../../src/controller/event-router.js';
 import type { PrimaryKey } from '../../../src/controller/primary-key.js';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
@@ -219,6 +219,24 @@ describe('event router (real SQLite store)', () => {
     queued = [];
     await complete.end();
     assert.deepEqual(queued, [], 'listed: nothing missing');
+  });
+
+  it('routes an object too costly to read (its metadata only) to its owners, keeps no version of it, and never takes it for gone', async () => {
+    const cached = () => cache.get('tenant-a', configMaps, 'shop', 'orders-config')?.metadata.resourceVersion;
+    await route('tenant-a', configMaps, { ...object('shop', 'orders-config'), metadata: { ...object('shop', 'orders-config').metadata, resourceVersion: '20' } });
+    assert.equal(cached(), '20');
+    assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'orders-config'), REFUSED), ['tenant-a/shop/orders'], 'its owner reads it again');
+    assert.equal(keys[0]?.edges, undefined, 'in full: no edge is synced on content nobody read');
+    assert.equal(cached(), undefined, 'what it held before is not read for it');
+    assert.deepEqual(await route('tenant-a', configMaps, object('shop', 'costly', { app: 'orders' }), REFUSED), ['tenant-a/shop/orders'], 'a selector match by its labels');
+    queued = [];
+    const sink = router.beginList('tenant-a', configMaps, undefined);
+    await sink.page([], [object('shop', 'orders-config')]);
+    assert.deepEqual(queued, ['tenant-a/shop/orders'], 'refused in a LIST: routed as such');
+    queued = [];
+    await sink.end();
+    assert.deepEqual(queued, [], 'and not missing at the end');
+    assert.equal(cached(), undefined);
   });
 });
 

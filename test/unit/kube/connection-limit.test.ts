@@ -206,7 +206,7 @@ describe('connection concurrency limit', () => {
     assert.ok(err instanceof AnswerTooCostlyError, String(err));
     // A LIST takes it as an answer too long: it asks again for fewer objects per page.
     assert.ok(err instanceof AnswerTooLargeError);
-    assert.match(err.message, /GET \/many: .* would take about \d+ MiB of memory once parsed, more than 72 MiB: it holds too many small values/);
+    assert.match(err.message, /GET \/many: .* would take about \d+ MiB of memory once parsed, more than 72 MiB \(limits\.parsedBytes\): it holds too many small values/);
     // Parsed, it would have held ~150 MiB until the next collection; its text (7 MiB) is all it cost.
     assert.ok(process.memoryUsage().heapUsed - before < 64 * 1024 * 1024, `heap grew by ${process.memoryUsage().heapUsed - before} bytes`);
     assert.equal(connection.concurrency.inFlight, 0);

@@ -40,8 +40,19 @@ describe('parsedBytesAtMost', () => {
 
   it('scans only texts long enough to pass the bound', () => {
     const text = `[${'{},'.repeat(1000)}{}]`;
-    assert.equal(parsedBytesOver(text, text.length * 32), undefined, 'too short to be over: not scanned');
+    assert.equal(parsedBytesOver(text, text.length * 66), undefined, 'too short to be over: not scanned');
     assert.equal(parsedBytesOver(text, 1000), parsedBytesAtMost(text));
+  });
+
+  it('says a text is over the bound whenever parsedBytesAtMost says so, however short (a GET and a LIST page of one object decide alike)', () => {
+    // 1.75 MiB of empty arrays: says ~76 MiB, 43 times its length (a real custom resource, test/e2e/parse-cap.test.ts).
+    const object = `{"spec":[${'[],'.repeat(611_000)}[]]}`;
+    assert.ok(parsedBytesAtMost(object) > 72 * MiB);
+    assert.equal(parsedBytesOver(object, 72 * MiB), parsedBytesAtMost(object));
+    for (const text of [',,,,,,,,', '[[[[', '"\u0100",,,,', ':::']) {
+      const said = parsedBytesAtMost(text);
+      assert.equal(parsedBytesOver(text, said - 1), said, `${text}: over a bound just below what it says`);
+    }
   });
 
   it('counts every value of many tiny ones, whatever their shape', () => {
