@@ -298,8 +298,8 @@ export class ListWatch {
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: Timer | undefined;
     let stream: WatchStream | undefined;
-    /** Bytes of lines handled since this stream's last turn on the event loop. */
-    let sinceTurn = 0;
+    /** Lines handled since this stream's last turn on the event loop. */
+    const lines = heavyTurns.meter(client.connection.name);
     const pet = () => {
       watchdog?.cancel();
       // The stream (or the request opening it) that this timer watches keeps the process alive.
@@ -325,12 +325,7 @@ export class ListWatch {
         if (!line.trim()) continue;
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
-        sinceTurn += line.length;
-        const turn = heavyTurns.turn(sinceTurn, client.connection.name);
-        if (turn) {
-          await turn;
-          sinceTurn = 0;
-        }
+        await lines.add(line.length);
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
         // times its length. With a budget, every line is charged what it says.
         const said = this.options.parseBudget ? parsedBytesAtMost(line) : parsedBytesOver(line, maxParsed);

@@ -74,17 +74,15 @@ export interface CopySize {
  */
 export async function copySizes(context: CopyContext, type: ResourceType, items: readonly KubeObject[]): Promise<CopySize[]> {
   const found: CopySize[] = [];
-  let weighed = 0;
+  const weighed = heavyTurns.meter(context.serviceCluster);
+  let content = 0;
   for (const item of items) {
-    const turn = heavyTurns.turn(weighed, context.serviceCluster);
-    if (turn) {
-      await turn;
-      weighed = 0;
-    }
+    // The cost of the item weighed before: the next one waits for a turn once they come to 64 KiB.
+    await weighed.add(content);
+    content = 0;
     const copy = copyOf(context, context.serviceCluster, type, item);
     if (copy?.source.cluster === undefined || !context.isPlatform(copy.source.cluster)) continue;
-    const content = Buffer.byteLength(jsonText(contentOf(item)));
-    weighed += content;
+    content = Buffer.byteLength(jsonText(contentOf(item)));
     found.push({ tenant: copy.source.cluster, copy: identityOf(context.serviceCluster, type, item), source: copy.source, content });
   }
   return found;

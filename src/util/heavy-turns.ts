@@ -22,6 +22,12 @@
 /** From this cost on (bytes of JSON parsed, or the like), work waits for a turn: a few ms on this machine's cores. */
 export const HEAVY_BYTES = 64 * 1024;
 
+/** Cost added up across small pieces of work: see HeavyTurns.meter(). */
+export interface TurnMeter {
+  /** Undefined: go on at once; otherwise the turn to await first. */
+  add(cost: number): Promise<void> | undefined;
+}
+
 export class HeavyTurns {
   /** The lanes with tasks waiting, in the order they take turns; each lane's tasks in order. */
   private readonly lanes = new Map<string, Array<() => void>>();
@@ -45,6 +51,23 @@ export class HeavyTurns {
     this.waitingCount++;
     this.pump();
     return turn;
+  }
+
+  /**
+   * For a run of small pieces of work whose cost adds up (a stream's lines, a page's items): add()
+   * each piece's cost, and once they come to heavyBytes the next add() waits for a turn in `lane`.
+   */
+  meter(lane = ''): TurnMeter {
+    let since = 0;
+    return {
+      add: (cost) => {
+        since += cost;
+        const turn = this.turn(since, lane);
+        if (!turn) return undefined;
+        since = 0;
+        return turn;
+      },
+    };
   }
 
   /** Heavy tasks that waited for a turn so far (a metric). */

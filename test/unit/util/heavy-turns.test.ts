@@ -65,4 +65,13 @@ describe('heavy turns', () => {
     assert.deepEqual(order, [5, 1, 4, 2, 3]);
     assert.equal(turns.queued, 0);
   });
+
+  it('meters small pieces: a turn once their costs come to the heavy size, then counts afresh', () => {
+    const turns = new HeavyTurns(1024);
+    const lines = turns.meter('a');
+    const waited = [400, 400, 300, 100, 1000, 2000].map((cost) => lines.add(cost) !== undefined);
+    // 400+400+300 = 1100 waits; then 100+1000 waits; 2000 alone waits.
+    assert.deepEqual(waited, [false, false, true, false, true, true]);
+    assert.equal(turns.queued, 3);
+  });
 });
