@@ -63,9 +63,12 @@ export class ReconcileWrites {
     );
     this.primaryExists = sqlite.prepare(`SELECT 1 FROM primaries WHERE ${equal(PRIMARY_KEY)}`).pluck();
     this.deleteRelations = sqlite.prepare(`DELETE FROM relations WHERE ${equal(RELATION_OWNER)}`);
-    this.deleteRelation = sqlite.prepare(`DELETE FROM relations WHERE ${equal(RELATION_KEY)}`);
-    this.insertRelation = sqlite.prepare(`INSERT INTO relations (${quoted([...RELATION_KEY, ...RELATION_VALUES])}) VALUES (${params([...RELATION_KEY, ...RELATION_VALUES])})`);
-    this.updateRelation = sqlite.prepare(`UPDATE relations SET ${RELATION_VALUES.map((c) => `"${c}" = @${c}`).join(', ')} WHERE ${equal(RELATION_KEY)}`);
+    // A relation's statements take their values by position (relationKey(), relationValues()): named
+    // values meant an object of 23 properties per row, built with computed keys and looked up by
+    // name, which took ~3 times SQLite's own time in a 500-row write.
+    this.deleteRelation = sqlite.prepare(`DELETE FROM relations WHERE ${RELATION_KEY.map((c) => `"${c}" = ?`).join(' AND ')}`);
+    this.insertRelation = sqlite.prepare(`INSERT INTO relations (${quoted([...RELATION_KEY, ...RELATION_VALUES])}) VALUES (${[...RELATION_KEY, ...RELATION_VALUES].map(() => '?').join(', ')})`);
+    this.updateRelation = sqlite.prepare(`UPDATE relations SET ${RELATION_VALUES.map((c) => `"${c}" = ?`).join(', ')} WHERE ${RELATION_KEY.map((c) => `"${c}" = ?`).join(' AND ')}`);
     // What a full rewrite did to the rows it found unchanged: "last synced" moves for the synced ones.
     this.touchRelations = sqlite.prepare(`UPDATE relations SET last_synced_at = @at WHERE ${equal(RELATION_OWNER)} AND state = 'synced' AND last_synced_at IS NOT @at`);
     // Their terms go with them (ON DELETE CASCADE).
@@ -112,32 +115,20 @@ export class ReconcileWrites {
 
   private writeRelations(primary: ObjectIdentity, relations: readonly Relation[], held: readonly Relation[] | undefined, at: string): void {
     const owner = columns('primary_', primary);
-    const row = (r: Relation) => ({
-      ...owner,
-      rule_id: r.ruleId,
-      ...columns('source_', r.source),
-      origin: r.origin,
-      ...columns('dest_', r.destination),
-      state: r.state,
-      content_hash: r.contentHash,
-      message: r.message,
-      last_synced_at: r.state === 'synced' ? at : null,
-      source_version: r.versions?.source ?? null,
-      dest_version: r.versions?.destination ?? null,
-    });
+    const ownerValues = identityValues(primary);
     if (!held) {
       this.deleteRelations.run(owner);
-      for (const r of relations) this.insertRelation.run(row(r));
+      for (const r of relations) this.insertRelation.run(...relationKey(ownerValues, r), ...relationValues(r, at));
       return;
     }
     const before = new Map(held.map((r) => [keyOf(r), r]));
     for (const r of relations) {
       const had = before.get(keyOf(r));
       before.delete(keyOf(r));
-      if (!had) this.insertRelation.run(row(r));
-      else if (valuesOf(had) !== valuesOf(r)) this.updateRelation.run(row(r));
+      if (!had) this.insertRelation.run(...relationKey(ownerValues, r), ...relationValues(r, at));
+      else if (valuesOf(had) !== valuesOf(r)) this.updateRelation.run(...relationValues(r, at), ...relationKey(ownerValues, r));
     }
-    for (const gone of before.values()) this.deleteRelation.run({ ...owner, rule_id: gone.ruleId, ...columns('source_', gone.source) });
+    for (const gone of before.values()) this.deleteRelation.run(...relationKey(ownerValues, gone));
     this.touchRelations.run({ ...owner, at });
   }
 
@@ -151,6 +142,30 @@ export class ReconcileWrites {
       for (const value of anchor?.values ?? []) this.insertTerm.run({ ...scope, label_key: anchor!.key, label_value: value, ...owner, rule_id: sel.ruleId });
     }
   }
+}
+
+/** An identity's five columns' values, in IDENTITY's order. */
+function identityValues(id: ObjectIdentity): string[] {
+  return [id.cluster, id.group, id.resource, id.namespace, id.name];
+}
+
+/** The values of RELATION_KEY's columns, in order. */
+function relationKey(owner: readonly string[], r: Relation): Array<string> {
+  return [...owner, r.ruleId, ...identityValues(r.source)];
+}
+
+/** The values of RELATION_VALUES' columns, in order. */
+function relationValues(r: Relation, at: string): Array<string | null> {
+  return [
+    r.origin,
+    ...identityValues(r.destination),
+    r.state,
+    r.contentHash,
+    r.message,
+    r.state === 'synced' ? at : null,
+    r.versions?.source ?? null,
+    r.versions?.destination ?? null,
+  ];
 }
 
 /** A relation's primary key within its primary's rows: the rule and the source. */
