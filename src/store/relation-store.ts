@@ -43,6 +43,9 @@ export interface KnownRows {
   readonly selectorKeys: readonly string[];
 }
 
+/** Keys the anchored set may grow by past twice what the store held, before it is read afresh. */
+const ANCHORED_SLACK = 4096;
+
 export class RelationStore {
   /** "Last synced" times of reconciles that found nothing new, written in batches. */
   private readonly touches: TouchBatcher;
@@ -64,6 +67,8 @@ export class RelationStore {
   private anchoredLoading: Promise<AnchoredLabelKeys> | undefined;
   /** Keys stored while a selectorLabelKeys() reads the store afresh, one set per read: kept when its answer replaces `anchored`. */
   private readonly addedWhileReading = new Set<AnchoredLabelKeys>();
+  /** How many keys the set held when last read from the store (addAnchored() bounds its growth by it). */
+  private anchoredAtRead = 0;
 
   constructor(
     store: Pick<OpenedStore, 'db' | 'sqlite'>,
@@ -245,12 +250,21 @@ export class RelationStore {
     this.addAnchored(keys);
   }
 
+  /** Anchoring keys held in memory now (a superset of the store's, bounded by addAnchored()). */
+  get anchoredKeysHeld(): number {
+    return this.anchored?.size ?? 0;
+  }
+
   /** Adds to the set current now (a sweep may have replaced it since the caller's await), and to each read in flight. */
   private addAnchored(keys: readonly AnchoredKey[]): void {
     for (const key of keys) {
       this.anchored?.add(key);
       for (const added of this.addedWhileReading) added.add(key);
     }
+    // Keys of selectors removed since the last read stay in the set: a tenant that keeps changing
+    // the label keys its selectors are anchored on would grow it until the next sweep. Past twice
+    // what the store held at that read (and a slack), the next lookup reads the store afresh.
+    if (this.anchored && this.anchored.size > 2 * this.anchoredAtRead + ANCHORED_SLACK) this.anchored = undefined;
   }
 
   /** True when the store holds exactly this reconcile's outcome already. */
@@ -298,7 +312,7 @@ export class RelationStore {
   private anchoredKeys(): Promise<AnchoredLabelKeys> {
     if (this.anchored) return Promise.resolve(this.anchored);
     if (this.anchoredLoading) return this.anchoredLoading;
-    const loading = selectorIndex.selectorLabelKeys(this.db).then((keys) => (this.anchored ??= new AnchoredLabelKeys(keys)));
+    const loading = this.readAnchored().then((read) => (this.anchored ??= read.current));
     // A failed read is tried again by the next caller.
     const forget = () => void (this.anchoredLoading === loading && (this.anchoredLoading = undefined));
     loading.then(forget, forget);
@@ -308,16 +322,27 @@ export class RelationStore {
   /**
    * Which label keys anchor stored selectors, by scope (selector-index.ts): a snapshot for a
    * sweep's many lookups. It also replaces what anchoredKeys() holds, so that keys of selectors
-   * gone since (a tenant's namespaces made and deleted) do not pile up between restarts; keys
-   * stored while it reads are kept.
+   * gone since (a tenant's namespaces made and deleted) do not pile up between restarts.
    */
   async selectorLabelKeys(): Promise<SelectorLabelKeys> {
+    const read = await this.readAnchored();
+    this.anchored = read.current;
+    return read.stored;
+  }
+
+  /**
+   * The keys the store holds, and with them the keys stored while it was read: a reconcile that
+   * added its keys before its rows were written, and adds them again after, may have done both
+   * while the read was under way, its rows not in what the read found.
+   */
+  private async readAnchored(): Promise<{ stored: SelectorLabelKeys; current: AnchoredLabelKeys }> {
     const added = new AnchoredLabelKeys();
     this.addedWhileReading.add(added);
     try {
-      const keys = await selectorIndex.selectorLabelKeys(this.db);
-      this.anchored = new AnchoredLabelKeys([...keys, ...added]);
-      return keys;
+      const stored = await selectorIndex.selectorLabelKeys(this.db);
+      const current = new AnchoredLabelKeys([...stored, ...added]);
+      this.anchoredAtRead = current.size;
+      return { stored, current };
     } finally {
       this.addedWhileReading.delete(added);
     }

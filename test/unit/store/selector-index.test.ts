@@ -113,6 +113,23 @@ describe('selector index', () => {
     await opened.close();
   });
 
+  it("holds the anchoring keys of a tenant's ever-changing selectors within twice what is stored, and still finds the current ones", async () => {
+    const { opened, store, save, owners } = await storeWith('churn.db', { web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })] });
+    await owners({ app: 'web' });
+    // One primary whose selector is anchored on a new label key at every reconcile: one key stored at any time.
+    let most = 0;
+    for (let i = 0; i < 12_000; i++) {
+      await save('churn', [selector('cfg', { key: `key-${i}`, operator: 'In', values: ['x'] })]);
+      most = Math.max(most, store.anchoredKeysHeld);
+    }
+    // Without a bound it would hold all 12,001; the slack is 4,096 keys.
+    assert.ok(most < 4200, `at most ${most} keys held for 2 stored`);
+    assert.deepEqual(await owners({ 'key-11999': 'x' }), ['churn'], 'the current selector is found');
+    assert.deepEqual(await owners({ 'key-5000': 'x' }), [], 'a replaced one is not');
+    assert.deepEqual(await owners({ app: 'web' }), ['web']);
+    await opened.close();
+  });
+
   it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
     const { opened, owners } = await storeWith('routing.db', {
       web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
