@@ -165,8 +165,11 @@ export class SweepSnapshot implements ObjectReads {
 
   /** Part of this type was not listed (its LIST failed midway): the snapshot cannot say what is not there. */
   incomplete(cluster: string, type: ResourceType): void {
-    const listed = this.types.get(typeKey(cluster, type));
-    if (listed) listed.complete = listed.whole = false;
+    // Also before the type's first page of this cluster (on kcp, a workspace's entry is made by the
+    // first page that holds its objects): a page added later must not make it whole.
+    let listed = this.types.get(typeKey(cluster, type));
+    if (!listed) this.types.set(typeKey(cluster, type), (listed = new ListedType()));
+    listed.complete = listed.whole = false;
   }
 
   /**

@@ -82,6 +82,18 @@ describe('sweep snapshot', () => {
     assert.equal(at('a', 'configmaps', 'x'), undefined, 'a watch event arrived for it since its LIST');
   });
 
+  it('says nothing of what it lacks in a type marked incomplete before its first page (a refused object of a kcp workspace)', async () => {
+    const live = new CountingReads();
+    const snapshot = new SweepSnapshot(live);
+    // The refused object came on a page before any readable object of its workspace.
+    snapshot.incomplete('ws', configMaps);
+    snapshot.add({ cluster: 'ws', type: configMaps, filtered: false, items: [cm('ns', 'readable')] });
+    assert.equal(snapshot.listedWhole('ws', configMaps), false);
+    assert.equal(snapshot.versionOf({ cluster: 'ws', group: '', resource: 'configmaps', namespace: 'ns', name: 'refused' }), undefined, 'not "it does not exist"');
+    await snapshot.get('ws', configMaps, 'ns', 'refused');
+    assert.deepEqual(live.asked, ['get ws configmaps ns/refused'], 'read live');
+  });
+
   it('keeps versions within a budget of their own: a type whose versions do not fit counts as not listed whole', () => {
     const v = (name: string): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: '1', uid: `uid-${name}` } });
     const small = v('s');
