@@ -194,7 +194,7 @@ export async function relistWorkspace(w: WorkspaceRelist, platform: string, clus
       try {
         // Beside the platform's watch of the same objects: routed, not kept in the cache (its pages may be older than events).
         const sink = w.router.beginList(cluster, p.type, p.labelSelector, false);
-        for await (const page of w.clusters.client(cluster, p.type).pages({ labelSelector: p.labelSelector })) await sink.page(page.items, page.refused?.map((r) => r.object));
+        for await (const page of w.clusters.client(cluster, p.type).pages({ labelSelector: p.labelSelector })) await sink.page(page.items, page.refused?.map((r) => r.object) ?? []);
         await sink.end();
         return;
       } catch (err) {

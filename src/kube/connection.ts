@@ -128,6 +128,11 @@ export class Connection {
   private server: string | undefined;
   private readonly resolveServer: () => Promise<string>;
   private readonly transport: Transport;
+
+  /** limits.parsedBytes: an answer that would take more heap once parsed is refused (AnswerTooCostlyError). */
+  get maxParsedBytes(): number {
+    return this.transport.maxParsedBytes;
+  }
   private readonly requestTimeoutMs: number;
   /** False for a connection made by unlimited(). */
   private readonly limited: boolean = true;

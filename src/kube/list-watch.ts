@@ -60,8 +60,8 @@ export interface WatchHandler {
 
 /** Where the pages of one complete LIST go. */
 export interface ListSink {
-  /** `refused`: objects of this page that exist but were not read (their metadata only, RefusedObject): not gone. */
-  page(items: readonly KubeObject[], refused?: readonly KubeObject[]): Promise<void>;
+  /** `refused`: objects of this page that exist but were not read (their identity only, RefusedObject): not gone. */
+  page(items: readonly KubeObject[], refused: readonly KubeObject[]): Promise<void>;
   /** Every page was handed over: the list is complete. */
   end(): Promise<void>;
   /**
@@ -71,11 +71,18 @@ export interface ListSink {
   abort?(): void;
 }
 
-/** For types whose whole list is small (APIBindings): collects the pages and hands over the list at its end. */
+/**
+ * For types whose whole list is small (APIBindings): collects the pages and hands over the list at
+ * its end. A list with an object refused is not whole: it fails (and is taken again), rather than
+ * tell its handler that the object is gone.
+ */
 export function wholeList(onList: (items: KubeObject[]) => Promise<void>): ListSink {
   const items: KubeObject[] = [];
   return {
-    page: async (page) => void items.push(...page),
+    page: async (page, refused) => {
+      if (refused.length > 0) throw new Error(`${refused.length} object(s) too costly to read: the whole list is not known`);
+      items.push(...page);
+    },
     end: () => onList(items),
   };
 }
@@ -255,7 +262,7 @@ export class ListWatch {
         if (signal.aborted) return;
         this.progress();
         for (const r of page.refused ?? []) this.refused('LIST', r.object, r.why);
-        const unread = page.refused?.map((r) => r.object);
+        const unread = page.refused?.map((r) => r.object) ?? [];
         if (!(await guard(logger, this.name, 'list handler', () => sink.page(page.items, unread)))) throw new Error('the list handler failed; listing again');
         resourceVersion = page.resourceVersion || resourceVersion;
       }
@@ -393,7 +400,7 @@ export class ListWatch {
    */
   private async refuseLine(line: string, said: number, maxParsed: number): Promise<void> {
     const { client, handler, logger } = this.options;
-    const head = watchEventHead(line, maxParsed);
+    const head = watchEventHead(line);
     const why = `a watch event of ${Buffer.byteLength(line)} bytes would take about ${Math.round(said / 1024 / 1024)} MiB of memory once parsed, more than ${Math.round(maxParsed / 1024 / 1024)} MiB (limits.parsedBytes)`;
     const type = head?.type;
     if (!head || (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') || !head.metadata.name) {
@@ -402,7 +409,12 @@ export class ListWatch {
     }
     const object: KubeObject = { apiVersion: apiVersionOf(client.type), kind: client.type.kind, metadata: head.metadata };
     this.refused(type, object, why);
-    if (handler.onRefused && !(await guard(logger, this.name, 'event handler', () => handler.onRefused!(type, object)))) {
+    // A handler that cannot be told of a refusal would miss the change: a relist tells it what is there.
+    if (!handler.onRefused) {
+      this.resourceVersion = undefined;
+      throw new Error(`${why}, and this watch's handler cannot be told of a refused object; relisting`);
+    }
+    if (!(await guard(logger, this.name, 'event handler', () => handler.onRefused!(type, object)))) {
       this.resourceVersion = undefined;
       throw new Error('the event handler failed; relisting so that its event is not lost');
     }

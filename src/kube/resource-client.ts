@@ -8,7 +8,8 @@ import type { KubeObject, ObjectList } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import type { Semaphore } from '../util/semaphore.js';
-import { isNotFound, isObjectNotFound } from './api-error.js';
+import { ApiError, isNotFound, isObjectNotFound } from './api-error.js';
+import { LOGICAL_CLUSTER_ANNOTATION } from './kcp-endpoint.js';
 
 export interface ListOptions {
   readonly namespace?: string | undefined;
@@ -163,9 +164,10 @@ export class ResourceClient {
    * listPage(), and: `metadataOnly`, the objects' metadata only (METADATA_ONLY); `holdParsed`, the
    * page takes its share of the parse budget until the caller gives it back (Connection.request).
    */
-  private async page(options: ListOptions & { readonly maxBytes?: number; readonly metadataOnly?: boolean; readonly holdParsed?: (release: () => void) => void }): Promise<ListPage> {
+  private async page(options: ListOptions & { readonly maxBytes?: number; readonly maxParsedBytes?: number; readonly metadataOnly?: boolean; readonly holdParsed?: (release: () => void) => void }): Promise<ListPage> {
     const request = () => this.connection.request<ObjectList>('GET', this.path(options.namespace), {
       maxBytes: options.maxBytes,
+      maxParsedBytes: options.maxParsedBytes,
       query: {
         labelSelector: options.labelSelector,
         limit: options.limit,
@@ -188,18 +190,24 @@ export class ResourceClient {
   /**
    * The page of one object (from `continueToken`) whose answer `err` refused, asked for again as
    * metadata only: that object as refused, and the token to go on from. Undefined when the API
-   * server cannot say (metadata only is refused, too large, or fails): then the list cannot go on.
+   * server cannot say (metadata only is refused, too large, or more than one object): then the list
+   * cannot go on. An error of the API server's own (a 429, a 410) is thrown as it is.
+   *
+   * One object's metadata may say more than limits.parsedBytes (a megabyte of labels of tiny
+   * values): it is parsed up to METADATA_PARSED_BYTES, once, and only its identity is kept.
    */
   private async refusedPage(options: ListOptions, continueToken: string | undefined, err: AnswerTooLargeError): Promise<ListPage | undefined> {
     let page: ListPage;
     try {
-      page = await this.page({ ...options, limit: 1, continueToken, metadataOnly: true });
-    } catch {
+      page = await this.page({ ...options, limit: 1, continueToken, metadataOnly: true, maxParsedBytes: Math.max(this.connection.maxParsedBytes, METADATA_PARSED_BYTES) });
+    } catch (metadataErr) {
+      // Not "cannot answer so" (406, 415): the server's own error, retried as such (a 429, a 410).
+      if (metadataErr instanceof ApiError && metadataErr.statusCode !== 406 && metadataErr.statusCode !== 415) throw metadataErr;
       return undefined;
     }
     // More than the one object asked for: not an answer to this question.
     if (page.items.length > 1) return undefined;
-    return { items: [], resourceVersion: page.resourceVersion, continueToken: page.continueToken, refused: page.items.map((object) => ({ object, why: err.message })) };
+    return { items: [], resourceVersion: page.resourceVersion, continueToken: page.continueToken, refused: page.items.map((object) => ({ object: identityOnly(object), why: err.message })) };
   }
 
   /**
@@ -309,6 +317,8 @@ export class ResourceClient {
     const items: KubeObject[] = [];
     let resourceVersion = '';
     for await (const page of this.pages(options)) {
+      // Its callers act on the whole list (what is not in it is gone): one that lacks an object fails.
+      if (page.refused && page.refused.length > 0) throw new Error(`LIST ${this.path(options.namespace)} of ${this.connection.name}: ${page.refused[0]!.why}; the whole list is not known`);
       items.push(...page.items);
       resourceVersion = page.resourceVersion || resourceVersion;
     }
@@ -443,4 +453,28 @@ export async function* linesOf(input: Readable, maxBytes: number, what: string):
     if (rest.length > 0) pending.push(rest);
   }
   if (size > 0) yield line(Buffer.alloc(0));
+}
+
+/**
+ * How much heap one object's metadata, asked for alone, may take parsed (refusedPage): more than
+ * a megabyte of labels of tiny values, the most a real API server stores, says ~35 MiB with its
+ * managedFields.
+ */
+const METADATA_PARSED_BYTES = 96 * 1024 * 1024;
+
+/** A refused object as it is kept: what names it, and kcp's logical cluster, nothing of its size. */
+function identityOnly(object: KubeObject): KubeObject {
+  const m = object.metadata;
+  const cluster = m.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: {
+      ...(m.name !== undefined ? { name: m.name } : {}),
+      ...(m.namespace !== undefined ? { namespace: m.namespace } : {}),
+      ...(m.uid !== undefined ? { uid: m.uid } : {}),
+      ...(m.resourceVersion !== undefined ? { resourceVersion: m.resourceVersion } : {}),
+      ...(cluster !== undefined ? { annotations: { [LOGICAL_CLUSTER_ANNOTATION]: cluster } } : {}),
+    },
+  };
 }

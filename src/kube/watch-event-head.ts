@@ -1,43 +1,55 @@
 /**
  * What a watch event is about, read from its line without parsing the rest: its `type` and its
- * object's `metadata` (without managedFields). For a line too costly to parse whole (list-watch.ts),
- * so that the loop can say which object it refused and go on, instead of listing again. One pass
- * over the text, a stack of nothing (containers are skipped by counting brackets outside strings):
- * no line can make it use more than the metadata it parses.
+ * object's identity (name, namespace, uid, resourceVersion, and kcp's logical cluster annotation).
+ * For a line too costly to parse whole (list-watch.ts), so that the loop can say which object it
+ * refused and go on, instead of listing again. One pass over the text, a stack of nothing
+ * (containers are skipped by counting brackets outside strings): nothing else of the metadata is
+ * parsed, so labels or annotations of any size cost a scan, never the heap they would take parsed.
  */
 import type { ObjectMeta } from '../core/object.js';
-import { parsedBytesOver } from '../util/heap-size.js';
+import { LOGICAL_CLUSTER_ANNOTATION } from './kcp-endpoint.js';
 
 export interface WatchEventHead {
   readonly type: string;
   readonly metadata: ObjectMeta;
 }
 
-/**
- * The event's type and its object's metadata, or undefined when the line is not an object with
- * both, or its metadata alone would take more than `maxParsedBytes` once parsed.
- */
-export function watchEventHead(line: string, maxParsedBytes: number): WatchEventHead | undefined {
+/** The metadata fields read; every other one is skipped. */
+const IDENTITY_FIELDS = new Set(['name', 'namespace', 'uid', 'resourceVersion']);
+
+/** The event's type and its object's identity, or undefined when the line is not an object with both. */
+export function watchEventHead(line: string): WatchEventHead | undefined {
   const reader = new Reader(line);
   let type: string | undefined;
-  let metadata: ObjectMeta | undefined;
+  let metadata: Record<string, unknown> | undefined;
   const ok = reader.members((key) => {
     if (key === 'type') type = reader.stringValue();
     else if (key === 'object') {
       return reader.members((field) => {
         if (field !== 'metadata') return reader.skip();
-        const text = reader.valueText();
-        if (text === undefined || parsedBytesOver(text, maxParsedBytes) !== undefined) return false;
-        const value: unknown = JSON.parse(text);
-        if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-        metadata = value as ObjectMeta;
-        delete metadata.managedFields;
-        return true;
+        // A repeated key: the last one counts, as JSON.parse has it.
+        const read: Record<string, unknown> = {};
+        metadata = read;
+        return reader.members((name) => {
+          if (IDENTITY_FIELDS.has(name)) return (read[name] = reader.stringValue()) !== undefined || reader.skip();
+          if (name !== 'annotations' || !reader.atObject()) return reader.skip();
+          const annotations: Record<string, string> = {};
+          read.annotations = annotations;
+          return reader.members((annotation) => {
+            if (annotation !== LOGICAL_CLUSTER_ANNOTATION) return reader.skip();
+            const value = reader.stringValue();
+            if (value !== undefined) annotations[annotation] = value;
+            return value !== undefined || reader.skip();
+          });
+        });
       });
     } else return reader.skip();
     return type !== undefined;
   });
-  return ok && type !== undefined && metadata !== undefined ? { type, metadata } : undefined;
+  if (!ok || type === undefined || metadata === undefined) return undefined;
+  // Fields that were not strings are left out (and a name that is not one is no name).
+  for (const field of IDENTITY_FIELDS) if (typeof metadata[field] !== 'string') delete metadata[field];
+  return { type, metadata: metadata as ObjectMeta };
 }
 
 const QUOTE = 0x22;
@@ -63,6 +75,11 @@ class Reader {
       if (next === '}') return this.expect('}');
       if (!this.expect(',')) return false;
     }
+  }
+
+  /** Whether the value at the cursor is an object. */
+  atObject(): boolean {
+    return this.peek() === '{';
   }
 
   /** A string value, or undefined when the value is not a string. */

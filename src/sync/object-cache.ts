@@ -56,6 +56,7 @@ import type { FinderIndex } from './finder-index.js';
 import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
 import { jsonText } from '../util/json-text.js';
+import { Semaphore } from '../util/semaphore.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
@@ -341,15 +342,21 @@ export class CachedReads implements ObjectReads {
   async list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]> {
     const candidates = this.index?.candidates(cluster, type, query);
     if (!candidates) return this.live.list(cluster, type, query);
-    // At most MAX_CANDIDATES, read at once (after a sweep cleared the cache, most are GETs), kept in the index's order.
-    const read = await Promise.all(candidates.map(({ namespace, name }) => this.get(cluster, type, namespace, name)));
-    const found: T[] = [];
-    for (const object of read) {
-      if (!object || !matchesQuery(query, object)) continue;
-      found.push(projected(query, object));
-      if (query.limit !== undefined && found.length >= query.limit) break;
-    }
-    return found;
+    // At most MAX_CANDIDATES (after a sweep cleared the cache, most are GETs), CANDIDATE_READS at
+    // once, each let go at once unless the query takes it: a tenant's own API server that answers
+    // every GET with the most limits.parsedBytes allows holds CANDIDATE_READS of them, not 64.
+    const slots = new Semaphore(CANDIDATE_READS);
+    const read = await Promise.all(
+      candidates.map(({ namespace, name }) =>
+        slots.run(async () => {
+          const object = await this.get(cluster, type, namespace, name);
+          return object && matchesQuery(query, object) ? projected(query, object) : undefined;
+        }),
+      ),
+    );
+    // In the index's order.
+    const found = read.filter((t): t is Awaited<T> => t !== undefined) as T[];
+    return query.limit !== undefined ? found.slice(0, query.limit) : found;
   }
 }
 
@@ -360,6 +367,9 @@ interface Entry {
   readonly bytes: number;
   readonly type: string;
 }
+
+/** Candidates of a list() read at once. */
+const CANDIDATE_READS = 4;
 
 /** What an entry costs beside its text: the map's slot, the entry object, its strings' headers. */
 const ENTRY_BYTES = 160;

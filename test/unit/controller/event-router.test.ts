@@ -208,14 +208,14 @@ describe('event router (real SQLite store)', () => {
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {
     queued = [];
     const sink = router.beginList('tenant-a', configMaps, undefined);
-    await sink.page([object('shop', 'unrelated-1')]);
-    await sink.page([object('shop', 'unrelated-2')]);
+    await sink.page([object('shop', 'unrelated-1')], []);
+    await sink.page([object('shop', 'unrelated-2')], []);
     assert.deepEqual(queued, [], 'unrelated objects reach nobody');
     await sink.end();
     assert.deepEqual(queued, ['tenant-a/shop/orders'], 'orders-config was not listed: gone while nobody watched');
     queued = [];
     const complete = router.beginList('tenant-a', configMaps, undefined);
-    await complete.page([object('shop', 'orders-config')]);
+    await complete.page([object('shop', 'orders-config')], []);
     queued = [];
     await complete.end();
     assert.deepEqual(queued, [], 'listed: nothing missing');
@@ -272,7 +272,7 @@ describe('event router with a copy type of its own (copyAs)', () => {
   it('queues, at the end of a relist of the copy type, the primary whose copy the list no longer has', async () => {
     queued = [];
     const sink = router.beginList('service', databases, 'relsync.dev/agent=e2e');
-    await sink.page([]);
+    await sink.page([], []);
     await sink.end();
     assert.deepEqual(queued, ['tenant-a/platform.relsync.dev/shop/orders']);
   });

@@ -54,7 +54,7 @@ describe('an object too costly to parse, alone on its page', () => {
     const refused = pages.flatMap((p) => p.refused ?? []);
     assert.equal(refused.length, 1);
     const [only] = refused;
-    assert.deepEqual(only!.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'costly', namespace: 'team', resourceVersion: '5', labels: { app: 'x' } } }, 'its metadata, as the type\'s object');
+    assert.deepEqual(only!.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'costly', namespace: 'team', resourceVersion: '5' } }, 'its identity (nothing else of its metadata is kept), as the type\'s object');
     assert.match(only!.why, /GET \/api\/v1\/configmaps: the answer \(\d+ bytes\) would take about \d+ MiB of memory once parsed, more than 72 MiB \(limits.parsedBytes\)/);
     const metadataAsked = server.requests.filter((r) => r.accept === METADATA_ONLY);
     assert.equal(metadataAsked.length, 1, 'its page asked for again once, as metadata only');
@@ -66,6 +66,29 @@ describe('an object too costly to parse, alone on its page', () => {
     try {
       const reads = new LiveReads({ client: (_cluster, type) => new ResourceClient(connection, type) });
       await assert.rejects(reads.list('tenant-a', configMaps, {}), /^Error: configmaps team\/costly in tenant-a is not read: GET \/api\/v1\/configmaps: .* more than 72 MiB \(limits\.parsedBytes\)/);
+    } finally {
+      connection.close();
+    }
+  });
+
+  it('refuses alone an object whose metadata alone says more than limits.parsedBytes (a megabyte of tiny labels)', async () => {
+    const labels = Object.fromEntries(Array.from({ length: 120_000 }, (_, i) => [`k${i}`, '']));
+    server.objects[30] = objectText('costly', COSTLY, labels);
+    const connection = new Connection({ name: 'c', kubeconfig: server.kubeconfig, maxParsedBytes: 16 * 1024 * 1024 });
+    try {
+      const pages: ListPage[] = [];
+      for await (const page of new ResourceClient(connection, configMaps).pages()) pages.push(page);
+      assert.equal(pages.flatMap((p) => p.items).length, 60, 'every neighbour');
+      assert.deepEqual(pages.flatMap((p) => p.refused ?? []).map((r) => r.object.metadata), [{ name: 'costly', namespace: 'team', resourceVersion: '5' }], 'refused by name, its labels not kept');
+    } finally {
+      connection.close();
+    }
+  });
+
+  it("fails listAll(), whose callers take what a list lacks for gone", async () => {
+    const connection = new Connection({ name: 'c', kubeconfig: server.kubeconfig });
+    try {
+      await assert.rejects(new ResourceClient(connection, configMaps).listAll(), /^Error: LIST \/api\/v1\/configmaps of c: .*limits\.parsedBytes.*; the whole list is not known/);
     } finally {
       connection.close();
     }

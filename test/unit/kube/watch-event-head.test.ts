@@ -1,0 +1,60 @@
+// A watch line too costly to parse says which object it is about: its type and identity are read
+// off the text, the same as JSON.parse would read them, whatever a tenant's own API server puts
+// around them, and nothing else of the object is parsed (labels of any size cost a scan).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { watchEventHead } from '../../../src/kube/watch-event-head.js';
+
+const identity = (line: string) => {
+  const event = JSON.parse(line) as { type: string; object: { metadata: Record<string, unknown> } };
+  const m = event.object.metadata;
+  const pick: Record<string, unknown> = {};
+  for (const f of ['name', 'namespace', 'uid', 'resourceVersion']) if (typeof m[f] === 'string') pick[f] = m[f];
+  const cluster = (m.annotations as Record<string, unknown> | undefined)?.['kcp.io/cluster'];
+  if (typeof m.annotations === 'object' && m.annotations !== null && !Array.isArray(m.annotations)) pick.annotations = typeof cluster === 'string' ? { 'kcp.io/cluster': cluster } : {};
+  return { type: event.type, metadata: pick };
+};
+
+describe('watch event head', () => {
+  it('reads the type and identity as JSON.parse does, for any metadata around them', () => {
+    const text = fc.string({ unit: 'grapheme-ascii' });
+    const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.dictionary(text, text, { maxKeys: 3 }), fc.array(text, { maxLength: 3 }));
+    fc.assert(
+      fc.property(
+        fc.constantFrom('ADDED', 'MODIFIED', 'DELETED'),
+        fc.record({ name: text, namespace: text, uid: text, resourceVersion: text }, { requiredKeys: ['name'] }),
+        fc.dictionary(fc.oneof(text, fc.constant('annotations')), value, { maxKeys: 4 }),
+        fc.option(fc.dictionary(fc.oneof(text, fc.constant('kcp.io/cluster')), text, { maxKeys: 3 })),
+        fc.dictionary(text, value, { maxKeys: 3 }),
+        (type, id, extra, annotations, spec) => {
+          const metadata = { ...extra, ...id, ...(annotations ? { annotations } : {}) };
+          // metadata nested in spec, and strings of braces and quotes, must not mislead it.
+          const line = JSON.stringify({ type, object: { kind: 'X', spec: { ...spec, metadata: { name: 'decoy' } }, metadata } });
+          assert.deepEqual(watchEventHead(line), identity(line));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('takes the last of a repeated key, reads escaped keys, and leaves out a name that is not a string', () => {
+    const line = '{"type":"ADDED","object":{"metadata":{"name":"first","na\\u006de":"second","uid":7,"namespace":"ns","annotations":{"kcp.io\\/cluster":"root:a"}}}}';
+    assert.deepEqual(watchEventHead(line), identity(line));
+    assert.deepEqual(watchEventHead(line)?.metadata, { name: 'second', namespace: 'ns', annotations: { 'kcp.io/cluster': 'root:a' } });
+    assert.equal(watchEventHead('{"type":"ADDED","object":{"metadata":{"name":{"x":1}}}}')?.metadata.name, undefined);
+  });
+
+  it('reads the identity of an object with megabytes of labels without parsing them', () => {
+    const labels = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, 'v']));
+    const line = JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'wide', namespace: 'ns', labels, resourceVersion: '9' }, data: { a: 'b' } } });
+    const head = watchEventHead(line);
+    assert.deepEqual(head, { type: 'MODIFIED', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9' } });
+  });
+
+  it('says nothing of a line that is not an event', () => {
+    for (const line of ['', 'null', '[]', '{"type":"ADDED"}', '{"object":{"metadata":{"name":"x"}}}', '{"type":"ADDED","object":{"metadata":{"name":"x"}', '{"type":1,"object":{"metadata":{}}}']) {
+      assert.equal(watchEventHead(line), undefined, line);
+    }
+  });
+});
