@@ -57,6 +57,7 @@ import { matchesQuery, projected, type ListQuery, type ObjectReads } from './obj
 import { stringBytes } from '../util/heap-size.js';
 import { jsonText } from '../util/json-text.js';
 import { Semaphore } from '../util/semaphore.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 
 /** What the watches tell the cache: an object's latest version, or that it no longer concerns relsync (or is gone). */
 export interface ObjectCacheFeed {
@@ -257,6 +258,12 @@ export class ObjectCache implements ObjectCacheFeed {
   }
 
   /** The cached object, parsed for this caller (who may change it), or undefined on a miss. */
+  /** What reading an object of the cache costs (its entry's bytes; 0 when it has none), without reading it. */
+  bytesOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): number {
+    const key = keyOf(cluster, type, namespace, name);
+    return this.mapOf(key)?.get(key)?.bytes ?? 0;
+  }
+
   get(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): KubeObject | undefined {
     const key = keyOf(cluster, type, namespace, name);
     const map = this.mapOf(key);
@@ -330,6 +337,10 @@ export class CachedReads implements ObjectReads {
   readonly cached = true;
 
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
+    // A large entry is parsed at its turn on the event loop (util/heavy-turns.ts), as a large GET
+    // answer is: a reconcile that reads many from the cache would otherwise parse them all, and do
+    // what follows with each, without the loop polling its sockets in between.
+    await heavyTurns.turn(this.cache.bytesOf(cluster, type, type.namespaced ? namespace : '', name), cluster);
     return this.peek(cluster, type, namespace, name)?.object ?? this.live.get(cluster, type, namespace, name);
   }
 

@@ -42,6 +42,7 @@ import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import type { CopyBudget } from './copy-budget.js';
 import { CONFLICT_RETRY_MS, WARNING_REPEAT_MS } from './sync-intervals.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 
 export interface RelationSyncDeps {
   readonly agentName: string;
@@ -136,6 +137,10 @@ export class RelationSync {
       return { ...base, state: 'error', contentHash: null, message };
     }
     const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
+    // Converting, mutating and hashing a large source took milliseconds: the rest waits for a turn
+    // on the event loop (util/heavy-turns.ts), so that a reconcile of many large related objects
+    // read from memory (the cache, a sweep's snapshot) is not one long task.
+    await heavyTurns.turn(serialized.length, pair.source.cluster);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
     for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
     const tooBig = this.deps.refusals.size(serialized);
