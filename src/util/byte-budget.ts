@@ -4,6 +4,13 @@
  * the whole capacity waits until nothing else is taken and then takes all of it: one taker alone
  * always fits. Deadlock-free as long as no taker waits for a take while it holds one (each waiter
  * then waits only for holders that are not waiting).
+ *
+ * One exception to the order: a small take (at most an eighth of the capacity: an ordinary watch
+ * event) that fits goes ahead of waiting ones, as long as what such takes hold together stays
+ * within an eighth of the capacity and the first in line would still fit beside them. Otherwise a
+ * tenant whose relists keep large pages waiting (its own API server answering 410 Gone) would hold
+ * every other tenant's small events behind them. The first in line is not starved: it waits only
+ * for the holders that were in line before it and at most an eighth of small ones.
  */
 import { monotonicClock, type Clock } from './clock.js';
 
@@ -22,6 +29,8 @@ interface Waiter {
 
 export class ByteBudget {
   private taken = 0;
+  /** Of `taken`, what small takes that went ahead of waiting ones hold. */
+  private aheadTaken = 0;
   private readonly waiting: Waiter[] = [];
 
   constructor(private readonly options: ByteBudgetOptions) {
@@ -54,6 +63,11 @@ export class ByteBudget {
       this.taken += want;
       return this.giveBack(want);
     }
+    if (this.mayGoAhead(want)) {
+      this.taken += want;
+      this.aheadTaken += want;
+      return this.giveBack(want, true);
+    }
     const clock = this.options.clock ?? monotonicClock;
     const since = clock.now();
     await new Promise<void>((resolve, reject) => {
@@ -78,12 +92,26 @@ export class ByteBudget {
     return this.giveBack(want);
   }
 
-  private giveBack(bytes: number): () => void {
+  /** A small take that fits, beside the other small ones ahead, and leaves room for the first in line. */
+  private mayGoAhead(want: number): boolean {
+    const share = this.options.capacity / 8;
+    const first = this.waiting[0];
+    return (
+      first !== undefined &&
+      want <= share &&
+      this.aheadTaken + want <= share &&
+      this.taken + want <= this.options.capacity &&
+      first.bytes + share <= this.options.capacity
+    );
+  }
+
+  private giveBack(bytes: number, ahead = false): () => void {
     let given = false;
     return () => {
       if (given) return;
       given = true;
       this.taken -= bytes;
+      if (ahead) this.aheadTaken -= bytes;
       this.grantWaiting();
     };
   }

@@ -14,8 +14,8 @@ describe('byte budget', () => {
     const first = await budget.take(60);
     const order: string[] = [];
     const big = budget.take(70).then((r) => (order.push('big'), r));
-    // Fits beside the first, but asked after big: it does not overtake it (big would wait for ever).
-    const small = budget.take(10).then((r) => (order.push('small'), r));
+    // Fits beside the first, but asked after big and not small (over an eighth): it does not overtake it.
+    const small = budget.take(20).then((r) => (order.push('small'), r));
     await settle();
     assert.deepEqual(order, []);
     assert.equal(budget.queued, 2);
@@ -23,11 +23,39 @@ describe('byte budget', () => {
     first();
     await settle();
     assert.deepEqual(order, ['big', 'small'], 'in order, once both fit');
-    assert.equal(budget.held, 80);
+    assert.equal(budget.held, 90);
     (await big)();
     (await small)();
     assert.equal(budget.held, 0, 'a release twice gives back once');
     assert.equal(waits.length, 2, 'both waits told');
+  });
+
+  it("lets small takes go ahead of a large waiting one, within an eighth, and never for ever", async () => {
+    const budget = new ByteBudget({ capacity: 800 });
+    const held = await budget.take(500);
+    let bigGranted = false;
+    // Another tenant's relist: a large page waits for the held one.
+    const big = budget.take(400).then((r) => ((bigGranted = true), r));
+    await settle();
+    // Small events of other clusters meanwhile: at most 100 (an eighth) of them go ahead.
+    const a = await budget.take(60);
+    const b = await budget.take(40);
+    let thirdGranted = false;
+    const third = budget.take(10).then((r) => ((thirdGranted = true), r));
+    await settle();
+    assert.equal(thirdGranted, false, 'past the eighth: it waits in line');
+    a();
+    // Room among the small ones again, but the third is in line behind big: order kept there.
+    await settle();
+    assert.equal(thirdGranted, false);
+    held();
+    await settle();
+    assert.ok(bigGranted, 'big goes once the holder before it gave back: the small ones ahead did not starve it');
+    assert.ok(thirdGranted);
+    (await big)();
+    (await third)();
+    b();
+    assert.equal(budget.held, 0);
   });
 
   it('gives a take larger than the budget all of it, once nothing else is taken', async () => {
