@@ -21,10 +21,11 @@ import { isoTime, systemClock, type Clock } from '../util/clock.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 
 /**
- * What writing one relation row costs, as bytes of JSON parsing would (heavy-turns.ts): about
- * 150 µs a row in a profile of 500-row writes, the time parsing ~20 KiB takes.
+ * What writing (or ending) one relation row costs, as bytes of JSON parsing would (heavy-turns.ts):
+ * 150 µs a row in a profile of 500-row writes when rows were bound by name, the time parsing ~20
+ * KiB takes; ~50 µs since (reconcile-writes.ts), kept so that a few rows make a turn.
  */
-const ROW_BYTES = 16 * 1024;
+export const ROW_BYTES = 16 * 1024;
 
 /**
  * What a reconcile knows the store holds for its primary, because it read or

@@ -20,7 +20,7 @@ import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
 import { mutated, specView } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord, RelationVersions } from '../store/records.js';
-import type { RelationStore } from '../store/relation-store.js';
+import { ROW_BYTES, type RelationStore } from '../store/relation-store.js';
 import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, stableJson, type CopyContent } from './content.js';
@@ -364,8 +364,12 @@ export class RelationSync {
     const destinations = new Set(current.map((c) => identityKey(c.destination)));
     let room = Math.max(0, (this.deps.limits?.relatedPerPrimary ?? 500) - current.length);
     const retained: RelationOutcome[] = [];
+    // Each ended relation asks the store (and may delete a copy): hundreds of them (a wildcard
+    // reference whose names all changed) take turns on the event loop, a few rows at a time.
+    const ended = heavyTurns.meter(owner.cluster);
     for (const old of stored) {
       if (keep.has(pairKey(old))) continue;
+      await ended.add(ROW_BYTES);
       const rule = ruleOf(resource, old);
       // Only what was written is kept: a claim never synced (or refused) has no copy to keep.
       const kept = rule !== undefined && rule.cleanup !== 'MatchOrigin' && (old.state === 'synced' || old.state === 'retained');
