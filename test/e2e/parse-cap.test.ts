@@ -140,10 +140,13 @@ describe('answers too costly to parse', () => {
     const reconnectsBefore = await reconnects();
     await a.updateDatabase(NS, 'costly', (db) => void (db.metadata.labels = { ...db.metadata.labels, touched: 'yes' }));
     await relsync.waitForLog('the watch refuses the costly event', refusal('costly', 'MODIFIED'), 30_000);
-    // Proof that the watch went on: a change after it arrives.
-    await a.putConfigMap(NS, 'a-first-cfg', { v: 'after-the-event' });
-    await eventually('the change after the costly event', async () => (alive(), (await svc.configMap(copyNs, 'a-first-cfg'))?.data?.v === 'after-the-event' || undefined), 60_000);
-    assert.equal(await reconnects(), reconnectsBefore, 'the watch was not dropped (nor listed again)');
+    // Proof that the same watch went on: a change of another primary after it arrives, through it.
+    const relists = () => metricTotal(relsync.httpPort, 'relsync_watch_relists_total', (l) => l.includes(PLURAL));
+    const relistsBefore = await relists();
+    await a.updateDatabase(NS, 'a-first', (db) => void (db.spec = { ...db.spec, marker: 'after-the-event' }));
+    await eventually('the primary changed after the costly event', async () => (alive(), (await svc.database(copyNs, 'a-first'))?.spec?.marker === 'after-the-event' || undefined), 60_000);
+    assert.equal(await reconnects(), reconnectsBefore, 'the watch was not dropped');
+    assert.equal(await relists(), relistsBefore, 'nor listed again');
     alive();
   });
 });
