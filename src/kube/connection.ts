@@ -58,6 +58,11 @@ export interface RequestOptions {
    * for another such answer before giving it back (ByteBudget). Without it, no budget is taken.
    */
   readonly holdParsed?: (release: () => void) => void;
+  /**
+   * Reads the answer's text instead of JSON.parse (and instead of the parse cap and budget, which
+   * bound what JSON.parse takes): for a reader that keeps a bounded part of it (metadata-page-head.ts).
+   */
+  readonly readText?: (text: string) => unknown;
 }
 
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
@@ -128,11 +133,6 @@ export class Connection {
   private server: string | undefined;
   private readonly resolveServer: () => Promise<string>;
   private readonly transport: Transport;
-
-  /** limits.parsedBytes: an answer that would take more heap once parsed is refused (AnswerTooCostlyError). */
-  get maxParsedBytes(): number {
-    return this.transport.maxParsedBytes;
-  }
   private readonly requestTimeoutMs: number;
   /** False for a connection made by unlimited(). */
   private readonly limited: boolean = true;
@@ -296,6 +296,7 @@ export class Connection {
       // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
       // is under way, the events of its object wait for its answer (sync/own-writes.ts).
       if (method === 'GET') await heavyTurns.turn(text.length, this.name);
+      if (options.readText) return options.readText(text) as T;
       const maxParsed = options.maxParsedBytes ?? this.transport.maxParsedBytes;
       const budget = options.holdParsed && this.transport.parseBudget;
       // A held answer is charged what its text says, whatever its length: every page's share counts.

@@ -148,6 +148,8 @@ export class ListWatch {
   /** When the loop's requests began to fail; undefined while a stream is open. */
   private failingSince: number | undefined;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  /** When the last 410 Gone was met (clock.now()). */
+  private goneAt: number | undefined;
   /** When the loop last did anything: a page, a line (a bookmark too), a failed request, a retry. */
   private lastProgressAt: number;
   /** 'idle' before start(), 'running', 'stopped' (its signal aborted) or 'ended' (it returned without being stopped). */
@@ -229,9 +231,16 @@ export class ListWatch {
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
-          logger.info({ watch: this.name }, 'resourceVersion expired (410 Gone); relisting');
           this.resourceVersion = undefined;
           this.options.onRelist?.();
+          // Relisted at once, unless the last 410 came moments ago: a server that answers every
+          // watch with 410 Gone (a tenant's own) is answered with the backoff, not a LIST in a loop.
+          const now = this.clock.now();
+          const again = this.goneAt !== undefined && now - this.goneAt < GONE_AGAIN_MS;
+          this.goneAt = now;
+          const delay = again ? this.backoff.next() : 0;
+          logger.info({ watch: this.name, ...(again ? { retryInMs: delay } : {}) }, 'resourceVersion expired (410 Gone); relisting');
+          if (again) await this.clock.sleep(delay, signal);
           continue;
         }
         this.failingSince ??= this.clock.now();
@@ -421,6 +430,9 @@ export class ListWatch {
     this.advance(head.metadata.resourceVersion);
   }
 }
+
+/** A 410 Gone this soon after the last one waits for the backoff before the LIST. */
+const GONE_AGAIN_MS = 5_000;
 
 /** Runs a handler; an exception is logged, never kills the loop, and is answered with false. */
 async function guard(logger: Logger, watch: string, what: string, fn: () => Promise<void>): Promise<boolean> {

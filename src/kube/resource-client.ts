@@ -9,7 +9,7 @@ import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
 import type { Semaphore } from '../util/semaphore.js';
 import { ApiError, isNotFound, isObjectNotFound } from './api-error.js';
-import { LOGICAL_CLUSTER_ANNOTATION } from './kcp-endpoint.js';
+import { metadataPageHead, type MetadataPageHead } from './metadata-page-head.js';
 
 export interface ListOptions {
   readonly namespace?: string | undefined;
@@ -161,27 +161,23 @@ export class ResourceClient {
   }
 
   /**
-   * listPage(), and: `metadataOnly`, the objects' metadata only (METADATA_ONLY); `holdParsed`, the
-   * page takes its share of the parse budget until the caller gives it back (Connection.request).
+   * listPage(), and: `holdParsed`, the page takes its share of the parse budget until the caller
+   * gives it back (Connection.request).
    */
-  private async page(options: ListOptions & { readonly maxBytes?: number; readonly maxParsedBytes?: number; readonly metadataOnly?: boolean; readonly holdParsed?: (release: () => void) => void }): Promise<ListPage> {
+  private async page(options: ListOptions & { readonly maxBytes?: number; readonly holdParsed?: (release: () => void) => void }): Promise<ListPage> {
     const request = () => this.connection.request<ObjectList>('GET', this.path(options.namespace), {
       maxBytes: options.maxBytes,
-      maxParsedBytes: options.maxParsedBytes,
       query: {
         labelSelector: options.labelSelector,
         limit: options.limit,
         continue: options.continueToken,
         resourceVersion: options.continueToken ? undefined : options.resourceVersion,
       },
-      ...(options.metadataOnly ? { accept: METADATA_ONLY } : {}),
       ...(options.holdParsed ? { holdParsed: options.holdParsed } : {}),
     });
     const list = await (this.pageSlots ? this.pageSlots.run(request) : request());
     const items = (list.items ?? []).map((o) => {
       delete o.metadata.managedFields;
-      // A PartialObjectMetadata's own kind and apiVersion are meta.k8s.io's: the type's instead.
-      if (options.metadataOnly) return this.withType({ metadata: o.metadata });
       return this.withType(o);
     });
     return { items, resourceVersion: list.metadata.resourceVersion ?? '', continueToken: list.metadata.continue || undefined };
@@ -193,21 +189,28 @@ export class ResourceClient {
    * server cannot say (metadata only is refused, too large, or more than one object): then the list
    * cannot go on. An error of the API server's own (a 429, a 410) is thrown as it is.
    *
-   * One object's metadata may say more than limits.parsedBytes (a megabyte of labels of tiny
-   * values): it is parsed up to METADATA_PARSED_BYTES, once, and only its identity is kept.
+   * The metadata alone may be costly too (a megabyte of labels of tiny values): its text is read
+   * for the object's identity and the list's token (metadata-page-head.ts), never parsed.
    */
   private async refusedPage(options: ListOptions, continueToken: string | undefined, err: AnswerTooLargeError): Promise<ListPage | undefined> {
-    let page: ListPage;
+    let head: MetadataPageHead | undefined;
     try {
-      page = await this.page({ ...options, limit: 1, continueToken, metadataOnly: true, maxParsedBytes: Math.max(this.connection.maxParsedBytes, METADATA_PARSED_BYTES) });
+      const request = () =>
+        this.connection.request<MetadataPageHead | undefined>('GET', this.path(options.namespace), {
+          query: { labelSelector: options.labelSelector, limit: 1, continue: continueToken, resourceVersion: continueToken ? undefined : options.resourceVersion },
+          accept: METADATA_ONLY,
+          // More than the one object asked for: not an answer to this question.
+          readText: (text) => metadataPageHead(text, 1),
+        });
+      head = await (this.pageSlots ? this.pageSlots.run(request) : request());
     } catch (metadataErr) {
       // Not "cannot answer so" (406, 415): the server's own error, retried as such (a 429, a 410).
       if (metadataErr instanceof ApiError && metadataErr.statusCode !== 406 && metadataErr.statusCode !== 415) throw metadataErr;
       return undefined;
     }
-    // More than the one object asked for: not an answer to this question.
-    if (page.items.length > 1) return undefined;
-    return { items: [], resourceVersion: page.resourceVersion, continueToken: page.continueToken, refused: page.items.map((object) => ({ object: identityOnly(object), why: err.message })) };
+    if (!head) return undefined;
+    const refused = head.items.map((metadata) => ({ object: { apiVersion: apiVersionOf(this.type), kind: this.type.kind, metadata }, why: err.message }));
+    return { items: [], resourceVersion: head.resourceVersion, continueToken: head.continueToken, refused };
   }
 
   /**
@@ -453,28 +456,4 @@ export async function* linesOf(input: Readable, maxBytes: number, what: string):
     if (rest.length > 0) pending.push(rest);
   }
   if (size > 0) yield line(Buffer.alloc(0));
-}
-
-/**
- * How much heap one object's metadata, asked for alone, may take parsed (refusedPage): more than
- * a megabyte of labels of tiny values, the most a real API server stores, says ~35 MiB with its
- * managedFields.
- */
-const METADATA_PARSED_BYTES = 96 * 1024 * 1024;
-
-/** A refused object as it is kept: what names it, and kcp's logical cluster, nothing of its size. */
-function identityOnly(object: KubeObject): KubeObject {
-  const m = object.metadata;
-  const cluster = m.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    metadata: {
-      ...(m.name !== undefined ? { name: m.name } : {}),
-      ...(m.namespace !== undefined ? { namespace: m.namespace } : {}),
-      ...(m.uid !== undefined ? { uid: m.uid } : {}),
-      ...(m.resourceVersion !== undefined ? { resourceVersion: m.resourceVersion } : {}),
-      ...(cluster !== undefined ? { annotations: { [LOGICAL_CLUSTER_ANNOTATION]: cluster } } : {}),
-    },
-  };
 }

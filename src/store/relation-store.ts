@@ -313,7 +313,7 @@ export class RelationStore {
   private anchoredKeys(): Promise<AnchoredLabelKeys> {
     if (this.anchored) return Promise.resolve(this.anchored);
     if (this.anchoredLoading) return this.anchoredLoading;
-    const loading = this.readAnchored().then((read) => (this.anchored ??= read.current));
+    const loading = this.readAnchored(false).then((read) => read.current);
     // A failed read is tried again by the next caller.
     const forget = () => void (this.anchoredLoading === loading && (this.anchoredLoading = undefined));
     loading.then(forget, forget);
@@ -326,24 +326,27 @@ export class RelationStore {
    * gone since (a tenant's namespaces made and deleted) do not pile up between restarts.
    */
   async selectorLabelKeys(): Promise<SelectorLabelKeys> {
-    const read = await this.readAnchored();
-    this.anchored = read.current;
-    return read.stored;
+    return (await this.readAnchored(true)).stored;
   }
 
   /**
-   * The keys the store holds, and with them the keys stored while it was read: a reconcile that
-   * added its keys before its rows were written, and adds them again after, may have done both
-   * while the read was under way, its rows not in what the read found.
+   * Reads the keys the store holds and installs them with the keys stored while it read (a
+   * reconcile that added its keys before its rows were written, and adds them again after, may
+   * have done both while the read was under way, its rows not in what the read found), in the same
+   * step as the read's end: no key added in between is lost. `replace`: over what is held (a
+   * sweep's read); otherwise only where nothing is held (another read got there first).
    */
-  private async readAnchored(): Promise<{ stored: SelectorLabelKeys; current: AnchoredLabelKeys }> {
+  private async readAnchored(replace: boolean): Promise<{ stored: SelectorLabelKeys; current: AnchoredLabelKeys }> {
     const added = new AnchoredLabelKeys();
     this.addedWhileReading.add(added);
     try {
       const stored = await selectorIndex.selectorLabelKeys(this.db);
-      const current = new AnchoredLabelKeys([...stored, ...added]);
-      this.anchoredAtRead = current.size;
-      return { stored, current };
+      const read = new AnchoredLabelKeys([...stored, ...added]);
+      if (replace || !this.anchored) {
+        this.anchored = read;
+        this.anchoredAtRead = read.size;
+      }
+      return { stored, current: this.anchored! };
     } finally {
       this.addedWhileReading.delete(added);
     }

@@ -257,13 +257,13 @@ export class ObjectCache implements ObjectCacheFeed {
     return { ...object, metadata };
   }
 
-  /** The cached object, parsed for this caller (who may change it), or undefined on a miss. */
   /** What reading an object of the cache costs (its entry's bytes; 0 when it has none), without reading it. */
   bytesOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): number {
     const key = keyOf(cluster, type, namespace, name);
     return this.mapOf(key)?.get(key)?.bytes ?? 0;
   }
 
+  /** The cached object, parsed for this caller (who may change it), or undefined on a miss. */
   get(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): KubeObject | undefined {
     const key = keyOf(cluster, type, namespace, name);
     const map = this.mapOf(key);
@@ -357,11 +357,16 @@ export class CachedReads implements ObjectReads {
     // once, each let go at once unless the query takes it: a tenant's own API server that answers
     // every GET with the most limits.parsedBytes allows holds CANDIDATE_READS of them, not 64.
     const slots = new Semaphore(CANDIDATE_READS);
+    // Reads start in the index's order: once `limit` of them matched, those not started yet are not needed.
+    let matched = 0;
     const read = await Promise.all(
       candidates.map(({ namespace, name }) =>
         slots.run(async () => {
+          if (query.limit !== undefined && matched >= query.limit) return undefined;
           const object = await this.get(cluster, type, namespace, name);
-          return object && matchesQuery(query, object) ? projected(query, object) : undefined;
+          if (!object || !matchesQuery(query, object)) return undefined;
+          matched++;
+          return projected(query, object);
         }),
       ),
     );

@@ -140,7 +140,7 @@ export class RelationSync {
     // Converting, mutating and hashing a large source took milliseconds: the rest waits for a turn
     // on the event loop (util/heavy-turns.ts), so that a reconcile of many large related objects
     // read from memory (the cache, a sweep's snapshot) is not one long task.
-    await heavyTurns.turn(serialized.length, pair.source.cluster);
+    await heavyTurns.turn(serialized.length, owner.cluster);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
     for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
     const tooBig = this.deps.refusals.size(serialized);

@@ -24,7 +24,8 @@ export interface ByteBudgetOptions {
 
 interface Waiter {
   readonly bytes: number;
-  readonly grant: () => void;
+  /** `ahead`: granted ahead of a large waiting take (counted in aheadTaken until given back). */
+  readonly grant: (ahead: boolean) => void;
 }
 
 export class ByteBudget {
@@ -32,6 +33,8 @@ export class ByteBudget {
   /** Of `taken`, what small takes that went ahead of waiting ones hold. */
   private aheadTaken = 0;
   private readonly waiting: Waiter[] = [];
+  /** Small takes that could not go ahead when they asked, in order. */
+  private readonly smallWaiting: Waiter[] = [];
 
   constructor(private readonly options: ByteBudgetOptions) {
     if (!(options.capacity > 0)) throw new Error(`a byte budget needs a positive capacity, not ${options.capacity}`);
@@ -48,7 +51,7 @@ export class ByteBudget {
 
   /** Takers waiting now. */
   get queued(): number {
-    return this.waiting.length;
+    return this.waiting.length + this.smallWaiting.length;
   }
 
   /**
@@ -59,37 +62,40 @@ export class ByteBudget {
   async take(bytes: number, signal?: AbortSignal): Promise<() => void> {
     const want = Math.min(Math.max(0, bytes), this.options.capacity);
     signal?.throwIfAborted();
-    if (this.waiting.length === 0 && this.taken + want <= this.options.capacity) {
+    const small = want <= this.options.capacity / 8;
+    if (this.waiting.length === 0 && this.smallWaiting.length === 0 && this.taken + want <= this.options.capacity) {
       this.taken += want;
       return this.giveBack(want);
     }
-    if (this.mayGoAhead(want)) {
+    if (small && this.smallWaiting.length === 0 && this.mayGoAhead(want)) {
       this.taken += want;
       this.aheadTaken += want;
       return this.giveBack(want, true);
     }
     const clock = this.options.clock ?? monotonicClock;
     const since = clock.now();
-    await new Promise<void>((resolve, reject) => {
+    // Small ones wait in a line of their own, let in as room among the small ones comes back.
+    const line = small ? this.smallWaiting : this.waiting;
+    const ahead = await new Promise<boolean>((resolve, reject) => {
       const waiter: Waiter = {
         bytes: want,
-        grant: () => {
+        grant: (wentAhead) => {
           signal?.removeEventListener('abort', abort);
-          resolve();
+          resolve(wentAhead);
         },
       };
       const abort = () => {
-        const at = this.waiting.indexOf(waiter);
-        if (at >= 0) this.waiting.splice(at, 1);
+        const at = line.indexOf(waiter);
+        if (at >= 0) line.splice(at, 1);
         // The first in line left: those behind it may fit now.
         this.grantWaiting();
         reject(signal!.reason);
       };
       signal?.addEventListener('abort', abort, { once: true });
-      this.waiting.push(waiter);
+      line.push(waiter);
     });
     this.options.onWaited?.(clock.now() - since);
-    return this.giveBack(want);
+    return this.giveBack(want, ahead);
   }
 
   /** A small take that fits, beside the other small ones ahead, and leaves room for the first in line. */
@@ -116,14 +122,32 @@ export class ByteBudget {
     };
   }
 
-  /** Grants the waiters at the head of the line, in order, while they fit. */
+  /**
+   * Grants the waiters at the head of the line, in order, while they fit; then small ones, ahead
+   * of a large one at the head while mayGoAhead() lets them, or in turn when no large one waits.
+   */
   private grantWaiting(): void {
     for (;;) {
       const next = this.waiting[0];
-      if (!next || this.taken + next.bytes > this.options.capacity) return;
-      this.waiting.shift();
-      this.taken += next.bytes;
-      next.grant();
+      if (next && this.taken + next.bytes <= this.options.capacity) {
+        this.waiting.shift();
+        this.taken += next.bytes;
+        next.grant(false);
+        continue;
+      }
+      const small = this.smallWaiting[0];
+      if (!small) return;
+      if (!next && this.taken + small.bytes <= this.options.capacity) {
+        this.smallWaiting.shift();
+        this.taken += small.bytes;
+        small.grant(false);
+        continue;
+      }
+      if (!next || !this.mayGoAhead(small.bytes)) return;
+      this.smallWaiting.shift();
+      this.taken += small.bytes;
+      this.aheadTaken += small.bytes;
+      small.grant(true);
     }
   }
 }

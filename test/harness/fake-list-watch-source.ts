@@ -63,8 +63,8 @@ export class FakeApi implements ListWatchSource {
   lists = 0;
   readonly watches: WatchRequest[] = [];
   readonly streams: FakeStream[] = [];
-  /** What a watch request gets: an open stream, no answer at all, an error, or 410 Gone (then `mode` is 'open' again); 'forbidden': LISTs answer 403. */
-  mode: 'open' | 'hang' | 'down' | 'gone' | 'forbidden' = 'open';
+  /** What a watch request gets: an open stream, no answer at all, an error, or 410 Gone (then `mode` is 'open' again; 'always-gone': every time); 'forbidden': LISTs answer 403. */
+  mode: 'open' | 'hang' | 'down' | 'gone' | 'always-gone' | 'forbidden' = 'open';
   /** While set, a LIST's page is answered only once this resolves (a slow or stalled LIST). */
   listHeld: Promise<void> | undefined;
 
@@ -87,8 +87,8 @@ export class FakeApi implements ListWatchSource {
   watch(request: WatchRequest): Promise<WatchStream> {
     this.watches.push(request);
     if (this.mode === 'down') return Promise.reject(new ApiError('GET', this.path(), 503, 'unavailable'));
-    if (this.mode === 'gone') {
-      this.mode = 'open';
+    if (this.mode === 'gone' || this.mode === 'always-gone') {
+      if (this.mode === 'gone') this.mode = 'open';
       return Promise.reject(new ApiError('GET', this.path(), 410, 'too old resource version'));
     }
     if (this.mode === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted'))));

@@ -208,6 +208,20 @@ describe('list/watch first sync', () => {
     await end();
   });
 
+  it('a server that answers every watch with 410 Gone is relisted with the backoff, not in a loop', async () => {
+    const { clock, api, end } = setup();
+    await settle();
+    assert.equal(api.lists, 1);
+    api.mode = 'always-gone';
+    api.stream.end();
+    await settle();
+    // The first 410 relists at once; the next ones, moments later, wait 0.5 s, 1 s, 2 s, ...
+    assert.equal(api.lists, 2, 'the first at once');
+    await clock.advance(10_000);
+    assert.ok(api.lists >= 4 && api.lists <= 7, `a few relists in 10 s, not thousands (${api.lists})`);
+    await end();
+  });
+
   it('a LIST the API server forbids says it too (readers would otherwise wait in silence), once, and the loop keeps trying', async () => {
     const firstSyncs: number[] = [];
     const { clock, api, end } = setup({ onFirstSync: () => firstSyncs.push(api.lists) });
