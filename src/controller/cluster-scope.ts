@@ -40,6 +40,11 @@ export class ClusterScope {
     return undefined;
   }
 
+  /** Whether `cluster`'s objects come through the watches of `watched` (itself, or on kcp a workspace bound through it). */
+  listedBy(watched: string, cluster: string): boolean {
+    return this.clusters.get(watched).kind !== 'kcp' ? cluster === watched : this.logical.platformOf(cluster) === watched;
+  }
+
   /** The logical clusters whose binding is gone, of every kcp platform. */
   unbound(): string[] {
     return this.logical.records().flatMap((r) => (r.state === 'unbound' ? [r.name] : []));

@@ -66,7 +66,7 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
     },
     beginList: () => {
       // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
-      w.cache?.listed(p.type);
+      w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
       // Called once the loop runs, after `watch` is set.
       index?.beginList(p.cluster, p.type, () => watch.synced);
       // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
@@ -95,7 +95,7 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
         },
         // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
         abort: () => {
-          w.cache?.listed(p.type);
+          w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
           index?.abortList(p.cluster, p.type);
         },
       };

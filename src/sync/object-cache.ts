@@ -69,7 +69,7 @@ export interface ObjectCacheFeed {
   dropCluster(cluster: string): void;
   clear(): void;
   /** A watch's LIST of this type begins: what the cache holds of the type may have been deleted while nobody watched. */
-  listed(type: Pick<ResourceType, 'group' | 'resource'>): void;
+  listed(type: Pick<ResourceType, 'group' | 'resource'>, of: (cluster: string) => boolean): void;
 }
 
 /**
@@ -137,7 +137,7 @@ export class ObjectCache implements ObjectCacheFeed {
       if (!meets(object.metadata.resourceVersion, floor)) return;
       this.floors.delete(key);
     }
-    this.keep(key, typeOf(id), object, standing);
+    this.keep(key, id.cluster, typeOf(id), object, standing);
   }
 
   /**
@@ -159,10 +159,15 @@ export class ObjectCache implements ObjectCacheFeed {
     if (entry && !meets(entry.resourceVersion, floor)) this.remove(key);
   }
 
-  /** Of every cluster: a kcp watch lists all its workspaces at once, and a miss only costs a GET. */
-  listed(type: Pick<ResourceType, 'group' | 'resource'>): void {
+  /**
+   * A LIST of the type begins (or failed): the entries of the clusters it lists go (`of`: a plain
+   * cluster's watch lists that cluster, a kcp platform's every workspace bound through it). Not
+   * those of other clusters: a tenant whose own API server keeps its watch relisting must not
+   * empty every tenant's cache of the type.
+   */
+  listed(type: Pick<ResourceType, 'group' | 'resource'>, of: (cluster: string) => boolean): void {
     const t = typeOf(type);
-    for (const map of [this.owners, this.entries, this.tentative]) for (const [key, entry] of map) if (entry.type === t) this.remove(key);
+    for (const map of [this.owners, this.entries, this.tentative]) for (const [key, entry] of map) if (entry.type === t && of(entry.cluster)) this.remove(key);
   }
 
   /** Forgets a cluster's objects (a kcp workspace that unbound, or is listed again after it bound again). */
@@ -189,7 +194,7 @@ export class ObjectCache implements ObjectCacheFeed {
    * relates to cost others nothing but the room nobody used). Then owners beyond half the budget,
    * then related entries, the least recently used first, and owners last.
    */
-  private keep(key: string, type: string, delivered: KubeObject, standing: Standing): void {
+  private keep(key: string, cluster: string, type: string, delivered: KubeObject, standing: Standing): void {
     const tentative = standing === 'tentative';
     // No room for a tentative entry of any size: not worth the text.
     if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
@@ -201,7 +206,7 @@ export class ObjectCache implements ObjectCacheFeed {
     if (bytes > this.maxBytes) return;
     if (tentative && this.size + bytes > this.maxBytes) return;
     const map = tentative ? this.tentative : standing === 'owner' ? this.owners : this.entries;
-    map.set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type });
+    map.set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type, cluster });
     if (tentative) {
       this.tentativeOrder.push(key);
       this.compactTentativeOrderIfLong();
@@ -382,6 +387,7 @@ interface Entry {
   readonly resourceVersion: string | undefined;
   readonly bytes: number;
   readonly type: string;
+  readonly cluster: string;
 }
 
 /** Candidates of a list() read at once. */

@@ -37,14 +37,17 @@ describe('object cache', () => {
     assert.equal(cache.stats().bytes, 0);
   });
 
-  it('drops every cluster\'s objects of a type when a watch begins to LIST it, and only that type', () => {
+  it("drops the listed clusters' objects of a type when a watch begins to LIST it, and only that type", () => {
     const cache = new ObjectCache(1024 * 1024);
     cache.observe(id('a', configMaps, 'x'), cm('x', '1'));
+    cache.observe(id('a2', configMaps, 'x'), cm('x', '1'));
     cache.observe(id('b', configMaps, 'x'), cm('x', '1'));
     cache.observe(id('a', secrets, 's'), cm('s', '1'));
-    cache.listed(configMaps);
+    // A watch that lists clusters a and a2 (a kcp platform's workspaces).
+    cache.listed(configMaps, (cluster) => cluster.startsWith('a'));
     assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined);
-    assert.equal(cache.get('b', configMaps, 'ns', 'x'), undefined);
+    assert.equal(cache.get('a2', configMaps, 'ns', 'x'), undefined);
+    assert.ok(cache.get('b', configMaps, 'ns', 'x'), "another tenant's cluster, whose watch did not list: kept");
     assert.ok(cache.get('a', secrets, 'ns', 's'));
   });
 
@@ -150,7 +153,7 @@ describe('object cache', () => {
     cache.saw(id('a', configMaps, 'x'), '10');
     assert.equal(cache.get('a', configMaps, 'ns', 'x'), undefined, 'version 5 is behind version 10, which a live read saw');
     for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `s${i}`), cm(`s${i}`, '1', 15_000), 'tentative');
-    cache.listed(configMaps);
+    cache.listed(configMaps, () => true);
     assert.equal(cache.stats().entries, 0);
     for (let i = 0; i < 3; i++) cache.observe(id('a', configMaps, `t${i}`), cm(`t${i}`, '1', 15_000), 'tentative');
     cache.observe(id('a', configMaps, 'routed'), cm('routed', '1', 15_000));
