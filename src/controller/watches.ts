@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { ListWatch, wholeList, type ListSink, type WatchHandler } from '../kube/list-watch.js';
+import { ListWatch, type ListSink, type WatchHandler } from '../kube/list-watch.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { identityOf } from '../core/identity.js';
@@ -133,10 +133,20 @@ export function bindingWatchFor(
       if (cluster && (change !== 'MODIFIED' || object.metadata.deletionTimestamp)) w.cache?.dropCluster(cluster);
       return bindings.onEvent(change, object);
     },
+    // A binding too costly to read (a workspace admin's megabyte of labels on it) is taken as gone:
+    // only its own workspace stops syncing, where failing would relist every workspace's bindings
+    // (and empty the cache) again and again.
+    onRefused: async (_change, object) => {
+      const cluster = object.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+      if (cluster) w.cache?.dropCluster(cluster);
+      await bindings.onEvent('DELETED', object);
+    },
     beginList: () => {
       // A relist of the bindings (a gap in their watch): any workspace may have come or gone.
       w.cache?.clear();
-      return wholeList((items) => bindings.onList(items));
+      // Refused bindings are left out: their workspaces read as unbound (above).
+      const items: KubeObject[] = [];
+      return { page: async (page) => void items.push(...page), end: () => bindings.onList(items) };
     },
   }, false);
 }

@@ -72,8 +72,8 @@ export interface ListSink {
 }
 
 /**
- * For types whose whole list is small (APIBindings): collects the pages and hands over the list at
- * its end. A list with an object refused is not whole: it fails (and is taken again), rather than
+ * For types whose whole list is small: collects the pages and hands over the list at its end. A
+ * list with an object refused is not whole: it fails (and is taken again), rather than
  * tell its handler that the object is gone.
  */
 export function wholeList(onList: (items: KubeObject[]) => Promise<void>): ListSink {
