@@ -30,19 +30,19 @@ export function readIdentity(reader: Reader): ObjectMeta | undefined {
       // A repeated key: the last one counts, as JSON.parse has it. Not a string: left out.
       if (value === undefined) {
         delete read[name];
-        return reader.skip();
+        return reader.passValue();
       }
       tooLong ||= value.length > MAX_IDENTITY_LENGTH;
       read[name] = value;
       return true;
     }
-    if (name !== 'annotations' || !reader.atObject()) return reader.skip();
+    if (name !== 'annotations' || !reader.atObject()) return reader.passValue();
     const annotations: Record<string, string> = {};
     read.annotations = annotations;
     return reader.members((annotation) => {
-      if (annotation !== LOGICAL_CLUSTER_ANNOTATION) return reader.skip();
+      if (annotation !== LOGICAL_CLUSTER_ANNOTATION) return reader.passValue();
       const value = reader.stringValue();
-      if (value === undefined) return reader.skip();
+      if (value === undefined) return reader.passValue();
       tooLong ||= value.length > MAX_IDENTITY_LENGTH;
       annotations[annotation] = value;
       return true;
@@ -113,7 +113,7 @@ export class Reader {
   }
 
   /** Moves past the value at the cursor; false when it does not end. */
-  skip(): boolean {
+  passValue(): boolean {
     this.space();
     const c = this.text.charCodeAt(this.at);
     if (c === QUOTE) {

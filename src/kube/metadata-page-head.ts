@@ -23,21 +23,21 @@ export function metadataPageHead(text: string, maxItems: number): MetadataPageHe
   const ok = reader.members((key) => {
     if (key === 'metadata') {
       return reader.members((field) => {
-        if (field !== 'resourceVersion' && field !== 'continue') return reader.skip();
+        if (field !== 'resourceVersion' && field !== 'continue') return reader.passValue();
         const value = reader.stringValue();
-        if (value === undefined) return reader.skip();
+        if (value === undefined) return reader.passValue();
         if (field === 'resourceVersion') resourceVersion = value;
         else continueToken = value || undefined;
         return true;
       });
     }
-    if (key !== 'items') return reader.skip();
+    if (key !== 'items') return reader.passValue();
     items = [];
     return reader.elements(() => {
       if (items.length >= maxItems) return false;
       let metadata: ObjectMeta | undefined;
       const element = reader.members((field) => {
-        if (field !== 'metadata') return reader.skip();
+        if (field !== 'metadata') return reader.passValue();
         metadata = readIdentity(reader);
         return metadata !== undefined;
       });

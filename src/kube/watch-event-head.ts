@@ -23,11 +23,11 @@ export function watchEventHead(line: string): WatchEventHead | undefined {
       // A repeated key: the last one counts, as JSON.parse has it.
       metadata = undefined;
       return reader.members((field) => {
-        if (field !== 'metadata') return reader.skip();
+        if (field !== 'metadata') return reader.passValue();
         metadata = readIdentity(reader);
         return metadata !== undefined;
       });
-    } else return reader.skip();
+    } else return reader.passValue();
     return type !== undefined;
   });
   return ok && reader.atEnd() && type !== undefined && metadata !== undefined ? { type, metadata } : undefined;
