@@ -8,6 +8,8 @@
 // it was copied arrives when any later one does.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { lastingWatch } from './lasting-watch.js';
@@ -143,6 +145,10 @@ export async function startArrivalSampler(options: {
       await loop;
       for (const w of watches) w.abort();
       floor.kill();
+      // Beside relsync's CPU profiles (RELSYNC_TEST_PROFILE_DIR, docs/testing.md): the samples with a
+      // pair of clock readings, so a slow sample can be laid on the profile's monotonic timeline.
+      const dir = process.env.RELSYNC_TEST_PROFILE_DIR;
+      if (dir) writeFileSync(join(dir, `samples-${process.pid}.json`), JSON.stringify({ samples, wallNow: Date.now(), monoNowUs: Number(process.hrtime.bigint() / 1000n) }));
     },
   };
 }
