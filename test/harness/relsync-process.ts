@@ -33,8 +33,26 @@ export interface RelsyncProcess {
 }
 
 const running = new Set<ChildProcess>();
-process.once('exit', () => {
+/** Every log file a relsync of this test file wrote, for the failure report below. */
+const logFiles = new Set<string>();
+/** What the failure report prints of each log: its last lines of level info and above, cut short. */
+const FAILURE_LINES = 40;
+const FAILURE_LINE_CHARS = 400;
+process.once('exit', (code) => {
   for (const c of running) c.kill('SIGKILL');
+  // A failed file (the runner sets a non-zero exit code) says what its relsyncs said last: a CI run
+  // on another machine leaves no temporary folder to read afterwards.
+  if (code === 0) return;
+  for (const file of [...logFiles].slice(-3)) {
+    let lines: string[];
+    try {
+      lines = readFileSync(file, 'utf8').split('\n').filter((l) => l && !l.startsWith('{"level":"debug"'));
+    } catch {
+      continue;
+    }
+    const shown = lines.slice(-FAILURE_LINES).map((l) => (l.length > FAILURE_LINE_CHARS ? `${l.slice(0, FAILURE_LINE_CHARS)}…` : l));
+    process.stdout.write(`# relsync's last ${shown.length} lines (info and above) of ${file}:\n${shown.map((l) => `#   ${l}`).join('\n')}\n`);
+  }
 });
 
 export function writeConfig(dir: string, config: unknown, file = 'relsync.yaml'): string {
@@ -115,6 +133,7 @@ export async function startRelsync(configPath: string, logFile: string, extraArg
     env: { ...process.env, ...options.env },
   });
   running.add(child);
+  logFiles.add(logFile);
   const out = createWriteStream(logFile, { flags: 'a' });
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
