@@ -60,7 +60,8 @@ export interface RequestOptions {
   readonly holdParsed?: (release: () => void) => void;
   /**
    * Reads the answer's text instead of JSON.parse (and instead of the parse cap and budget, which
-   * bound what JSON.parse takes): for a reader that keeps a bounded part of it (metadata-page-head.ts).
+   * bound what JSON.parse takes): for a reader that keeps a bounded part of it (metadata-page-head.ts),
+   * or none (a DELETE's answer, the object as deleted).
    */
   readonly readText?: (text: string) => unknown;
 }
@@ -292,10 +293,12 @@ export class Connection {
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
-      // A large answer is parsed (and its caller goes on) at its turn on the event loop, in this
-      // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
-      // is under way, the events of its object wait for its answer (sync/own-writes.ts).
-      if (method === 'GET') await heavyTurns.turn(text.length, this.name);
+      // A large answer is read (and its caller goes on) at its turn on the event loop, in this
+      // cluster's lane (heavy-turns.ts): an answer of a write too, the copy of a tenant's large object
+      // answered whole. The events of an object relsync is writing wait for that answer
+      // (sync/own-writes.ts), a quarter of a second at most: a turn is a few loop iterations away.
+      // A write whose caller reads nothing of its answer (a DELETE's) does not wait.
+      if (method === 'GET' || !options.readText) await heavyTurns.turn(text.length, this.name);
       if (options.readText) return options.readText(text) as T;
       const maxParsed = options.maxParsedBytes ?? this.transport.maxParsedBytes;
       const budget = options.holdParsed && this.transport.parseBudget;

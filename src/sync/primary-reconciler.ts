@@ -33,6 +33,7 @@ import { systemClock, type Clock } from '../util/clock.js';
 import type { PrimaryAdmission } from './primary-admission.js';
 import type { CopyBudget } from './copy-budget.js';
 import { Semaphore } from '../util/semaphore.js';
+import { heavyTurns } from '../util/heavy-turns.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, deepEqual, stableJson, type CopyContent } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
@@ -286,6 +287,9 @@ export class PrimaryReconciler {
     const mutation = mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
     const content = { ...unmutated, fields: mutation.result };
     const serialized = stableJson(content);
+    // The rest of a large primary's reconcile (its hash, the write's body, the answer) waits for a
+    // turn on the event loop in its cluster's lane (heavy-turns.ts): another tenant's change goes first.
+    await heavyTurns.turn(serialized.length, id.cluster);
     const tooBig = this.refusals.size(serialized);
     const overBudget = tooBig ? undefined : await this.deps.budget?.refusal(id.cluster, copyId, Buffer.byteLength(serialized));
     if (tooBig || overBudget) {
@@ -332,7 +336,7 @@ export class PrimaryReconciler {
     }
 
     for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
-    const copy = await this.syncCopy(reads, content, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt ? resource.where : undefined).catch(async (err: unknown) => {
+    const copy = await this.syncCopy(reads, { content, serialized }, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt ? resource.where : undefined).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -665,10 +669,10 @@ export class PrimaryReconciler {
    * `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on
    * the copy); `adopting`: the resource's place in the config, when it adopts (sync/adoption.ts).
    */
-  private async syncCopy(reads: ObjectReads, desired: CopyContent, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
+  /** `desired`: the copy's content and its stableJson, written once by the caller (a tenant's megabyte takes a while). */
+  private async syncCopy(reads: ObjectReads, { content: desired, serialized }: { readonly content: CopyContent; readonly serialized: string }, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
-    const serialized = stableJson(desired);
     const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(serialized), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
     const marks = { labels: base.labels, annotations };
     // A new primary's copy that the watches did not deliver is not read: the write is a create the
