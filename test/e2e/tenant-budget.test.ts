@@ -436,9 +436,20 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     // ConfigMaps (a lost store's) do not pass 360 MB through the test's proxy.
     await eventually('the labelled relations settled', async () => query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'labels' and state != 'pending'").n === LABELLED || undefined, 600_000);
     await a.deleteDatabase('labels', 'heavy');
+    // A marker on the same watch: a ConfigMap of tenant-a's whose copy is up to date before the deletions…
+    const markerNs = defaultCopyNamespace('tenant-a', 'labels');
+    await a.putConfigMap('labels', 'marker', { v: '1' });
+    await a.createDatabase('labels', 'marker', { configMapName: 'marker' });
+    await eventually('the marker copied', async () => (await svc.configMap(markerNs, 'marker'))?.data?.v === '1' || undefined, 120_000);
     await Promise.all([0, 1, 2, 3].map(async (w) => {
       for (let i = w; i < LABELLED; i += 4) await a.deleteConfigMap('labels', `heavy-${String(i).padStart(3, '0')}`);
     }));
+    // …changed after them: its change reaches the copy once relsync's ConfigMap watch of tenant-a has
+    // handled every deletion before it (each a megabyte of labels to read), so their cost is this
+    // case's, not the next one's.
+    await a.putConfigMap('labels', 'marker', { v: '2' });
+    await eventually('the marker after the deletions', async () => (await svc.configMap(markerNs, 'marker'))?.data?.v === '2' || undefined, 300_000);
+    await a.deleteDatabase('labels', 'marker');
   });
 
   it(`objects nested ${DEPTH} levels deep, a primary and a related object: each is refused on its own, the watches go on`, async () => {
