@@ -17,6 +17,7 @@
  * queue leaves held items where they are (their waiters get 'error').
  */
 import { Backoff } from '../util/backoff.js';
+import { loopBreaks } from '../util/loop-breaks.js';
 import type { Result } from '../core/result.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
@@ -219,6 +220,10 @@ export class WorkQueue<T> {
 
   private async worker(handle: (item: T) => Promise<Result>): Promise<void> {
     while (!this.stopped) {
+      // Reconciles that wait for no I/O follow each other in one microtask chain: the loop goes
+      // round now and then, so that another tenant's change on a socket is read (loop-breaks.ts).
+      await loopBreaks.due();
+      if (this.stopped) break;
       const key = this.lanes.take(this.options.maxPerLane ?? this.options.concurrency);
       if (key === undefined) {
         await new Promise<void>((resolve) => {

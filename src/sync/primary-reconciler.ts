@@ -25,7 +25,7 @@ import { TypeNotServedError } from '../kube/discovery.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
 import type { PrimaryRecord, PrimaryVersions, RelationRecord } from '../store/records.js';
-import type { KnownRows, RelationStore } from '../store/relation-store.js';
+import { ROW_BYTES, type KnownRows, type RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
 import { ExpiringMap } from '../util/expiring-map.js';
@@ -568,7 +568,11 @@ export class PrimaryReconciler {
     }
     const shared: RelationRecord[] = [];
     let changed = false;
+    // Each relation asks the store (and may delete a copy): a primary's hundreds of them (a wildcard
+    // reference) take turns on the event loop, a few at a time, as RelationSync.endStale's do.
+    const ended = heavyTurns.meter(id.cluster);
     for (const relation of await store.relationsOf(id)) {
+      await ended.add(ROW_BYTES);
       if (!this.reachable(relation.destination.cluster)) {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
@@ -598,6 +602,7 @@ export class PrimaryReconciler {
     // (on other workers): each looks again after its own rows are gone, so the
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
+      await ended.add(ROW_BYTES);
       if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
