@@ -17,7 +17,7 @@
  * queue leaves held items where they are (their waiters get 'error').
  */
 import { Backoff } from '../util/backoff.js';
-import { loopBreaks } from '../util/loop-breaks.js';
+import { loopBreaks, type LoopBreaks } from '../util/loop-breaks.js';
 import type { Result } from '../core/result.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
 
@@ -41,6 +41,8 @@ export interface WorkQueueOptions<T> {
   readonly lane?: (item: T) => string;
   /** Workers one lane may hold at once; default: all of them. */
   readonly maxPerLane?: number;
+  /** Where the workers let the event loop go round between keys (loop-breaks.ts); default the process's. */
+  readonly loopBreaks?: Pick<LoopBreaks, 'due'>;
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
   /**
@@ -222,7 +224,7 @@ export class WorkQueue<T> {
     while (!this.stopped) {
       // Reconciles that wait for no I/O follow each other in one microtask chain: the loop goes
       // round now and then, so that another tenant's change on a socket is read (loop-breaks.ts).
-      await loopBreaks.due();
+      await (this.options.loopBreaks ?? loopBreaks).due();
       if (this.stopped) break;
       const key = this.lanes.take(this.options.maxPerLane ?? this.options.concurrency);
       if (key === undefined) {

@@ -293,12 +293,12 @@ export class Connection {
       }
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       if (!text) return undefined as T;
-      // A large answer is read (and its caller goes on) at its turn on the event loop, in this
-      // cluster's lane (heavy-turns.ts): an answer of a write too, the copy of a tenant's large object
-      // answered whole. The events of an object relsync is writing wait for that answer
-      // (sync/own-writes.ts), a quarter of a second at most: a turn is a few loop iterations away.
-      // A write whose caller reads nothing of its answer (a DELETE's) does not wait.
-      if (method === 'GET' || !options.readText) await heavyTurns.turn(text.length, this.name);
+      // A large answer is parsed (and its caller goes on) at its turn on the event loop, in this
+      // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
+      // is under way, the events of its object wait for its answer (sync/own-writes.ts), holding
+      // their watch (on kcp, or the service cluster's copies: every tenant's), and a turn behind a
+      // lane that a tenant keeps busy would hold it for as long.
+      if (method === 'GET') await heavyTurns.turn(text.length, this.name);
       if (options.readText) return options.readText(text) as T;
       const maxParsed = options.maxParsedBytes ?? this.transport.maxParsedBytes;
       const budget = options.holdParsed && this.transport.parseBudget;

@@ -669,12 +669,12 @@ export class PrimaryReconciler {
   }
 
   /**
-   * Writes the primary's copy. `desired`: what the copy holds (the primary's content, mutated);
+   * Writes the primary's copy. `desired`: what the copy holds (the primary's content, mutated),
+   * with its stableJson, which the caller wrote once (a tenant's megabyte takes a while);
    * `known`: the store knows this primary (its copy was written, or found in the way);
    * `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on
    * the copy); `adopting`: the resource's place in the config, when it adopts (sync/adoption.ts).
    */
-  /** `desired`: the copy's content and its stableJson, written once by the caller (a tenant's megabyte takes a while). */
   private async syncCopy(reads: ObjectReads, { content: desired, serialized }: { readonly content: CopyContent; readonly serialized: string }, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).

@@ -20,6 +20,8 @@ export class LoopBreaks {
   /** When the loop last reached its check phase (as far as this knows). */
   private lastBreak: number;
   private armed = false;
+  /** The break every caller that finds one due waits for: one, or each would start a budget of its own after it. */
+  private pending: Promise<void> | undefined;
 
   constructor(
     private readonly busyMs = BUSY_MS,
@@ -29,18 +31,24 @@ export class LoopBreaks {
   }
 
   /**
-   * Undefined: go on at once. Otherwise a promise that resolves in the loop's next check phase;
-   * `await breaks.due()` works for both.
+   * Undefined: go on at once. Otherwise the promise, shared by every caller meanwhile, that
+   * resolves in the loop's next check phase; `await breaks.due()` works for both. Callers that
+   * resume after a break share one budget again: several workers hold the loop BUSY_MS together,
+   * not BUSY_MS each. After an idle loop the first call may wait one check phase (the last break
+   * it knows of is old): a fraction of a millisecond.
    */
   due(): Promise<void> | undefined {
+    if (this.pending) return this.pending;
     if (this.clock.now() - this.lastBreak < this.busyMs) {
       this.arm();
       return undefined;
     }
-    return new Promise((resolve) => setImmediate(() => {
+    this.pending = new Promise((resolve) => setImmediate(() => {
+      this.pending = undefined;
       this.lastBreak = this.clock.now();
       resolve();
     }));
+    return this.pending;
   }
 
   /** Notes when the loop next goes round: a loop that does, between two calls, owes no break. */

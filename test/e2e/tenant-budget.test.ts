@@ -450,6 +450,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     await a.putConfigMap('labels', 'marker', { v: '2' });
     await eventually('the marker after the deletions', async () => (await svc.configMap(markerNs, 'marker'))?.data?.v === '2' || undefined, 300_000);
     await a.deleteDatabase('labels', 'marker');
+    await a.deleteConfigMap('labels', 'marker');
   });
 
   it(`objects nested ${DEPTH} levels deep, a primary and a related object: each is refused on its own, the watches go on`, async () => {

@@ -8,7 +8,7 @@
 // it was copied arrives when any later one does.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1ConfigMap } from '@kubernetes/client-node';
@@ -148,6 +148,8 @@ export async function startArrivalSampler(options: {
       // Beside relsync's CPU profiles (RELSYNC_TEST_PROFILE_DIR, docs/testing.md): the samples with a
       // pair of clock readings, so a slow sample can be laid on the profile's monotonic timeline.
       const dir = process.env.RELSYNC_TEST_PROFILE_DIR;
+      if (dir) mkdirSync(dir, { recursive: true });
+      // The test process's pid (relsync's is in its profile's name).
       if (dir) writeFileSync(join(dir, `samples-${process.pid}.json`), JSON.stringify({ samples, wallNow: Date.now(), monoNowUs: Number(process.hrtime.bigint() / 1000n) }));
     },
   };

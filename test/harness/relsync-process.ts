@@ -133,6 +133,8 @@ export async function startRelsync(configPath: string, logFile: string, extraArg
     env: { ...process.env, ...options.env },
   });
   running.add(child);
+  // Last used last: a restart's log file moves to the end.
+  logFiles.delete(logFile);
   logFiles.add(logFile);
   const out = createWriteStream(logFile, { flags: 'a' });
   child.stdout!.pipe(out);
