@@ -235,12 +235,13 @@ export class ListWatch {
           this.options.onRelist?.();
           // Relisted at once, unless the last 410 came moments ago: a server that answers every
           // watch with 410 Gone (a tenant's own) is answered with the backoff, not a LIST in a loop.
-          const now = this.clock.now();
-          const again = this.goneAt !== undefined && now - this.goneAt < GONE_AGAIN_MS;
-          this.goneAt = now;
+          // Moments after the relist began, not after the last 410: a backoff that grew past
+          // GONE_AGAIN_MS would otherwise make the next 410 look like the first, and relist at once.
+          const again = this.goneAt !== undefined && this.clock.now() - this.goneAt < GONE_AGAIN_MS;
           const delay = again ? this.backoff.next() : 0;
           logger.info({ watch: this.name, ...(again ? { retryInMs: delay } : {}) }, 'resourceVersion expired (410 Gone); relisting');
           if (again) await this.clock.sleep(delay, signal);
+          this.goneAt = this.clock.now();
           continue;
         }
         this.failingSince ??= this.clock.now();
