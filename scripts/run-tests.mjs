@@ -91,6 +91,28 @@ if (files.length === 0) {
 
 const pidDir = mkdtempSync(join(tmpdir(), 'relsync-pids-'));
 env.RELSYNC_PID_DIR = pidDir;
+// A failed test file leaves relsync's last log lines here (test/harness/relsync-process.ts); they
+// are printed again at the very end, where a CI page that shows only the tail still has them.
+const failureDir = mkdtempSync(join(tmpdir(), 'relsync-failures-'));
+env.RELSYNC_FAILURE_DIR = failureDir;
+
+/**
+ * The newest failed file's relsync log tail, its last `FAILURE_TAIL` lines (a CI page shows about
+ * 140); every failed file printed its whole report with its results above.
+ */
+const FAILURE_TAIL = 45;
+function printFailureReports() {
+  const reports = readdirSync(failureDir)
+    .map((f) => join(failureDir, f))
+    .sort((x, y) => statSync(x).mtimeMs - statSync(y).mtimeMs);
+  const newest = reports.at(-1);
+  if (newest) {
+    const lines = readFileSync(newest, 'utf8').trimEnd().split('\n');
+    console.log(`run-tests: ${reports.length} failed file(s) printed relsync's last log lines with their results; the newest again, its last ${Math.min(FAILURE_TAIL, lines.length)} lines:`);
+    console.log([lines[0], ...lines.slice(1).slice(-FAILURE_TAIL)].join('\n'));
+  }
+  rmSync(failureDir, { recursive: true, force: true });
+}
 
 function reap() {
   let reaped = 0;
@@ -129,6 +151,7 @@ function stillRunning(started) {
 const child = spawn(process.execPath, ['scripts/test-files.mjs', ...files], { stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', async (code, signal) => {
+  printFailureReports();
   const started = reap();
   let left = stillRunning(started);
   for (let i = 0; i < 50 && left.length > 0; i++) {

@@ -35,6 +35,13 @@ export interface BindingWatchOptions {
   /** Forgets a logical cluster with nothing left in the store (kube/cluster-set.ts forgetLogical). */
   readonly forget: (cluster: string) => Promise<void>;
   /**
+   * Every primary of the workspace is going: its binding is being deleted (kcp deletes each bound
+   * object) or is gone. No primary of it will claim a related copy again, so what the store holds
+   * is every claim there is (claim-knowledge.ts): a copy whose last stored claim ends is deleted at
+   * once, not left for a sweep that could no longer complete the workspace once it is forgotten.
+   */
+  readonly going?: (cluster: string) => void;
+  /**
    * Asks the workspace itself, through every URL of the platform, whether it still binds the
    * export, before a DELETED binding or a relist that lacks it counts as an unbind: a workspace
    * that bound while the LIST was paged is in no snapshot yet, one that moved to another kcp shard
@@ -112,6 +119,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
       unbinding.add(cluster);
+      options.going?.(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace is unbinding the export; kcp deletes its objects, and relsync removes their copies');
     }
   };
@@ -130,6 +138,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     stopRecheck(cluster);
     if (!(await logical.unbound(cluster, platform))) return;
+    options.going?.(cluster);
     const primaries = await store.primariesOfCluster(cluster);
     if (primaries.length === 0) {
       // The usual case: kcp deleted the objects before the binding, and relsync removed the copies then.

@@ -468,15 +468,8 @@ export class Sweeper {
     const claims = this.options.claims;
     if (claims) {
       claims.markComplete([...primaryClusters].filter((c) => primaryLists.complete(c) && !claimsUnknown.has(c)));
-      const { copies: decidable, overflowed } = claims.takeDecidable();
-      for (const deferred of decidable) {
-        try {
-          await this.deleteIfUnclaimed(deferred.destination, deferred.type);
-        } catch (err) {
-          counts.errors++;
-          this.options.logger.warn({ copy: describeIdentity(deferred.destination), err: (err as Error).message }, 'sweep could not delete a related copy left in place while the claims were not known; the next sweep looks again');
-        }
-      }
+      const { errors, overflowed } = await this.decideDeferred();
+      counts.errors += errors;
       // Those not remembered are found by the next sweep's LISTs.
       keptUnsure += overflowed;
       if (overflowed > 0) keptFor.add('');
@@ -490,6 +483,29 @@ export class Sweeper {
     counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
     counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
     phases.cleanupMs = lap();
+  }
+
+  /**
+   * The related copies left in place while their cluster's claims were not known, of the clusters
+   * whose claims are known now: each deleted (or released) if no stored relation accounts for it.
+   * Run by every sweep, and when a kcp workspace is going (binding-watch.ts): once it is forgotten,
+   * no sweep could complete it. One that cannot be deleted now is left for the next sweep.
+   */
+  async decideDeferred(): Promise<{ errors: number; overflowed: number }> {
+    const claims = this.options.claims;
+    if (!claims) return { errors: 0, overflowed: 0 };
+    const { copies, overflowed } = claims.takeDecidable();
+    let errors = 0;
+    for (const deferred of copies) {
+      try {
+        await this.deleteIfUnclaimed(deferred.destination, deferred.type);
+      } catch (err) {
+        errors++;
+        claims.defer(deferred);
+        this.options.logger.warn({ copy: describeIdentity(deferred.destination), err: (err as Error).message }, 'could not delete a related copy left in place while the claims were not known; the next sweep looks again');
+      }
+    }
+    return { errors, overflowed };
   }
 
   /** A related copy left in place while the claims were not known: deleted (or released) if it is an orphan now. */

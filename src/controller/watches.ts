@@ -106,13 +106,18 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
 export function bindingWatchFor(
-  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer' | 'cache' | 'firstLists'>,
+  w: Pick<Wiring, 'clusters' | 'logical' | 'store' | 'enqueue' | 'router' | 'plan' | 'checkpoints' | 'checkpointer' | 'cache' | 'firstLists' | 'claims' | 'sweeper'>,
   options: WatchOptions,
   platform: string,
   signal: AbortSignal,
 ): Promise<ListWatch> {
   const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void w.enqueue(id),
     forget: (c) => w.clusters.forgetLogical(c),
+    going: (c) => {
+      w.claims.markComplete([c]);
+      // Copies its primaries left in place before (their claims not known then) are decided now.
+      void w.sweeper.decideDeferred().catch((err: unknown) => options.logger.warn({ logicalCluster: c, err: (err as Error).message }, 'could not decide the related copies an unbinding workspace left in place; the next sweep does'));
+    },
     stillBound: (c) => bindingOf(w, c, options.logger),
     relist: (c) => {
       // The workspace's own first list: its primaries wait for it (first-lists.ts).

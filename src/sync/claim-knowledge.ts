@@ -67,7 +67,10 @@ export class ClaimKnowledge {
     return this.trustedAtStart || this.known.has(cluster);
   }
 
-  /** A sweep reconciled every primary of these clusters, with complete LISTs. */
+  /**
+   * A sweep reconciled every primary of these clusters, with complete LISTs; or every primary of
+   * theirs is going (a kcp workspace that unbinds: binding-watch.ts), so none will claim again.
+   */
   markComplete(clusters: Iterable<string>): void {
     for (const c of clusters) this.known.add(c);
   }

@@ -17,7 +17,7 @@ import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
 import { bindDatabaseExport, createDatabaseExport, createWorkspaces, DATABASE_EXPORT, grantAgentAccess, startKcp, virtualWorkspaceUrl, workspaceClient, type Kcp } from '../harness/kcp.js';
 import { eventually } from '../harness/kube.js';
 import { startRelsync, writeConfig, type RelsyncProcess } from '../harness/relsync-process.js';
-import { defaultCopyNamespace, type ClusterClient } from '../harness/tenant.js';
+import { defaultCopyNamespace, GROUP, VERSION, type ClusterClient } from '../harness/tenant.js';
 
 let kcp: Kcp;
 let service: Clusters<'service'>;
@@ -132,9 +132,93 @@ describe('kcp: only an answered unbind removes copies', () => {
   });
 
   it('still removes the copies when the workspace really unbinds', async () => {
+    const deletedAt = Date.now();
     const res = await kcp.request('DELETE', `/clusters/root:consumer-a/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    await eventually('A’s copies removed', async () => (await svc.database(ns('consumer-a'), 'orders')) === undefined && (await svc.configMap(ns('consumer-a'), 'settings')) === undefined, 90_000);
+    try {
+      await eventually('A’s copies removed', async () => (await svc.database(ns('consumer-a'), 'orders')) === undefined && (await svc.configMap(ns('consumer-a'), 'settings')) === undefined, 90_000);
+    } catch (err) {
+      const state = await unbindState(deletedAt).catch((e: unknown) => `(where A stands could not be read: ${(e as Error).message})`);
+      throw new Error(`${(err as Error).message}\n${state}`, { cause: err });
+    }
     assert.ok(await svc.database(ns('consumer-b'), 'orders'), 'B’s copy stays');
+  });
+
+  /**
+   * What a failure needs said, on a CI page that keeps no folder: where A's binding and primary
+   * stand on kcp, and what relsync asked of kcp since the unbind (requests by path and status).
+   */
+  async function unbindState(since: number): Promise<string> {
+    const show = async (path: string) => {
+      const r = await kcp.request('GET', path).catch((e: unknown) => ({ status: 'error', body: (e as Error).message }));
+      const o = r.body as { metadata?: { deletionTimestamp?: string; finalizers?: string[] }; status?: unknown } | string | undefined;
+      return typeof o === 'object' && o ? `${r.status} deletion ${o.metadata?.deletionTimestamp ?? '-'} finalizers ${JSON.stringify(o.metadata?.finalizers ?? [])}` : `${r.status}`;
+    };
+    const asked = new Map<string, number>();
+    for (const r of proxy.requests.filter((x) => x.at >= since)) {
+      const key = `${r.method} ${r.path.replace(lc['consumer-a'], 'A').replace(lc['consumer-b'], 'B')}${/watch=/.test(r.query) ? ' (watch)' : ''} → ${r.status ?? 'open'}`;
+      asked.set(key, (asked.get(key) ?? 0) + 1);
+    }
+    return [
+      `A's binding: ${await show(`/clusters/root:consumer-a/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`)}`,
+      `A's Database: ${await show(`/clusters/root:consumer-a/apis/${GROUP}/${VERSION}/namespaces/default/databases/orders`)}`,
+      `service copies: Database ${(await svc.database(ns('consumer-a'), 'orders')) ? 'there' : 'gone'}, ConfigMap ${(await svc.configMap(ns('consumer-a'), 'settings')) ? 'there' : 'gone'}`,
+      `relsync's requests to kcp since the unbind: ${[...asked].map(([k, n]) => `${k} ×${n}`).join('; ') || 'none'}`,
+    ].join('\n');
+  }
+});
+
+// A store that does not know every claim of a workspace (claim-knowledge.ts): a fresh store whose
+// startup sweep could not reconcile the workspace's primary. A related copy whose last stored claim
+// ends is then left for the sweep that completes the workspace, which could never come once the
+// workspace unbinds and relsync forgets it: its copies were left behind for good. An unbinding
+// workspace's primaries are all going, so none will claim again: its copies go with them.
+describe('kcp: a workspace whose claims the store does not know yet unbinds', () => {
+  let proxy: FaultProxy;
+  let relsync: RelsyncProcess | undefined;
+  let svc: ClusterClient;
+  let c: ClusterClient;
+  let lcC: string;
+  let copyNs: string;
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relsync-e2e-kcp-unbind-unknown-'));
+    svc = service.client.service;
+    lcC = (await createWorkspaces(kcp, 'consumer-c'))['consumer-c']!;
+    await bindDatabaseExport(kcp, 'root:consumer-c', 'root:provider');
+    c = workspaceClient(kcp, 'root:consumer-c', dir);
+    copyNs = defaultCopyNamespace(lcC, 'default');
+    await c.putConfigMap('default', 'settings', { v: '1' });
+    await c.createDatabase('default', 'orders', { configMapName: 'settings' });
+    proxy = await startFaultProxy(kcp, 'kcp-proxy-unknown');
+    // Every request into C fails while relsync starts: its startup sweep cannot reconcile C's primary.
+    const fault = proxy.inject({ path: new RegExp(`/clusters/${lcC}/`), action: { kind: 'status', status: 500 } });
+    const vw = await virtualWorkspaceUrl(kcp, 'root:provider', DATABASE_EXPORT);
+    const configPath = writeConfig(dir, {
+      agentName: 'e2e-unknown',
+      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'agent.kubeconfig'), proxy.url, kcp.agentToken), kcp: { virtualWorkspaceUrl: proxy.url + vw.slice(kcp.url.length) } }],
+      serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
+      store: { path: join(dir, 'relsync.db') },
+      resources: [{ group: 'demo.relsync.dev', kind: 'Database', related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+    });
+    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    await relsync.waitForLog('the startup sweep, with an error (C’s primary)', (l) => /"trigger":"startup"/.test(l) && /"errors":[1-9]/.test(l) && l.includes('sweep finished'), 30_000);
+    fault();
+  });
+
+  after(async () => {
+    await relsync?.stop();
+    await proxy?.close();
+  });
+
+  it('removes every copy when the workspace unbinds, without a sweep', async () => {
+    await eventually('C’s copies made once kcp answers again', async () => (await svc.database(copyNs, 'orders')) && (await svc.configMap(copyNs, 'settings'))?.data?.v === '1', 30_000);
+    const res = await kcp.request('DELETE', `/clusters/root:consumer-c/apis/apis.kcp.io/v1alpha2/apibindings/${DATABASE_EXPORT}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const unboundAt = Date.now();
+    // The next sweep is the schedule's, minutes away: what removes the copies before it is the unbind.
+    await eventually('C’s copies removed', async () => (await svc.database(copyNs, 'orders')) === undefined && (await svc.configMap(copyNs, 'settings')) === undefined, 30_000);
+    console.log(`C's copies removed ${Date.now() - unboundAt} ms after the unbind; sweeps meanwhile: ${relsync!.log().split('\n').filter((l) => l.includes('sweep started') && !l.includes('"trigger":"startup"')).length}`);
+    assert.ok(!relsync!.log().split('\n').some((l) => l.includes('sweep started') && !l.includes('"trigger":"startup"')), 'no sweep but the startup sweep ran');
   });
 });

@@ -43,6 +43,7 @@ process.once('exit', (code) => {
   // A failed file (the runner sets a non-zero exit code) says what its relsyncs said last: a CI run
   // on another machine leaves no temporary folder to read afterwards.
   if (code === 0) return;
+  const report: string[] = [];
   for (const file of [...logFiles].slice(-3)) {
     let lines: string[];
     try {
@@ -51,7 +52,19 @@ process.once('exit', (code) => {
       continue;
     }
     const shown = lines.slice(-FAILURE_LINES).map((l) => (l.length > FAILURE_LINE_CHARS ? `${l.slice(0, FAILURE_LINE_CHARS)}…` : l));
-    process.stdout.write(`# relsync's last ${shown.length} lines (info and above) of ${file}:\n${shown.map((l) => `#   ${l}`).join('\n')}\n`);
+    report.push(`# relsync's last ${shown.length} lines (info and above) of ${file}:`, ...shown.map((l) => `#   ${l}`));
+  }
+  if (report.length === 0) return;
+  process.stdout.write(`${report.join('\n')}\n`);
+  // The runner prints these again after the summary (scripts/run-tests.mjs): a CI page that shows
+  // only the end of the output then still shows them.
+  const dir = process.env.RELSYNC_FAILURE_DIR;
+  if (dir) {
+    try {
+      writeFileSync(join(dir, `${process.pid}.txt`), `# ${process.argv[1] ?? 'a test file'} failed\n${report.join('\n')}\n`);
+    } catch {
+      // the runner's folder is gone: the lines above are all there is
+    }
   }
 });
 

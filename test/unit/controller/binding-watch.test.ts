@@ -46,7 +46,9 @@ describe('APIBinding watch', () => {
     const relist = async (name: string) => void relisted.push(name);
     const reserved = (name: string) => name === 'service';
     const term = new AbortController();
-    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, signal: term.signal });
+    /** Workspaces told to be going (every primary of them deleted): their claims are complete. */
+    const going: string[] = [];
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, signal: term.signal, going: (c) => going.push(c) });
 
     await handler.onList([binding('ws-a'), binding('ws-b'), binding('service')]);
     assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b'], 'a logical cluster named like a configured cluster is refused');
@@ -65,9 +67,11 @@ describe('APIBinding watch', () => {
     term.abort(); // its re-check (the next test) does not run past here
     unanswered.delete('ws-a');
     assert.equal(queued.length, 0, 'no copy removed on a guess');
+    assert.deepEqual(going, [], 'a workspace that may still bind is not going: its claims stay unknown until a sweep');
 
     await handler.onEvent('MODIFIED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), false, 'a terminating binding is still bound: kcp deletes the objects, relsync follows');
+    assert.deepEqual(going, ['ws-b'], 'a terminating binding: every primary of it is going, so no claim on its copies will come');
     await handler.onEvent('DELETED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), true);
     assert.deepEqual(queued.sort(), ['ws-b/invoices', 'ws-b/orders']);
@@ -78,6 +82,7 @@ describe('APIBinding watch', () => {
     assert.deepEqual(relisted, ['ws-empty'], 'a workspace that binds while the object watches run is listed');
     await handler.onEvent('DELETED', binding('ws-empty'));
     assert.deepEqual(forgotten, ['ws-empty']);
+    assert.deepEqual(going, ['ws-b', 'ws-b', 'ws-empty'], 'an unbind that every URL answered: the workspace is going (also one never seen terminating)');
     await logical.forget('ws-empty');
 
     // after a restart: the store still knows both, and which one is unbound
