@@ -35,12 +35,17 @@ export interface BindingWatchOptions {
   /** Forgets a logical cluster with nothing left in the store (kube/cluster-set.ts forgetLogical). */
   readonly forget: (cluster: string) => Promise<void>;
   /**
-   * Every primary of the workspace is going: its binding is being deleted (kcp deletes each bound
-   * object) or is gone. No primary of it will claim a related copy again, so what the store holds
-   * is every claim there is (claim-knowledge.ts): a copy whose last stored claim ends is deleted at
-   * once, not left for a sweep that could no longer complete the workspace once it is forgotten.
+   * What the store knows of a workspace's claims on related copies (claim-knowledge.ts).
+   * `unbound`: every URL of the platform answered that the workspace no longer binds the export
+   * (not merely that a binding is terminating: a second binding of the export may be the one
+   * deleted, and one with `deletionPolicy: Orphan` keeps the objects). No primary of it can be read
+   * or claim a copy any more, so the claims the store holds are all there are: copies whose last
+   * stored claim ends go at once, not left for a sweep that could not complete a forgotten
+   * workspace (nor tell its copies for relsync's, copy-of.ts). Awaited before the workspace's
+   * primaries are queued or it is forgotten: the copies left in place are decided while it is known.
+   * `bound`: it binds anew or again, and objects kcp kept may claim what the store does not know.
    */
-  readonly going?: (cluster: string) => void;
+  readonly claims: { unbound(cluster: string): Promise<void>; bound(cluster: string): void };
   /**
    * Asks the workspace itself, through every URL of the platform, whether it still binds the
    * export, before a DELETED binding or a relist that lacks it counts as an unbind: a workspace
@@ -112,6 +117,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     const change = await logical.bound(cluster, platform);
     if (change) {
+      options.claims.bound(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
       // Bound again after an unbind: what the store still holds of it is looked at afresh.
       if (change === 'rebound') for (const id of await store.primariesOfCluster(cluster)) enqueue(id);
@@ -119,7 +125,6 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
       unbinding.add(cluster);
-      options.going?.(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace is unbinding the export; kcp deletes its objects, and relsync removes their copies');
     }
   };
@@ -138,7 +143,7 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     stopRecheck(cluster);
     if (!(await logical.unbound(cluster, platform))) return;
-    options.going?.(cluster);
+    await options.claims.unbound(cluster);
     const primaries = await store.primariesOfCluster(cluster);
     if (primaries.length === 0) {
       // The usual case: kcp deleted the objects before the binding, and relsync removed the copies then.

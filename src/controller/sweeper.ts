@@ -56,7 +56,7 @@ import { isNotFound } from '../kube/api-error.js';
 import type { EventRouter } from './event-router.js';
 import { FoundMatches, isUpToDate } from './sweep-skip.js';
 import { SweepAccounting } from './sweep-accounting.js';
-import type { ClaimKnowledge } from '../sync/claim-knowledge.js';
+import type { ClaimKnowledge, DeferredCopy } from '../sync/claim-knowledge.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
 import { systemClock, type Clock } from '../util/clock.js';
 
@@ -487,18 +487,19 @@ export class Sweeper {
 
   /**
    * The related copies left in place while their cluster's claims were not known, of the clusters
-   * whose claims are known now: each deleted (or released) if no stored relation accounts for it.
-   * Run by every sweep, and when a kcp workspace is going (binding-watch.ts): once it is forgotten,
-   * no sweep could complete it. One that cannot be deleted now is left for the next sweep.
+   * whose claims are known now (of `cluster` only, when given): each deleted (or released) if no
+   * stored relation accounts for it. Run by every sweep, and when a kcp workspace unbinds
+   * (binding-watch.ts): once relsync forgets it, no sweep could complete it. One that cannot be
+   * deleted now is left for the next sweep; only the sweep's call hears how many overflowed.
    */
-  async decideDeferred(): Promise<{ errors: number; overflowed: number }> {
+  async decideDeferred(cluster?: string): Promise<{ errors: number; overflowed: number }> {
     const claims = this.options.claims;
     if (!claims) return { errors: 0, overflowed: 0 };
-    const { copies, overflowed } = claims.takeDecidable();
+    const { copies, overflowed } = claims.takeDecidable(cluster);
     let errors = 0;
     for (const deferred of copies) {
       try {
-        await this.deleteIfUnclaimed(deferred.destination, deferred.type);
+        await this.deleteIfUnclaimed(deferred);
       } catch (err) {
         errors++;
         claims.defer(deferred);
@@ -508,13 +509,18 @@ export class Sweeper {
     return { errors, overflowed };
   }
 
-  /** A related copy left in place while the claims were not known: deleted (or released) if it is an orphan now. */
-  private async deleteIfUnclaimed(id: ObjectIdentity, type: ResourceType): Promise<void> {
+  /**
+   * A related copy left in place while the claims were not known: deleted (or released) if it is an
+   * orphan now — and still the copy of the source it was left for: another tenant's copy of another
+   * source in its place is decided by that tenant's claims, not by these.
+   */
+  private async deleteIfUnclaimed(deferred: DeferredCopy): Promise<void> {
     const { clusters } = this.options;
+    const { destination: id, type } = deferred;
     if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return;
     const current = await clusters.client(id.cluster, type).get(id.namespace, id.name);
     const copy = current && copyOf(this.copies, id.cluster, type, current);
-    if (!current || !copy || copy.kind !== 'related') return;
+    if (!current || !copy || copy.kind !== 'related' || identityKey(copy.source) !== identityKey(deferred.source)) return;
     await this.deleteIfOrphan({ cluster: id.cluster, type, id, uid: current.metadata.uid, copy });
   }
 

@@ -113,10 +113,14 @@ export function bindingWatchFor(
 ): Promise<ListWatch> {
   const bindings = bindingHandler({ platform, logical: w.logical, store: w.store, enqueue: (id) => void w.enqueue(id),
     forget: (c) => w.clusters.forgetLogical(c),
-    going: (c) => {
-      w.claims.markComplete([c]);
-      // Copies its primaries left in place before (their claims not known then) are decided now.
-      void w.sweeper.decideDeferred().catch((err: unknown) => options.logger.warn({ logicalCluster: c, err: (err as Error).message }, 'could not decide the related copies an unbinding workspace left in place; the next sweep does'));
+    claims: {
+      unbound: async (c) => {
+        w.claims.markComplete([c]);
+        // The copies its primaries left in place while its claims were not known, decided now (at
+        // most ClaimKnowledge's maxPerCluster; none at all once a sweep has completed the workspace).
+        await w.sweeper.decideDeferred(c).catch((err: unknown) => options.logger.warn({ logicalCluster: c, err: (err as Error).message }, 'could not decide the related copies an unbound workspace left in place; the next sweep does'));
+      },
+      bound: (c) => w.claims.forget(c),
     },
     stillBound: (c) => bindingOf(w, c, options.logger),
     relist: (c) => {

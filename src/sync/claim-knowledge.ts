@@ -17,9 +17,17 @@
  * trusted from the start. A new or lost one is not (it knows no claim at all):
  * it gets a startup sweep all the same.
  *
- * Memory: one entry per cluster a sweep completed, and at most `maxDeferred`
- * copies left in place, `maxPerCluster` of one cluster (beyond, they wait for
- * a later sweep's orphan check, which finds them by listing).
+ * A kcp workspace that unbinds (every URL of its platform says so) is complete
+ * too: none of its primaries can be read or claim a copy any more, so the
+ * claims the store holds are all there are. Its copies left in place are then
+ * decided at once (binding-watch.ts): once relsync forgets the workspace, no
+ * sweep could complete it. When it binds again it is not complete any more:
+ * kcp may have kept its objects (an APIBinding's `deletionPolicy: Orphan`).
+ *
+ * Memory: one entry per cluster a sweep or an unbind completed (clusters that
+ * exist or existed while this process ran), and at most `maxDeferred` copies
+ * left in place, `maxPerCluster` of one cluster (beyond, they wait for a later
+ * sweep's orphan check, which finds them by listing).
  */
 import { compositeKey } from '../core/composite-key.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
@@ -67,12 +75,14 @@ export class ClaimKnowledge {
     return this.trustedAtStart || this.known.has(cluster);
   }
 
-  /**
-   * A sweep reconciled every primary of these clusters, with complete LISTs; or every primary of
-   * theirs is going (a kcp workspace that unbinds: binding-watch.ts), so none will claim again.
-   */
+  /** A sweep reconciled every primary of these clusters, with complete LISTs; or a kcp workspace unbound. */
   markComplete(clusters: Iterable<string>): void {
     for (const c of clusters) this.known.add(c);
+  }
+
+  /** A kcp workspace binds (anew, or again): objects kcp kept may claim what the store does not know. */
+  forget(cluster: string): void {
+    this.known.delete(cluster);
   }
 
   /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
@@ -88,17 +98,22 @@ export class ClaimKnowledge {
     this.perCluster.set(copy.claimants, held + 1);
   }
 
-  /** The copies left in place whose cluster is complete now, forgotten here; and whether any others overflowed. */
-  takeDecidable(): { copies: DeferredCopy[]; overflowed: number } {
+  /**
+   * The copies left in place whose cluster is complete now (of `cluster` only, when given), forgotten
+   * here. How many others overflowed is the sweep's to hear (it alone finds them, by listing): only
+   * a call without `cluster` takes that count.
+   */
+  takeDecidable(cluster?: string): { copies: DeferredCopy[]; overflowed: number } {
     const copies: DeferredCopy[] = [];
     for (const [key, copy] of this.deferred) {
-      if (!this.complete(copy.claimants)) continue;
+      if ((cluster !== undefined && copy.claimants !== cluster) || !this.complete(copy.claimants)) continue;
       copies.push(copy);
       this.deferred.delete(key);
       const held = (this.perCluster.get(copy.claimants) ?? 1) - 1;
       if (held > 0) this.perCluster.set(copy.claimants, held);
       else this.perCluster.delete(copy.claimants);
     }
+    if (cluster !== undefined) return { copies, overflowed: 0 };
     const overflowed = this.overflow;
     this.overflow = 0;
     return { copies, overflowed };

@@ -36,7 +36,9 @@ describe('APIBinding watch', () => {
     const logical = await LogicalClusters.load(new LogicalClusterStore(opened.db));
     const queued: string[] = [];
     const forgotten: string[] = [];
-    const forget = async (name: string) => void forgotten.push(name);
+    /** What the store's claim knowledge was told (a workspace unbound: its claims are all known; bound: they may not be), and forgets, in order. */
+    const told: string[] = [];
+    const forget = async (name: string) => void (forgotten.push(name), told.push(`forget ${name}`));
     // what each workspace says when asked directly
     const binds = new Set<string>();
     /** Workspaces no URL could answer for (a 404 of a path, an outage). */
@@ -46,13 +48,14 @@ describe('APIBinding watch', () => {
     const relist = async (name: string) => void relisted.push(name);
     const reserved = (name: string) => name === 'service';
     const term = new AbortController();
-    /** Workspaces told to be going (every primary of them deleted): their claims are complete. */
-    const going: string[] = [];
-    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, signal: term.signal, going: (c) => going.push(c) });
+    const claims = { unbound: async (c: string) => void told.push(`unbound ${c}`), bound: (c: string) => void told.push(`bound ${c}`) };
+    const handler = bindingHandler({ platform: 'kcp', logical, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, signal: term.signal, claims });
 
     await handler.onList([binding('ws-a'), binding('ws-b'), binding('service')]);
     assert.deepEqual(logical.of('kcp').sort(), ['ws-a', 'ws-b'], 'a logical cluster named like a configured cluster is refused');
     assert.equal(queued.length, 0, 'a binding seen queues nothing');
+    assert.deepEqual(told, ['bound ws-a', 'bound ws-b'], 'workspaces that bind: whatever they hold may claim copies');
+    told.length = 0;
     assert.deepEqual(relisted, [], 'the first LIST comes before the object watches, whose own LIST covers these');
 
     // A binding that leaves this URL's list is not an unbind on its own: the workspace moved to
@@ -67,11 +70,11 @@ describe('APIBinding watch', () => {
     term.abort(); // its re-check (the next test) does not run past here
     unanswered.delete('ws-a');
     assert.equal(queued.length, 0, 'no copy removed on a guess');
-    assert.deepEqual(going, [], 'a workspace that may still bind is not going: its claims stay unknown until a sweep');
+    assert.deepEqual(told, [], 'a workspace that may still bind: its claims stay as they were');
 
     await handler.onEvent('MODIFIED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), false, 'a terminating binding is still bound: kcp deletes the objects, relsync follows');
-    assert.deepEqual(going, ['ws-b'], 'a terminating binding: every primary of it is going, so no claim on its copies will come');
+    assert.deepEqual(told, [], 'a terminating binding is not an unbind: it may be a second binding of the export, or one that orphans the objects');
     await handler.onEvent('DELETED', binding('ws-b', true));
     assert.equal(logical.isUnbound('ws-b'), true);
     assert.deepEqual(queued.sort(), ['ws-b/invoices', 'ws-b/orders']);
@@ -82,7 +85,7 @@ describe('APIBinding watch', () => {
     assert.deepEqual(relisted, ['ws-empty'], 'a workspace that binds while the object watches run is listed');
     await handler.onEvent('DELETED', binding('ws-empty'));
     assert.deepEqual(forgotten, ['ws-empty']);
-    assert.deepEqual(going, ['ws-b', 'ws-b', 'ws-empty'], 'an unbind that every URL answered: the workspace is going (also one never seen terminating)');
+    assert.deepEqual(told, ['unbound ws-b', 'bound ws-empty', 'unbound ws-empty', 'forget ws-empty'], 'an unbind that every URL answered: the workspace\'s claims are all known, and its copies left in place decided, before it is forgotten');
     await logical.forget('ws-empty');
 
     // after a restart: the store still knows both, and which one is unbound
@@ -91,7 +94,8 @@ describe('APIBinding watch', () => {
 
     // a relist without ws-a's binding, but ws-a says it still binds (it bound while the LIST was paged)
     queued.length = 0;
-    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger });
+    told.length = 0;
+    const restarted = bindingHandler({ platform: 'kcp', logical: again, store, enqueue: (id) => queued.push(`${id.cluster}/${id.name}`), forget, stillBound, relist, reserved, logger, claims });
     binds.add('ws-a');
     await restarted.onList([]);
     assert.equal(again.isUnbound('ws-a'), false, 'not unbound on a snapshot alone');
@@ -104,16 +108,18 @@ describe('APIBinding watch', () => {
     assert.equal(again.isUnbound('ws-a'), true);
 
     // another kcp platform's binding of the same workspace does not take it over
-    const other = bindingHandler({ platform: 'kcp-2', logical: again, store, enqueue: () => assert.fail('nothing to queue'), forget, stillBound, relist, reserved, logger });
+    const other = bindingHandler({ platform: 'kcp-2', logical: again, store, enqueue: () => assert.fail('nothing to queue'), forget, stillBound, relist, reserved, logger, claims });
     await other.onEvent('ADDED', binding('ws-a'));
     await other.onEvent('DELETED', binding('ws-a'));
     assert.equal(again.platformOf('ws-a'), 'kcp');
 
     // binding again: its primaries are looked at afresh
     queued.length = 0;
+    told.length = 0;
     await restarted.onEvent('ADDED', binding('ws-a'));
     assert.equal(again.isUnbound('ws-a'), false);
     assert.deepEqual(queued, ['ws-a/orders']);
+    assert.deepEqual(told, ['bound ws-a'], 'bound again: objects kcp kept (deletionPolicy Orphan) may claim copies the store does not know');
     await again.forget('ws-b');
     assert.deepEqual((await new LogicalClusterStore(opened.db).all()).map((r) => r.name), ['ws-a']);
     await opened.close();
@@ -133,6 +139,7 @@ describe('APIBinding watch', () => {
     const handler = bindingHandler({
       platform: 'kcp', logical, store, enqueue: (id) => queued.push(id.name), forget: async () => undefined,
       stillBound: async () => (asked++, answer), relist: () => undefined, reserved: () => false, logger, signal: term.signal, recheckMs: 10, clock,
+      claims: { unbound: async () => undefined, bound: () => undefined },
     });
     await handler.onList([binding('ws-a'), binding('ws-b')]);
     // A virtual workspace torn down with the binding answers 404 for a moment.

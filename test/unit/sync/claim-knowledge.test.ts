@@ -46,4 +46,22 @@ describe('what the store knows of claims', () => {
     assert.equal(overflowed, 2);
     assert.equal(claims.takeDecidable().overflowed, 0);
   });
+
+  it('hands over one unbound workspace\'s copies without the overflow count, which stays for the sweep; a workspace that binds again is not complete', () => {
+    const claims = new ClaimKnowledge(false, 3);
+    for (const name of ['a', 'b']) claims.defer(copy('ws-a', name));
+    claims.defer(copy('ws-b', 'c'));
+    claims.defer(copy('ws-b', 'd')); // over maxDeferred: counted
+    claims.markComplete(['ws-a', 'ws-b']);
+    const unbound = claims.takeDecidable('ws-a');
+    assert.deepEqual(unbound.copies.map((c) => c.destination.name), ['a', 'b'], 'only the unbound workspace\'s copies');
+    assert.equal(unbound.overflowed, 0, 'the overflow is the sweep\'s to hear: it alone finds those copies, by listing');
+    const sweep = claims.takeDecidable();
+    assert.deepEqual(sweep.copies.map((c) => c.destination.name), ['c']);
+    assert.equal(sweep.overflowed, 1);
+    claims.forget('ws-a');
+    assert.equal(claims.complete('ws-a'), false, 'bound again: objects kcp kept may claim what the store does not know');
+    claims.defer(copy('ws-a', 'e'));
+    assert.deepEqual(claims.takeDecidable('ws-a').copies, [], 'left in place until a sweep completes it again');
+  });
 });
