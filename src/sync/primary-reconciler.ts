@@ -6,10 +6,17 @@
  * 1. primary gone, being deleted, or filtered out → finalize: delete the
  *    copy, wait until it is gone, delete related copies no other primary
  *    owns, drop the finalizer, forget the primary;
- * 2. otherwise: finalizer on, copy created/updated (never one without our
- *    marks: a conflict), status copied back, every related rule resolved and
- *    synced, relations that no longer resolve released;
- * 3. the store gets the outcome in one transaction.
+ * 2. otherwise, in steps, each of which may end the reconcile with a
+ *    NotSynced (why, and what the store keeps: refuse() shows it as an Event
+ *    and the verdict and stores it): admit (limits, depth, workspace path) →
+ *    planCopy (name, content, size, budget, Secret type) → placeCopy
+ *    (finalizer on, copy namespace claimed, copy created/updated — never one
+ *    without our marks: a conflict —, status copied back) → resolveRelated
+ *    (every rule's claims stored before any related copy is touched) →
+ *    syncRelated (relations that no longer resolve released, the others
+ *    synced) → finish;
+ * 3. finish: the verdict on the primary, then the store gets the outcome in
+ *    one transaction.
  */
 import type { Logger } from 'pino';
 import { defaultCopyPolicy, type CopyPolicy } from '../config/copy-policy.js';
@@ -104,6 +111,94 @@ export interface ReconcilerDeps {
  * take them for orphans (controller/sweeper.ts).
  */
 const KEPT_AS_IT_WAS = { relationsUnknown: true } as const;
+
+/** One reconcile of one primary: where it reads, what it is, and what the store held of it when it began. */
+interface ReconcileScope {
+  readonly reads: ObjectReads;
+  readonly resource: ResolvedResource;
+  readonly id: ObjectIdentity;
+  readonly record: PrimaryRecord | undefined;
+}
+
+/** What the store keeps of a primary that is not synced now, and so what it claims. */
+type Kept =
+  /** Nothing is stored (a new primary over a limit): its copies may exist, and its claims are unknown. */
+  | { readonly kind: 'unrecorded' }
+  /** Its stored relations as they are, saved with `copy` (not saved without one); claims known only if this store saw them written. */
+  | { readonly kind: 'stored'; readonly copy: ObjectIdentity | undefined }
+  /** Its stored relations and what its rules resolve to now (keptClaims), its copy looked for at `copy`, recorded as `recordAs`. */
+  | { readonly kind: 'claims'; readonly copy: ObjectIdentity; readonly recordAs: ObjectIdentity; readonly context: TemplateContext }
+  /** No relation: the copy is not wanted (`remove` takes it away, after the verdict is shown). */
+  | { readonly kind: 'none'; readonly copy: ObjectIdentity; readonly remove?: () => Promise<unknown> };
+
+/** Why a step of a reconcile does not go on (PrimaryReconciler.refuse shows and stores it). */
+interface NotSynced {
+  /** The Warning Event's and the verdict's reason. */
+  readonly reason: string;
+  /** The verdict's message, and the store's. */
+  readonly message: string;
+  /** The Event's text, where it says more than the verdict. */
+  readonly event?: string;
+  /** The primary as last read or written: the Event and the verdict go on it. */
+  readonly primary: KubeObject;
+  /** The stored state; default 'error'. */
+  readonly state?: 'error' | 'conflict';
+  readonly kept: Kept;
+  /** Looked at again after conflictRetryMs (nothing else says when it may change). */
+  readonly requeue?: boolean;
+  /** Counted in relsync_conflicts_total with this kind. */
+  readonly conflict?: 'namespace' | 'primary';
+}
+
+/** The primary's copy as planned: where it goes and what it holds. */
+interface CopyPlan {
+  readonly copyId: ObjectIdentity;
+  readonly copyNamespace: string;
+  readonly context: TemplateContext;
+  readonly workspacePath: string | undefined;
+  readonly content: { readonly content: CopyContent; readonly serialized: string };
+  readonly mutationProblems: readonly string[];
+}
+
+/** The primary's copy as written, and the primary as it is after (finalizer, status). */
+interface PlacedCopy {
+  readonly copyId: ObjectIdentity;
+  readonly context: TemplateContext;
+  readonly copy: KubeObject;
+  readonly primary: KubeObject;
+}
+
+/** What a reconcile is about to act on, stored first (recordIntent). */
+interface Intent {
+  readonly id: ObjectIdentity;
+  readonly primary: KubeObject;
+  readonly copyId: ObjectIdentity;
+  readonly relations: readonly RelationOutcome[];
+  readonly selectors: readonly SelectorRecord[];
+  readonly known: KnownRows;
+}
+
+/** What the rules resolve to, as claimed in the store. */
+interface ResolvedRelated {
+  readonly found: ReadonlyArray<{ plan: RulePlan } & Found>;
+  /** The relations the store held when the reconcile began. */
+  readonly stored: readonly RelationOutcome[];
+  readonly selectors: readonly SelectorRecord[];
+  readonly relations: readonly RelationOutcome[];
+  readonly known: KnownRows;
+  /** A rule was cut at limits.relatedPerPrimary. */
+  readonly capped: boolean;
+}
+
+/** Every relation's outcome, and what the primary was warned of. */
+interface RelatedSynced {
+  readonly outcomes: readonly RelationOutcome[];
+  readonly problems: readonly string[];
+  readonly conflicts: readonly RelationOutcome[];
+}
+
+/** Everything the outcome of a reconcile that got to the related objects is made of (PrimaryReconciler.finish). */
+type SyncOutcome = PlacedCopy & ResolvedRelated & RelatedSynced & { readonly namespace: KubeObject | undefined };
 
 export class PrimaryReconciler {
   private readonly finalizer: string;
@@ -205,6 +300,7 @@ export class PrimaryReconciler {
     // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
+    const scope: ReconcileScope = { reads, resource, id, record };
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
     let namespace: KubeObject | undefined;
     const namespaceOf = async (ns: string) => (namespace = await reads.get(id.cluster, platformNamespaceType, '', ns));
@@ -216,17 +312,34 @@ export class PrimaryReconciler {
       // Without a record (a lost, older or another shard's store) a primary that carries relsync's
       // finalizer was synced: its copy is where the naming puts it, and it goes before the primary does.
       const copyId = record?.copy ?? (primary?.metadata.finalizers?.includes(this.finalizer) ? await this.namedCopyOf(reads, resource, id, primary) : undefined);
-      return this.finalize(reads, resource, id, primary, copyId, [record?.uid, primary?.metadata.uid]);
+      return this.finalize(scope, primary, copyId);
     }
     if (record && record.uid !== primary.metadata.uid) {
       // Deleted and recreated while nobody looked: the old one's copy goes first (unless it is
       // already this one's). Related copies do not depend on the primary's uid: the ones this
       // incarnation no longer resolves to are ended below, like any stale relation.
       confirmLive(reads);
-      const waiting = await this.removeCopy(reads, resource, id, record.copy, [record.uid], 'earlier incarnation');
+      const waiting = await this.removeCopy(scope, record.copy, [record.uid], 'earlier incarnation');
       if (waiting) return waiting;
     }
+    // The steps of a sync; each one that cannot go on says why (NotSynced), and refuse() shows and stores it.
+    const admitted = await this.admit(scope, primary);
+    if ('reason' in admitted) return this.refuse(scope, admitted);
+    const planned = await this.planCopy(scope, primary, admitted.workspacePath);
+    if ('reason' in planned) return this.refuse(scope, planned);
+    const placed = await this.placeCopy(scope, primary, planned);
+    if ('reason' in placed) return this.refuse(scope, placed);
+    const related = await this.resolveRelated(scope, placed);
+    const synced = await this.syncRelated(scope, placed.primary, related);
+    return this.finish(scope, { ...placed, ...related, ...synced, namespace });
+  }
 
+  /**
+   * Whether a selected primary is taken on now: within the limits (a new one), not nested deeper
+   * than relsync reads, and (where the naming uses it) with a workspace path known.
+   */
+  private async admit(scope: ReconcileScope, primary: KubeObject): Promise<NotSynced | { readonly workspacePath: string | undefined }> {
+    const { resource, id, record } = scope;
     // One tenant's flood stops at its own limit, and all of them at relsync's (counted in the store;
     // concurrent workers may pass it by a few).
     const refusal = !record && this.admission ? await this.admission.room(id.cluster) : undefined;
@@ -235,10 +348,8 @@ export class PrimaryReconciler {
       const message = refusal.limit === 'primariesPerCluster'
         ? `relsync syncs at most ${refusal.value} primaries of this cluster (limits.primariesPerCluster); this one is synced once others are deleted (at its next change or the next sweep)`
         : `relsync syncs at most ${refusal.value} primaries in all (limits.primaries), and that many are synced; this one is synced once others are deleted (at its next change or the next sweep)`;
-      this.deps.recorder.warn(id.cluster, primary, 'PrimaryLimitReached', message);
-      await this.notSynced(resource, id, primary, 'PrimaryLimitReached', message);
       // A fresh store admits primaries in another order: this one's copies may exist and must stay.
-      return { relationsUnknown: true, claimsUnknown: true };
+      return { reason: 'PrimaryLimitReached', message, primary, kept: { kind: 'unrecorded' } };
     }
     if (!record) this.admission?.admitted(id.cluster);
     // Nested deeper than relsync reads (copy-refusals.ts): refused before any template, path or
@@ -246,39 +357,32 @@ export class PrimaryReconciler {
     // limits.copyBytes; not retried until the primary changes (a relist or sweep looks again: one walk, which stops at that depth).
     const tooDeep = this.refusals.depth(primary);
     if (tooDeep) {
-      const message = `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`;
-      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
-      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
       // Without a record (new, or a lost store) none is made up: a copy identity that may not be the
       // copy's would let a sweep take the real copy for an orphan (its live primary keeps it instead).
-      if (record) await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record.copy, state: 'error', message }, await this.keptRelations(id));
-      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
+      return { reason: 'CopySyncFailed', message: `relsync does not copy this object: ${tooDeep}; a copy written before stays as it was`, primary, kept: { kind: 'stored', copy: record?.copy } };
     }
-    const primaries = clusters.client(id.cluster, resource.primaryType);
-    let workspacePath: string | undefined;
-    if (resource.workspacePath) {
-      try {
-        workspacePath = await this.paths.of(reads, id.cluster);
-      } catch (err) {
-        if (!(err instanceof WorkspacePathError)) throw err;
-        // Until the claim is accepted: looked at again as a conflict is (no event says when it is).
-        this.deps.recorder.warn(id.cluster, primary, 'WorkspacePathUnknown', `relsync cannot sync this object: ${err.message}`);
-        await this.notSynced(resource, id, primary, 'WorkspacePathUnknown', err.message);
-        await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: err.message }, await this.keptRelations(id));
-        return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
-      }
+    if (!resource.workspacePath) return { workspacePath: undefined };
+    try {
+      return { workspacePath: await this.paths.of(scope.reads, id.cluster) };
+    } catch (err) {
+      if (!(err instanceof WorkspacePathError)) throw err;
+      // Until the claim is accepted: looked at again as a conflict is (no event says when it is).
+      return { reason: 'WorkspacePathUnknown', message: err.message, event: `relsync cannot sync this object: ${err.message}`, primary, kept: { kind: 'stored', copy: record?.copy ?? this.defaultCopyId(resource, id) }, requeue: true };
     }
+  }
+
+  /** Where the primary's copy goes and what it holds, judged (name, size, budget, Secret type) before anything is written. */
+  private async planCopy(scope: ReconcileScope, primary: KubeObject, workspacePath: string | undefined): Promise<NotSynced | CopyPlan> {
+    const { resource, id, record } = scope;
+    const { clusters } = this.deps;
     const context: TemplateContext = { cluster: id.cluster, ...(workspacePath !== undefined ? { clusterPath: workspacePath } : {}), namespace: id.namespace, name: id.name, object: primary };
     const copyNamespace = this.copyNamespaces.nameFor(resource, { cluster: id.cluster, namespace: id.namespace }, context);
     const copyName = resource.naming.name.render(context);
     const nameProblem = (resource.copyType.namespaced ? prefixed('copy namespace', namespaceProblem(copyNamespace)) : undefined) ?? prefixed('copy name', objectNameProblem(copyName));
     if (nameProblem) {
-      this.deps.recorder.warn(id.cluster, primary, 'InvalidCopyName', `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`);
-      await this.notSynced(resource, id, primary, 'InvalidCopyName', nameProblem);
       // The copy written before (if any) stays recorded, so that it is still found and, with the primary, deleted.
       // So do its relations: what it claimed is not let go because a name cannot be rendered now.
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? { ...id, cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource }, state: 'error', message: nameProblem }, await this.keptRelations(id));
-      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
+      return { reason: 'InvalidCopyName', message: nameProblem, event: `relsync cannot sync this object: ${nameProblem} (check ${resource.where}.naming)`, primary, kept: { kind: 'stored', copy: record?.copy ?? this.defaultCopyId(resource, id) } };
     }
     const copyId: ObjectIdentity = { cluster: clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource, namespace: resource.copyType.namespaced ? copyNamespace : '', name: copyName };
     // What the copy holds: the primary's fields, mutated (rules/mutation.ts), judged (size, Secret
@@ -296,47 +400,41 @@ export class PrimaryReconciler {
       // Over limits.copyBytes or the tenant's budget: the copy and its related copies stay as they were
       // (removing them would make the operator deprovision), no longer updated, until it fits again.
       const message = tooBig ? `relsync does not update the copy of this object: ${tooBig}` : overBudget!;
-      const reason = tooBig ? 'CopySyncFailed' : 'CopyBudgetReached';
-      this.deps.recorder.warn(id.cluster, primary, reason, message);
-      await this.notSynced(resource, id, primary, reason, message);
-      const kept = await this.keptClaims(reads, resource, id, primary, copyId, context);
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: record?.copy ?? copyId, state: 'error', message }, kept.relations);
-      return { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
+      return { reason: tooBig ? 'CopySyncFailed' : 'CopyBudgetReached', message, primary, kept: { kind: 'claims', copy: copyId, recordAs: record?.copy ?? copyId, context } };
     }
     const refused = this.refusals.secret(resource.copyType, content);
     if (refused) {
       // A primary that is a Secret of a denied type: never copied; a copy written before goes.
-      const message = `relsync does not copy this object: ${refused}`;
-      if (record) confirmLive(reads);
-      this.deps.recorder.warn(id.cluster, primary, 'CopySyncFailed', message);
-      await this.notSynced(resource, id, primary, 'CopySyncFailed', message);
-      if (record) {
-        await this.removeCopy(reads, resource, id, record.copy, [record.uid, primary.metadata.uid], 'refused content');
-      }
-      await store.saveReconcile({ id, uid: primary.metadata.uid ?? '', copy: copyId, state: 'error', message }, []);
-      return done;
+      if (record) confirmLive(scope.reads);
+      const remove = record ? () => this.removeCopy(scope, record.copy, [record.uid, primary.metadata.uid], 'refused content') : undefined;
+      return { reason: 'CopySyncFailed', message: `relsync does not copy this object: ${refused}`, primary, kept: { kind: 'none', copy: copyId, ...(remove ? { remove } : {}) } };
     }
+    return { copyId, copyNamespace, context, workspacePath, content: { content, serialized }, mutationProblems: mutation.problems };
+  }
+
+  /**
+   * The primary's copy written: an old one the naming moved away from goes, the finalizer goes on,
+   * the copy namespace is claimed, the copy is created or updated, and its status comes back.
+   */
+  private async placeCopy(scope: ReconcileScope, primary: KubeObject, plan: CopyPlan): Promise<NotSynced | PlacedCopy> {
+    const { reads, resource, id, record } = scope;
+    const { clusters } = this.deps;
+    const { copyId, copyNamespace, context } = plan;
     // The naming puts the copy elsewhere now: the old one goes once the new one may be written
     // (a copy refused above stays where it is, recorded, rather than none at all).
     if (record && !sameIdentity(record.copy, copyId)) {
       confirmLive(reads);
       await this.deleteOwnedCopy(reads, resource, record.copy, id);
     }
+    const primaries = clusters.client(id.cluster, resource.primaryType);
     const current = await this.ensureFinalizer(primaries, primary, id);
-    const copies = clusters.client(clusters.service.name, resource.copyType);
     const taken = resource.copyType.namespaced ? await this.copyNamespaces.claim(reads, { template: resource.naming.namespace, where: `${resource.where}.naming.namespace` }, { cluster: id.cluster, namespace: id.namespace }, copyNamespace) : undefined;
     if (taken) {
       // Another tenant's namespace (names that collided, or a template that cannot keep them apart): nothing goes there.
-      this.deps.recorder.warn(id.cluster, current, 'CopyConflict', `relsync cannot sync this object: ${taken}`);
-      await this.notSynced(resource, id, current, 'CopyConflict', taken);
-      this.deps.metrics.conflicts.inc({ kind: 'namespace' });
-      const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
-      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message: taken }, kept.relations);
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
+      return { reason: 'CopyConflict', message: taken, event: `relsync cannot sync this object: ${taken}`, primary: current, state: 'conflict', kept: { kind: 'claims', copy: copyId, recordAs: copyId, context }, requeue: true, conflict: 'namespace' };
     }
-
-    for (const p of mutation.problems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
-    const copy = await this.syncCopy(reads, { content, serialized }, copies, current, id, copyId, record !== undefined, workspacePath, resource.adopt ? resource.where : undefined).catch(async (err: unknown) => {
+    for (const p of plan.mutationProblems) this.deps.recorder.warn(id.cluster, current, 'MutationProblem', `the copy's ${p}`);
+    const copy = await this.syncCopy(scope, plan, current).catch(async (err: unknown) => {
       // The copy namespace went since it was last seen: made again at the retry.
       if (isNotFound(err) && /namespaces? "[^"]*" not found/.test((err as Error).message)) this.copyNamespaces.forget(copyNamespace);
       // Refused by the service cluster (invalid, denied by admission, forbidden) is the user's to see; a concurrent change (409),
@@ -344,22 +442,26 @@ export class PrimaryReconciler {
       if (err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 409 && err.statusCode !== 429) {
         const message = `relsync cannot write the copy ${describeIdentity(copyId)} in the service cluster: ${(err as Error).message}; it retries`;
         this.deps.recorder.warn(id.cluster, current, 'CopySyncFailed', message);
-        await this.notSynced(resource, id, current, 'CopySyncFailed', message).catch(() => undefined);
+        await this.notSynced(scope, current, { reason: 'CopySyncFailed', message }).catch(() => undefined);
       }
       throw err;
     });
     if (copy === 'conflict') {
       const message = `${describeIdentity(copyId)} exists and was not created by relsync agent "${this.deps.agentName}"; it is left untouched`;
-      this.deps.recorder.warn(id.cluster, current, 'CopyConflict', message);
-      await this.notSynced(resource, id, current, 'CopyConflict', message);
-      this.deps.metrics.conflicts.inc({ kind: 'primary' });
-      const kept = await this.keptClaims(reads, resource, id, current, copyId, context);
-      await store.saveReconcile({ id, uid: current.metadata.uid ?? '', copy: copyId, state: 'conflict', message }, kept.relations);
-      return { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(kept.known, record) };
+      return { reason: 'CopyConflict', message, primary: current, state: 'conflict', kept: { kind: 'claims', copy: copyId, recordAs: copyId, context }, requeue: true, conflict: 'primary' };
     }
+    return { copyId, context, copy, primary: await this.syncStatus(scope, current, copy) };
+  }
 
-    const synced = await this.syncStatus(resource, primaries, current, copy, id);
-
+  /**
+   * What every rule of the primary resolves to, claimed in the store before any related copy is
+   * touched: first the names (before related objects are read, so that an object created while
+   * this reconcile runs is routed here), then what selector and inverse rules found.
+   */
+  private async resolveRelated(scope: ReconcileScope, placed: PlacedCopy): Promise<ResolvedRelated> {
+    const { reads, resource, id, record } = scope;
+    const { clusters, store } = this.deps;
+    const { primary: synced, copy, copyId, context } = placed;
     // Phase 1: what every rule resolves to without reading related objects
     // (names, rendered selectors) is stored before those objects are read, so
     // that an object created while this reconcile runs is routed here (the
@@ -373,13 +475,12 @@ export class PrimaryReconciler {
     const selectorsChanged = selectors.length !== storedSelectors.size || selectors.some((s) => storedSelectors.get(s.ruleId) !== selectorQuery(s.selector));
     // What the store holds for this primary from here on, as this reconcile read and wrote it: the
     // last save compares against it instead of reading the rows again (KnownRows).
-    let known: KnownRows = { primary: record, relations: stored, selectorKeys: storedSelectorRows.map((s) => s.key) };
-    let relations: RelationOutcome[];
+    const rows: Intent = { id, primary: synced, copyId, selectors, relations: [], known: { primary: record, relations: stored, selectorKeys: storedSelectorRows.map((s) => s.key) } };
     // The names of reference and template rules, within limits.relatedPerPrimary as capRelated keeps
     // them (a wildcard resolves to one past it): the store never holds more claims than a primary may have.
     const named = plans.map((plan) => ({ plan, pairs: plan.named?.pairs ?? [], problems: [], ...(plan.named?.more ? { more: true } : {}) }));
     this.finder.capRelated(named, stored);
-    ({ relations, known } = await this.recordIntent(id, synced, copyId, record, stored, named.flatMap((n) => claimsOf(n.plan.input.rule, n.pairs)), selectors, selectorsChanged, known));
+    let { relations, known } = await this.recordIntent({ ...rows, relations: stored }, record, named.flatMap((n) => claimsOf(n.plan.input.rule, n.pairs)), selectorsChanged);
 
     const found: Array<{ plan: RulePlan } & Found> = [];
     for (const plan of plans) {
@@ -398,13 +499,20 @@ export class PrimaryReconciler {
     // primary writes the copy again. No interleaving of two reconciles ends without the copy, as long
     // as the copy's DELETED event (or, after a watch gap, the relist) is delivered, which the list/watch
     // loop guarantees.
-    ({ relations, known } = await this.recordIntent(id, synced, copyId, record ?? { state: 'synced', message: null }, relations, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), selectors, false, known));
+    ({ relations, known } = await this.recordIntent({ ...rows, relations, known }, record ?? { state: 'synced', message: null }, found.flatMap((f) => (f.plan.named ? [] : claimsOf(f.plan.input.rule, f.pairs))), false));
+    return { found, stored, selectors, relations, known, capped };
+  }
 
-    // Copies of relations this primary no longer resolves to go first (unless another primary claims
-    // them), so that a destination that changed its source is free for the new one; those a rule's
-    // cleanup policy keeps until the primary goes stay, as retained relations (relation-sync.ts endStale).
+  /**
+   * Every relation synced: copies of relations the primary no longer resolves to go first (unless
+   * another primary claims them), so that a destination that changed its source is free for the new
+   * one; those a rule's cleanup policy keeps until the primary goes stay, as retained relations
+   * (relation-sync.ts endStale). Warnings and conflicts are recorded on the primary.
+   */
+  private async syncRelated(scope: ReconcileScope, primary: KubeObject, related: ResolvedRelated): Promise<RelatedSynced> {
+    const { reads, resource, id } = scope;
+    const { found, stored, relations } = related;
     const retained = await this.relations.endStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
-
     const problems: string[] = [];
     const work: Array<RelationOutcome | RelationWork> = [...retained];
     for (const { plan, ...result } of found) {
@@ -421,13 +529,21 @@ export class PrimaryReconciler {
       }
     }
     const outcomes = await syncedTogether(work);
-
     // The recorder logs each warning as it records it (see event-recorder.ts).
-    for (const p of problems) this.deps.recorder.warn(id.cluster, synced, 'RelatedResourceProblem', p);
+    for (const p of problems) this.deps.recorder.warn(id.cluster, primary, 'RelatedResourceProblem', p);
     const conflicts = outcomes.filter((o) => o.state === 'conflict');
-    for (const c of conflicts) {
-      this.deps.recorder.warn(id.cluster, synced, 'RelatedCopyConflict', c.message ?? '');
-    }
+    for (const c of conflicts) this.deps.recorder.warn(id.cluster, primary, 'RelatedCopyConflict', c.message ?? '');
+    return { outcomes, problems, conflicts };
+  }
+
+  /**
+   * The reconcile's outcome: the verdict on the primary (first: the versions a sweep compares are
+   * those it leaves), a Synced Event at the milestone, the store's one save, and the queue's answer.
+   */
+  private async finish(scope: ReconcileScope, outcome: SyncOutcome): Promise<Result> {
+    const { resource, id, record } = scope;
+    const { store } = this.deps;
+    const { primary: synced, copyId, found, outcomes, problems, conflicts, selectors, known } = outcome;
     // A primary reads as synced only when every relation is (or waits for its source to exist).
     const failed = outcomes.find((o) => o.state === 'error');
     const state: PrimaryState = problems.length > 0 || failed ? 'error' : conflicts.length > 0 ? 'conflict' : 'synced';
@@ -436,7 +552,6 @@ export class PrimaryReconciler {
     // Not after a warning on the primary (a rule that cannot apply to it): a sweep's reconcile says it again.
     const warned = found.some((f) => f.warned);
     const message = problems[0] ?? failed?.message ?? conflicts[0]?.message ?? null;
-    // The verdict goes on the primary first: the versions a sweep compares are those it leaves.
     const shown = await this.verdicts.show(resource.primaryType, id, synced, verdictOf(state, problems.length > 0 ? 'RelatedResourceProblem' : failed ? 'RelatedSyncFailed' : 'RelatedCopyConflict', message)).catch(async (err: unknown) => {
       // A 409 (the primary changed meanwhile): what this reconcile did is stored all the same; the retry reads live.
       await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions: null }, outcomes, selectors, known);
@@ -447,7 +562,7 @@ export class PrimaryReconciler {
     // brings the verdict to primaries synced before does not announce them all; a first sync whose last step failed does).
     const completedBefore = record?.state === 'synced' && record.versions != null;
     if (state === 'synced' && !completedBefore && !showsSynced(synced) && showsSynced(shown)) this.deps.recorder.normal(id.cluster, shown, 'Synced', 'relsync synced this object to the service cluster');
-    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, copy, outcomes, namespace) : null;
+    const versions = state === 'synced' && !retrySoon && !warned ? this.completeSync(resource, shown, outcome) : null;
     await store.saveReconcile({ id, uid: synced.metadata.uid ?? '', copy: copyId, state, message, versions }, outcomes, selectors, known);
     // A rule kept what it had (it could not be evaluated) or was cut at the limit: with a store that
     // did not know them, copies it resolved to before are in no stored relation (a sweep keeps them).
@@ -457,12 +572,54 @@ export class PrimaryReconciler {
     // nothing until it is fixed: what the store holds of it is all it claims.
     const keptStored = found.some((f) => f.keepStored);
     const unanswered = found.some((f) => f.unanswered);
-    const unknown = capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!unanswered, record) } : {};
-    return retrySoon ? { requeueAfterMs: this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS, ...unknown } : unknown;
+    const unknown = outcome.capped || keptStored ? { ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(!unanswered, record) } : {};
+    return retrySoon ? { requeueAfterMs: this.retryMs, ...unknown } : unknown;
+  }
+
+  /**
+   * One exit of a reconcile that does not sync the primary now: a Warning Event and the verdict on
+   * the primary, the metric of a conflict, what the store keeps of it (NotSynced.kept), and the
+   * queue's answer.
+   */
+  private async refuse(scope: ReconcileScope, why: NotSynced): Promise<Result> {
+    const { id, record } = scope;
+    const { store } = this.deps;
+    this.deps.recorder.warn(id.cluster, why.primary, why.reason, why.event ?? why.message);
+    await this.notSynced(scope, why.primary, why);
+    if (why.conflict) this.deps.metrics.conflicts.inc({ kind: why.conflict });
+    const row = (copy: ObjectIdentity) => ({ id, uid: why.primary.metadata.uid ?? '', copy, state: why.state ?? 'error', message: why.message });
+    const retry = why.requeue ? { requeueAfterMs: this.retryMs } : {};
+    const { kept } = why;
+    switch (kept.kind) {
+      case 'unrecorded':
+        return { relationsUnknown: true, claimsUnknown: true };
+      case 'none':
+        await kept.remove?.();
+        await store.saveReconcile(row(kept.copy), []);
+        return done;
+      case 'stored':
+        if (kept.copy) await store.saveReconcile(row(kept.copy), await this.keptRelations(id));
+        return { ...retry, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(false, record) };
+      case 'claims': {
+        const claims = await this.keptClaims(scope, why.primary, kept);
+        await store.saveReconcile(row(kept.recordAs), claims.relations);
+        return { ...retry, ...KEPT_AS_IT_WAS, ...this.claimsKnownIf(claims.known, record) };
+      }
+    }
+  }
+
+  /** How soon a conflict (or a workspace path not known yet) is looked at again. */
+  private get retryMs(): number {
+    return this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS;
+  }
+
+  /** Where a primary's copy is recorded before its name could be rendered: the primary's own name in the service cluster. */
+  private defaultCopyId(resource: ResolvedResource, id: ObjectIdentity): ObjectIdentity {
+    return { ...id, cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource };
   }
 
   /** The versions of a complete sync, or null when any object it acted on has none to compare. */
-  private completeSync(resource: ResolvedResource, primary: KubeObject, copy: KubeObject, outcomes: readonly RelationOutcome[], namespace: KubeObject | undefined): PrimaryVersions | null {
+  private completeSync(resource: ResolvedResource, primary: KubeObject, { copy, outcomes, namespace }: Pick<SyncOutcome, 'copy' | 'outcomes' | 'namespace'>): PrimaryVersions | null {
     const p = objectVersion(primary);
     const c = objectVersion(copy);
     if (!this.deps.fingerprint || p === undefined || c === undefined || outcomes.some((o) => !o.versions)) return null;
@@ -477,17 +634,8 @@ export class PrimaryReconciler {
    * read, so that one created meanwhile is routed here) and again with what
    * selector and inverse rules found (before any copy is written).
    */
-  private async recordIntent(
-    id: ObjectIdentity,
-    primary: KubeObject,
-    copyId: ObjectIdentity,
-    record: Pick<PrimaryRecord, 'state' | 'message'> | undefined,
-    relations: readonly RelationOutcome[],
-    claims: readonly Claim[],
-    selectors: readonly SelectorRecord[],
-    selectorsChanged: boolean,
-    known: KnownRows,
-  ): Promise<{ relations: RelationOutcome[]; known: KnownRows }> {
+  private async recordIntent(intent: Intent, record: Pick<PrimaryRecord, 'state' | 'message'> | undefined, claims: readonly Claim[], selectorsChanged: boolean): Promise<{ relations: RelationOutcome[]; known: KnownRows }> {
+    const { id, primary, copyId, relations, selectors, known } = intent;
     const claimed = new Set(relations.map(claimKey));
     const fresh: RelationOutcome[] = claims.filter((c) => !claimed.has(claimKey(c))).map((c) => ({ ...c, state: 'pending' as const, contentHash: null, message: 'resolved; not synced yet' }));
     // Nothing new to claim, and the stored row is this incarnation's with this copy: routing already finds this primary.
@@ -559,11 +707,15 @@ export class PrimaryReconciler {
     return undefined;
   }
 
-  /** Removes the copy and the related copies only this primary owned, then lets the primary go. */
-  private async finalize(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined, uids: ReadonlyArray<string | undefined>): Promise<Result> {
+  /**
+   * Removes the copy (of the stored incarnation or of this one: deleted and created again since)
+   * and the related copies only this primary owned, then lets the primary go.
+   */
+  private async finalize(scope: ReconcileScope, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined): Promise<Result> {
+    const { reads, resource, id } = scope;
     const { clusters, store, logger } = this.deps;
     if (copyId) {
-      const waiting = await this.removeCopy(reads, resource, id, copyId, uids, 'primary gone');
+      const waiting = await this.removeCopy(scope, copyId, [scope.record?.uid, primary?.metadata.uid], 'primary gone');
       if (waiting) return waiting;
     }
     const shared: RelationRecord[] = [];
@@ -619,7 +771,7 @@ export class PrimaryReconciler {
    * that another replica, with a store of its own, already synced after a delete-and-recreate):
    * it is left in place.
    */
-  private async removeCopy(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
+  private async removeCopy({ reads, resource, id }: ReconcileScope, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
     const copy = await copies.get(copyId.namespace, copyId.name);
@@ -669,13 +821,18 @@ export class PrimaryReconciler {
   }
 
   /**
-   * Writes the primary's copy. `desired`: what the copy holds (the primary's content, mutated),
-   * with its stableJson, which the caller wrote once (a tenant's megabyte takes a while);
-   * `known`: the store knows this primary (its copy was written, or found in the way);
-   * `workspacePath`: the primary's kcp workspace path, for resources with workspacePath (marked on
-   * the copy); `adopting`: the resource's place in the config, when it adopts (sync/adoption.ts).
+   * Writes the primary's copy as planned: what it holds (the primary's content, mutated), with its
+   * stableJson, which the plan wrote once (a tenant's megabyte takes a while), and where it goes;
+   * the primary's kcp workspace path (resources with workspacePath) is marked on the copy.
    */
-  private async syncCopy(reads: ObjectReads, { content: desired, serialized }: { readonly content: CopyContent; readonly serialized: string }, copies: ObjectClient, primary: KubeObject, id: ObjectIdentity, copyId: ObjectIdentity, known: boolean, workspacePath: string | undefined, adopting: string | undefined): Promise<KubeObject | 'conflict'> {
+  private async syncCopy(scope: ReconcileScope, plan: CopyPlan, primary: KubeObject): Promise<KubeObject | 'conflict'> {
+    const { reads, resource, id } = scope;
+    const { copyId, workspacePath, content: { content: desired, serialized } } = plan;
+    const copies = this.deps.clusters.client(this.deps.clusters.service.name, resource.copyType);
+    // The store knows this primary (its copy was written, or found in the way).
+    const known = scope.record !== undefined;
+    // resources[].adopt: the resource's place in the config, when it adopts (sync/adoption.ts).
+    const adopting = resource.adopt ? resource.where : undefined;
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(serialized), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
@@ -695,7 +852,7 @@ export class PrimaryReconciler {
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */
-  private async syncStatus(resource: ResolvedResource, primaries: ObjectClient, primary: KubeObject, copy: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
+  private async syncStatus({ resource, id }: ReconcileScope, primary: KubeObject, copy: KubeObject): Promise<KubeObject> {
     if (copy.status === undefined) return primary;
     // The copy's status, mutated on its way back (rules/mutation.ts).
     const { result, problems } = mutated({ status: copy.status }, resource.mutation?.status ?? [], copy);
@@ -703,6 +860,7 @@ export class PrimaryReconciler {
     // relsync's own condition stays beside what the operator wrote (sync-verdict.ts).
     const status = this.verdicts.carry(primary, result.status);
     if (deepEqual(status, primary.status)) return primary;
+    const primaries = this.deps.clusters.client(id.cluster, resource.primaryType);
     return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status }));
   }
 
@@ -718,7 +876,7 @@ export class PrimaryReconciler {
   }
 
   /** Shows on the primary why it is not synced (sync-verdict.ts); what is shown is not needed after. */
-  private async notSynced(resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject, reason: string, message: string): Promise<void> {
+  private async notSynced({ resource, id }: ReconcileScope, primary: KubeObject, { reason, message }: Pick<NotSynced, 'reason' | 'message'>): Promise<void> {
     await this.verdicts.show(resource.primaryType, id, primary, { synced: false, reason, message });
   }
 
@@ -738,7 +896,7 @@ export class PrimaryReconciler {
    * rule reads the primary's own copy: without one (a conflict), it claims nothing. `known`: every
    * rule was resolved, none cut at its limit.
    */
-  private async keptClaims(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, primary: KubeObject, copyId: ObjectIdentity, context: TemplateContext): Promise<{ relations: RelationOutcome[]; known: boolean }> {
+  private async keptClaims({ reads, resource, id }: ReconcileScope, primary: KubeObject, { copy: copyId, context }: { readonly copy: ObjectIdentity; readonly context: TemplateContext }): Promise<{ relations: RelationOutcome[]; known: boolean }> {
     const kept = await this.keptRelations(id);
     const service = this.deps.clusters.service.name;
     const there = await reads.get(service, resource.copyType, copyId.namespace, copyId.name);
