@@ -525,7 +525,7 @@ export class PrimaryReconciler {
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
         const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
-        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync(reads, plan.input, pair, id, copied, undefined, before?.state === 'synced' ? before.contentHash : null) });
+        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
       }
     }
     const outcomes = await syncedTogether(work);

@@ -21,7 +21,6 @@ import { mutated, specView } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import type { RelationRecord, RelationVersions } from '../store/records.js';
 import { ROW_BYTES, type RelationStore } from '../store/relation-store.js';
-import type { RelationState } from '../store/schema.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, stableJson, type CopyContent } from './content.js';
 import { convertContent } from './content-conversion.js';
@@ -69,6 +68,58 @@ export interface RelationSyncDeps {
   readonly clock?: Clock | undefined;
 }
 
+/** One relation to sync (RelationSync.sync). */
+export interface RelationJob {
+  /** Where the primary's reconcile reads. */
+  readonly reads: ObjectReads;
+  readonly input: ResolveInput;
+  readonly pair: RelatedPair;
+  /** The primary. */
+  readonly owner: ObjectIdentity;
+  /**
+   * Whether the store says this relation's copy was written (synced, or in conflict with an object
+   * in its place); when it does not (a new relation), a destination the watches did not deliver is
+   * not read before it is created. Default true.
+   */
+  readonly copied?: boolean;
+  /**
+   * The version of the copy the store says this synced relation last wrote or saw (edge-sync.ts): a
+   * copy in the service cluster that the watches did not deliver is then updated at that version
+   * instead of read first.
+   */
+  readonly writtenAt?: string | undefined;
+  /** The content hash the store holds for this relation, when it was synced. */
+  readonly syncedHash?: string | null;
+}
+
+/** One relation being synced: its job, its outcome's identity, the clients of its two sides. */
+interface RelationAt {
+  readonly job: RelationJob;
+  readonly base: Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>;
+  readonly sources: ObjectClient;
+  readonly dests: ObjectClient;
+  /** The destination is in the service cluster. */
+  readonly inService: boolean;
+  /** A Warning Event on the primary (`reason`, default RelatedSyncFailed) and the relation's error outcome. */
+  readonly failed: (message: string, reason?: string, contentHash?: string | null) => RelationOutcome;
+}
+
+/** One side of a relation as read; `forbidden`: why relsync may not read it. */
+interface SideRead {
+  readonly object?: KubeObject | undefined;
+  readonly forbidden?: string;
+  readonly notServed?: boolean;
+}
+
+/** What the copy holds (RelationSync.desiredOf), and whom it is charged to. */
+type Judged = ReturnType<RelationSync['desiredOf']> & { readonly charge: { readonly tenant: string; readonly bytes: number } | undefined };
+
+/** What is in the destination's place (`existing`), or the version to update it at without reading it. */
+interface Place {
+  readonly existing: KubeObject | undefined;
+  readonly atVersion: string | undefined;
+}
+
 export class RelationSync {
   private readonly refusals: AdoptionRefusals;
 
@@ -78,181 +129,205 @@ export class RelationSync {
   }
 
   /**
-   * `copied`: whether the store says this relation's copy was written (synced, or in conflict with an
-   * object in its place); when it does not (a new relation), a destination the watches did not
-   * deliver is not read before it is created (see below). `writtenAt`: the version of the copy the
-   * store says this synced relation last wrote or saw (edge-sync.ts): a copy in the service cluster
-   * that the watches did not deliver is then updated at that version instead of read first.
+   * Syncs one relation, in steps: the source read (absent: the copy goes or is kept, as the rule's
+   * cleanup policy says), what its copy holds judged (depth, size, Secret type, the tenant's budget),
+   * the destination's place read and claimed (not relsync's: a conflict), then the write. Each step
+   * that ends the relation's sync returns its outcome.
    */
-  async sync(reads: ObjectReads, input: ResolveInput, pair: RelatedPair, owner: ObjectIdentity, copied = true, writtenAt?: string, syncedHash?: string | null): Promise<RelationOutcome> {
-    const { clusters, metrics } = this.deps;
-    const { rule, primary } = input;
-    const base = { ruleId: rule.id, origin: rule.origin, source: pair.source, destination: pair.destination };
-    const sources = clusters.client(pair.source.cluster, rule.sourceType);
-    const dests = clusters.client(pair.destination.cluster, rule.destinationType);
-    // Not allowed to read one side (a kcp workspace that did not accept a claim, or RBAC): this relation fails, the others go on.
-    const read = async (client: ObjectClient, id: ObjectIdentity): Promise<{ object?: KubeObject | undefined; forbidden?: string; notServed?: boolean }> => {
-      try {
-        return { object: await reads.get(id.cluster, client.type, id.namespace, id.name) };
-      } catch (err) {
-        if (isForbidden(err)) return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
-        const notServed = this.notServed(err, rule, id);
-        if (notServed) return { forbidden: `rule ${rule.id}: ${notServed}`, notServed: true };
-        throw err;
-      }
+  async sync(job: RelationJob): Promise<RelationOutcome> {
+    const { rule, primary } = job.input;
+    const { clusters } = this.deps;
+    const on: RelationAt = {
+      job,
+      base: { ruleId: rule.id, origin: rule.origin, source: job.pair.source, destination: job.pair.destination },
+      sources: clusters.client(job.pair.source.cluster, rule.sourceType),
+      dests: clusters.client(job.pair.destination.cluster, rule.destinationType),
+      // A destination in the service cluster that relsync will not write reads the same to the tenant
+      // whatever is there (refused()); one on the tenant's own platform is said as it is.
+      inService: job.pair.destination.cluster === clusters.service.name,
+      failed: (message, reason = 'RelatedSyncFailed', contentHash = null) => {
+        this.deps.recorder.warn(job.owner.cluster, primary, reason, message);
+        return { ...on.base, state: 'error', contentHash, message };
+      },
     };
-    const refusedRead = async (refused: { forbidden?: string; notServed?: boolean }): Promise<RelationOutcome> => {
-      const message = refused.forbidden!;
-      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      // Not served may be a moment's (a binding on its way): looked at again, as a missing namespace is.
-      return { ...base, state: 'error', contentHash: null, message, ...(refused.notServed ? { retrySoon: true } : {}) };
-    };
-    const sourceRead = await read(sources, pair.source);
-    if (sourceRead.forbidden !== undefined) return refusedRead(sourceRead);
+    const sourceRead = await this.read(on, on.sources, job.pair.source);
+    if (sourceRead.forbidden !== undefined) return this.refusedRead(on, sourceRead);
     // A source that is not provably the copy's reads as absent, with the same message: the tenant
     // learns nothing about the provider's objects, not even that one of that name exists.
-    const source = sourceRead.object && !this.deps.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.deps.finder.isProven(input, sourceRead.object) ? sourceRead.object : undefined;
+    const source = sourceRead.object && !this.deps.finder.isOwnCopyAsServiceSource(rule, sourceRead.object) && this.deps.finder.isProven(job.input, sourceRead.object) ? sourceRead.object : undefined;
+    if (!source) return this.sourceAbsent(on, sourceRead.object);
+    const judged = await this.judge(on, source);
+    if ('state' in judged) return judged;
+    const place = await this.placeOf(on, judged);
+    if ('state' in place) return place;
+    return this.write(on, source, judged, place);
+  }
 
-    if (!source) {
-      const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead);
-      const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
-      if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
-        // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
-        const message = `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
-        return { ...base, state: 'retained', contentHash: null, message, versions: null };
-      }
-      // The source's absence is the API server's word; the destination's marks may be the cache's (remove() confirms live).
-      const removed = (await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' })) === 'deleted';
-      // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
-      const versions = relationVersions(sourceRead.object, removed ? undefined : destRead.object);
-      return { ...base, state: 'pending', contentHash: null, message: waiting, versions };
+  /** Reads one side of a relation; not allowed to (a kcp workspace that did not accept a claim, or RBAC): said, and this relation fails, the others go on. */
+  private async read(on: RelationAt, client: ObjectClient, id: ObjectIdentity): Promise<SideRead> {
+    const { rule } = on.job.input;
+    try {
+      return { object: await on.job.reads.get(id.cluster, client.type, id.namespace, id.name) };
+    } catch (err) {
+      if (isForbidden(err)) return { forbidden: `rule ${rule.id}: ${this.deps.refusals.forbidden(id.cluster, client.type, 'read')}` };
+      const notServed = this.notServed(err, rule, id);
+      if (notServed) return { forbidden: `rule ${rule.id}: ${notServed}`, notServed: true };
+      throw err;
     }
+  }
+
+  /** A side relsync may not read or write. Not served may be a moment's (a binding on its way): looked at again, as a missing namespace is. */
+  private refusedRead(on: RelationAt, refused: { readonly forbidden?: string; readonly notServed?: boolean }): RelationOutcome {
+    return { ...on.failed(refused.forbidden!), ...(refused.notServed ? { retrySoon: true } : {}) };
+  }
+
+  /** No source (or none provably the copy's): the copy goes, or stays as it was where the rule's cleanup policy keeps it. */
+  private async sourceAbsent(on: RelationAt, sourceSeen: KubeObject | undefined): Promise<RelationOutcome> {
+    const { reads, input: { rule }, pair } = on.job;
+    const destRead = await this.read(on, on.dests, pair.destination);
+    if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
+    const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
+    if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
+      // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
+      const message = `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
+      return { ...on.base, state: 'retained', contentHash: null, message, versions: null };
+    }
+    // The source's absence is the API server's word; the destination's marks may be the cache's (remove() confirms live).
+    const removed = (await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' })) === 'deleted';
+    // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
+    const versions = relationVersions(sourceSeen, removed ? undefined : destRead.object);
+    return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions };
+  }
+
+  /** What the copy of `source` holds, judged before anything is read or written at the destination; or why it is not written. */
+  private async judge(on: RelationAt, source: KubeObject): Promise<RelationOutcome | Judged> {
+    const { input: { rule, primary }, pair, owner } = on.job;
+    const not = (why: string) => `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${why}`;
     // Nested deeper than relsync reads (copy-refusals.ts): refused before its content is converted,
     // mutated or hashed. A copy written before stays as it was, as for a copy over the size limit.
     const tooDeep = this.deps.refusals.depth(source);
-    if (tooDeep) {
-      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooDeep}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
-    const { desired, serialized, hash, markHash, status, problems } = this.desiredOf(rule, source);
+    if (tooDeep) return on.failed(not(tooDeep));
+    const desired = this.desiredOf(rule, source);
     // Converting, mutating and hashing a large source took milliseconds: the rest waits for a turn
     // on the event loop (util/heavy-turns.ts), so that a reconcile of many large related objects
     // read from memory (the cache, a sweep's snapshot) is not one long task.
-    await heavyTurns.turn(serialized.length, owner.cluster);
+    await heavyTurns.turn(desired.serialized.length, owner.cluster);
     // A mutation that did not fit this source: said on the primary (the value stays as it was in the copy).
-    for (const p of problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
-    const tooBig = this.deps.refusals.size(serialized);
-    if (tooBig) {
-      // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
-      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${tooBig}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
+    for (const p of desired.problems) this.deps.recorder.warn(owner.cluster, primary, 'MutationProblem', `the copy of ${describeIdentity(pair.source)}: ${p}`);
+    // A copy written before stays as it was (removing it could make the operator act); it is no longer updated.
+    const tooBig = this.deps.refusals.size(desired.serialized);
+    if (tooBig) return on.failed(not(tooBig));
     // Judged on what is written, and on the source when it is a Secret written as another kind: a
     // token-minting Secret's values are not the other side's to read in a ConfigMap either.
-    const refusal = this.deps.refusals.secret(rule.destinationType, desired) ?? this.deps.refusals.secret(rule.sourceType, { fields: { type: source.type } });
+    const refusal = this.deps.refusals.secret(rule.destinationType, desired.desired) ?? this.deps.refusals.secret(rule.sourceType, { fields: { type: source.type } });
     if (refusal) {
       // A tenant's Secret that would make the other side act (mint a token): never copied; a copy
       // written before the policy said so goes.
-      const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return refusedRead(destRead);
-      await this.deps.writer.remove(dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'refused content' });
-      const message = `rule ${rule.id}: ${describeIdentity(pair.source)} is not copied: ${refusal}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error', contentHash: null, message };
+      const destRead = await this.read(on, on.dests, pair.destination);
+      if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
+      await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: on.job.reads, why: 'refused content' });
+      return on.failed(not(refusal));
     }
     // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
     // kept as it was, like one too big. Judged before the destination is read or its namespace
     // claimed: a tenant at its budget learns nothing of what is there, and makes no namespace.
-    const charge = pair.destination.cluster === clusters.service.name ? { tenant: owner.cluster, bytes: Buffer.byteLength(serialized) } : undefined;
+    const charge = on.inService ? { tenant: owner.cluster, bytes: Buffer.byteLength(desired.serialized) } : undefined;
     const overBudget = charge && (await this.deps.budget?.refusal(charge.tenant, pair.destination, charge.bytes));
-    if (overBudget) {
-      const message = `rule ${rule.id}: ${overBudget}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'CopyBudgetReached', message);
-      return { ...base, state: 'error', contentHash: null, message };
-    }
-    const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
-    const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
-    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...statusMark } };
-    // A destination in the service cluster that relsync will not write reads the same to the tenant
-    // whatever is there (refused()); one on the tenant's own platform is said as it is.
-    const inService = pair.destination.cluster === clusters.service.name;
-    const conflict = (): RelationOutcome => {
-      if (inService) return this.refused(base, hash, owner, rule, "an object there is not relsync's copy of this source (the provider's own, another source's copy, or one not granted for adoption)");
-      metrics.conflicts.inc({ kind: 'related' });
-      return {
-        ...base,
-        state: 'conflict',
-        contentHash: hash,
-        message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched`,
-      };
-    };
-    // A new relation's destination that the watches did not deliver is not read: the write is a
-    // create that the API server refuses when anything has the name, and then it is read
-    // (copy-writer.ts) — a first sync costs one write per copy, not a GET and a write. A relation
-    // whose copy was written reads it (from the watches, or the API server) as before.
-    let existing: KubeObject | undefined;
+    if (overBudget) return on.failed(`rule ${rule.id}: ${overBudget}`, 'CopyBudgetReached');
+    return { ...desired, charge };
+  }
+
+  /**
+   * What is in the destination's place, and whether relsync may write there: a new relation's
+   * destination that the watches did not deliver is not read (the write is a create that the API
+   * server refuses when anything has the name, and then it is read, copy-writer.ts: a first sync
+   * costs one write per copy, not a GET and a write); a relation whose copy was written reads it
+   * (from the watches, or the API server), or, beside the primary's copy, updates it at the version
+   * the store says it wrote.
+   */
+  private async placeOf(on: RelationAt, judged: Judged): Promise<RelationOutcome | Place> {
+    const { reads, input, pair, owner, copied = true, writtenAt } = on.job;
+    const { rule } = input;
     const known = !copied || writtenAt !== undefined ? reads.peek?.(pair.destination.cluster, rule.destinationType, pair.destination.namespace, pair.destination.name) : undefined;
     // The copy as relsync left it, not read: its version is the write's precondition (copy-writer.ts
     // updateAt). Only beside the primary's copy, whose namespace the caller saw it in (a rule's own
     // destination namespace is claimed again before anything is written there).
-    const atVersion = !known && writtenAt !== undefined && pair.destination.cluster === clusters.service.name && pair.destination.namespace === (input.copy.metadata.namespace ?? '') ? writtenAt : undefined;
-    if (known) existing = known.object;
-    else if (atVersion === undefined && (copied || !reads.peek)) {
-      const destRead = await read(dests, pair.destination);
-      if (destRead.forbidden !== undefined) return inService ? this.refused(base, hash, owner, rule, destRead.forbidden) : refusedRead(destRead);
+    const atVersion = !known && writtenAt !== undefined && on.inService && pair.destination.namespace === (input.copy.metadata.namespace ?? '') ? writtenAt : undefined;
+    let existing: KubeObject | undefined = known?.object;
+    if (!known && atVersion === undefined && (copied || !reads.peek)) {
+      const destRead = await this.read(on, on.dests, pair.destination);
+      if (destRead.forbidden !== undefined) return on.inService ? this.refused(on, judged.hash, destRead.forbidden) : this.refusedRead(on, destRead);
       existing = destRead.object;
     }
     // Not relsync's: a conflict, unless the rule adopts and the writer finds it granted (adoption.ts).
     const foreign = existing !== undefined && !this.deps.writer.isMarkedCopyOf(existing, pair.source);
-    if (foreign && !rule.adopt) return conflict();
+    if (foreign && !rule.adopt) return this.conflict(on, judged.hash);
     // A service-side destination namespace of the rule's own (namespace.destination) serves this
     // primary's source namespace, as a copy namespace does: one that serves another source is a conflict
     // (also for an object granted for adoption there).
     const destNamespace = pair.destination.namespace;
-    if ((!existing || foreign) && atVersion === undefined && pair.destination.cluster === clusters.service.name && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
+    if ((!existing || foreign) && atVersion === undefined && on.inService && destNamespace && rule.destinationNamespace && destNamespace !== input.copy.metadata.namespace) {
       const taken = await this.deps.copyNamespaces.claim(reads, { template: rule.destinationNamespace, where: `${rule.where}.namespace.destination` }, { cluster: owner.cluster, namespace: owner.namespace }, destNamespace);
-      if (taken) return this.refused(base, hash, owner, rule, taken);
+      if (taken) return this.refused(on, judged.hash, taken);
     }
+    return { existing, atVersion };
+  }
+
+  /** An object in the destination's place that is not relsync's copy of this source. */
+  private conflict(on: RelationAt, hash: string): RelationOutcome {
+    const { input: { rule }, pair } = on.job;
+    if (on.inService) return this.refused(on, hash, "an object there is not relsync's copy of this source (the provider's own, another source's copy, or one not granted for adoption)");
+    this.deps.metrics.conflicts.inc({ kind: 'related' });
+    return { ...on.base, state: 'conflict', contentHash: hash, message: `rule ${rule.id}: ${describeIdentity(pair.destination)} exists and is not relsync's copy of ${describeIdentity(pair.source)}; it is left untouched` };
+  }
+
+  /** The copy written; what the destination's API server answered decides the outcome. */
+  private async write(on: RelationAt, source: KubeObject, judged: Judged, place: Place): Promise<RelationOutcome> {
+    const { input: { rule, primary }, pair, owner, syncedHash } = on.job;
+    const { desired, hash, markHash, status, charge } = judged;
+    const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
+    const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
+    const marks = { labels: baseMarks.labels, annotations: { ...baseMarks.annotations, [CONTENT_HASH_ANNOTATION]: markHash, ...statusMark } };
     let written: KubeObject | 'conflict';
     try {
       // A copy's status on a platform is relsync's alone (set back when changed); in the service cluster its operator may write it too.
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
-      const statusWrite = status && { ...status, repair: pair.destination.cluster !== clusters.service.name, written: syncedHash === hash };
+      const statusWrite = status && { ...status, repair: !on.inService, written: syncedHash === hash };
       const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing, createsNamespace: true, status: statusWrite, adopt, charge };
-      written = atVersion !== undefined ? await this.atVersionOrLive(dests, write, atVersion) : await this.deps.writer.upsert(dests, write);
-      if (written === 'conflict') return conflict();
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge };
+      written = place.atVersion !== undefined ? await this.atVersionOrLive(on.dests, write, place.atVersion) : await this.deps.writer.upsert(on.dests, write);
+      if (written === 'conflict') return this.conflict(on, hash);
     } catch (err) {
-      if (err instanceof MissingNamespaceError) {
-        const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS) / 1000)} s`;
-        this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-        return { ...base, state: 'error' as RelationState, contentHash: hash, message, retrySoon: true };
-      }
-      // A concurrent change (409), throttling (429), a server error, expired credentials or an
-      // unreachable cluster: the whole reconcile is retried with the work queue's backoff (never
-      // sooner than Retry-After).
-      if (isConflict(err)) throw err;
-      if (isTransient(err)) {
-        // Until a retry lands, the primary does not read as synced. (Always followed by the throw:
-        // the reconcile's last save compares with the rows it knows, store/relation-store.ts KnownRows.)
-        await this.deps.store.setPrimaryState(owner, 'error', `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)} yet: ${(err as Error).message}; retrying`);
-        throw err;
-      }
-      const notServed = this.notServed(err, rule, pair.destination);
-      if (notServed) return refusedRead({ forbidden: `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${notServed}`, notServed: true });
-      // Forbidden (RBAC, an admission policy that reserves the name): the service cluster's 403 may
-      // differ with what exists there (an apply that creates needs `create` as well), so it reads
-      // as any other refused destination. A 422 is about the content, the tenant's to fix: said below.
-      if (inService && isForbidden(err)) return this.refused(base, hash, owner, rule, (err as Error).message);
-      // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
-      const message = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}: ${(err as Error).message}`;
-      this.deps.recorder.warn(owner.cluster, primary, 'RelatedSyncFailed', message);
-      return { ...base, state: 'error' as RelationState, contentHash: hash, message };
+      return this.writeFailed(on, hash, err);
     }
-    return { ...base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
+    return { ...on.base, state: 'synced', contentHash: hash, message: null, versions: relationVersions(source, written) };
+  }
+
+  /** A write the destination refused: the relation's outcome, or (for what a retry may fix) the reconcile's error. */
+  private async writeFailed(on: RelationAt, hash: string, err: unknown): Promise<RelationOutcome> {
+    const { input: { rule }, pair, owner } = on.job;
+    const cannot = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}`;
+    if (err instanceof MissingNamespaceError) {
+      return { ...on.failed(`${cannot}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS) / 1000)} s`, 'RelatedSyncFailed', hash), retrySoon: true };
+    }
+    // A concurrent change (409), throttling (429), a server error, expired credentials or an
+    // unreachable cluster: the whole reconcile is retried with the work queue's backoff (never
+    // sooner than Retry-After).
+    if (isConflict(err)) throw err;
+    if (isTransient(err)) {
+      // Until a retry lands, the primary does not read as synced. (Always followed by the throw:
+      // the reconcile's last save compares with the rows it knows, store/relation-store.ts KnownRows.)
+      await this.deps.store.setPrimaryState(owner, 'error', `${cannot} yet: ${(err as Error).message}; retrying`);
+      throw err;
+    }
+    const notServed = this.notServed(err, rule, pair.destination);
+    if (notServed) return this.refusedRead(on, { forbidden: `${cannot}: ${notServed}`, notServed: true });
+    // Forbidden (RBAC, an admission policy that reserves the name): the service cluster's 403 may
+    // differ with what exists there (an apply that creates needs `create` as well), so it reads
+    // as any other refused destination. A 422 is about the content, the tenant's to fix: said below.
+    if (on.inService && isForbidden(err)) return this.refused(on, hash, (err as Error).message);
+    // Refused for good (invalid, denied, forbidden): parked until the source, the primary or the config changes.
+    return on.failed(`${cannot}: ${(err as Error).message}`, 'RelatedSyncFailed', hash);
   }
 
   /**
@@ -264,7 +339,7 @@ export class RelationSync {
    * (issue #36). Looked at again as any conflict is (every 30 s, and when the object in the way
    * goes). `why` goes to the provider's log, once per destination and reason in ten minutes.
    */
-  private refused(base: Pick<RelationOutcome, 'ruleId' | 'origin' | 'source' | 'destination'>, hash: string, owner: ObjectIdentity, rule: ResolvedRule, why: string): RelationOutcome {
+  private refused({ base, job: { owner, input: { rule } } }: RelationAt, hash: string, why: string): RelationOutcome {
     this.deps.metrics.conflicts.inc({ kind: 'related' });
     const told = compositeKey(identityKey(base.destination), why);
     if (!this.told.get(told)) {
