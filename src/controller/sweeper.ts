@@ -37,6 +37,9 @@ import type { ClusterSet } from '../kube/cluster-set.js';
 import { sameType, typeName, type ResourceType } from '../core/resource-type.js';
 import { describeIdentity, identityKey, identityOf, identityProblem } from '../core/identity.js';
 import type { RelationStore } from '../store/relation-store.js';
+import type { SelectorLabelKeys } from '../store/selector-index.js';
+import type { ListPage } from '../kube/resource-client.js';
+import type { KubeObject } from '../core/object.js';
 import type { SweepTrigger } from '../store/schema.js';
 import type { SweepCounts, SweepStore } from '../store/sweep-store.js';
 import { copyOf, copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
@@ -46,9 +49,9 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import type { PrimaryKey } from './primary-key.js';
-import type { SweepReads } from './sweep-snapshot.js';
+import type { SweepReads, SweepSnapshot } from './sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
-import type { WorkQueue } from './work-queue.js';
+import type { Finished, WorkQueue } from './work-queue.js';
 import type { CopyWriter } from '../sync/copy-writer.js';
 import { markedSource } from '../sync/marks.js';
 import { readAhead } from '../util/read-ahead.js';
@@ -131,6 +134,82 @@ interface ListedCopy {
   readonly id: ObjectIdentity;
   readonly uid: string | undefined;
   readonly copy: NonNullable<ReturnType<typeof copyOf>>;
+}
+
+/** What a sweep gathers while it lists and reconciles, for its orphan check (Sweeper.run). */
+class SweepFindings {
+  /** Every primary to reconcile, listed or stored, by identityKey(). */
+  readonly queued = new Map<string, PrimaryKey>();
+  /** Every listed copy, by identity and uid only: the objects themselves are not kept. */
+  readonly copies: ListedCopy[] = [];
+  /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
+  readonly failed = new Set<string>();
+  /** Clusters with a primary whose relations this sweep does not know (failed, or kept without any stored): their related copies stay. */
+  readonly unsure = new Set<string>();
+  /**
+   * Which primaries exist is known of a cluster only once every primary type's LIST of its
+   * platform completed: a LIST that failed (a 503, a timeout, an expired continue token), a
+   * workspace bound halfway through one, or a platform without a watch at all (not wired yet)
+   * leaves primaries the store may not know, whose related copies would look like orphans.
+   */
+  readonly primaryLists: PrimaryListCoverage;
+  /** The clusters whose primaries a LIST of this sweep showed (those it may find complete). */
+  readonly primaryClusters = new Set<string>();
+  /**
+   * Clusters with a primary whose claims this sweep could not bring into the store: its reconcile
+   * failed, it has no record at all (refused by a limit), or it was kept as it was with claims
+   * neither resolved anew (a conflict's and a too-big copy's are: PrimaryReconciler.keptClaims)
+   * nor written since the store was opened. A kept primary still keeps this sweep from deleting
+   * its cluster's unaccounted copies (unsure), but once its claims are in the store the copies
+   * other primaries let go are decided.
+   */
+  readonly claimsUnknown = new Set<string>();
+  /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
+  readonly accounting = new SweepAccounting();
+  /** Listed primaries past the limits (primary-admission.ts). */
+  refusedByLimit = 0;
+  /** Whether every LIST of the service cluster completed: then what its copies take is known (copy-budget.ts, recounted). */
+  serviceListed = true;
+
+  constructor(resources: readonly ResolvedResource[], platformOf: (cluster: string) => string) {
+    this.primaryLists = new PrimaryListCoverage(resources, platformOf);
+  }
+
+  include(resource: ResolvedResource, id: ObjectIdentity): void {
+    this.queued.set(identityKey(id), { resource, id });
+  }
+
+  /** A primary of `cluster` whose relations and claims this sweep cannot know (refused, failed, of a workspace bound meanwhile). */
+  notKnown(cluster: string): void {
+    this.unsure.add(cluster);
+    this.claimsUnknown.add(cluster);
+  }
+
+  /** Whether `cluster`'s related copies that nothing accounts for may still be a primary's. */
+  isUnsure(cluster: string): boolean {
+    return this.unsure.has(cluster) || !this.primaryLists.complete(cluster);
+  }
+}
+
+/** What every step of one sweep's listing and reconciling shares. */
+interface SweepAt {
+  readonly counts: SweepCounts;
+  readonly snapshot: SweepSnapshot;
+  readonly found: FoundMatches;
+  readonly selectorKeys: SelectorLabelKeys | undefined;
+}
+
+/** One watch's LIST in a sweep. */
+interface ListOf {
+  readonly watch: PlannedWatch;
+  /** The resource whose primary type it lists, if any. */
+  readonly resource: ResolvedResource | undefined;
+  /** A LIST of primaries (of a platform; the service cluster's list of the same type holds copies). */
+  readonly ofPrimaries: boolean;
+  /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
+  readonly covered: Set<string>;
+  /** Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages. */
+  known: Set<string> | undefined;
 }
 
 const ZERO: SweepCounts = { primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0 };
@@ -219,238 +298,236 @@ export class Sweeper {
       mark = now;
       return ms;
     };
-    const { clusters, scope, plan, queue, store, metrics, reads } = this.options;
+    const { clusters, store, metrics, reads, finders, fingerprint } = this.options;
     const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
     const removedBefore = await counterTotal(metrics.copiesRemoved);
-
-    // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
-    /** By identityKey(). */
-    const queued = new Map<string, PrimaryKey>();
-    const { admission } = this.options;
-    this.notHanded = queued;
-    /** Listed primaries past the limits (primary-admission.ts). */
-    let refusedByLimit = 0;
-    const include = (resource: ResolvedResource, id: ObjectIdentity) => queued.set(identityKey(id), { resource, id });
-    /** Every listed copy, by identity and uid only: the objects themselves are not kept. */
-    const copies: ListedCopy[] = [];
-    /** Primaries whose reconcile failed: the store may not hold their copy yet, so that copy is not an orphan. */
-    const failed = new Set<string>();
-    /** Clusters with a primary whose relations this sweep does not know (failed, or kept without any stored): their related copies stay. */
-    const unsure = new Set<string>();
-    /**
-     * Which primaries exist is known of a cluster only once every primary type's LIST of its
-     * platform completed: a LIST that failed (a 503, a timeout, an expired continue token), a
-     * workspace bound halfway through one, or a platform without a watch at all (not wired yet)
-     * leaves primaries the store may not know, whose related copies would look like orphans.
-     */
-    const primaryLists = new PrimaryListCoverage(this.options.resources, (c) => clusters.platformOf(c));
-    const isUnsure = (cluster: string) => unsure.has(cluster) || !primaryLists.complete(cluster);
-    /** The clusters whose primaries a LIST of this sweep showed (those it may find complete). */
-    const primaryClusters = new Set<string>();
-    /**
-     * Clusters with a primary whose claims this sweep could not bring into the store: its reconcile
-     * failed, it has no record at all (refused by a limit), or it was kept as it was with claims
-     * neither resolved anew (a conflict's and a too-big copy's are: PrimaryReconciler.keptClaims)
-     * nor written since the store was opened. A kept primary still keeps this sweep from deleting
-     * its cluster's unaccounted copies (unsure), but once its claims are in the store the copies
-     * other primaries let go are decided.
-     */
-    const claimsUnknown = new Set<string>();
-    /** Which copies the store accounts for, and the relations the sweep's reconciles changed. */
-    const accounting = new SweepAccounting();
-    const { finders, fingerprint } = this.options;
-    /**
-     * What selector and inverse rules find among the listed objects (sweep-skip.ts): pairs within a
-     * quarter of the snapshot's budget, past it a store read per object.
-     */
-    const found = new FoundMatches((this.options.snapshotBytes ?? Infinity) / 4, (this.options.relatedPerPrimary ?? Infinity) + 1);
-    // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
-    // that stores a selector on another key while the sweep lists turns skipping off (below).
-    const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
+    const sweep = new SweepFindings(this.options.resources, (c) => clusters.platformOf(c));
+    this.notHanded = sweep.queued;
     reads.begin();
     try {
-      const snapshot = reads.snapshotOf([], this.options.snapshotBytes ?? Infinity);
-      /** Whether every LIST of the service cluster completed: then what its copies take is known (copy-budget.ts, recounted). */
-      let serviceListed = true;
-      for (const watch of plan) {
-        const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
-        /** A LIST of primaries (of a platform; the service cluster's list of the same type holds copies). */
-        const ofPrimaries = resource !== undefined && watch.cluster !== clusters.service.name;
-        /** Identity clusters this list covers (a kcp platform's list spans its workspaces). */
-        const covered = new Set<string>([watch.cluster]);
-        if (ofPrimaries) primaryClusters.add(watch.cluster);
-        // A LIST may have no items: its type still counts as listed (what is not in it does not exist).
-        snapshot.add({ cluster: watch.cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: [] });
-        try {
-          /** Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages. */
-          let known: Set<string> | undefined;
-          // One page ahead: the API server assembles the next page while this one is looked at.
-          for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) {
-            counts.objectsListed += page.items.length;
-            // Objects the LIST found but did not read (too costly to parse) are not gone: what the
-            // snapshot lacks of their type is read live (and fails with the refusal), and their
-            // cluster's copies are not decided (a refused primary's relations are not known).
-            if (page.refused && page.refused.length > 0) {
-              if (watch.cluster === clusters.service.name) serviceListed = false;
-              for (const [cluster, part] of scope.split(watch.cluster, page.refused.map((r) => r.object))) {
-                // On kcp the split names every workspace, most with nothing refused.
-                if (part.length === 0) continue;
-                covered.add(cluster);
-                snapshot.incomplete(cluster, watch.type);
-                if (ofPrimaries) {
-                  unsure.add(cluster);
-                  claimsUnknown.add(cluster);
-                }
-                this.options.logger.warn({ cluster, type: typeName(watch.type), objects: part.map((o) => `${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name ?? ''}`).slice(0, 10), err: page.refused[0]!.why }, 'sweep: objects too costly to read are refused; what reads them reads them live, and their cluster\'s copies are kept');
-              }
-            }
-            // What relsync's copies there take, where the store does not know it (a store lost or older).
-            if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(await copySizes(this.copies, watch.type, page.items));
-            const parts = scope.split(watch.cluster, page.items);
-            known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
-            for (const [cluster, part] of parts) {
-              covered.add(cluster);
-              if (ofPrimaries) primaryClusters.add(cluster);
-              // The page's measured size, when it is all of one cluster (a kcp list spans workspaces; a
-              // split that left out objects of unknown workspaces makes it larger than the part: cautious).
-              snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: part, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
-              if (!known.has(cluster)) {
-                snapshot.incomplete(cluster, watch.type);
-                if (ofPrimaries) {
-                  unsure.add(cluster);
-                  claimsUnknown.add(cluster);
-                }
-              }
-              for (const item of part) {
-                const copy = copyOf(this.copies, cluster, watch.type, item);
-                if (copy) copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
-                // relsync's own copies are never sources of selector or inverse rules (as in the router).
-                if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
-                  const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item, selectorKeys);
-                  const source = identityOf(cluster, watch.type, item);
-                  if (owners.length > 0) await found.found(owners, source, async () => (await store.relationsBySource(source)).map((r) => r.primary));
-                }
-              }
-              // relsync's copies on a platform (of service-origin objects) are never primaries.
-              if (!resource || !clusters.isPlatform(cluster)) continue;
-              const primaries = part.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
-              counts.primariesSeen += primaries.length;
-              for (const item of primaries) {
-                const id = identityOf(cluster, watch.type, item);
-                // Only a tenant's own API server lists such names: never a key (the reconciler ignores them too).
-                if (identityProblem(id)) continue;
-                // Past the limits a new primary is not kept (a tenant's million stays a count), nor
-                // reconciled, but for a few whose verdict says why; its cluster's copies are not decided.
-                const decision = admission ? await admission.decide(id) : 'take';
-                if (decision !== 'take') {
-                  unsure.add(cluster);
-                  claimsUnknown.add(cluster);
-                  refusedByLimit++;
-                }
-                if (decision !== 'skip') include(resource, id);
-              }
-            }
-          }
-          if (ofPrimaries) primaryLists.listed(watch.cluster, watch.type);
-        } catch (err) {
-          // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
-          // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
-          counts.errors++;
-          if (watch.cluster === clusters.service.name) serviceListed = false;
-          // A plain cluster that does not serve the primary type (its CRD not installed there) has none of
-          // its primaries: listed, empty. On kcp a 404 of the path proves nothing (a virtual workspace starting).
-          if (ofPrimaries && isNotFound(err) && clusters.get(watch.cluster).kind === 'kubernetes') primaryLists.listed(watch.cluster, watch.type);
-          else if (ofPrimaries) primaryLists.failed(watch.cluster);
-          for (const cluster of covered) snapshot.incomplete(cluster, watch.type);
-          this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
-        }
-        // Stored but not listed: deleted while nobody watched.
-        for (const cluster of covered) {
-          if (resource && clusters.isPlatform(cluster)) for (const id of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) include(resource, id);
-        }
-      }
-      if (serviceListed) this.options.copiesRecounted?.();
-      if (snapshot.overBudget.length > 0) {
-        this.options.logger.info({ heldBytes: snapshot.heldSize, budget: this.options.snapshotBytes, readLive: snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
-      }
-
-      if (refusedByLimit > 0) this.options.logger.info({ primaries: refusedByLimit }, 'listed primaries past limits.primariesPerCluster or limits.primaries are not synced (a few are reconciled to say so); their clusters\' copies are kept');
+      const at: SweepAt = {
+        counts,
+        snapshot: reads.snapshotOf([], this.options.snapshotBytes ?? Infinity),
+        // What selector and inverse rules find among the listed objects (sweep-skip.ts): pairs within a
+        // quarter of the snapshot's budget, past it a store read per object.
+        found: new FoundMatches((this.options.snapshotBytes ?? Infinity) / 4, (this.options.relatedPerPrimary ?? Infinity) + 1),
+        // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
+        // that stores a selector on another key while the sweep lists turns skipping off (reconcileAll).
+        selectorKeys: finders && fingerprint ? await store.selectorLabelKeys() : undefined,
+      };
+      // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
+      await this.listAll(sweep, at);
       phases.listMs = lap();
-
-      // 2. reconcile every primary once, from the snapshot of those lists. Also primaries whose
-      // watches have not listed yet (first-lists.ts): these reconciles read the sweep's own LISTs,
-      // and a cluster whose watches cannot list must not hold a sweep (nor every later one) forever.
-      reads.use(snapshot);
-      const keysKept = selectorKeys !== undefined && selectorKeys.equals(await store.selectorLabelKeys());
-      if (selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
-      // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
-      const fingerprints = new Map<ResolvedResource, string>();
-      const skip = finders && fingerprint && keysKept
-        ? { fingerprint: { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! }, listed: snapshot, found, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) }
-        : undefined;
-      // The store, a page of primaries at a time (two reads per page): the skip checks, and what the
-      // orphan check and the sweep's record need (sweep-accounting.ts). A queued primary the store does
-      // not know is reconciled.
-      for await (const page of store.primariesWithRelations()) {
-        for (const { primary, relations } of page) {
-          const name = identityKey(primary.id);
-          const key = queued.get(name);
-          const skipped = key !== undefined && skip !== undefined && isUpToDate(skip, key, primary, relations);
-          accounting.read(primary, relations, key !== undefined && !skipped);
-          if (!skipped) continue;
-          queued.delete(name);
-          phases.skipped++;
-          store.confirmSynced(primary.id);
-        }
-      }
-      const keys = [...queued.values()];
-      // From here the queue settles each key's admission (onProcessed).
-      this.notHanded = undefined;
-      metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
-      metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
-      await Promise.all(
-        keys.map(async (key) => {
-          const { outcome, result } = await queue.addAndWait(key, { ignoreGate: true });
-          if (outcome === 'error') {
-            counts.errors++;
-            failed.add(identityKey(key.id));
-            unsure.add(key.id.cluster);
-            claimsUnknown.add(key.id.cluster);
-          }
-          // It lives, but the store knows none of its relations (refused by a limit, say).
-          if (result?.relationsUnknown) unsure.add(key.id.cluster);
-          // Read again as it ends: its pairs for the orphan check, and what it changed.
-          const record = await store.primary(key.id);
-          const relations = await store.relationsOf(key.id);
-          // No record at all (refused by a limit), or kept with claims neither resolved anew nor
-          // written since the store was opened (an older store's): the store may lack its claims.
-          if (result?.claimsUnknown || (result?.relationsUnknown && !record)) claimsUnknown.add(key.id.cluster);
-          // Kept as it was (error, conflict) with nothing to keep: a store that never knew its relations (new, or a shard's that just arrived).
-          if (record && (record.state === 'error' || record.state === 'conflict') && relations.length === 0) unsure.add(key.id.cluster);
-          const changed = accounting.reconciled(key.id, record, relations);
-          counts.relationsAdded += changed.added;
-          counts.relationsRemoved += changed.removed;
-        }),
-      );
-      await store.flushTouches();
+      // 2. reconcile every primary once, from the snapshot of those lists
+      await this.reconcileAll(sweep, at, phases);
       phases.reconcileMs = lap();
     } finally {
       reads.end();
     }
+    // 3. copies nothing accounts for any more, and rows of types no longer configured
+    await this.cleanUp(sweep, counts, phases);
+    counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
+    counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
+    phases.cleanupMs = lap();
+  }
 
-    // 3. copies nothing accounts for any more, and rows of types no longer configured. Every list is
-    // looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
-    // (watch-plan.ts), relsync's copies are among its objects.
+  /** Every planned watch's LIST, once, into the sweep's snapshot and findings. */
+  private async listAll(sweep: SweepFindings, at: SweepAt): Promise<void> {
+    for (const watch of this.options.plan) await this.listOne(sweep, at, watch);
+    if (sweep.serviceListed) this.options.copiesRecounted?.();
+    if (at.snapshot.overBudget.length > 0) {
+      this.options.logger.info({ heldBytes: at.snapshot.heldSize, budget: this.options.snapshotBytes, readLive: at.snapshot.overBudget }, 'the sweep holds no more listed objects than resync.snapshotBytes allows; reconciles read the rest live');
+    }
+    if (sweep.refusedByLimit > 0) this.options.logger.info({ primaries: sweep.refusedByLimit }, 'listed primaries past limits.primariesPerCluster or limits.primaries are not synced (a few are reconciled to say so); their clusters\' copies are kept');
+  }
+
+  /** One watch's LIST, page by page; then the primaries of its clusters the store holds and the LIST lacks. */
+  private async listOne(sweep: SweepFindings, at: SweepAt, watch: PlannedWatch): Promise<void> {
+    const { clusters, store } = this.options;
+    const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
+    const list: ListOf = {
+      watch,
+      resource,
+      // A LIST of primaries (of a platform; the service cluster's list of the same type holds copies).
+      ofPrimaries: resource !== undefined && watch.cluster !== clusters.service.name,
+      covered: new Set<string>([watch.cluster]),
+      known: undefined,
+    };
+    if (list.ofPrimaries) sweep.primaryClusters.add(watch.cluster);
+    // A LIST may have no items: its type still counts as listed (what is not in it does not exist).
+    at.snapshot.add({ cluster: watch.cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items: [] });
+    try {
+      // One page ahead: the API server assembles the next page while this one is looked at.
+      for await (const page of readAhead(clusters.client(watch.cluster, watch.type).pages({ labelSelector: watch.labelSelector }))) await this.takePage(sweep, at, list, page);
+      if (list.ofPrimaries) sweep.primaryLists.listed(watch.cluster, watch.type);
+    } catch (err) {
+      // One type a cluster does not serve (or an outage of one cluster) must not stop the rest:
+      // reconciles read that type live, and copies it did not list wait for the next sweep's orphan check.
+      at.counts.errors++;
+      if (watch.cluster === clusters.service.name) sweep.serviceListed = false;
+      // A plain cluster that does not serve the primary type (its CRD not installed there) has none of
+      // its primaries: listed, empty. On kcp a 404 of the path proves nothing (a virtual workspace starting).
+      if (list.ofPrimaries && isNotFound(err) && clusters.get(watch.cluster).kind === 'kubernetes') sweep.primaryLists.listed(watch.cluster, watch.type);
+      else if (list.ofPrimaries) sweep.primaryLists.failed(watch.cluster);
+      for (const cluster of list.covered) at.snapshot.incomplete(cluster, watch.type);
+      this.options.logger.warn({ cluster: watch.cluster, type: typeName(watch.type), err: (err as Error).message }, 'sweep could not list a type; the rest of the sweep goes on without it');
+    }
+    // Stored but not listed: deleted while nobody watched.
+    for (const cluster of list.covered) {
+      if (list.resource && clusters.isPlatform(cluster)) for (const id of await store.primariesOfType(cluster, watch.type.group, watch.type.resource)) sweep.include(list.resource, id);
+    }
+  }
+
+  /** One page of a LIST, split by identity cluster (a kcp platform's spans its workspaces). */
+  private async takePage(sweep: SweepFindings, at: SweepAt, list: ListOf, page: ListPage): Promise<void> {
+    const { clusters, scope } = this.options;
+    const { watch } = list;
+    at.counts.objectsListed += page.items.length;
+    // Objects the LIST found but did not read (too costly to parse) are not gone: what the
+    // snapshot lacks of their type is read live (and fails with the refusal), and their
+    // cluster's copies are not decided (a refused primary's relations are not known).
+    if (page.refused && page.refused.length > 0) {
+      if (watch.cluster === clusters.service.name) sweep.serviceListed = false;
+      for (const [cluster, part] of scope.split(watch.cluster, page.refused.map((r) => r.object))) {
+        // On kcp the split names every workspace, most with nothing refused.
+        if (part.length === 0) continue;
+        list.covered.add(cluster);
+        at.snapshot.incomplete(cluster, watch.type);
+        if (list.ofPrimaries) sweep.notKnown(cluster);
+        this.options.logger.warn({ cluster, type: typeName(watch.type), objects: part.map((o) => `${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name ?? ''}`).slice(0, 10), err: page.refused[0]!.why }, 'sweep: objects too costly to read are refused; what reads them reads them live, and their cluster\'s copies are kept');
+      }
+    }
+    // What relsync's copies there take, where the store does not know it (a store lost or older).
+    if (watch.cluster === clusters.service.name) await this.options.copiesListed?.(await copySizes(this.copies, watch.type, page.items));
+    const parts = scope.split(watch.cluster, page.items);
+    // Workspaces bound at the first page; one bound later (or again) lost its objects of the earlier pages.
+    list.known ??= new Set([...parts.keys()].filter((c) => !clusters.isUnbound(c)));
+    // The page's measured size, when it is all of one cluster (a kcp list spans workspaces; a
+    // split that left out objects of unknown workspaces makes it larger than the part: cautious).
+    for (const [cluster, items] of parts) await this.takePart(sweep, at, list, { cluster, items, heapBytes: parts.size === 1 ? page.heapBytes : undefined });
+  }
+
+  /** One cluster's objects of a page: into the snapshot; relsync's copies and the primaries noted. */
+  private async takePart(sweep: SweepFindings, at: SweepAt, list: ListOf, part: { readonly cluster: string; readonly items: KubeObject[]; readonly heapBytes: number | undefined }): Promise<void> {
+    const { clusters, finders, fingerprint, admission } = this.options;
+    const { watch, resource } = list;
+    const { cluster, items } = part;
+    list.covered.add(cluster);
+    if (list.ofPrimaries) sweep.primaryClusters.add(cluster);
+    at.snapshot.add({ cluster, type: watch.type, filtered: watch.labelSelector !== undefined, items, heapBytes: part.heapBytes });
+    if (!list.known!.has(cluster)) {
+      at.snapshot.incomplete(cluster, watch.type);
+      if (list.ofPrimaries) sweep.notKnown(cluster);
+    }
+    for (const item of items) {
+      const copy = copyOf(this.copies, cluster, watch.type, item);
+      if (copy) sweep.copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
+      // relsync's own copies are never sources of selector or inverse rules (as in the router).
+      if (finders && fingerprint && finders.isFinderType(watch.type) && markedSource(item, this.options.agentName) === undefined) {
+        const owners = await finders.foundBySelectorOrInverse(cluster, watch.type, item, at.selectorKeys);
+        const source = identityOf(cluster, watch.type, item);
+        if (owners.length > 0) await at.found.found(owners, source, async () => (await this.options.store.relationsBySource(source)).map((r) => r.primary));
+      }
+    }
+    // relsync's copies on a platform (of service-origin objects) are never primaries.
+    if (!resource || !clusters.isPlatform(cluster)) return;
+    const primaries = items.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
+    at.counts.primariesSeen += primaries.length;
+    for (const item of primaries) {
+      const id = identityOf(cluster, watch.type, item);
+      // Only a tenant's own API server lists such names: never a key (the reconciler ignores them too).
+      if (identityProblem(id)) continue;
+      // Past the limits a new primary is not kept (a tenant's million stays a count), nor
+      // reconciled, but for a few whose verdict says why; its cluster's copies are not decided.
+      const decision = admission ? await admission.decide(id) : 'take';
+      if (decision !== 'take') {
+        sweep.notKnown(cluster);
+        sweep.refusedByLimit++;
+      }
+      if (decision !== 'skip') sweep.include(resource, id);
+    }
+  }
+
+  /**
+   * Every primary reconciled once, from the snapshot of the sweep's LISTs, but those whose last
+   * complete sync acted on what the LISTs showed (skipped). Also primaries whose watches have not
+   * listed yet (first-lists.ts): these reconciles read the sweep's own LISTs, and a cluster whose
+   * watches cannot list must not hold a sweep (nor every later one) forever.
+   */
+  private async reconcileAll(sweep: SweepFindings, at: SweepAt, phases: SweepPhases): Promise<void> {
+    const { clusters, queue, store, metrics, reads, finders, fingerprint } = this.options;
+    reads.use(at.snapshot);
+    const keysKept = at.selectorKeys !== undefined && at.selectorKeys.equals(await store.selectorLabelKeys());
+    if (at.selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
+    // The config's fingerprint, once per resource for this sweep (it hashes the whole config).
+    const fingerprints = new Map<ResolvedResource, string>();
+    const skip = finders && fingerprint && keysKept
+      ? { fingerprint: { of: (r: ResolvedResource) => fingerprints.get(r) ?? fingerprints.set(r, fingerprint.of(r)).get(r)! }, listed: at.snapshot, found: at.found, serviceCluster: clusters.service.name, reachable: (c: string) => clusters.has(c) && !clusters.isUnbound(c) }
+      : undefined;
+    // The store, a page of primaries at a time (two reads per page): the skip checks, and what the
+    // orphan check and the sweep's record need (sweep-accounting.ts). A queued primary the store does
+    // not know is reconciled.
+    for await (const page of store.primariesWithRelations()) {
+      for (const { primary, relations } of page) {
+        const name = identityKey(primary.id);
+        const key = sweep.queued.get(name);
+        const skipped = key !== undefined && skip !== undefined && isUpToDate(skip, key, primary, relations);
+        sweep.accounting.read(primary, relations, key !== undefined && !skipped);
+        if (!skipped) continue;
+        sweep.queued.delete(name);
+        phases.skipped++;
+        store.confirmSynced(primary.id);
+      }
+    }
+    const keys = [...sweep.queued.values()];
+    // From here the queue settles each key's admission (onProcessed).
+    this.notHanded = undefined;
+    metrics.sweepPrimaries.inc({ outcome: 'skipped' }, phases.skipped);
+    metrics.sweepPrimaries.inc({ outcome: 'reconciled' }, keys.length);
+    await Promise.all(keys.map(async (key) => this.reconciled(sweep, at.counts, key, await queue.addAndWait(key, { ignoreGate: true }))));
+    await store.flushTouches();
+  }
+
+  /** What one primary's reconcile tells the sweep: what it changed, and whether its cluster's claims are known. */
+  private async reconciled(sweep: SweepFindings, counts: SweepCounts, key: PrimaryKey, { outcome, result }: Finished): Promise<void> {
+    const { store } = this.options;
+    if (outcome === 'error') {
+      counts.errors++;
+      sweep.failed.add(identityKey(key.id));
+      sweep.notKnown(key.id.cluster);
+    }
+    // It lives, but the store knows none of its relations (refused by a limit, say).
+    if (result?.relationsUnknown) sweep.unsure.add(key.id.cluster);
+    // Read again as it ends: its pairs for the orphan check, and what it changed.
+    const record = await store.primary(key.id);
+    const relations = await store.relationsOf(key.id);
+    // No record at all (refused by a limit), or kept with claims neither resolved anew nor
+    // written since the store was opened (an older store's): the store may lack its claims.
+    if (result?.claimsUnknown || (result?.relationsUnknown && !record)) sweep.claimsUnknown.add(key.id.cluster);
+    // Kept as it was (error, conflict) with nothing to keep: a store that never knew its relations (new, or a shard's that just arrived).
+    if (record && (record.state === 'error' || record.state === 'conflict') && relations.length === 0) sweep.unsure.add(key.id.cluster);
+    const changed = sweep.accounting.reconciled(key.id, record, relations);
+    counts.relationsAdded += changed.added;
+    counts.relationsRemoved += changed.removed;
+  }
+
+  /**
+   * Copies nothing accounts for any more go, and rows of types no longer configured. Every list is
+   * looked at, filtered or not: where an unfiltered watch of a type replaced the filtered one
+   * (watch-plan.ts), relsync's copies are among its objects.
+   */
+  private async cleanUp(sweep: SweepFindings, counts: SweepCounts, phases: SweepPhases): Promise<void> {
+    const { clusters, scope, store } = this.options;
     let keptUnsure = 0;
     /** The clusters whose copies were kept as unsure ('' for those the claims could not remember). */
     const keptFor = new Set<string>();
-    for (const listed of copies) {
+    for (const listed of sweep.copies) {
       const { cluster, type, id, copy } = listed;
       if (clusters.isUnbound(cluster)) continue; // nothing can be deleted there any more
-      if ((copy.kind === 'primary' && failed.has(identityKey(copy.source))) || accounting.accounts(copy.source, id)) continue;
+      if ((copy.kind === 'primary' && sweep.failed.has(identityKey(copy.source))) || sweep.accounting.accounts(copy.source, id)) continue;
       // A related copy does not say whose it is: of a tenant with a primary whose relations are unknown, it may be that one's.
       const tenant = cluster === clusters.service.name ? copy.source.cluster : cluster;
-      if (copy.kind === 'related' && isUnsure(tenant)) {
+      if (copy.kind === 'related' && sweep.isUnsure(tenant)) {
         keptUnsure++;
         keptFor.add(tenant);
         continue;
@@ -467,7 +544,7 @@ export class Sweeper {
     // until then (their last known claim ended) are orphans unless a stored relation accounts for them.
     const claims = this.options.claims;
     if (claims) {
-      claims.markComplete([...primaryClusters].filter((c) => primaryLists.complete(c) && !claimsUnknown.has(c)));
+      claims.markComplete([...sweep.primaryClusters].filter((c) => sweep.primaryLists.complete(c) && !sweep.claimsUnknown.has(c)));
       const { errors, overflowed } = await this.decideDeferred();
       counts.errors += errors;
       // Those not remembered are found by the next sweep's LISTs.
@@ -476,13 +553,9 @@ export class Sweeper {
     }
     phases.unsure = keptUnsure;
     phases.unsureOf = keptFor.size === 0 ? '' : createHash('sha256').update([...keptFor].sort().join('\n')).digest('hex').slice(0, 16);
-    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...unsure], unlisted: primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...sweep.unsure], unlisted: sweep.primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
-
-    counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
-    counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
-    phases.cleanupMs = lap();
   }
 
   /**

@@ -115,7 +115,7 @@ export class EdgeSync {
         continue;
       }
       // The copy is updated at the version the store says this synced relation left it (no read), unless the watches hold it.
-      const outcome = await this.deps.relations.sync({ reads, input: plan.input, pair, owner: id, writtenAt: relation.versions?.destination || undefined, syncedHash: relation.contentHash });
+      const outcome = await this.deps.relations.sync({ reads, input: plan.input, pair, owner: id, copied: true, writtenAt: relation.versions?.destination || undefined, syncedHash: relation.contentHash });
       const at = { primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination };
       if (outcome.state === 'error' && !outcome.retrySoon) {
         // Refused for good (invalid, denied, too big): parked as the full reconcile parks it — said

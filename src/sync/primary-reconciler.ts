@@ -330,8 +330,8 @@ export class PrimaryReconciler {
     const placed = await this.placeCopy(scope, primary, planned);
     if ('reason' in placed) return this.refuse(scope, placed);
     const related = await this.resolveRelated(scope, placed);
-    const synced = await this.syncRelated(scope, placed.primary, related);
-    return this.finish(scope, { ...placed, ...related, ...synced, namespace });
+    const relationsSynced = await this.syncRelated(scope, placed.primary, related);
+    return this.finish(scope, { ...placed, ...related, ...relationsSynced, namespace });
   }
 
   /**
@@ -613,7 +613,7 @@ export class PrimaryReconciler {
     return this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS;
   }
 
-  /** Where a primary's copy is recorded before its name could be rendered: the primary's own name in the service cluster. */
+  /** Where a primary's copy is recorded before its name could be rendered: the primary's own namespace and name, in the service cluster. */
   private defaultCopyId(resource: ResolvedResource, id: ObjectIdentity): ObjectIdentity {
     return { ...id, cluster: this.deps.clusters.service.name, group: resource.copyType.group, resource: resource.copyType.resource };
   }
@@ -880,7 +880,6 @@ export class PrimaryReconciler {
     await this.verdicts.show(resource.primaryType, id, primary, { synced: false, reason, message });
   }
 
-  /** The relations kept as they are when the primary cannot be processed (a conflict). */
   /** `claimsUnknown` unless the claims were resolved anew (`resolved`) or the store saw the stored ones written. */
   private claimsKnownIf(resolved: boolean, record: Pick<PrimaryRecord, 'lastSyncedAt'> | undefined): { claimsUnknown?: true } {
     const claims = this.deps.claims;
