@@ -136,7 +136,7 @@ interface ListedCopy {
   readonly copy: NonNullable<ReturnType<typeof copyOf>>;
 }
 
-/** What a sweep gathers while it lists and reconciles, for its orphan check (Sweeper.run). */
+/** What one sweep gathers while it lists and reconciles, for its orphan check. */
 class SweepFindings {
   /** Every primary to reconcile, listed or stored, by identityKey(). */
   readonly queued = new Map<string, PrimaryKey>();
@@ -179,7 +179,7 @@ class SweepFindings {
     this.queued.set(identityKey(id), { resource, id });
   }
 
-  /** A primary of `cluster` whose relations and claims this sweep cannot know (refused, failed, of a workspace bound meanwhile). */
+  /** A primary of `cluster` whose relations and claims this sweep cannot know (too costly to read, past a limit, failed, of a workspace bound meanwhile). */
   notKnown(cluster: string): void {
     this.unsure.add(cluster);
     this.claimsUnknown.add(cluster);
@@ -192,7 +192,7 @@ class SweepFindings {
 }
 
 /** What every step of one sweep's listing and reconciling shares. */
-interface SweepAt {
+interface SweepListing {
   readonly counts: SweepCounts;
   readonly snapshot: SweepSnapshot;
   readonly found: FoundMatches;
@@ -200,7 +200,7 @@ interface SweepAt {
 }
 
 /** One watch's LIST in a sweep. */
-interface ListOf {
+interface WatchList {
   readonly watch: PlannedWatch;
   /** The resource whose primary type it lists, if any. */
   readonly resource: ResolvedResource | undefined;
@@ -303,17 +303,18 @@ export class Sweeper {
     const removedBefore = await counterTotal(metrics.copiesRemoved);
     const sweep = new SweepFindings(this.options.resources, (c) => clusters.platformOf(c));
     this.notHanded = sweep.queued;
+    // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
+    // that stores a selector on another key while the sweep lists turns skipping off (reconcileAll).
+    const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
     reads.begin();
     try {
-      const at: SweepAt = {
+      const at: SweepListing = {
         counts,
         snapshot: reads.snapshotOf([], this.options.snapshotBytes ?? Infinity),
         // What selector and inverse rules find among the listed objects (sweep-skip.ts): pairs within a
         // quarter of the snapshot's budget, past it a store read per object.
         found: new FoundMatches((this.options.snapshotBytes ?? Infinity) / 4, (this.options.relatedPerPrimary ?? Infinity) + 1),
-        // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
-        // that stores a selector on another key while the sweep lists turns skipping off (reconcileAll).
-        selectorKeys: finders && fingerprint ? await store.selectorLabelKeys() : undefined,
+        selectorKeys,
       };
       // 1. relist everything, page by page; collect every primary, listed or stored, and every copy
       await this.listAll(sweep, at);
@@ -332,7 +333,7 @@ export class Sweeper {
   }
 
   /** Every planned watch's LIST, once, into the sweep's snapshot and findings. */
-  private async listAll(sweep: SweepFindings, at: SweepAt): Promise<void> {
+  private async listAll(sweep: SweepFindings, at: SweepListing): Promise<void> {
     for (const watch of this.options.plan) await this.listOne(sweep, at, watch);
     if (sweep.serviceListed) this.options.copiesRecounted?.();
     if (at.snapshot.overBudget.length > 0) {
@@ -342,10 +343,10 @@ export class Sweeper {
   }
 
   /** One watch's LIST, page by page; then the primaries of its clusters the store holds and the LIST lacks. */
-  private async listOne(sweep: SweepFindings, at: SweepAt, watch: PlannedWatch): Promise<void> {
+  private async listOne(sweep: SweepFindings, at: SweepListing, watch: PlannedWatch): Promise<void> {
     const { clusters, store } = this.options;
     const resource = this.options.resources.find((r) => sameType(r.primaryType, watch.type));
-    const list: ListOf = {
+    const list: WatchList = {
       watch,
       resource,
       // A LIST of primaries (of a platform; the service cluster's list of the same type holds copies).
@@ -379,7 +380,7 @@ export class Sweeper {
   }
 
   /** One page of a LIST, split by identity cluster (a kcp platform's spans its workspaces). */
-  private async takePage(sweep: SweepFindings, at: SweepAt, list: ListOf, page: ListPage): Promise<void> {
+  private async takePage(sweep: SweepFindings, at: SweepListing, list: WatchList, page: ListPage): Promise<void> {
     const { clusters, scope } = this.options;
     const { watch } = list;
     at.counts.objectsListed += page.items.length;
@@ -408,7 +409,7 @@ export class Sweeper {
   }
 
   /** One cluster's objects of a page: into the snapshot; relsync's copies and the primaries noted. */
-  private async takePart(sweep: SweepFindings, at: SweepAt, list: ListOf, part: { readonly cluster: string; readonly items: KubeObject[]; readonly heapBytes: number | undefined }): Promise<void> {
+  private async takePart(sweep: SweepFindings, at: SweepListing, list: WatchList, part: { readonly cluster: string; readonly items: KubeObject[]; readonly heapBytes: number | undefined }): Promise<void> {
     const { clusters, finders, fingerprint, admission } = this.options;
     const { watch, resource } = list;
     const { cluster, items } = part;
@@ -454,7 +455,7 @@ export class Sweeper {
    * listed yet (first-lists.ts): these reconciles read the sweep's own LISTs, and a cluster whose
    * watches cannot list must not hold a sweep (nor every later one) forever.
    */
-  private async reconcileAll(sweep: SweepFindings, at: SweepAt, phases: SweepPhases): Promise<void> {
+  private async reconcileAll(sweep: SweepFindings, at: SweepListing, phases: SweepPhases): Promise<void> {
     const { clusters, queue, store, metrics, reads, finders, fingerprint } = this.options;
     reads.use(at.snapshot);
     const keysKept = at.selectorKeys !== undefined && at.selectorKeys.equals(await store.selectorLabelKeys());

@@ -512,7 +512,7 @@ export class PrimaryReconciler {
   private async syncRelated(scope: ReconcileScope, primary: KubeObject, related: ResolvedRelated): Promise<RelatedSynced> {
     const { reads, resource, id } = scope;
     const { found, stored, relations } = related;
-    const retained = await this.relations.endStale(reads, resource, id, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    const retained = await this.relations.endStale({ reads, resource, owner: id }, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
     const problems: string[] = [];
     const work: Array<RelationOutcome | RelationWork> = [...retained];
     for (const { plan, ...result } of found) {
@@ -729,7 +729,7 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) changed = (await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone')) === 'changed' || changed;
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) changed = (await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone')) === 'changed' || changed;
       else shared.push(relation);
     }
     // A related copy that changed since it was read was not deleted: the primary is not let go yet.
@@ -755,7 +755,7 @@ export class PrimaryReconciler {
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
       await ended.add(ROW_BYTES);
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed(reads, resource, relation, id, 'primary gone');
+      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);

@@ -92,6 +92,13 @@ export interface RelationJob {
   readonly syncedHash?: string | null;
 }
 
+/** The primary whose relations end: where its reconcile reads, its resource, itself. */
+export interface PrimaryOf {
+  readonly reads: ObjectReads;
+  readonly resource: ResolvedResource;
+  readonly owner: ObjectIdentity;
+}
+
 /** One relation being synced: its job, its outcome's identity, the clients of its two sides. */
 interface RelationAt {
   readonly job: RelationJob;
@@ -433,7 +440,8 @@ export class RelationSync {
    * stay; the others end as at the primary's deletion), so that a tenant who keeps changing what
    * its primary names cannot grow its rows without bound.
    */
-  async endStale(reads: ObjectReads, resource: ResolvedResource, owner: ObjectIdentity, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<RelationOutcome[]> {
+  async endStale(of: PrimaryOf, stored: readonly RelationOutcome[], current: readonly Claim[]): Promise<RelationOutcome[]> {
+    const { reads, resource, owner } = of;
     const pairKey = (r: Pick<Claim, 'source' | 'destination'>) => compositeKey(identityKey(r.source), identityKey(r.destination));
     const keep = new Set(current.map(pairKey));
     const destinations = new Set(current.map((c) => identityKey(c.destination)));
@@ -462,7 +470,7 @@ export class RelationSync {
       // store may not know every claim, left for the sweep (also where this primary now fills the
       // destination from another source: another primary may still copy the old one there, and
       // then this one's copy is the conflict).
-      await this.endUnclaimed(reads, resource, old, owner, kept && !destinations.has(identityKey(old.destination)) ? 'primary gone' : 'stale');
+      await this.endUnclaimed(of, old, kept && !destinations.has(identityKey(old.destination)) ? 'primary gone' : 'stale');
     }
     return retained;
   }
@@ -473,7 +481,8 @@ export class RelationSync {
    * leaves it in place for the sweep that completes the cluster to decide. Returns which ('changed':
    * the copy changed since it was read and was not deleted; the next reconcile decides again).
    */
-  async endUnclaimed(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred' | 'changed'> {
+  async endUnclaimed(of: PrimaryOf, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred' | 'changed'> {
+    const { resource, owner } = of;
     const claims = this.deps.claims;
     const type = ruleOf(resource, relation)?.destinationType;
     if (claims && type && !claims.complete(owner.cluster)) {
@@ -481,7 +490,7 @@ export class RelationSync {
       this.deps.logger.info({ copy: describeIdentity(relation.destination), source: describeIdentity(relation.source), primary: describeIdentity(owner) }, 'left a related copy in place whose last known claim ended: the store may not know every primary of this cluster yet (no sweep has completed it since the store was opened); that sweep decides');
       return 'deferred';
     }
-    return (await this.endCopy(decidedOn, resource, relation, owner, why)) === 'changed' ? 'changed' : 'ended';
+    return (await this.endCopy(of, relation, why)) === 'changed' ? 'changed' : 'ended';
   }
 
   /**
@@ -491,7 +500,7 @@ export class RelationSync {
    * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
    * (the sweep deletes it there).
    */
-  private async endCopy(decidedOn: ObjectReads, resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, owner: ObjectIdentity, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
+  private async endCopy({ reads: decidedOn, resource, owner }: PrimaryOf, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
     const onPlatform = dest.cluster !== this.deps.clusters.service.name;
