@@ -625,7 +625,7 @@ export class Sweeper {
     if (copy.kind === 'related' && this.releasesInstead(cluster, type, copy.source)) {
       // Its primary's reconcile would have released it (cleanupPolicy Orphan): the sweep does too,
       // and puts the marks back if a reconcile claimed it meanwhile.
-      if (await this.options.writer.release(client, 'related', id, copy.source, current, () => store.accounts(copy.source, id))) {
+      if (await this.options.writer.release(client, { kind: 'related', copy: id, source: copy.source, existing: current, claimedAgain: () => store.accounts(copy.source, id) })) {
         this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, "sweep released a related copy that no rule resolves to any more: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)");
       }
       return;

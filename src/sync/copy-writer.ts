@@ -130,6 +130,17 @@ export class MissingNamespaceError extends Error {
   override name = 'MissingNamespaceError';
 }
 
+/** A copy to let go of (CopyWriter.release). */
+export interface Release {
+  readonly kind: CopyKind;
+  readonly copy: ObjectIdentity;
+  readonly source: ObjectIdentity;
+  /** The copy as read; nothing is released unless it carries the marks naming `source`. */
+  readonly existing: KubeObject | undefined;
+  /** Asked after the release: a relation copies the same source there now (the marks are put back). */
+  readonly claimedAgain?: () => Promise<boolean>;
+}
+
 export class CopyWriter {
   private readonly fieldManager: string;
   private readonly clock: Clock;
@@ -273,7 +284,7 @@ export class CopyWriter {
    * claimer keeps its copy. False when it is not (or no longer) the marked copy of `source`, or
    * was taken back.
    */
-  async release(client: ObjectClient, kind: CopyKind, copy: ObjectIdentity, source: ObjectIdentity, existing: KubeObject | undefined, claimedAgain?: () => Promise<boolean>): Promise<boolean> {
+  async release(client: ObjectClient, { kind, copy, source, existing, claimedAgain }: Release): Promise<boolean> {
     if (!existing || !this.isMarkedCopyOf(existing, source)) return false;
     const pointer = (field: string, key: string) => `/metadata/${field}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     const ours = (field: 'labels' | 'annotations') => Object.fromEntries(Object.entries(existing.metadata[field] ?? {}).filter(([key]) => isRelsyncKey(key)));

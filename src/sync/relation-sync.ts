@@ -518,7 +518,7 @@ export class RelationSync {
     if (!rule || (why === 'primary gone' && rule.cleanup === 'Orphan')) {
       // Claimed again meanwhile (another primary's reconcile copies the same source there): its marks are put back.
       const claimed = async () => (await this.deps.store.otherClaimsOn(dest, source, owner)) > 0;
-      if (await this.deps.writer.release(dests, 'related', dest, source, existing, claimed)) {
+      if (await this.deps.writer.release(dests, { kind: 'related', copy: dest, source, existing, claimedAgain: claimed })) {
         this.deps.logger.info({ copy: describeIdentity(dest), rule: relation.ruleId }, rule ? "released a related copy whose primary is gone: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)" : "released a related copy of a rule no longer configured: relsync's marks are removed and the object is left in place");
       }
       return 'done';

@@ -157,6 +157,22 @@ export interface SyncVerdictsDeps {
 
 type Mode = 'condition' | 'annotation';
 
+/** One showing of a verdict on one primary. */
+interface Showing {
+  readonly type: ResourceType;
+  readonly id: ObjectIdentity;
+  /** The primary's cluster and type: where the verdict's form is learnt (modes). */
+  readonly key: string;
+  /** The primary's identityKey(). */
+  readonly objectKey: string;
+  readonly client: ObjectClient;
+  /** The generation the verdict is about. */
+  readonly generation: number | undefined;
+  /** The time of day it is stamped with (as the API server writes times), and `at` the clock's milliseconds. */
+  readonly now: string;
+  readonly at: number;
+}
+
 /** A change of the message alone is written at most this often per primary (an error text that varies). */
 const MESSAGE_ONLY_EVERY_MS = 10 * 60_000;
 
@@ -199,21 +215,18 @@ export class SyncVerdicts {
    * reason and generation) is written at most once per 10 minutes per primary.
    */
   async show(type: ResourceType, id: ObjectIdentity, primary: KubeObject, verdict: Verdict): Promise<KubeObject> {
-    const key = `${id.cluster}\u0000${typeName(type)}`;
-    const objectKey = identityKey(id);
     const at = this.clock.now();
-    const now = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const generation = primary.metadata.generation;
-    const client = this.deps.clusters.client(id.cluster, type);
+    const s: Showing = { type, id, key: `${id.cluster}\u0000${typeName(type)}`, objectKey: identityKey(id), client: this.deps.clusters.client(id.cluster, type), generation: primary.metadata.generation, at, now: new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    const { key, objectKey, client } = s;
     let current = primary;
     try {
       if ((this.modes.get(key) ?? 'condition') === 'condition' && !this.refusedObjects.get(objectKey)) {
-        const status = withVerdictCondition(primary.status, verdict, generation, now);
+        const status = withVerdictCondition(primary.status, verdict, s.generation, s.now);
         if (!deepEqual(status, primary.status)) {
           if (messageOnly(verdictCondition(primary.status), verdictCondition(status)) && this.writtenLately.get(objectKey, at)) return primary;
-          const written = await this.conditionWrite(key, objectKey, type, id, primary, status);
+          const written = await this.conditionWrite(s, primary, status);
           current = written.object;
-          if (!written.kept) return await this.showAsAnnotations(client, id, current, verdict, generation, now, at);
+          if (!written.kept) return await this.showAsAnnotations(s, current, verdict);
           this.writtenLately.set(objectKey, true, MESSAGE_ONLY_EVERY_MS, at);
         }
         // Annotations of an earlier form go.
@@ -222,19 +235,19 @@ export class SyncVerdicts {
         const before = current;
         return await this.deps.write(id, before.metadata.resourceVersion, () => client.replace({ ...before, metadata: { ...before.metadata, annotations } }));
       }
-      return await this.showAsAnnotations(client, id, current, verdict, generation, now, at);
+      return await this.showAsAnnotations(s, current, verdict);
     } catch (err) {
       if (isConflict(err)) throw err;
-      this.tell(key, 'write', id, err, 'could not show relsync\'s verdict on the primary; its sync is not affected');
+      this.tell(s, 'write', err, 'could not show relsync\'s verdict on the primary; its sync is not affected');
       return current;
     }
   }
 
   /** The verdict as annotations; a condition of relsync's left from before goes (where the API server lets it). */
-  private async showAsAnnotations(client: ObjectClient, id: ObjectIdentity, primary: KubeObject, verdict: Verdict, generation: number | undefined, now: string, at: number): Promise<KubeObject> {
-    const objectKey = identityKey(id);
+  private async showAsAnnotations(s: Showing, primary: KubeObject, verdict: Verdict): Promise<KubeObject> {
+    const { client, id, objectKey, at } = s;
     let current = primary;
-    const annotations = withVerdictAnnotations(current.metadata.annotations, verdict, generation, now);
+    const annotations = withVerdictAnnotations(current.metadata.annotations, verdict, s.generation, s.now);
     const changed = !deepEqual(annotations, current.metadata.annotations ?? {});
     const problemOnly = changed && !verdict.synced && current.metadata.annotations?.[SYNC_PROBLEM_ANNOTATION]?.startsWith(`${verdict.reason}: `) === true;
     if (changed && !(problemOnly && this.writtenLately.get(objectKey, at))) {
@@ -271,7 +284,7 @@ export class SyncVerdicts {
       return current;
     } catch (err) {
       if (isConflict(err)) throw err;
-      this.tell(`${id.cluster}\u0000${typeName(type)}`, 'clear', id, err, 'could not take relsync\'s verdict off a primary it no longer syncs');
+      this.tell({ key: `${id.cluster}\u0000${typeName(type)}`, id }, 'clear', err, 'could not take relsync\'s verdict off a primary it no longer syncs');
       return primary;
     }
   }
@@ -282,8 +295,8 @@ export class SyncVerdicts {
    * annotations; or for this object (the API server refused its write, 400/422: a CRD's limit on
    * a message or on conditions, which another object of the type may well meet).
    */
-  private async conditionWrite(key: string, objectKey: string, type: ResourceType, id: ObjectIdentity, primary: KubeObject, status: Status): Promise<{ object: KubeObject; kept: boolean }> {
-    const client = this.deps.clusters.client(id.cluster, type);
+  private async conditionWrite(s: Showing, primary: KubeObject, status: Status): Promise<{ object: KubeObject; kept: boolean }> {
+    const { key, objectKey, type, id, client } = s;
     let written: KubeObject;
     try {
       written = await this.deps.write(id, primary.metadata.resourceVersion, () => client.replaceStatus({ ...primary, status }));
@@ -294,7 +307,7 @@ export class SyncVerdicts {
       }
       if (err instanceof ApiError && (err.statusCode === 400 || err.statusCode === 422)) {
         this.refusedObjects.set(objectKey, true, 60 * 60_000);
-        this.tell(key, 'refused', id, err, `the API server refused relsync's ${SYNCED_CONDITION} condition on this primary; its verdict is shown as annotations`);
+        this.tell(s, 'refused', err, `the API server refused relsync's ${SYNCED_CONDITION} condition on this primary; its verdict is shown as annotations`);
         return { object: primary, kept: false };
       }
       throw err;
@@ -315,7 +328,7 @@ export class SyncVerdicts {
     this.modes.set(key, 'annotation', 60 * 60_000);
   }
 
-  private tell(key: string, what: string, id: ObjectIdentity, err: unknown, message: string): void {
+  private tell({ key, id }: Pick<Showing, 'key' | 'id'>, what: string, err: unknown, message: string): void {
     const code = err instanceof ApiError ? err.statusCode : 0;
     const toldKey = `${key}\u0000${what}\u0000${code}`;
     if (this.told.get(toldKey)) return;

@@ -37,21 +37,32 @@ describe('work queue', () => {
     let overlap = false;
     const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 4 });
     const ac = new AbortController();
+    // The first run of 'a' holds until the adds below were made while it ran (no timing window:
+    // a loaded machine once started it after a 5 ms wait had passed).
+    let aRunning!: () => void;
+    const aStarted = new Promise<void>((resolve) => (aRunning = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
     const done = queue.start(ac.signal, async (key) => {
       if (running.has(key)) overlap = true;
       running.add(key);
       runs.push(key);
-      await tick(20);
+      if (key === 'a' && runs.filter((r) => r === 'a').length === 1) {
+        aRunning();
+        await held;
+      } else await tick(5);
       running.delete(key);
       return {};
     });
     queue.add('a');
     queue.add('a');
     queue.add('b');
-    await tick(5);
+    await aStarted;
     queue.add('a'); // while processing: runs once more afterwards
     queue.add('a');
-    await tick(80);
+    release();
+    // Done when nothing runs or waits: then no third run of 'a' is due.
+    for (let i = 0; i < 500 && (running.size > 0 || queue.depth > 0 || runs.filter((r) => r === 'a').length < 2); i++) await tick(10);
     ac.abort();
     await done;
     assert.equal(overlap, false);
