@@ -5,6 +5,17 @@ import { LoopBreaks } from '../../../src/util/loop-breaks.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Waits until `done()` holds (at most 5 s): what a test waits for is a state of the queue, never a
+ * number of milliseconds, which a loaded machine may not keep (a run not started yet after 5 ms).
+ */
+async function until(what: string, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (done()) return;
+    await tick(10);
+  }
+  assert.fail(`waited 5 s for ${what}`);
+}
 
 describe('work queue', () => {
   it('lets the event loop go round during a run of reconciles that wait for nothing, whatever the workers', async () => {
@@ -85,16 +96,16 @@ describe('work queue', () => {
     });
     queue.add({ key: 'p', parts: ['x'] });
     queue.add({ key: 'p', parts: ['y'] });
-    await tick(5);
+    await until('the first run', () => release !== undefined);
     // The first run (x, y) is in progress: z arrives, then w.
     queue.add({ key: 'p', parts: ['z'] });
     queue.add({ key: 'p', parts: ['w'] });
     release!();
-    await tick(10);
+    await until('the second run', () => runs.length === 2);
     queue.add({ key: 'p', parts: ['v'] });
     queue.add({ key: 'p' });
     queue.add({ key: 'p', parts: ['u'] });
-    await tick(10);
+    await until('the third run', () => runs.length === 3);
     ac.abort();
     await done;
     assert.deepEqual(runs, [['x', 'y'], ['w', 'z'], 'whole']);
@@ -112,7 +123,7 @@ describe('work queue', () => {
       return {};
     });
     queue.add('p');
-    await tick(5);
+    await until('the first run', () => release !== undefined);
     open = false;
     const swept = queue.addAndWait('p', { ignoreGate: true });
     release!();
@@ -153,14 +164,14 @@ describe('work queue', () => {
       return {};
     });
     for (let i = 0; i < 10; i++) queue.add(`a/${i}`);
-    await tick(20);
-    assert.deepEqual(started, ['a/0', 'a/1'], 'a stalled lane holds at most maxPerLane workers');
+    await until('two of a running', () => started.length === 2);
     queue.add('b/1');
-    await tick(20);
-    assert.ok(started.includes('b/1'), 'another lane still runs at once');
+    await until('b/1 running', () => started.includes('b/1'));
+    // b/1 went to the third worker, which a third item of a would have taken had the cap let it.
+    assert.deepEqual(started, ['a/0', 'a/1', 'b/1'], 'a stalled lane holds at most maxPerLane workers; another lane still runs');
     assert.equal(queue.depth, 8);
     for (const r of release.splice(0)) r();
-    await tick(20);
+    await until('two more of a', () => started.length === 5);
     assert.deepEqual(started.slice(3, 5), ['a/2', 'a/3'], 'a lane below its cap takes work again');
     ac.abort();
     for (const r of release.splice(0)) r();
@@ -231,7 +242,7 @@ describe('work queue addAndWait', () => {
       return {};
     });
     queue.add('a');
-    await tick(5); // 'a' is running now
+    await until("'a' running", () => order.length === 1);
     const waited = queue.addAndWait('a').then((o) => order.push(`waited a ${o.outcome}`));
     const bad = await queue.addAndWait('bad');
     await waited;
@@ -275,14 +286,14 @@ describe('work queue: when is a key done', () => {
       return {};
     });
     queue.add('dirtied');
-    await tick(5);
+    await until('the first run', () => release !== undefined);
     queue.add('dirtied'); // an event while it runs
     release!();
-    await tick(20);
+    await until('the run after', () => seen.length === 2);
     queue.add('fails');
-    await tick(40);
+    await until('the retry', () => seen.length === 4);
     queue.add('requeues');
-    await tick(40);
+    await until('the requeued run', () => seen.length === 6);
     ac.abort();
     await done;
     assert.deepEqual(seen, ['dirtied ok true', 'dirtied ok false', 'fails error true', 'fails ok false', 'requeues requeue true', 'requeues ok false']);
