@@ -286,7 +286,10 @@ describe('kcp as the platform', () => {
     const claimEvent = events.find((ev) => /permission claim for secrets/.test(ev.message ?? ''))!;
     assert.match(claimEvent.reason ?? '', /^Related(SyncFailed|ResourceProblem)$/);
     await client.putConfigMap('default', 'settings', { from: 'consumer-e', v: '2' });
-    await eventually('and the rest still syncs', async () => (await svc.configMap(copyNs, 'settings'))?.data?.v === '2', 30_000);
+    // The workspace's primaries wait for its first LISTs (first-lists.ts), and the LIST of Secrets,
+    // forbidden, is retried for over half a minute (35 s in a CI run) before it is given up: when a scheduled sweep (which
+    // does not wait) synced the ConfigMap above, this change can still be waiting for that.
+    await eventually('and the rest still syncs', async () => (await svc.configMap(copyNs, 'settings'))?.data?.v === '2', 75_000);
     assert.ok(await svc.database(copyNs, 'orders'));
   });
 
