@@ -97,19 +97,31 @@ const failureDir = mkdtempSync(join(tmpdir(), 'relsync-failures-'));
 env.RELSYNC_FAILURE_DIR = failureDir;
 
 /**
- * The newest failed file's relsync log tail, its last `FAILURE_TAIL` lines (a CI page shows about
- * 140); every failed file printed its whole report with its results above.
+ * The newest failed file's relsync logs again, the last FAILURE_TAIL lines of each (a CI page shows
+ * about 140 lines; which relsync a failed test used is not known here, so each of the file's last
+ * three gets its share); every failed file printed its whole report with its results above.
  */
-const FAILURE_TAIL = 45;
+const FAILURE_TAIL = 15;
 function printFailureReports() {
   const reports = readdirSync(failureDir)
     .map((f) => join(failureDir, f))
     .sort((x, y) => statSync(x).mtimeMs - statSync(y).mtimeMs);
   const newest = reports.at(-1);
   if (newest) {
-    const lines = readFileSync(newest, 'utf8').trimEnd().split('\n');
-    console.log(`run-tests: ${reports.length} failed file(s) printed relsync's last log lines with their results; the newest again, its last ${Math.min(FAILURE_TAIL, lines.length)} lines:`);
-    console.log([lines[0], ...lines.slice(1).slice(-FAILURE_TAIL)].join('\n'));
+    const [title, ...lines] = readFileSync(newest, 'utf8').trimEnd().split('\n');
+    console.log(`run-tests: ${reports.length} failed file(s) printed relsync's last log lines with their results; the newest again, the last ${FAILURE_TAIL} lines of each log:`);
+    console.log(title);
+    // The report is a header line per log ("# relsync's last N lines … of <file>:"), then its lines.
+    let section = [];
+    const flush = () => section.length > 0 && console.log([section[0], ...section.slice(1).slice(-FAILURE_TAIL)].join('\n'));
+    for (const line of lines) {
+      if (line.startsWith("# relsync's last ")) {
+        flush();
+        section = [];
+      }
+      section.push(line);
+    }
+    flush();
   }
   rmSync(failureDir, { recursive: true, force: true });
 }
