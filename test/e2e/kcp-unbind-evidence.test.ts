@@ -34,6 +34,26 @@ after(async () => {
   await kcp?.stop();
 });
 
+/**
+ * relsync for the Database export (ConfigMaps named by `.spec.configMapName`), through `proxy`, with
+ * a store of its own in `dir`. The endpoint slice names kcp itself: relsync, told to follow it, would
+ * go round the proxy. It is given the slice's URL with the proxy's base instead
+ * (virtualWorkspaceUrl), which it uses as it is; single-shard kcp has one URL, so nothing is lost by
+ * not following the slice.
+ */
+async function startThrough(proxy: FaultProxy, dir: string, agentName: string): Promise<RelsyncProcess> {
+  const vw = await virtualWorkspaceUrl(kcp, 'root:provider', DATABASE_EXPORT);
+  assert.ok(vw.startsWith(`${kcp.url}/services/`), `a virtual workspace URL on kcp's own address: ${vw}`);
+  const configPath = writeConfig(dir, {
+    agentName,
+    platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'agent.kubeconfig'), proxy.url, kcp.agentToken), kcp: { virtualWorkspaceUrl: proxy.url + vw.slice(kcp.url.length) } }],
+    serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
+    store: { path: join(dir, 'relsync.db') },
+    resources: [{ group: 'demo.relsync.dev', kind: 'Database', related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
+  });
+  return startRelsync(configPath, join(dir, 'relsync.log'));
+}
+
 describe('kcp: only an answered unbind removes copies', () => {
   let proxy: FaultProxy;
   let relsync: RelsyncProcess | undefined;
@@ -56,19 +76,7 @@ describe('kcp: only an answered unbind removes copies', () => {
     await grantAgentAccess(kcp, 'root:provider');
     [a, b] = ['consumer-a', 'consumer-b'].map((w) => workspaceClient(kcp, `root:${w}`, dir)) as [ClusterClient, ClusterClient];
     proxy = await startFaultProxy(kcp, 'kcp-proxy');
-    // The endpoint slice names kcp itself: relsync, told to follow it, would go round the proxy.
-    // It is given the slice's URL with the proxy's base instead (virtualWorkspaceUrl), which it
-    // uses as it is; single-shard kcp has one URL, so nothing is lost by not following the slice.
-    const vw = await virtualWorkspaceUrl(kcp, 'root:provider', DATABASE_EXPORT);
-    assert.ok(vw.startsWith(`${kcp.url}/services/`), `a virtual workspace URL on kcp's own address: ${vw}`);
-    const configPath = writeConfig(dir, {
-      agentName: 'e2e',
-      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'agent.kubeconfig'), proxy.url, kcp.agentToken), kcp: { virtualWorkspaceUrl: proxy.url + vw.slice(kcp.url.length) } }],
-      serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      resources: [{ group: 'demo.relsync.dev', kind: 'Database', related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
-    });
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    relsync = await startThrough(proxy, dir, 'e2e');
     console.log(`kcp, two bound workspaces, the proxy and relsync ready in ${Date.now() - startedAt} ms`);
   });
 
@@ -193,15 +201,7 @@ describe('kcp: a workspace whose claims the store does not know yet unbinds', ()
     proxy = await startFaultProxy(kcp, 'kcp-proxy-unknown');
     // Every request into C fails while relsync starts: its startup sweep cannot reconcile C's primary.
     const fault = proxy.inject({ path: new RegExp(`/clusters/${lcC}/`), action: { kind: 'status', status: 500 } });
-    const vw = await virtualWorkspaceUrl(kcp, 'root:provider', DATABASE_EXPORT);
-    const configPath = writeConfig(dir, {
-      agentName: 'e2e-unknown',
-      platformClusters: [{ name: 'kcp', kubeconfig: kcp.kubeconfig(join(dir, 'agent.kubeconfig'), proxy.url, kcp.agentToken), kcp: { virtualWorkspaceUrl: proxy.url + vw.slice(kcp.url.length) } }],
-      serviceCluster: { name: 'service', kubeconfig: service.plane.service.kubeconfigPath },
-      store: { path: join(dir, 'relsync.db') },
-      resources: [{ group: 'demo.relsync.dev', kind: 'Database', related: [{ id: 'config', origin: 'platform', resource: 'configmaps', reference: { path: '.spec.configMapName' } }] }],
-    });
-    relsync = await startRelsync(configPath, join(dir, 'relsync.log'));
+    relsync = await startThrough(proxy, dir, 'e2e-unknown');
     await relsync.waitForLog('the startup sweep, with an error (C’s primary)', (l) => /"trigger":"startup"/.test(l) && /"errors":[1-9]/.test(l) && l.includes('sweep finished'), 30_000);
     fault();
   });
