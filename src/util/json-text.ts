@@ -45,6 +45,10 @@ function serialize(value: unknown, sorted: boolean): string {
       out += JSON.stringify(v) ?? 'null';
       return;
     }
+    if (isLeaf(v, sorted)) {
+      out += JSON.stringify(v);
+      return;
+    }
     if (Array.isArray(v)) {
       out += '[';
       stack.push({ close: ']', keys: undefined, values: v, next: 0 });
@@ -68,4 +72,31 @@ function serialize(value: unknown, sorted: boolean): string {
     write(open.values[open.next++]);
   }
   return out;
+}
+
+/**
+ * Whether the native serializer writes `v` exactly as serialize would, in one call: an array of
+ * primitives, or an object of primitive members whose keys already come in code-unit order (when
+ * sorting). A wide list of names is the common case, and one native call instead of one per
+ * element is several times faster on it. Integer-like keys come first in any object, in numeric
+ * order ("9" before "10"), so they fail the order check and take the walk. Undefined members: the
+ * native serializer leaves an object's out and writes an array's as null, as serialize does.
+ */
+function isLeaf(v: object, sorted: boolean): boolean {
+  if (Array.isArray(v)) {
+    for (const element of v as unknown[]) if (!isPrimitive(element)) return false;
+    return true;
+  }
+  let previous: string | undefined;
+  for (const key in v) {
+    if (!isPrimitive((v as Record<string, unknown>)[key])) return false;
+    if (sorted && previous !== undefined && !(previous < key)) return false;
+    previous = key;
+  }
+  return true;
+}
+
+/** What JSON.parse makes that is not a container (undefined: a member taken out of a parsed object). */
+function isPrimitive(v: unknown): boolean {
+  return v === null || v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 }
