@@ -60,10 +60,13 @@ function isKcpKey(key: string): boolean {
 export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {
   // What relsync applies holds relsync's values; others' fields (keys of a payload map too) are
   // theirs, and stay. What the source dropped shows in the marks: their hash of what is applied changes.
-  for (const [key, value] of Object.entries(desired.fields)) if (!isSubset(value, existing[key])) return false;
+  // The marks first: they carry the hash of what is applied, so on a real change they differ, and
+  // the walk of a wide copy's fields is not needed to say so.
   const labels = existing.metadata.labels ?? {};
   const annotations = existing.metadata.annotations ?? {};
-  return sameValues(labels, { ...desired.labels, ...marks.labels }) && sameValues(annotations, { ...desired.annotations, ...marks.annotations });
+  if (!sameValues(labels, { ...desired.labels, ...marks.labels }) || !sameValues(annotations, { ...desired.annotations, ...marks.annotations })) return false;
+  for (const [key, value] of Object.entries(desired.fields)) if (!isSubset(value, existing[key])) return false;
+  return true;
 }
 
 /** Every key relsync applies holds its value; other keys are the destination's business. */
@@ -88,12 +91,20 @@ export function isSubset(want: unknown, actual: unknown): boolean {
       if (w !== a) return false;
     } else if (Array.isArray(w)) {
       if (!Array.isArray(a) || w.length !== a.length) return false;
-      for (let i = 0; i < w.length; i++) pending.push([w[i], a[i]]);
+      // A primitive member is compared where it is met: a list of 30,000 names pushes nothing.
+      for (let i = 0; i < w.length; i++) if (!sameLeaf(w[i], a[i], pending)) return false;
     } else {
       if (a === null || typeof a !== 'object' || Array.isArray(a)) return false;
-      for (const [k, v] of Object.entries(w)) pending.push([v, (a as Record<string, unknown>)[k]]);
+      for (const k in w) if (!sameLeaf((w as Record<string, unknown>)[k], (a as Record<string, unknown>)[k], pending)) return false;
     }
   }
+  return true;
+}
+
+/** For isSubset: false when `w` is a primitive `a` does not equal; a container pair is left for the walk. */
+function sameLeaf(w: unknown, a: unknown, pending: Array<readonly [unknown, unknown]>): boolean {
+  if (w !== null && typeof w === 'object') pending.push([w, a]);
+  else if (w !== a) return false;
   return true;
 }
 

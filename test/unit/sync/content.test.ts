@@ -35,6 +35,22 @@ describe('content', () => {
     assert.equal(isUpToDate(desired, hashed('h1'), { ...copy, data: { theirs: 'eA==' } }), false, 'a key of relsync\'s gone from the copy');
   });
 
+  it("a copy whose marks carry another hash is not up to date, and its wide fields are not walked to say so", () => {
+    const names = Array.from({ length: 30_000 }, (_, i) => `secret-${i}`);
+    let reads = 0;
+    const counted = new Proxy({ tlsSecrets: names }, { get: (t, k) => (reads++, Reflect.get(t, k)), ownKeys: (t) => (reads++, Reflect.ownKeys(t)) });
+    const copy = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c', labels: marks.labels, annotations: { ...marks.annotations, 'relsync.dev/content-hash': 'old' } }, spec: counted };
+    const desired = contentOf({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'c' }, spec: { tlsSecrets: [...names.slice(1), 'new'] } });
+    assert.equal(isUpToDate(desired, { labels: marks.labels, annotations: { ...marks.annotations, 'relsync.dev/content-hash': 'new' } }, copy), false);
+    assert.equal(reads, 0, 'the copy\'s fields were read');
+    // With the same hash, the fields still decide (drift is set back).
+    assert.equal(isUpToDate(desired, { labels: marks.labels, annotations: { ...marks.annotations, 'relsync.dev/content-hash': 'old' } }, copy), false);
+    assert.ok(reads > 0);
+    assert.ok(isSubset({ a: names, b: { c: [1, { d: null }] } }, { a: [...names], b: { c: [1, { d: null, e: 2 }] }, x: 1 }));
+    assert.ok(!isSubset({ a: names }, { a: [...names.slice(0, -1), 'other'] }));
+    assert.ok(!isSubset({ b: { c: [1, { d: null }] } }, { b: { c: [1, { d: 0 }] } }));
+  });
+
   it('hashes without the value order mattering, never containing the value, and under a key (no offline guessing)', () => {
     const hasher = new ContentHasher(Buffer.alloc(32, 7));
     const h = hasher.hash(contentOf(source));
