@@ -168,7 +168,8 @@ async function listWatch(
   client: ResourceClient,
   onFirstSync: (() => void) | undefined,
   handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused'>,
-  parseBudget = true,
+  /** An object watch, whose handler is the router; false for the APIBinding watch. */
+  objects = true,
 ): Promise<ListWatch> {
   const { metrics } = options;
   const watch: ListWatch = new ListWatch({
@@ -185,7 +186,10 @@ async function listWatch(
     maxParsedBytes: w.clusters.maxParsedBytes,
     // Not for the APIBinding watch: its handler may read a binding (a request that could wait for
     // this budget) while its event holds some; kcp's bindings are small and one watch per platform.
-    ...(parseBudget ? { parseBudget: w.clusters.parseBudget } : {}),
+    ...(objects ? { parseBudget: w.clusters.parseBudget } : {}),
+    // The router, the finder index and the cluster scope read a deletion's metadata only; a
+    // binding's deletion is read whole (binding-watch.ts reads what it bound).
+    deletedAsMetadata: objects,
     onFirstSync,
     clock: options.clock,
   });

@@ -112,6 +112,13 @@ export class Reader {
     return value;
   }
 
+  /** The text of the value at the cursor, which it moves past; undefined when the value does not end. */
+  valueText(): string | undefined {
+    this.space();
+    const start = this.at;
+    return this.passValue() ? this.text.slice(start, this.at) : undefined;
+  }
+
   /** Moves past the value at the cursor; false when it does not end. */
   passValue(): boolean {
     this.space();

@@ -35,7 +35,7 @@ import { parsedBytesAtMost, parsedBytesOver } from '../util/heap-size.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
-import { watchEventHead } from './watch-event-head.js';
+import { deletedObject, watchEventHead, type DeletedObject } from './watch-event-head.js';
 import { apiVersionOf, typeName, type ResourceType } from '../core/resource-type.js';
 import type { ByteBudget } from '../util/byte-budget.js';
 import { Backoff } from '../util/backoff.js';
@@ -137,6 +137,11 @@ export interface ListWatchOptions {
    * for this budget itself (a LIST page, say) while it holds it.
    */
   readonly parseBudget?: Pick<ByteBudget, 'take'>;
+  /**
+   * A DELETED event's object is read as its apiVersion, kind and metadata only (its content scanned,
+   * not parsed: watch-event-head.ts deletedObject): for handlers that route a deletion by metadata.
+   */
+  readonly deletedAsMetadata?: boolean;
   /** Told of each object a LIST or an event refused (its page or line too costly to read), after the log line that names it. */
   readonly onRefused?: () => void;
 }
@@ -343,9 +348,12 @@ export class ListWatch {
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
         await lines.add(line.length);
+        const deleted = this.options.deletedAsMetadata ? deletedObject(line) : undefined;
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
-        // times its length. With a budget, every line is charged what it says.
-        const said = this.options.parseBudget ? parsedBytesAtMost(line) : parsedBytesOver(line, maxParsed);
+        // times its length. With a budget, every line is charged what it says (a deletion, what
+        // its metadata says: the rest is not parsed).
+        const parsed = deleted?.metadataText ?? line;
+        const said = this.options.parseBudget ? parsedBytesAtMost(parsed) : parsedBytesOver(parsed, maxParsed);
         if (said !== undefined && said > maxParsed) {
           await this.refuseLine(line, said, maxParsed);
           continue;
@@ -354,7 +362,7 @@ export class ListWatch {
         try {
           let event: WatchEvent;
           try {
-            event = JSON.parse(line) as WatchEvent;
+            event = deleted ? { type: 'DELETED', object: deletedRead(deleted) } : (JSON.parse(line) as WatchEvent);
           } catch {
             // Its text is not logged: it may hold an object's data.
             logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
@@ -430,6 +438,13 @@ export class ListWatch {
     }
     this.advance(head.metadata.resourceVersion);
   }
+}
+
+/** A deletion's object; a throw (as JSON.parse's) where its metadata is not an object. */
+function deletedRead(deleted: DeletedObject): KubeObject {
+  const object = deleted.read();
+  if (!object) throw new SyntaxError('the metadata of a deleted object is not an object');
+  return object;
 }
 
 /** A 410 Gone this soon after the last one waits for the backoff before the LIST. */

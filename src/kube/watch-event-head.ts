@@ -3,8 +3,9 @@
  * object's identity (json-reader.ts readIdentity). For a line too costly to parse whole
  * (list-watch.ts), so that the loop can say which object it refused and go on, instead of listing
  * again: labels or annotations of any size cost a scan, never the heap they would take parsed.
+ * And a deletion's object as what is read of it, its metadata (deletedObject).
  */
-import type { ObjectMeta } from '../core/object.js';
+import type { KubeObject, ObjectMeta } from '../core/object.js';
 import { readIdentity, Reader } from './json-reader.js';
 
 export interface WatchEventHead {
@@ -31,4 +32,54 @@ export function watchEventHead(line: string): WatchEventHead | undefined {
     return type !== undefined;
   });
   return ok && reader.atEnd() && type !== undefined && metadata !== undefined ? { type, metadata } : undefined;
+}
+
+/** A DELETED event's object, its content left unparsed. */
+export interface DeletedObject {
+  /** The metadata's text: what the parse budget is charged for, before read() parses it. */
+  readonly metadataText: string;
+  /** The object as its apiVersion, kind and metadata; undefined when the metadata is not an object. */
+  read(): KubeObject | undefined;
+}
+
+/**
+ * The object of a DELETED event as its apiVersion, kind and metadata, the rest of the line scanned
+ * and not parsed: what a deletion is routed by is its metadata (identity, labels, annotations,
+ * owner references), and a tenant's deleted object of a megabyte then costs a scan instead of a
+ * parse of the whole object (for each of the copy's and the primary's events). Undefined for any
+ * other line, or one that is not an object with metadata (it is then parsed as any other line).
+ */
+export function deletedObject(line: string): DeletedObject | undefined {
+  // An API server writes the type first; anything else takes the general path.
+  if (!/^\s*\{\s*"type"\s*:\s*"DELETED"/.test(line)) return undefined;
+  const reader = new Reader(line);
+  let type: string | undefined;
+  let fields: Record<string, string> | undefined;
+  const ok = reader.members((key) => {
+    if (key === 'type') type = reader.stringValue();
+    else if (key === 'object') {
+      // A repeated key: the last one counts, as JSON.parse has it.
+      const read: Record<string, string> = {};
+      fields = read;
+      return reader.members((field) => {
+        if (field !== 'metadata' && field !== 'apiVersion' && field !== 'kind') return reader.passValue();
+        const text = reader.valueText();
+        if (text === undefined) return false;
+        read[field] = text;
+        return true;
+      });
+    } else return reader.passValue();
+    return type !== undefined;
+  });
+  const texts = fields;
+  if (!ok || !reader.atEnd() || type !== 'DELETED' || texts?.metadata === undefined) return undefined;
+  return {
+    metadataText: texts.metadata,
+    read: () => {
+      const object: Record<string, unknown> = {};
+      for (const [field, text] of Object.entries(texts)) object[field] = JSON.parse(text) as unknown;
+      const metadata = object.metadata;
+      return metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? (object as unknown as KubeObject) : undefined;
+    },
+  };
 }

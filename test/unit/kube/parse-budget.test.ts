@@ -117,4 +117,39 @@ describe('the parse budget of watch events', () => {
     stop.abort();
     await running;
   });
+
+  it("a deletion is charged its metadata and delivered as its metadata, not a megabyte of content (an object watch's)", async () => {
+    const content = Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [`k${i}`, 'v'.repeat(20)]));
+    const line = (type: string) => JSON.stringify({ type, object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: type === 'DELETED' ? '12' : '11', labels: { a: 'b' } }, data: content } });
+    for (const deletedAsMetadata of [true, false]) {
+      const budget = new ByteBudget({ capacity: 72 * MiB });
+      const api = new FakeApi();
+      const seen: Array<{ change: string; held: number; object: Record<string, unknown> }> = [];
+      const loop = new ListWatch({
+        client: api,
+        logger: pino({ level: 'silent' }),
+        clock: new FakeClock(),
+        parseBudget: budget,
+        deletedAsMetadata,
+        handler: {
+          onEvent: async (change, object) => void seen.push({ change, held: budget.held, object: object as unknown as Record<string, unknown> }),
+          beginList: () => wholeList(async () => undefined),
+        },
+      });
+      const stop = new AbortController();
+      const running = loop.start(stop.signal);
+      await settle();
+      api.stream.pushLine(line('MODIFIED'));
+      api.stream.pushLine(line('DELETED'));
+      await settle();
+      assert.deepEqual(seen.map((e) => e.change), ['MODIFIED', 'DELETED']);
+      assert.ok(seen[0]!.held > MiB && seen[0]!.object.data !== undefined, 'a change is read whole');
+      if (deletedAsMetadata) {
+        assert.ok(seen[1]!.held < 1024, `the deletion holds ${seen[1]!.held} bytes`);
+        assert.deepEqual(seen[1]!.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '12', labels: { a: 'b' } } });
+      } else assert.ok(seen[1]!.held > MiB && seen[1]!.object.data !== undefined, 'without the option (the APIBinding watch), read whole');
+      stop.abort();
+      await running;
+    }
+  });
 });

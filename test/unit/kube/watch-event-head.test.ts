@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { watchEventHead } from '../../../src/kube/watch-event-head.js';
+import { deletedObject, watchEventHead } from '../../../src/kube/watch-event-head.js';
 
 const identity = (line: string) => {
   const event = JSON.parse(line) as { type: string; object: { metadata: Record<string, unknown> } };
@@ -56,5 +56,49 @@ describe('watch event head', () => {
     for (const line of ['', 'null', '[]', '{"type":"ADDED"}', '{"object":{"metadata":{"name":"x"}}}', '{"type":"ADDED","object":{"metadata":{"name":"x"}', '{"type":1,"object":{"metadata":{}}}']) {
       assert.equal(watchEventHead(line), undefined, line);
     }
+  });
+});
+
+describe('a deleted object read by its metadata', () => {
+  /** What JSON.parse reads of a DELETED line's object, its apiVersion, kind and metadata. */
+  const expected = (line: string) => {
+    const { object } = JSON.parse(line) as { object: Record<string, unknown> };
+    return Object.fromEntries(['apiVersion', 'kind', 'metadata'].filter((f) => f in object).map((f) => [f, object[f]]));
+  };
+
+  it('reads apiVersion, kind and metadata as JSON.parse does, whatever the content around them', () => {
+    const text = fc.string({ unit: 'grapheme-ascii' });
+    const value = fc.oneof(text, fc.integer(), fc.constant(null), fc.dictionary(text, text, { maxKeys: 3 }), fc.array(text, { maxLength: 3 }));
+    fc.assert(
+      fc.property(fc.dictionary(text, value, { maxKeys: 5 }), fc.dictionary(text, value, { maxKeys: 3 }), fc.boolean(), (metadata, spec, withKind) => {
+        const line = JSON.stringify({ type: 'DELETED', object: { ...(withKind ? { apiVersion: 'v1', kind: 'ConfigMap' } : {}), spec: { ...spec, metadata: { name: 'decoy' } }, metadata, data: spec } });
+        const read = deletedObject(line);
+        assert.ok(read);
+        assert.deepEqual(read.read(), expected(line));
+        assert.equal(read.metadataText, JSON.stringify(metadata));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('takes the last of a repeated metadata, and reads nothing of any other event type or of a broken line', () => {
+    const line = '{"type":"DELETED","object":{"metadata":{"name":"first"},"data":{"k":"v"},"metadata":{"name":"second","labels":{"a":"b"}}}}';
+    assert.deepEqual(deletedObject(line)?.read(), { metadata: { name: 'second', labels: { a: 'b' } } });
+    for (const other of [
+      '{"type":"MODIFIED","object":{"metadata":{"name":"x"}}}',
+      '{"object":{"metadata":{"name":"x"}},"type":"DELETED"}',
+      '{"type":"DELETED","object":{"metadata":{"name":"x"}}',
+      '{"type":"DELETED","object":{"data":{}}}',
+      '{"type":"DELETED","object":{"metadata":{"name":"x"}}} trailing',
+    ]) assert.equal(deletedObject(other), undefined, other);
+    assert.equal(deletedObject('{"type":"DELETED","object":{"metadata":"x"}}')?.read(), undefined, 'metadata that is not an object');
+  });
+
+  it("charges the metadata, not a megabyte of content: the content is scanned, never parsed", () => {
+    const content = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, 'v'.repeat(20)]));
+    const line = JSON.stringify({ type: 'DELETED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9' }, data: content } });
+    const read = deletedObject(line);
+    assert.ok(line.length > 1_000_000 && read !== undefined && read.metadataText.length < 100);
+    assert.deepEqual(read.read(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9' } });
   });
 });
