@@ -77,6 +77,9 @@ export interface RefusedObject {
  */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
+/** The Accept header of one object's metadata only (PartialObjectMetadata): a GET or a write whose answer is read for its metadata. */
+export const OBJECT_METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+
 /** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
 export const PAGE_TARGET_SIZE = 4 * 1024 * 1024;
 /**
@@ -148,6 +151,44 @@ export class ResourceClient {
       if (isObjectNotFound(err, name)) return undefined;
       throw err;
     }
+  }
+
+  /**
+   * The object's metadata only (without its content: a tenant's megabyte is neither sent nor
+   * parsed), with the type's apiVersion and kind; undefined when it does not exist. For what
+   * decides on marks, uids and versions alone (the deletion of a copy). An API server that cannot
+   * answer so (406, 415) is asked for the whole object.
+   */
+  async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
+    try {
+      return this.metadataOf(await this.connection.request<KubeObject>('GET', this.path(namespace, name), { accept: OBJECT_METADATA_ONLY }));
+    } catch (err) {
+      if (isObjectNotFound(err, name)) return undefined;
+      if (err instanceof ApiError && (err.statusCode === 406 || err.statusCode === 415)) return this.get(namespace, name);
+      throw err;
+    }
+  }
+
+  /**
+   * Sets the object's finalizers if it is still at `resourceVersion` (a 409 otherwise), as a merge
+   * patch (a list is replaced whole): the same as a PUT of the object read with them changed, but
+   * neither the body nor the answer carries its content. The answer is its metadata.
+   */
+  async setFinalizers(namespace: string, name: string, resourceVersion: string | undefined, finalizers: readonly string[]): Promise<KubeObject> {
+    const patch = { metadata: { ...(resourceVersion ? { resourceVersion } : {}), finalizers } };
+    const request = (accept?: string) => this.connection.request<KubeObject>('PATCH', this.path(namespace, name), { body: patch, contentType: 'application/merge-patch+json', ...(accept ? { accept } : {}) });
+    try {
+      return this.metadataOf(await request(OBJECT_METADATA_ONLY));
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.statusCode === 406 || err.statusCode === 415))) throw err;
+      return request();
+    }
+  }
+
+  /** A PartialObjectMetadata answer as an object of this type: its metadata, without managedFields. */
+  private metadataOf(answer: KubeObject): KubeObject {
+    const { managedFields: _, ...metadata } = answer.metadata ?? {};
+    return { apiVersion: apiVersionOf(this.type), kind: this.type.kind, metadata };
   }
 
   /**

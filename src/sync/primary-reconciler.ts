@@ -742,7 +742,8 @@ export class PrimaryReconciler {
       const primaries = clusters.client(id.cluster, resource.primaryType);
       try {
         const finalizers = kept.metadata.finalizers.filter((f) => f !== this.finalizer);
-        await this.writePrimary(id, kept.metadata.resourceVersion, () => primaries.replace({ ...kept, metadata: { ...kept.metadata, finalizers } }));
+        // A patch of the finalizers alone: a PUT would send and read back a tenant's megabyte.
+        await this.writePrimary(id, kept.metadata.resourceVersion, () => primaries.setFinalizers(id.namespace, id.name, kept.metadata.resourceVersion, finalizers));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -774,7 +775,8 @@ export class PrimaryReconciler {
   private async removeCopy({ reads, resource, id }: ReconcileScope, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
-    const copy = await copies.get(copyId.namespace, copyId.name);
+    // What decides is the copy's marks, uid and version: its content is neither sent nor parsed.
+    const copy = await copies.getMetadata(copyId.namespace, copyId.name);
     if (!copy || !this.writer.isMarkedCopyOf(copy, id)) {
       // Gone already (or another's in its place): it takes nothing of the tenant's budget.
       await this.deps.budget?.removed(copyId, id);
@@ -784,7 +786,7 @@ export class PrimaryReconciler {
     if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why })) === 'deleted') {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }
-    if (await copies.get(copyId.namespace, copyId.name)) {
+    if (await copies.getMetadata(copyId.namespace, copyId.name)) {
       await this.deps.store.setPrimaryState(id, 'deleting', 'waiting for the copy in the service cluster to be deleted');
       return { requeueAfterMs: 1000 };
     }

@@ -62,6 +62,9 @@ export interface ProxiedRequest {
   readonly method: string;
   readonly path: string;
   readonly query: string;
+  /** Its Accept and Content-Type headers, when it had them. */
+  readonly accept: string | undefined;
+  readonly contentType: string | undefined;
   /** The status relsync saw; 'reset' when the connection was dropped. */
   status: number | 'reset' | undefined;
   /** The fault applied to it, if any. */
@@ -222,7 +225,7 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
     const [path = '', query = ''] = (req.url ?? '').split('?', 2);
     const method = req.method ?? 'GET';
     const action = faultFor(method, path, query);
-    const record: ProxiedRequest = { method, path, query, status: undefined, fault: action?.kind, at: Date.now() };
+    const record: ProxiedRequest = { method, path, query, accept: req.headers.accept, contentType: req.headers['content-type'], status: undefined, fault: action?.kind, at: Date.now() };
     requests.push(record);
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
     if (!action) return forward(req, res, record);

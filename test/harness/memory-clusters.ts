@@ -183,6 +183,17 @@ class MemoryClient implements ObjectClient {
     return this.world.read(this.cluster, this.type, this.ns(namespace), name);
   }
 
+  /** As a real API server's PartialObjectMetadata: the object without its content (logged as a get). */
+  async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
+    const object = await this.get(namespace, name);
+    return object && { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata };
+  }
+
+  async setFinalizers(namespace: string, name: string, resourceVersion: string | undefined, finalizers: readonly string[]): Promise<KubeObject> {
+    const written = await this.mergePatch(namespace, name, { metadata: { ...(resourceVersion ? { resourceVersion } : {}), finalizers } });
+    return { apiVersion: written.apiVersion, kind: written.kind, metadata: written.metadata };
+  }
+
   async *pages(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): AsyncGenerator<ListPage> {
     const late = this.log('list', options.namespace ?? '', '');
     const matches = parseSelector(options.labelSelector ?? '');

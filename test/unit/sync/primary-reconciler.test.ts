@@ -410,7 +410,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.finalizers = []));
       world.remove('service', databases, COPY_NS, 'orders');
       assert.deepEqual(await reconcile(), done);
-      assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders'], 'only the finalizer goes');
+      assert.deepEqual(world.writes(), ['mergePatch tenant-a/databases/shop/orders'], 'only the finalizer goes (a patch of the finalizers: the content is not sent)');
       assert.equal(world.read('tenant-a', databases, 'shop', 'orders'), undefined, 'the primary is gone with its finalizer');
       assert.equal(await store.primary(primaryId), undefined);
     });
