@@ -115,12 +115,29 @@ export class EventRouter {
     }
   }
 
+  /**
+   * Whether the change of an object, of which only its identity was read (a heavy watch line:
+   * list-watch.ts), is relsync's own write; if so it is taken as such: routed nowhere, and the
+   * cache lets go of the object (its content was not read; the reconcile that wrote it holds it,
+   * and the next one reads it from the API server). False: it is to be read and routed.
+   */
+  async ownWrite(cluster: string, type: ResourceType, object: KubeObject, change: string): Promise<boolean> {
+    const id = identityOf(cluster, type, object);
+    if (identityProblem(id) || (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) !== true) return false;
+    const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
+    this.options.metrics?.countEvent(metricsCluster, type, change);
+    this.options.cache?.observe(id, undefined);
+    this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true, read: false }, 'routed event');
+    this.options.metrics?.observeFanout(metricsCluster, 0, true);
+    return true;
+  }
+
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
   /**
    * `keep`: whether the cache may keep this version — not for a LIST that runs beside the watch of
    * the same objects (a workspace's relist), whose pages may be older than events already handled.
    */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', keep = true): Promise<number> {
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', keep = true, ownChecked = false): Promise<number> {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
@@ -133,7 +150,7 @@ export class EventRouter {
     const unread = change === 'DELETED' || change === REFUSED;
     // The event of relsync's own write: the reconcile that wrote it already holds this state.
     const unchangedCopy = change !== 'LIST' && !unread && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
-    const ownWrite = !unchangedCopy && change !== 'LIST' && !unread && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
+    const ownWrite = !unchangedCopy && !ownChecked && change !== 'LIST' && !unread && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
     if (ownWrite || unchangedCopy) {
       // Kept when it is a version relsync wrote (its answer may come after its event) of an object
       // the store knows: an unchanged related copy can be a tenant's clone of one under another name.

@@ -47,12 +47,21 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
     index.observe(cluster, p.type, id.namespace, id.name, deleted ? undefined : object);
   };
   const watch: ListWatch = await listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
-    onEvent: async (change, object) => {
+    onEvent: async (change, object, ownChecked) => {
       const cluster = w.scope.of(p.cluster, object);
       if (cluster === undefined) return;
       w.sweepReads.noteObject(identityOf(cluster, p.type, object));
       indexed(cluster, object, change === 'DELETED');
-      await w.router.route(cluster, p.type, object, change);
+      await w.router.route(cluster, p.type, object, change, true, ownChecked);
+    },
+    // A heavy change of relsync's own write is not parsed (the router lets the cache's version go).
+    // Not where a finder index follows the watch: it reads every change's labels.
+    ownWrite: async (change, object) => {
+      if (index) return false;
+      const cluster = w.scope.of(p.cluster, object);
+      if (cluster === undefined || !(await w.router.ownWrite(cluster, p.type, object, change))) return false;
+      w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+      return true;
     },
     // An object whose event was too costly to read (its metadata only): as a change whose content
     // nobody may use. Its owners read it live (and fail with the refusal), the index keeps it
@@ -167,7 +176,7 @@ async function listWatch(
   key: WatchKey,
   client: ResourceClient,
   onFirstSync: (() => void) | undefined,
-  handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused'>,
+  handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused' | 'ownWrite'>,
   /** An object watch, whose handler is the router; false for the APIBinding watch. */
   objects = true,
 ): Promise<ListWatch> {

@@ -32,10 +32,10 @@ import type { Logger } from 'pino';
 import { isForbidden, isGone, ApiError } from './api-error.js';
 import { MAX_PARSED_BYTES } from './connection.js';
 import { parsedBytesAtMost, parsedBytesOver } from '../util/heap-size.js';
-import { heavyTurns } from '../util/heavy-turns.js';
+import { HEAVY_BYTES, heavyTurns } from '../util/heavy-turns.js';
 import type { KubeObject, WatchEvent } from '../core/object.js';
 import type { ListPage, WatchRequest, WatchStream } from './resource-client.js';
-import { deletedObject, watchEventHead, type DeletedObject } from './watch-event-head.js';
+import { changeHead, deletedObject, watchEventHead, type DeletedObject } from './watch-event-head.js';
 import { apiVersionOf, typeName, type ResourceType } from '../core/resource-type.js';
 import type { ByteBudget } from '../util/byte-budget.js';
 import { Backoff } from '../util/backoff.js';
@@ -44,8 +44,18 @@ import { systemClock, type Clock, type Timer } from '../util/clock.js';
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 export interface WatchHandler {
-  /** One change, in the order the server sent it. */
-  onEvent(type: ChangeType, object: KubeObject): Promise<void>;
+  /**
+   * One change, in the order the server sent it. `ownChecked`: ownWrite() was asked of it already
+   * and said no (it need not be asked again).
+   */
+  onEvent(type: ChangeType, object: KubeObject, ownChecked?: boolean): Promise<void>;
+  /**
+   * Asked before a change of HEAVY_BYTES or more is parsed, with what the start of its line says
+   * (its type and identity, watch-event-head.ts changeHead): true when it is relsync's own write and
+   * the handler has taken it as such, so that its content is never parsed; false to have it parsed
+   * and handed to onEvent as any other. Without it, every change is parsed.
+   */
+  ownWrite?(type: ChangeType, object: KubeObject): Promise<boolean>;
   /** A LIST begins (the initial one, or a relist): its pages go to the sink, in order, then its end. */
   beginList(): ListSink;
   /** Called with the newest resourceVersion seen, for checkpoints. */
@@ -348,6 +358,8 @@ export class ListWatch {
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
         await lines.add(line.length);
+        const own = await this.ownWrite(line);
+        if (own === true) continue;
         const deleted = this.options.deletedAsMetadata ? deletedObject(line) : undefined;
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
         // times its length. With a budget, every line is charged what it says (a deletion, what
@@ -377,7 +389,7 @@ export class ListWatch {
             const object = event.object;
             object.apiVersion ??= apiVersionOf(client.type);
             object.kind ??= client.type.kind;
-            if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object)))) {
+            if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object, own === false)))) {
               // The event is not lost: a relist routes the difference between the cluster and the store.
               this.resourceVersion = undefined;
               throw new Error('the event handler failed; relisting so that its event is not lost');
@@ -399,6 +411,26 @@ export class ListWatch {
       stream?.close();
       local.abort();
     }
+  }
+
+  /**
+   * Whether a heavy change line is relsync's own write, asked before it is parsed (handler.ownWrite):
+   * true when the handler took it (the loop goes on past it), false when it said no, undefined when
+   * it was not asked (a light line, no such handler, a line that does not start as an API server's).
+   */
+  private async ownWrite(line: string): Promise<boolean | undefined> {
+    const { handler, client, logger } = this.options;
+    if (!handler.ownWrite || line.length < HEAVY_BYTES) return undefined;
+    const head = changeHead(line);
+    if (!head) return undefined;
+    const object: KubeObject = { apiVersion: apiVersionOf(client.type), kind: client.type.kind, metadata: head.metadata };
+    let taken = false;
+    if (!(await guard(logger, this.name, 'event handler', async () => void (taken = await handler.ownWrite!(head.type as ChangeType, object))))) {
+      this.resourceVersion = undefined;
+      throw new Error('the event handler failed; relisting so that its event is not lost');
+    }
+    if (taken) this.advance(head.metadata.resourceVersion);
+    return taken;
   }
 
   /** The watch has seen everything up to `rv`: a reconnect resumes after it. */

@@ -34,6 +34,27 @@ export function watchEventHead(line: string): WatchEventHead | undefined {
   return ok && reader.atEnd() && type !== undefined && metadata !== undefined ? { type, metadata } : undefined;
 }
 
+/**
+ * The type and identity of an ADDED or MODIFIED event, read from the start of its line only: an
+ * API server writes the type first and an object's metadata before its content, so the rest of the
+ * line is not even scanned. Undefined when the line does not start so (then it is read whole).
+ * What it is for: telling relsync's own writes' events from the rest before paying for their
+ * content (list-watch.ts); nothing else of the line is known, or checked, from this.
+ */
+export function changeHead(line: string): WatchEventHead | undefined {
+  const found = /^\s*\{\s*"type"\s*:\s*"(ADDED|MODIFIED)"\s*,\s*"object"\s*:/.exec(line);
+  if (!found) return undefined;
+  const reader = new Reader(line.slice(found[0].length));
+  let metadata: ObjectMeta | undefined;
+  // Stops at the first metadata (false ends the walk; `metadata` says whether it was found).
+  reader.members((field) => {
+    if (field !== 'metadata') return reader.passValue();
+    metadata = readIdentity(reader) ?? {};
+    return false;
+  });
+  return metadata?.name !== undefined ? { type: found[1]!, metadata } : undefined;
+}
+
 /** A DELETED event's object, its content left unparsed. */
 export interface DeletedObject {
   /** The metadata's text: what the parse budget is charged for, before read() parses it. */

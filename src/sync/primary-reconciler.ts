@@ -819,7 +819,13 @@ export class PrimaryReconciler {
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    return this.writePrimary(id, primary.metadata.resourceVersion, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers: [...(primary.metadata.finalizers ?? []), this.finalizer] } }));
+    // A patch of the finalizers alone, answered with metadata: a PUT would send and read back a tenant's megabyte.
+    const written = await this.writePrimary(id, primary.metadata.resourceVersion, () => client.setFinalizers(id.namespace, id.name, primary.metadata.resourceVersion, [...(primary.metadata.finalizers ?? []), this.finalizer]));
+    // The content is what was read, unless the write changed it too (a webhook's: the generation moved).
+    if (written.metadata.generation === primary.metadata.generation) return { ...primary, metadata: written.metadata };
+    const now = await client.get(id.namespace, id.name);
+    if (!now) throw new Error(`${describeIdentity(id)} is gone since relsync added its finalizer; the next reconcile looks again`);
+    return now;
   }
 
   /**

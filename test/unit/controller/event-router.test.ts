@@ -205,6 +205,23 @@ describe('event router (real SQLite store)', () => {
     assert.equal(cache.get('service', configMaps, 'tenant-a-shop', 'clone'), undefined);
   });
 
+  it("takes a heavy own write by its identity alone: not routed, its cached version let go; another's version of it is left to be read and routed", async () => {
+    const copy = id('service', databases, 'tenant-a-shop', 'orders');
+    const head = (rv: string): KubeObject => ({ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'orders', namespace: 'tenant-a-shop', resourceVersion: rv } });
+    cache.observe(copy, { ...head('50'), spec: { v: 'before' } }, 'owner');
+    ownWrites.record(copy, '51');
+    queued = [];
+    assert.equal(await router.ownWrite('service', databases, head('51'), 'MODIFIED'), true);
+    assert.deepEqual(queued, [], 'not routed');
+    assert.equal(cache.get('service', databases, 'tenant-a-shop', 'orders'), undefined, 'the older version is not read back');
+    assert.equal(await router.ownWrite('service', databases, head('51'), 'MODIFIED'), false, 'consumed once');
+    // A version relsync did not write: nothing is taken, and the full event still routes it (asked once).
+    assert.equal(await router.ownWrite('service', databases, head('52'), 'MODIFIED'), false);
+    queued = [];
+    await router.route('service', databases, { ...head('52'), spec: { v: 'theirs' } }, 'MODIFIED', true, true);
+    assert.deepEqual(queued, ['tenant-a/shop/orders'], "another's change of the copy reaches its primary");
+  });
+
   it('queues, at the end of a complete LIST, the owners of what the store knows but the list no longer has', async () => {
     queued = [];
     const sink = router.beginList('tenant-a', configMaps, undefined);

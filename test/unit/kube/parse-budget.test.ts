@@ -152,4 +152,43 @@ describe('the parse budget of watch events', () => {
       await running;
     }
   });
+
+  it("a heavy change that is relsync's own write is taken from the start of its line, never parsed; one that is not is parsed and said to be checked", async () => {
+    const content = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`k${i}`, 'v'.repeat(20)]));
+    // What follows the metadata is not JSON: a line that were parsed would end the watch.
+    const heavy = (rv: string) => `${JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: rv }, data: content } }).slice(0, -2)},"broken":}}`;
+    const budget = new ByteBudget({ capacity: 72 * MiB });
+    const api = new FakeApi();
+    const asked: string[] = [];
+    const seen: Array<{ rv: string | undefined; ownChecked: boolean | undefined }> = [];
+    const versions: string[] = [];
+    const loop = new ListWatch({
+      client: api,
+      logger: pino({ level: 'silent' }),
+      clock: new FakeClock(),
+      parseBudget: budget,
+      handler: {
+        ownWrite: async (change, object) => {
+          asked.push(`${change} ${object.metadata.namespace}/${object.metadata.name}@${object.metadata.resourceVersion}`);
+          return object.metadata.resourceVersion === '20';
+        },
+        onEvent: async (_change, object, ownChecked) => void seen.push({ rv: object.metadata.resourceVersion, ownChecked }),
+        onResourceVersion: (rv) => void versions.push(rv),
+        beginList: () => wholeList(async () => undefined),
+      },
+    });
+    const stop = new AbortController();
+    const running = loop.start(stop.signal);
+    await settle();
+    api.stream.pushLine(heavy('20'));
+    api.stream.push('ADDED', 'small', '21');
+    api.stream.pushLine(JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '22' }, data: content } }));
+    await settle();
+    assert.deepEqual(asked, ['MODIFIED ns/wide@20', 'MODIFIED ns/wide@22'], 'asked of heavy changes only');
+    assert.deepEqual(seen, [{ rv: '21', ownChecked: false }, { rv: '22', ownChecked: true }], 'the own write was not parsed (its broken content did not end the watch)');
+    assert.deepEqual(versions, ['10', '20', '21', '22'], 'the loop went on past it (10: the LIST)');
+    assert.equal(api.watches.length, 1, 'no reconnect');
+    stop.abort();
+    await running;
+  });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { deletedObject, watchEventHead } from '../../../src/kube/watch-event-head.js';
+import { changeHead, deletedObject, watchEventHead } from '../../../src/kube/watch-event-head.js';
 
 const identity = (line: string) => {
   const event = JSON.parse(line) as { type: string; object: { metadata: Record<string, unknown> } };
@@ -100,5 +100,24 @@ describe('a deleted object read by its metadata', () => {
     const read = deletedObject(line);
     assert.ok(line.length > 1_000_000 && read !== undefined && read.metadataText.length < 100);
     assert.deepEqual(read.read(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9' } });
+  });
+});
+
+describe("a change's head, read from the start of its line", () => {
+  it('reads the type and identity of an API server\'s ADDED or MODIFIED line without reading what follows the metadata', () => {
+    const line = '{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"},"annotations":{"kcp.io/cluster":"root:w"}},"data":NOT JSON';
+    assert.deepEqual(changeHead(line), { type: 'MODIFIED', metadata: { name: 'a', namespace: 'ns', resourceVersion: '7', annotations: { 'kcp.io/cluster': 'root:w' } } });
+    assert.deepEqual(changeHead('{"type":"ADDED","object":{"metadata":{"name":"b"}}}'), { type: 'ADDED', metadata: { name: 'b' } });
+  });
+
+  it('says nothing of a deletion, a line that does not start with its type, or metadata without a name', () => {
+    for (const line of [
+      '{"type":"DELETED","object":{"metadata":{"name":"x"}}}',
+      '{"object":{"metadata":{"name":"x"}},"type":"MODIFIED"}',
+      '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}',
+      '{"type":"MODIFIED","object":{"metadata":{"namespace":"ns"}}}',
+      '{"type":"MODIFIED","object":{"data":{}}}',
+      '{"type":"MODIFIED","object":[]}',
+    ]) assert.equal(changeHead(line), undefined, line);
   });
 });

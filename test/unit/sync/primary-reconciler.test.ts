@@ -211,7 +211,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       putPrimary();
       assert.deepEqual(await reconcile(), done);
       assert.deepEqual(world.writes(), [
-        'replace tenant-a/databases/shop/orders',
+        'mergePatch tenant-a/databases/shop/orders',
         `create service/namespaces//${COPY_NS}`,
         `apply service/databases/${COPY_NS}/orders`,
         'replaceStatus tenant-a/databases/shop/orders',
@@ -330,7 +330,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { ...labels }, annotations: { ...annotations } } });
         putPrimary();
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
-        assert.deepEqual(world.writes(), ['replace tenant-a/databases/shop/orders', 'replaceStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
+        assert.deepEqual(world.writes(), ['mergePatch tenant-a/databases/shop/orders', 'replaceStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
       });
