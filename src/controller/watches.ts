@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { ListWatch, type ListSink, type WatchHandler } from '../kube/list-watch.js';
+import { ListWatch, type ChangeType, type ListSink, type WatchHandler } from '../kube/list-watch.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { identityOf } from '../core/identity.js';
@@ -56,13 +56,16 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
     },
     // A heavy change of relsync's own write is not parsed (the router lets the cache's version go).
     // Not where a finder index follows the watch: it reads every change's labels.
-    ownWrite: async (change, object) => {
-      if (index) return false;
-      const cluster = w.scope.of(p.cluster, object);
-      if (cluster === undefined || !(await w.router.ownWrite(cluster, p.type, object, change))) return false;
-      w.sweepReads.noteObject(identityOf(cluster, p.type, object));
-      return true;
-    },
+    ...(index
+      ? {}
+      : {
+          ownWrite: async (change: ChangeType, object: KubeObject) => {
+            const cluster = w.scope.of(p.cluster, object);
+            if (cluster === undefined || !(await w.router.ownWrite(cluster, p.type, object, change))) return false;
+            w.sweepReads.noteObject(identityOf(cluster, p.type, object));
+            return true;
+          },
+        }),
     // An object whose event was too costly to read (its metadata only): as a change whose content
     // nobody may use. Its owners read it live (and fail with the refusal), the index keeps it
     // findable by its labels, and a sweep reads it live too.

@@ -86,6 +86,19 @@ export class DryRunClient extends ResourceClient {
     return seen.known ? seen.object : super.get(namespace, name);
   }
 
+  /** The ledger's version when it has one (a copy a dry run deleted is gone), as metadata only. */
+  override async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
+    const object = await this.get(namespace, name);
+    return object && { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata };
+  }
+
+  override async setFinalizers(namespace: string, name: string, resourceVersion: string | undefined, finalizers: readonly string[]): Promise<KubeObject> {
+    const before = await this.existing({ metadata: { namespace, name } });
+    this.precondition(before, { metadata: { name, ...(resourceVersion ? { resourceVersion } : {}) } });
+    const after = this.write(namespace, name, before, this.stamped({ ...before, metadata: { ...before.metadata, finalizers: [...finalizers] } }, before));
+    return { apiVersion: after.apiVersion, kind: after.kind, metadata: after.metadata };
+  }
+
   override async create(namespace: string, object: KubeObject): Promise<KubeObject> {
     const name = object.metadata.name ?? `${object.metadata.generateName ?? ''}${this.ledger.fake('name')}`;
     if (object.metadata.name && (await this.get(namespace, name))) throw this.status(409, 'AlreadyExists', `${this.type.resource} "${name}" already exists`, name);

@@ -50,8 +50,8 @@ export interface WatchHandler {
    */
   onEvent(type: ChangeType, object: KubeObject, ownChecked?: boolean): Promise<void>;
   /**
-   * Asked before a change of HEAVY_BYTES or more is parsed, with what the start of its line says
-   * (its type and identity, watch-event-head.ts changeHead): true when it is relsync's own write and
+   * Asked before a change of HEAVY_BYTES or more is parsed, with its type and identity read off the
+   * line without parsing the content (watch-event-head.ts changeHead): true when it is relsync's own write and
    * the handler has taken it as such, so that its content is never parsed; false to have it parsed
    * and handed to onEvent as any other. Without it, every change is parsed.
    */
@@ -360,7 +360,8 @@ export class ListWatch {
         await lines.add(line.length);
         const own = await this.ownWrite(line);
         if (own === true) continue;
-        const deleted = this.options.deletedAsMetadata ? deletedObject(line) : undefined;
+        // A heavy deletion is read by its metadata; a light one is parsed as it always was.
+        const deleted = this.options.deletedAsMetadata && line.length >= HEAVY_BYTES ? deletedObject(line) : undefined;
         // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
         // times its length. With a budget, every line is charged what it says (a deletion, what
         // its metadata says: the rest is not parsed).

@@ -77,8 +77,12 @@ export interface RefusedObject {
  */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
-/** The Accept header of one object's metadata only (PartialObjectMetadata): a GET or a write whose answer is read for its metadata. */
-export const OBJECT_METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+/**
+ * The Accept header of one object's metadata only (PartialObjectMetadata), for a GET or a write
+ * whose answer is read for its metadata; a server that cannot answer so answers with the object
+ * (the second choice), whose metadata is then taken.
+ */
+export const OBJECT_METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json';
 
 /** A page of a LIST aims at this many bytes of parsed objects in the heap (util/heap-size.ts). */
 export const PAGE_TARGET_SIZE = 4 * 1024 * 1024;
@@ -156,15 +160,13 @@ export class ResourceClient {
   /**
    * The object's metadata only (without its content: a tenant's megabyte is neither sent nor
    * parsed), with the type's apiVersion and kind; undefined when it does not exist. For what
-   * decides on marks, uids and versions alone (the deletion of a copy). An API server that cannot
-   * answer so (406, 415) is asked for the whole object.
+   * decides on marks, uids and versions alone (the deletion of a copy).
    */
   async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
     try {
       return this.metadataOf(await this.connection.request<KubeObject>('GET', this.path(namespace, name), { accept: OBJECT_METADATA_ONLY }));
     } catch (err) {
       if (isObjectNotFound(err, name)) return undefined;
-      if (err instanceof ApiError && (err.statusCode === 406 || err.statusCode === 415)) return this.get(namespace, name);
       throw err;
     }
   }
@@ -176,13 +178,7 @@ export class ResourceClient {
    */
   async setFinalizers(namespace: string, name: string, resourceVersion: string | undefined, finalizers: readonly string[]): Promise<KubeObject> {
     const patch = { metadata: { ...(resourceVersion ? { resourceVersion } : {}), finalizers } };
-    const request = (accept?: string) => this.connection.request<KubeObject>('PATCH', this.path(namespace, name), { body: patch, contentType: 'application/merge-patch+json', ...(accept ? { accept } : {}) });
-    try {
-      return this.metadataOf(await request(OBJECT_METADATA_ONLY));
-    } catch (err) {
-      if (!(err instanceof ApiError && (err.statusCode === 406 || err.statusCode === 415))) throw err;
-      return request();
-    }
+    return this.metadataOf(await this.connection.request<KubeObject>('PATCH', this.path(namespace, name), { body: patch, contentType: 'application/merge-patch+json', accept: OBJECT_METADATA_ONLY }));
   }
 
   /** A PartialObjectMetadata answer as an object of this type: its metadata, without managedFields. */

@@ -35,24 +35,32 @@ export function watchEventHead(line: string): WatchEventHead | undefined {
 }
 
 /**
- * The type and identity of an ADDED or MODIFIED event, read from the start of its line only: an
- * API server writes the type first and an object's metadata before its content, so the rest of the
- * line is not even scanned. Undefined when the line does not start so (then it is read whole).
- * What it is for: telling relsync's own writes' events from the rest before paying for their
- * content (list-watch.ts); nothing else of the line is known, or checked, from this.
+ * The type and identity of an ADDED or MODIFIED event, read off its line without parsing the
+ * content: for telling relsync's own writes' events from the rest before paying for their content
+ * (list-watch.ts). The whole line is scanned, and one that JSON.parse could read otherwise (a
+ * repeated `type`, `object` or `metadata`: the last would count there) or that is not one value
+ * says nothing; the content's own well-formedness is not checked (only brackets are counted).
  */
 export function changeHead(line: string): WatchEventHead | undefined {
-  const found = /^\s*\{\s*"type"\s*:\s*"(ADDED|MODIFIED)"\s*,\s*"object"\s*:/.exec(line);
-  if (!found) return undefined;
-  const reader = new Reader(line.slice(found[0].length));
+  const reader = new Reader(line);
+  let type: string | undefined;
   let metadata: ObjectMeta | undefined;
-  // Stops at the first metadata (false ends the walk; `metadata` says whether it was found).
-  reader.members((field) => {
-    if (field !== 'metadata') return reader.passValue();
-    metadata = readIdentity(reader) ?? {};
-    return false;
+  const seen = new Set<string>();
+  const once = (key: string): boolean => {
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  };
+  const ok = reader.members((key) => {
+    if (key === 'type') return once(key) && (type = reader.stringValue()) !== undefined;
+    if (key !== 'object') return reader.passValue();
+    return once(key) && reader.members((field) => {
+      if (field !== 'metadata') return reader.passValue();
+      return once(field) && (metadata = readIdentity(reader)) !== undefined;
+    });
   });
-  return metadata?.name !== undefined ? { type: found[1]!, metadata } : undefined;
+  if (!ok || !reader.atEnd() || (type !== 'ADDED' && type !== 'MODIFIED') || metadata?.name === undefined) return undefined;
+  return { type, metadata };
 }
 
 /** A DELETED event's object, its content left unparsed. */
@@ -68,7 +76,9 @@ export interface DeletedObject {
  * and not parsed: what a deletion is routed by is its metadata (identity, labels, annotations,
  * owner references), and a tenant's deleted object of a megabyte then costs a scan instead of a
  * parse of the whole object (for each of the copy's and the primary's events). Undefined for any
- * other line, or one that is not an object with metadata (it is then parsed as any other line).
+ * other line, or one that is not an object with metadata and string apiVersion and kind (it is then
+ * parsed, and charged, as any other line). The content's well-formedness is not checked (only
+ * brackets are counted): it is never read.
  */
 export function deletedObject(line: string): DeletedObject | undefined {
   // An API server writes the type first; anything else takes the general path.
@@ -84,7 +94,8 @@ export function deletedObject(line: string): DeletedObject | undefined {
       fields = read;
       return reader.members((field) => {
         if (field !== 'metadata' && field !== 'apiVersion' && field !== 'kind') return reader.passValue();
-        const text = reader.valueText();
+        // apiVersion and kind are strings, or the line is read whole: only the metadata is charged.
+        const text = field === 'metadata' ? reader.valueText() : stringText(reader);
         if (text === undefined) return false;
         read[field] = text;
         return true;
@@ -103,4 +114,10 @@ export function deletedObject(line: string): DeletedObject | undefined {
       return metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? (object as unknown as KubeObject) : undefined;
     },
   };
+}
+
+/** The JSON text of a string value at the cursor (moved past it); undefined when it is not a string. */
+function stringText(reader: Reader): string | undefined {
+  const value = reader.stringValue();
+  return value === undefined ? undefined : JSON.stringify(value);
 }

@@ -820,12 +820,12 @@ export class PrimaryReconciler {
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
     // A patch of the finalizers alone, answered with metadata: a PUT would send and read back a tenant's megabyte.
-    const written = await this.writePrimary(id, primary.metadata.resourceVersion, () => client.setFinalizers(id.namespace, id.name, primary.metadata.resourceVersion, [...(primary.metadata.finalizers ?? []), this.finalizer]));
-    // The content is what was read, unless the write changed it too (a webhook's: the generation moved).
-    if (written.metadata.generation === primary.metadata.generation) return { ...primary, metadata: written.metadata };
-    const now = await client.get(id.namespace, id.name);
-    if (!now) throw new Error(`${describeIdentity(id)} is gone since relsync added its finalizer; the next reconcile looks again`);
-    return now;
+    const finalizers = [...(primary.metadata.finalizers ?? []), this.finalizer];
+    // The content is what was read. A write whose generation moved changed the spec too (a webhook's):
+    // that version is not relsync's alone, so its event is routed, and the next reconcile syncs it.
+    const sameSpec = (written: KubeObject) => written.metadata.generation === primary.metadata.generation;
+    const written = await this.writePrimary(id, primary.metadata.resourceVersion, () => client.setFinalizers(id.namespace, id.name, primary.metadata.resourceVersion, finalizers), sameSpec);
+    return { ...primary, metadata: written.metadata };
   }
 
   /**
@@ -873,11 +873,12 @@ export class PrimaryReconciler {
   }
 
   /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */
-  private async writePrimary(id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>): Promise<KubeObject> {
+  private async writePrimary(id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>, onlyOurs: (written: KubeObject) => boolean = () => true): Promise<KubeObject> {
     const run = async () => {
       const written = await write();
       this.deps.onWritten?.(id, written.metadata.resourceVersion);
-      this.deps.ownWrites?.record(id, written.metadata.resourceVersion, precondition);
+      // `onlyOurs`: false when the answer shows more changed than relsync sent; then its event is routed.
+      if (onlyOurs(written)) this.deps.ownWrites?.record(id, written.metadata.resourceVersion, precondition);
       return written;
     };
     return this.deps.ownWrites ? this.deps.ownWrites.during(id, run) : run();

@@ -34,6 +34,8 @@ export class MemoryClusters implements ClusterAccess {
   pageSize = Infinity;
   /** Told of every call as it is made, before it is answered: what a test checks at that very moment. */
   onCall: ((call: Call) => void) | undefined;
+  /** A mutating admission webhook: changes what a replace or patch stores (and so answers). */
+  webhook: ((cluster: string, object: KubeObject) => void) | undefined;
   private readonly names: Set<string>;
   private readonly objects = new Map<string, KubeObject>();
   /** The fields (JSON-encoded paths) each manager last applied, by object uid and manager. */
@@ -333,6 +335,7 @@ class MemoryClient implements ObjectClient {
       this.world.store(this.cluster, this.type, undefined, ns, name);
       return next;
     }
+    this.world.webhook?.(this.cluster, next);
     const stored = this.world.stamp(next);
     this.world.store(this.cluster, this.type, stored, ns, name);
     return structuredClone(stored);

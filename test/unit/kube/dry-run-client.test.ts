@@ -57,6 +57,21 @@ describe('dry run: writes recorded, never sent, with the API server\'s precondit
     assert.deepEqual(views.map((v) => `${v.action} ${v.object}`), ['create service:secrets:ns/new', 'delete service:secrets:ns/gone', 'update service:secrets:ns/held']);
   });
 
+  it("finalizers set and metadata read go through the ledger: nothing sent, the version checked, a deleted object's metadata gone", async () => {
+    const ledger = new DryRunLedger();
+    const client = new DryRunClient(readOnlyServer([secret('primary'), secret('copy')]), secrets, undefined, ledger, 'service');
+    await assert.rejects(client.setFinalizers('ns', 'primary', '4', ['relsync.dev/a']), /409/);
+    const set = await client.setFinalizers('ns', 'primary', '5', ['relsync.dev/a']);
+    assert.deepEqual(set.metadata.finalizers, ['relsync.dev/a']);
+    assert.equal((set as { data?: unknown }).data, undefined, 'answered as metadata');
+    assert.deepEqual((await client.get('ns', 'primary'))?.metadata.finalizers, ['relsync.dev/a'], 'read back in the same run');
+    assert.deepEqual((await client.get('ns', 'primary'))?.data, { password: 'c2VjcmV0' });
+    await client.delete('ns', 'copy', 'uid-copy');
+    assert.equal(await client.getMetadata('ns', 'copy'), undefined, 'a copy the run deleted is gone');
+    assert.equal((await client.getMetadata('ns', 'primary'))?.metadata.uid, 'uid-primary');
+    assert.deepEqual(ledger.list().map(viewOf).map((v) => `${v.action} ${v.object}`), ['update service:secrets:ns/primary', 'delete service:secrets:ns/copy']);
+  });
+
   it('never builds a path from "." or ".." (URL resolution would make it a LIST of the type)', () => {
     const client = new DryRunClient(readOnlyServer([]), secrets, undefined, new DryRunLedger(), 'service');
     assert.throws(() => client.path('ns', '..'), /not an object's name/);

@@ -153,10 +153,10 @@ describe('the parse budget of watch events', () => {
     }
   });
 
-  it("a heavy change that is relsync's own write is taken from the start of its line, never parsed; one that is not is parsed and said to be checked", async () => {
+  it("a heavy change that is relsync's own write is taken by its identity, never parsed; one that is not is parsed and said to be checked", async () => {
     const content = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`k${i}`, 'v'.repeat(20)]));
-    // What follows the metadata is not JSON: a line that were parsed would end the watch.
-    const heavy = (rv: string) => `${JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: rv }, data: content } }).slice(0, -2)},"broken":}}`;
+    // What follows the metadata is not JSON (its brackets balance): a line that were parsed would end the watch.
+    const heavy = (rv: string) => `${JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: rv }, data: content } }).slice(0, -2)},"broken":[{]}}}`;
     const budget = new ByteBudget({ capacity: 72 * MiB });
     const api = new FakeApi();
     const asked: string[] = [];

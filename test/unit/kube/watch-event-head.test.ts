@@ -92,6 +92,8 @@ describe('a deleted object read by its metadata', () => {
       '{"type":"DELETED","object":{"metadata":{"name":"x"}}} trailing',
     ]) assert.equal(deletedObject(other), undefined, other);
     assert.equal(deletedObject('{"type":"DELETED","object":{"metadata":"x"}}')?.read(), undefined, 'metadata that is not an object');
+    // apiVersion and kind are strings: anything else would be parsed uncharged, so the line is read whole.
+    for (const field of ['apiVersion', 'kind']) assert.equal(deletedObject(`{"type":"DELETED","object":{"${field}":[[],[],[]],"metadata":{"name":"x"}}}`), undefined, field);
   });
 
   it("charges the metadata, not a megabyte of content: the content is scanned, never parsed", () => {
@@ -103,21 +105,28 @@ describe('a deleted object read by its metadata', () => {
   });
 });
 
-describe("a change's head, read from the start of its line", () => {
-  it('reads the type and identity of an API server\'s ADDED or MODIFIED line without reading what follows the metadata', () => {
-    const line = '{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"},"annotations":{"kcp.io/cluster":"root:w"}},"data":NOT JSON';
+describe("a change's head, read off its line", () => {
+  it('reads the type and identity of an ADDED or MODIFIED line without parsing its content', () => {
+    // The content is scanned for its brackets, never parsed: `[{]}` is not JSON, and is passed.
+    const line = '{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"},"annotations":{"kcp.io/cluster":"root:w"}},"data":[{]}}}';
     assert.deepEqual(changeHead(line), { type: 'MODIFIED', metadata: { name: 'a', namespace: 'ns', resourceVersion: '7', annotations: { 'kcp.io/cluster': 'root:w' } } });
     assert.deepEqual(changeHead('{"type":"ADDED","object":{"metadata":{"name":"b"}}}'), { type: 'ADDED', metadata: { name: 'b' } });
+    assert.deepEqual(changeHead('{"object":{"metadata":{"name":"c"}},"type":"MODIFIED"}'), { type: 'MODIFIED', metadata: { name: 'c' } }, 'in any order');
   });
 
-  it('says nothing of a deletion, a line that does not start with its type, or metadata without a name', () => {
+  it('says nothing of a deletion, metadata without a name, or a line JSON.parse could read as another event', () => {
     for (const line of [
       '{"type":"DELETED","object":{"metadata":{"name":"x"}}}',
-      '{"object":{"metadata":{"name":"x"}},"type":"MODIFIED"}',
       '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}',
       '{"type":"MODIFIED","object":{"metadata":{"namespace":"ns"}}}',
       '{"type":"MODIFIED","object":{"data":{}}}',
       '{"type":"MODIFIED","object":[]}',
+      // Where JSON.parse would read another event than the start says (the last of a repeated key counts there).
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"5"}},"type":"DELETED"}',
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"5"}},"object":{"metadata":{"name":"b"}}}',
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"5"},"metadata":{"name":"b"}}}',
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a"}}} {"more":1}',
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a"}}',
     ]) assert.equal(changeHead(line), undefined, line);
   });
 });

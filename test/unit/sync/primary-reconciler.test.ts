@@ -386,6 +386,33 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(counts.filter((c) => c.startsWith('removed')).sort(), ['removed primary', 'removed related']);
     });
 
+    it("a finalizer write that also changed the spec (a webhook's: the generation moved) is not taken as relsync's own write", async () => {
+      const ownWrites = new OwnWrites();
+      reconciler = reconcilerWith({ ownWrites });
+      putPrimary();
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.metadata.generation = 1));
+      world.webhook = (cluster, o) => {
+        if (cluster === 'tenant-a' && o.metadata.name === 'orders' && o.spec !== undefined) Object.assign(o, { spec: { ...o.spec, size: 99 }, metadata: { ...o.metadata, generation: 2 } });
+      };
+      // The version the finalizer's patch stored, read at the call after it.
+      let patched = false;
+      let finalizerVersion: string | undefined;
+      world.onCall = (call) => {
+        if (patched && finalizerVersion === undefined) finalizerVersion = world.read('tenant-a', databases, 'shop', 'orders')?.metadata.resourceVersion;
+        patched ||= call.verb === 'mergePatch' && call.cluster === 'tenant-a';
+      };
+      try {
+        await reconcile();
+      } finally {
+        world.webhook = undefined;
+        world.onCall = undefined;
+      }
+      assert.equal((world.read('tenant-a', databases, 'shop', 'orders')?.spec as { size?: number } | undefined)?.size, 99);
+      assert.ok(finalizerVersion !== undefined, 'the finalizer went on by a patch');
+      const id = { cluster: 'tenant-a', group: databases.group, resource: databases.resource, namespace: 'shop', name: 'orders' };
+      assert.equal(await ownWrites.consume(id, finalizerVersion), false, "the webhook's version is routed: the next reconcile syncs size 99");
+    });
+
     it('a primary deleted: its copy goes, then the store forgets it', async () => {
       putPrimary();
       await reconcile();
