@@ -43,7 +43,8 @@ export function contentOf(object: KubeObject, filter: MetadataFilter = everythin
 
 function userMap(map: Record<string, string> | undefined, keep: (key: string) => boolean): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map ?? {})) if (!isRelsyncKey(k) && !isKcpKey(k) && keep(k)) out[k] = v;
+  // No array of entries: a tenant's 12,000 labels are walked, not copied twice.
+  for (const k in map) if (!isRelsyncKey(k) && !isKcpKey(k) && keep(k)) out[k] = map[k]!;
   return out;
 }
 
@@ -53,8 +54,8 @@ function userMap(map: Record<string, string> | undefined, keep: (key: string) =>
  */
 function isKcpKey(key: string): boolean {
   const slash = key.indexOf('/');
-  const prefix = slash < 0 ? '' : key.slice(0, slash);
-  return prefix === 'kcp.io' || prefix.endsWith('.kcp.io');
+  // The prefix is compared in place (no slice of every key).
+  return slash >= 0 && (slash === 6 ? key.startsWith('kcp.io') : key.endsWith('.kcp.io', slash));
 }
 
 export function isUpToDate(desired: CopyContent, marks: { labels: Record<string, string>; annotations: Record<string, string> }, existing: KubeObject): boolean {

@@ -16,8 +16,14 @@ export function nestingDepth(value: unknown, limit = Number.POSITIVE_INFINITY): 
     if (v === null || typeof v !== 'object') continue;
     if (depth > limit) return limit + 1;
     if (depth > deepest) deepest = depth;
-    for (const member of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
-      if (member !== null && typeof member === 'object') pending.push({ value: member, depth: depth + 1 });
+    // No array of the members is made: a map of 12,000 labels is walked, not copied.
+    if (Array.isArray(v)) {
+      for (const member of v as unknown[]) if (member !== null && typeof member === 'object') pending.push({ value: member, depth: depth + 1 });
+    } else {
+      for (const key in v) {
+        const member = (v as Record<string, unknown>)[key];
+        if (member !== null && typeof member === 'object') pending.push({ value: member, depth: depth + 1 });
+      }
     }
   }
   return deepest;
