@@ -50,6 +50,17 @@ export interface RouterMetrics {
   countEvent(cluster: string, type: ResourceType, change: string): void;
 }
 
+/** How route() takes an object. */
+export interface RouteOptions {
+  /**
+   * Whether the cache may keep this version (default true) — not for a LIST that runs beside the
+   * watch of the same objects (a workspace's relist), whose pages may be older than events already handled.
+   */
+  readonly keep?: boolean;
+  /** Whether OwnWrites was asked of this version already (ownWrite(), before it was read): not asked again. */
+  readonly ownChecked?: boolean;
+}
+
 export interface EventRouterOptions {
   readonly agentName: string;
   readonly serviceCluster: string;
@@ -133,11 +144,7 @@ export class EventRouter {
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
-  /**
-   * `keep`: whether the cache may keep this version — not for a LIST that runs beside the watch of
-   * the same objects (a workspace's relist), whose pages may be older than events already handled.
-   */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', keep = true, ownChecked = false): Promise<number> {
+  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', { keep = true, ownChecked = false }: RouteOptions = {}): Promise<number> {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
@@ -291,11 +298,11 @@ export class EventRouter {
         if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
-          await this.route(cluster, type, item, 'LIST', keep);
+          await this.route(cluster, type, item, 'LIST', { keep });
         }
         for (const item of refused) {
           known.delete(identityKey(identityOf(cluster, type, item)));
-          await this.route(cluster, type, item, REFUSED, keep);
+          await this.route(cluster, type, item, REFUSED, { keep });
         }
       },
       end: async () => {

@@ -52,7 +52,7 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       if (cluster === undefined) return;
       w.sweepReads.noteObject(identityOf(cluster, p.type, object));
       indexed(cluster, object, change === 'DELETED');
-      await w.router.route(cluster, p.type, object, change, true, ownChecked);
+      await w.router.route(cluster, p.type, object, change, { ownChecked });
     },
     // A heavy change of relsync's own write is not parsed (the router lets the cache's version go).
     // Not where a finder index follows the watch: it reads every change's labels.

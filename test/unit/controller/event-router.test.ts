@@ -218,7 +218,7 @@ describe('event router (real SQLite store)', () => {
     // A version relsync did not write: nothing is taken, and the full event still routes it (asked once).
     assert.equal(await router.ownWrite('service', databases, head('52'), 'MODIFIED'), false);
     queued = [];
-    await router.route('service', databases, { ...head('52'), spec: { v: 'theirs' } }, 'MODIFIED', true, true);
+    await router.route('service', databases, { ...head('52'), spec: { v: 'theirs' } }, 'MODIFIED', { ownChecked: true });
     assert.deepEqual(queued, ['tenant-a/shop/orders'], "another's change of the copy reaches its primary");
   });
 
