@@ -60,10 +60,10 @@ export interface RequestOptions {
   readonly holdParsed?: (release: () => void) => void;
   /**
    * Reads the answer's text instead of JSON.parse (and instead of the parse cap and budget, which
-   * bound what JSON.parse takes): for a reader that keeps a bounded part of it (metadata-page-head.ts),
-   * or none (a DELETE's answer, the object as deleted).
+   * bound what JSON.parse takes): for a reader that keeps a bounded part of it (metadata-page-head.ts,
+   * object-head.ts, which is told the cap on what it parses), or none (a DELETE's answer).
    */
-  readonly readText?: (text: string) => unknown;
+  readonly readText?: (text: string, maxParsedBytes: number) => unknown;
 }
 
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
@@ -299,8 +299,8 @@ export class Connection {
       // their watch (on kcp, or the service cluster's copies: every tenant's), and a turn behind a
       // lane that a tenant keeps busy would hold it for as long.
       if (method === 'GET') await heavyTurns.turn(text.length, this.name);
-      if (options.readText) return options.readText(text) as T;
       const maxParsed = options.maxParsedBytes ?? this.transport.maxParsedBytes;
+      if (options.readText) return options.readText(text, maxParsed) as T;
       const budget = options.holdParsed && this.transport.parseBudget;
       // A held answer is charged what its text says, whatever its length: every page's share counts.
       const said = budget ? parsedBytesAtMost(text) : parsedBytesOver(text, maxParsed);

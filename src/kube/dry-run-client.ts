@@ -99,6 +99,13 @@ export class DryRunClient extends ResourceClient {
     return { apiVersion: after.apiVersion, kind: after.kind, metadata: after.metadata };
   }
 
+  override async patchStatus(namespace: string, name: string, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KubeObject | undefined> {
+    const before = await this.existing({ metadata: { namespace, name } });
+    this.precondition(before, { metadata: { name, ...(resourceVersion ? { resourceVersion } : {}) } });
+    const after = this.write(namespace, name, before, this.stamped({ ...before, status: mergeOver(before.status ?? {}, status) }, before));
+    return { apiVersion: after.apiVersion, kind: after.kind, metadata: after.metadata, ...(after.status !== undefined ? { status: after.status } : {}) };
+  }
+
   override async create(namespace: string, object: KubeObject): Promise<KubeObject> {
     const name = object.metadata.name ?? `${object.metadata.generateName ?? ''}${this.ledger.fake('name')}`;
     if (object.metadata.name && (await this.get(namespace, name))) throw this.status(409, 'AlreadyExists', `${this.type.resource} "${name}" already exists`, name);

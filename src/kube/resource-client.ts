@@ -10,6 +10,7 @@ import { approximateHeapBytes } from '../util/heap-size.js';
 import type { Semaphore } from '../util/semaphore.js';
 import { ApiError, isNotFound, isObjectNotFound } from './api-error.js';
 import { metadataPageHead, type MetadataPageHead } from './metadata-page-head.js';
+import { objectHead } from './object-head.js';
 
 export interface ListOptions {
   readonly namespace?: string | undefined;
@@ -179,6 +180,19 @@ export class ResourceClient {
   async setFinalizers(namespace: string, name: string, resourceVersion: string | undefined, finalizers: readonly string[]): Promise<KubeObject> {
     const patch = { metadata: { ...(resourceVersion ? { resourceVersion } : {}), finalizers } };
     return this.metadataOf(await this.connection.request<KubeObject>('PATCH', this.path(namespace, name), { body: patch, contentType: 'application/merge-patch+json', accept: OBJECT_METADATA_ONLY }));
+  }
+
+  /**
+   * Sets `status` over the object's status through the status subresource, if the object is still
+   * at `resourceVersion` (a 409 otherwise), as a merge patch: a member of `status` replaces the
+   * object's whole (a list too), the others stay. The answer is read as apiVersion, kind, metadata
+   * and status (object-head.ts): its content is neither sent nor parsed. Undefined where the
+   * answer is not such an object.
+   */
+  async patchStatus(namespace: string, name: string, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KubeObject | undefined> {
+    const patch = { metadata: { ...(resourceVersion ? { resourceVersion } : {}) }, status };
+    const head = await this.connection.request<KubeObject | undefined>('PATCH', this.path(namespace, name, 'status'), { body: patch, contentType: 'application/merge-patch+json', readText: objectHead });
+    return head && { ...head, apiVersion: apiVersionOf(this.type), kind: this.type.kind };
   }
 
   /** A PartialObjectMetadata answer as an object of this type: its metadata, without managedFields. */

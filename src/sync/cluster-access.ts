@@ -11,7 +11,7 @@ import type { ResourceType, TypeReference } from '../core/resource-type.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 
 /** The calls the sync layer makes on one resource type of one cluster. */
-export type ObjectClient = Pick<ResourceClient, 'type' | 'get' | 'getMetadata' | 'setFinalizers' | 'pages' | 'listAll' | 'create' | 'replace' | 'replaceStatus' | 'apply' | 'applyStatus' | 'jsonPatch' | 'mergePatch' | 'delete'>;
+export type ObjectClient = Pick<ResourceClient, 'type' | 'get' | 'getMetadata' | 'setFinalizers' | 'patchStatus' | 'pages' | 'listAll' | 'create' | 'replace' | 'replaceStatus' | 'apply' | 'applyStatus' | 'jsonPatch' | 'mergePatch' | 'delete'>;
 
 export interface ClusterAccess {
   readonly service: { readonly name: string };

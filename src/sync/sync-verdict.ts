@@ -299,7 +299,16 @@ export class SyncVerdicts {
     const { key, objectKey, type, id, client } = s;
     let written: KubeObject;
     try {
-      written = await this.deps.write(id, primary.metadata.resourceVersion, () => client.replaceStatus({ ...primary, status }));
+      // The conditions alone, as a merge patch at the version read: the same as a PUT of the status
+      // with them changed, but neither the body nor the answer carries the primary's content (a
+      // tenant's megabyte), which a status write cannot change (the answer's status and metadata are
+      // put on the primary as read).
+      const head = await this.deps.write(id, primary.metadata.resourceVersion, async () => {
+        const answer = await client.patchStatus(id.namespace, id.name, primary.metadata.resourceVersion, { conditions: status.conditions });
+        if (!answer) throw new Error(`${type.resource} "${id.name}": the answer to the status write is not an object`);
+        return answer;
+      });
+      written = { ...primary, metadata: head.metadata, status: head.status };
     } catch (err) {
       if (isNotFound(err) && !isObjectNotFound(err, id.name)) {
         this.annotationsFor(key, type, id, 'it has no status subresource');

@@ -17,7 +17,7 @@ import type { ResourceType } from '../../src/core/resource-type.js';
 import type { ClusterAccess, ObjectClient } from '../../src/sync/cluster-access.js';
 
 export interface Call {
-  readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'apply' | 'jsonPatch' | 'mergePatch' | 'delete';
+  readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'patchStatus' | 'apply' | 'jsonPatch' | 'mergePatch' | 'delete';
   readonly cluster: string;
   readonly resource: string;
   readonly namespace: string;
@@ -196,6 +196,12 @@ class MemoryClient implements ObjectClient {
     return { apiVersion: written.apiVersion, kind: written.kind, metadata: written.metadata };
   }
 
+  /** A merge patch of the status subresource, answered as apiVersion, kind, metadata and status (as object-head.ts reads it). */
+  async patchStatus(namespace: string, name: string, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KubeObject | undefined> {
+    const written = this.write('patchStatus', { metadata: { namespace, name, ...(resourceVersion ? { resourceVersion } : {}) } }, (current) => ({ ...current, status: mergePatch(current.status ?? {}, status) }));
+    return { apiVersion: written.apiVersion, kind: written.kind, metadata: written.metadata, ...(written.status !== undefined ? { status: written.status } : {}) };
+  }
+
   async *pages(options: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): AsyncGenerator<ListPage> {
     const late = this.log('list', options.namespace ?? '', '');
     const matches = parseSelector(options.labelSelector ?? '');
@@ -320,7 +326,7 @@ class MemoryClient implements ObjectClient {
     }
   }
 
-  private write(verb: 'replace' | 'replaceStatus' | 'mergePatch', object: KubeObject, merge: (current: KubeObject, next: KubeObject) => KubeObject): KubeObject {
+  private write(verb: 'replace' | 'replaceStatus' | 'patchStatus' | 'mergePatch', object: KubeObject, merge: (current: KubeObject, next: KubeObject) => KubeObject): KubeObject {
     const ns = this.ns(object.metadata.namespace ?? '');
     const name = object.metadata.name ?? '';
     this.log(verb, ns, name);

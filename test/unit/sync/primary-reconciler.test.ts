@@ -199,7 +199,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
 
     it('a first sync whose verdict write met a 409 announces itself at the retry', async () => {
       putPrimary();
-      world.fail({ verb: 'replaceStatus', cluster: 'tenant-a', resource: 'databases', status: 409, reason: 'Conflict', message: 'the object has been modified', times: 1 });
+      world.fail({ verb: 'patchStatus', cluster: 'tenant-a', resource: 'databases', status: 409, reason: 'Conflict', message: 'the object has been modified', times: 1 });
       await assert.rejects(reconcile(), /409/);
       assert.equal((await store.primary(primaryId))?.state, 'synced', 'the reconcile\'s outcome was stored before the 409 went up');
       assert.deepEqual(world.eventReasons(), []);
@@ -214,7 +214,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         'mergePatch tenant-a/databases/shop/orders',
         `create service/namespaces//${COPY_NS}`,
         `apply service/databases/${COPY_NS}/orders`,
-        'replaceStatus tenant-a/databases/shop/orders',
+        'patchStatus tenant-a/databases/shop/orders',
       ]);
       assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers, [`relsync.dev/${AGENT}`]);
       assert.deepEqual(verdictOnPrimary(), { status: 'True', reason: 'Synced' }, 'the verdict, last');
@@ -314,7 +314,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         const before = service(databases, 'orders');
         world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
-        assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+        assert.deepEqual(world.writes(), ['patchStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.deepEqual(service(databases, 'orders'), before);
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
@@ -330,7 +330,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         world.put('service', namespaces, { metadata: { name: COPY_NS, labels: { ...labels }, annotations: { ...annotations } } });
         putPrimary();
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000, relationsUnknown: true });
-        assert.deepEqual(world.writes(), ['mergePatch tenant-a/databases/shop/orders', 'replaceStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
+        assert.deepEqual(world.writes(), ['mergePatch tenant-a/databases/shop/orders', 'patchStatus tenant-a/databases/shop/orders'], 'only the finalizer and the verdict');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopyConflict' });
         assert.equal((await store.primary(primaryId))?.state, 'conflict');
       });
@@ -537,7 +537,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         // A source: a conflict, retried, the object stays.
         putConfig({ a: '1' });
         assert.deepEqual(await reconcile(), { requeueAfterMs: 30_000 });
-        assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+        assert.deepEqual(world.writes(), ['patchStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
         assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedCopyConflict' });
         assert.deepEqual(service(configMaps, 'orders-config'), before);
         assert.equal((await relation('config'))?.state, 'conflict');
@@ -552,7 +552,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.ok(service(secrets, 'orders-creds'));
       world.edit('tenant-a', secrets, 'shop', 'orders-creds', (o) => void (o.type = 'kubernetes.io/service-account-token'));
       await reconcile();
-      assert.deepEqual(world.writes(), [`delete service/secrets/${COPY_NS}/orders-creds`, 'replaceStatus tenant-a/databases/shop/orders']);
+      assert.deepEqual(world.writes(), [`delete service/secrets/${COPY_NS}/orders-creds`, 'patchStatus tenant-a/databases/shop/orders']);
       assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedSyncFailed' });
       assert.equal((await relation('creds'))?.state, 'error');
       assert.ok(world.eventReasons().includes('RelatedSyncFailed'));
@@ -564,7 +564,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: 'x'.repeat(2 * 1024 * 1024) }));
       await reconcile();
-      assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+      assert.deepEqual(world.writes(), ['patchStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
       assert.equal((await relation('config'))?.state, 'error');
     });
@@ -904,7 +904,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcileEdge();
-      assert.deepEqual(world.writes(), ['replaceStatus tenant-a/databases/shop/orders'], 'the foreign object is left untouched; the verdict goes on the primary');
+      assert.deepEqual(world.writes(), ['patchStatus tenant-a/databases/shop/orders'], 'the foreign object is left untouched; the verdict goes on the primary');
       assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedCopyConflict' });
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { theirs: 'yes' });
       assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config')?.state, 'conflict', 'recorded by the full reconcile');
@@ -955,7 +955,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 422, reason: 'Invalid', message: 'denied by a webhook' });
       assert.deepEqual(await reconcileEdge(), done);
-      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`, 'replaceStatus tenant-a/databases/shop/orders'], 'one write, no second one by a full reconcile; the verdict on the primary');
+      assert.deepEqual(world.writes(), [`apply service/configmaps/${COPY_NS}/orders-config`, 'patchStatus tenant-a/databases/shop/orders'], 'one write, no second one by a full reconcile; the verdict on the primary');
       assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'RelatedSyncFailed' });
       const relation = (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config');
       assert.equal(relation?.state, 'error');

@@ -132,6 +132,18 @@ function fakeType(behaviour: (name: string) => 'keeps' | 'prunes' | 'noSubresour
       const status = mode === 'prunes' ? withoutVerdictCondition(o.status) : o.status;
       return stored({ ...objects.get(name)!, status });
     },
+    // The conditions' merge patch: the same behaviour, answered as metadata and status.
+    patchStatus: async (_namespace: string, name: string, resourceVersion: string | undefined, patch: { conditions?: unknown }) => {
+      writes.push(`patchStatus ${name}`);
+      const current = objects.get(name)!;
+      if (resourceVersion && resourceVersion !== current.metadata.resourceVersion) throw new ApiError('PATCH', `/x/${name}/status`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' }));
+      const mode = behaviour(name);
+      const merged = { ...(current.status ?? {}), ...patch };
+      if (mode === 'noSubresource') throw new ApiError('PATCH', `/x/${name}/status`, 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'the server could not find the requested resource', details: {} }));
+      if (mode === 'refuses' && verdictCondition(merged)) throw new ApiError('PATCH', `/x/${name}/status`, 422, JSON.stringify({ kind: 'Status', reason: 'Invalid', message: 'status.conditions: Too many: 9: must have at most 8 items' }));
+      const { apiVersion, kind, metadata, status } = stored({ ...current, status: mode === 'prunes' ? withoutVerdictCondition(merged) : merged }) as KubeObject;
+      return { apiVersion, kind, metadata, status };
+    },
   } as unknown as ObjectClient;
   const put = (name: string, extra: Partial<KubeObject> = {}) => stored({ metadata: { name, namespace: 'shop', generation: 1 }, ...extra });
   return { objects, writes, client, put };
@@ -182,11 +194,11 @@ describe('sync verdict: which form, learnt from the API server', () => {
 
   it('a 404 that names the object (it is gone) switches nothing and is not the reconcile\'s failure; a 409 is', async () => {
     const fake = fakeType(() => 'keeps');
-    const gone = { ...fake.client, replaceStatus: async () => { throw new ApiError('PUT', '/x/a/status', 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'databases "a" not found', details: { name: 'a' } })); } } as unknown as ObjectClient;
+    const gone = { ...fake.client, patchStatus: async () => { throw new ApiError('PATCH', '/x/a/status', 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'databases "a" not found', details: { name: 'a' } })); } } as unknown as ObjectClient;
     const verdicts = new SyncVerdicts({ clusters: { client: () => gone }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write() });
     const a = fake.put('a');
     assert.equal(await verdicts.show(type, idOf('a'), a, synced), a);
-    const conflicted = { ...fake.client, replaceStatus: async () => { throw new ApiError('PUT', '/x/a/status', 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' })); } } as unknown as ObjectClient;
+    const conflicted = { ...fake.client, patchStatus: async () => { throw new ApiError('PATCH', '/x/a/status', 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' })); } } as unknown as ObjectClient;
     const again = new SyncVerdicts({ clusters: { client: () => conflicted }, logger: pino({ level: 'silent' }), write: (_id, _p, write) => write() });
     await assert.rejects(again.show(type, idOf('a'), a, synced), /409/);
   });
@@ -200,7 +212,7 @@ describe('sync verdict: which form, learnt from the API server', () => {
     a = await verdicts.show(type, idOf('a'), a, { ...conflict, message: 'request 2' });
     assert.deepEqual(fake.writes, [], 'the message alone changed');
     a = await verdicts.show(type, idOf('a'), a, { ...conflict, reason: 'CopySyncFailed', message: 'request 3' });
-    assert.deepEqual(fake.writes, ['replaceStatus a'], 'the reason changed');
+    assert.deepEqual(fake.writes, ['patchStatus a'], 'the reason changed');
     now = new Date(now.getTime() + 10 * 60_000 + 1);
     fake.writes.length = 0;
     a = await verdicts.show(type, idOf('a'), a, { ...conflict, reason: 'CopySyncFailed', message: 'request 4' });
