@@ -30,7 +30,14 @@ export function objectHead(text: string, maxParsedBytes: number): KubeObject | u
   const said = parsedBytesOver([...texts.values()].join(','), maxParsedBytes);
   if (said !== undefined) throw new Error(`the answer's metadata and status would take about ${Math.round(said / 1024 / 1024)} MiB of memory once parsed, more than ${Math.round(maxParsedBytes / 1024 / 1024)} MiB (limits.parsedBytes)`);
   const object: Record<string, unknown> = {};
-  for (const [key, value] of texts) object[key] = JSON.parse(value) as unknown;
+  for (const [key, value] of texts) {
+    try {
+      object[key] = JSON.parse(value) as unknown;
+    } catch {
+      // JSON.parse's message quotes the text, which may hold a tenant's values: its size only.
+      throw new Error(`the answer's ${key} (${value.length} characters) is not JSON`);
+    }
+  }
   const metadata = object.metadata;
   return metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? (object as unknown as KubeObject) : undefined;
 }

@@ -238,7 +238,7 @@ export class PrimaryReconciler {
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });
     this.paths = new WorkspacePaths(deps.clusters, clock);
     this.adoptionRefusals = new AdoptionRefusals(deps.logger, deps.agentName, clock);
-    this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write) => this.writePrimary(id, precondition, write), clock });
+    this.verdicts = new SyncVerdicts({ clusters: deps.clusters, logger: deps.logger, write: (id, precondition, write, onlyOurs) => this.writePrimary(id, precondition, write, onlyOurs), clock });
     this.edges = new EdgeSync({ ...deps, finalizer: this.finalizer, finder: this.finder, relations: this.relations, writer: this.writer, paths: this.paths, verdicts: this.verdicts, refusals: this.refusals });
   }
 

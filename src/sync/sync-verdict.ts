@@ -150,7 +150,8 @@ export interface SyncVerdictsDeps {
   readonly clusters: Pick<ClusterAccess, 'client'>;
   readonly logger: Logger;
   /** Writes the primary (the reconciler's writePrimary: its own watch event is then not routed back). */
-  readonly write: (id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>) => Promise<KubeObject>;
+  /** `onlyOurs`: false when the answer shows more changed than relsync sent (its event is then routed). */
+  readonly write: (id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>, onlyOurs?: (written: KubeObject) => boolean) => Promise<KubeObject>;
   /** The time of day a verdict is stamped with, and what is remembered for; default systemClock. */
   readonly clock?: Clock;
 }
@@ -299,15 +300,17 @@ export class SyncVerdicts {
     const { key, objectKey, type, id, client } = s;
     let written: KubeObject;
     try {
-      // The conditions alone, as a merge patch at the version read: the same as a PUT of the status
-      // with them changed, but neither the body nor the answer carries the primary's content (a
-      // tenant's megabyte), which a status write cannot change (the answer's status and metadata are
-      // put on the primary as read).
+      // The conditions alone, as a merge patch at the version read: what a PUT of the status with
+      // them changed writes (but for nulls inside the list, which a merge patch drops), without the
+      // primary's content (a tenant's megabyte) in the body or the answer; a status write cannot
+      // change it, so the answer's status and metadata are put on the primary as read. An answer
+      // of another object or generation is not taken for relsync's own write (its event is routed).
+      const same = (written: KubeObject) => written.metadata.uid === primary.metadata.uid && written.metadata.generation === primary.metadata.generation;
       const head = await this.deps.write(id, primary.metadata.resourceVersion, async () => {
         const answer = await client.patchStatus(id.namespace, id.name, primary.metadata.resourceVersion, { conditions: status.conditions });
         if (!answer) throw new Error(`${type.resource} "${id.name}": the answer to the status write is not an object`);
         return answer;
-      });
+      }, same);
       written = { ...primary, metadata: head.metadata, status: head.status };
     } catch (err) {
       if (isNotFound(err) && !isObjectNotFound(err, id.name)) {

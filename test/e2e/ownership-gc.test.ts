@@ -145,7 +145,7 @@ describe('ownership and garbage collection', () => {
     const after = await writeCountsNow();
     const writes = [...requestsBetween(before.service, after.service, SYNCED_TYPES).map((w) => `service: ${w}`), ...requestsBetween(before.tenant, after.tenant, SYNCED_TYPES).map((w) => `tenant: ${w}`)];
     // The change itself, its copy's apply, and the verdict's new observedGeneration on the primary (sync-verdict.ts).
-    const markers = [`service: APPLY databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP} ×1`, `tenant: PUT databases.${GROUP}/status ×1`];
+    const markers = [`service: APPLY databases.${GROUP} ×1`, `tenant: PATCH databases.${GROUP}/status ×1`, `tenant: PUT databases.${GROUP} ×1`];
     assert.deepEqual(writes.filter((w) => markers.includes(w)).sort(), markers, `the marker's own writes are seen: ${writes.join(', ')}`);
     return writes.filter((w) => !markers.includes(w));
   }

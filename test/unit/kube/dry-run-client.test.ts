@@ -69,6 +69,9 @@ describe('dry run: writes recorded, never sent, with the API server\'s precondit
     await client.delete('ns', 'copy', 'uid-copy');
     assert.equal(await client.getMetadata('ns', 'copy'), undefined, 'a copy the run deleted is gone');
     assert.equal((await client.getMetadata('ns', 'primary'))?.metadata.uid, 'uid-primary');
+    const status = await client.patchStatus('ns', 'primary', (await client.get('ns', 'primary'))?.metadata.resourceVersion, { conditions: [{ type: 'X' }] });
+    assert.deepEqual(status?.status, { conditions: [{ type: 'X' }] });
+    await assert.rejects(client.patchStatus('ns', 'primary', '5', { conditions: [] }), /409/, 'at a stale version');
     assert.deepEqual(ledger.list().map(viewOf).map((v) => `${v.action} ${v.object}`), ['update service:secrets:ns/primary', 'delete service:secrets:ns/copy']);
   });
 

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { objectHead } from '../../../src/kube/object-head.js';
+import { ResourceClient } from '../../../src/kube/resource-client.js';
+import type { Connection, RequestOptions } from '../../../src/kube/connection.js';
 
 const MiB = 1024 * 1024;
 
@@ -35,5 +37,19 @@ describe('object head', () => {
     const wide = JSON.stringify({ metadata: { name: 'a' }, status: { v: Array.from({ length: 50_000 }, () => []) } });
     assert.throws(() => objectHead(wide, MiB), /limits\.parsedBytes/);
     for (const text of ['[]', '{"kind":"X"}', '{"metadata":"x"}', '{"metadata":{}} trailing', '{"metadata":{}']) assert.equal(objectHead(text, MiB), undefined, text);
+  });
+
+  it("a status write's answer is not quoted when it is not JSON (a tenant's values)", () => {
+    assert.throws(() => objectHead('{"metadata":{"name":"a"},"status":{"k": secretvalue}}', MiB), (err: Error) => !err.message.includes('secretvalue') && /status \(\d+ characters\) is not JSON/.test(err.message));
+  });
+
+  it('patchStatus sends a merge patch of the given status members at the version, to the status subresource, and reads the answer by its head', async () => {
+    const sent: Array<{ method: string; path: string; options: RequestOptions }> = [];
+    const answer = JSON.stringify({ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'a', namespace: 'ns', resourceVersion: '8' }, spec: { huge: 'x'.repeat(100_000) }, status: { conditions: [{ type: 'X' }] } });
+    const connection = { request: async (method: string, path: string, options: RequestOptions) => (sent.push({ method, path, options }), options.readText!(answer, MiB)) } as unknown as Connection;
+    const client = new ResourceClient(connection, { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true });
+    const written = await client.patchStatus('ns', 'a', '7', { conditions: [{ type: 'X' }] });
+    assert.deepEqual(sent.map((s) => [s.method, s.path, s.options.contentType, s.options.body]), [['PATCH', '/apis/demo.relsync.dev/v1alpha1/namespaces/ns/databases/a/status', 'application/merge-patch+json', { metadata: { resourceVersion: '7' }, status: { conditions: [{ type: 'X' }] } }]]);
+    assert.deepEqual(written, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { name: 'a', namespace: 'ns', resourceVersion: '8' }, status: { conditions: [{ type: 'X' }] } });
   });
 });

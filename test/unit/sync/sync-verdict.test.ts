@@ -112,6 +112,8 @@ describe('sync verdict: annotations where the schema keeps no condition', () => 
 function fakeType(behaviour: (name: string) => 'keeps' | 'prunes' | 'noSubresource' | 'refuses') {
   const objects = new Map<string, KubeObject>();
   const writes: string[] = [];
+  /** What each status patch named: its precondition and the status members it set. */
+  const patches: Array<{ resourceVersion: string | undefined; keys: string[] }> = [];
   let version = 1;
   const stored = (o: KubeObject) => {
     const copy = structuredClone({ ...o, metadata: { ...o.metadata, resourceVersion: String(++version) } });
@@ -135,6 +137,7 @@ function fakeType(behaviour: (name: string) => 'keeps' | 'prunes' | 'noSubresour
     // The conditions' merge patch: the same behaviour, answered as metadata and status.
     patchStatus: async (_namespace: string, name: string, resourceVersion: string | undefined, patch: { conditions?: unknown }) => {
       writes.push(`patchStatus ${name}`);
+      patches.push({ resourceVersion, keys: Object.keys(patch) });
       const current = objects.get(name)!;
       if (resourceVersion && resourceVersion !== current.metadata.resourceVersion) throw new ApiError('PATCH', `/x/${name}/status`, 409, JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' }));
       const mode = behaviour(name);
@@ -146,7 +149,7 @@ function fakeType(behaviour: (name: string) => 'keeps' | 'prunes' | 'noSubresour
     },
   } as unknown as ObjectClient;
   const put = (name: string, extra: Partial<KubeObject> = {}) => stored({ metadata: { name, namespace: 'shop', generation: 1 }, ...extra });
-  return { objects, writes, client, put };
+  return { objects, writes, patches, client, put };
 }
 
 const type: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };
@@ -190,6 +193,19 @@ describe('sync verdict: which form, learnt from the API server', () => {
       await verdicts.show(type, idOf('b'), fake.put('b'), synced);
       assert.deepEqual(fake.writes, ['replace b'], `${behaviour}: straight to annotations`);
     }
+  });
+
+  it('the condition goes as a patch of the conditions alone, at the version read: a stale read is a 409, and the rest of the status stays', async () => {
+    const fake = fakeType(() => 'keeps');
+    const verdicts = verdictsOver(fake);
+    const read = fake.put('a', { status: { phase: 'Ready', conditions: [{ type: 'Operator', status: 'True' }] } });
+    const shown = await verdicts.show(type, idOf('a'), read, synced);
+    assert.deepEqual(fake.patches, [{ resourceVersion: read.metadata.resourceVersion, keys: ['conditions'] }]);
+    assert.equal((shown.status as { phase?: string }).phase, 'Ready');
+    assert.deepEqual((shown.status as { conditions: Array<{ type: string }> }).conditions.map((c) => c.type), ['Operator', 'relsync.dev/Synced']);
+    assert.equal(shown.metadata.resourceVersion, fake.objects.get('a')!.metadata.resourceVersion, 'the primary as written');
+    // Read before someone else's write: the API server refuses it, and the reconcile reads again.
+    await assert.rejects(verdicts.show(type, idOf('a'), read, conflict), /409/);
   });
 
   it('a 404 that names the object (it is gone) switches nothing and is not the reconcile\'s failure; a 409 is', async () => {
