@@ -11,6 +11,7 @@ import { quote } from '../core/quote.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { nestingDepth } from '../util/json-depth.js';
 import type { ClusterAccess } from './cluster-access.js';
+import type { CopyContent } from './content.js';
 
 /**
  * The deepest an object relsync copies may nest (the object itself is level 1, `spec` level 2):
@@ -44,6 +45,18 @@ export class CopyRefusals {
   }
 
   /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
+  /**
+   * Why a copy carrying these labels and annotations is refused before its content is written out:
+   * their keys and values alone, each at least its characters plus four for the quotes, colon
+   * and comma of its JSON, come to more than limits.copyBytes (a tenant's megabyte of labels is
+   * then not serialized and hashed to say what it is bound to be). Undefined when they do not.
+   */
+  metadataSize(content: Pick<CopyContent, 'labels' | 'annotations'>): string | undefined {
+    let least = 0;
+    for (const map of [content.labels, content.annotations]) for (const key in map) least += key.length + (map[key]?.length ?? 0) + 4;
+    return least > this.copyBytes ? `its labels and annotations alone are more than ${least} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;
+  }
+
   size(serialized: string): string | undefined {
     const size = Buffer.byteLength(serialized);
     return size > this.copyBytes ? `its content is ${size} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;

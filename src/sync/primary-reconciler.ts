@@ -388,13 +388,15 @@ export class PrimaryReconciler {
     // What the copy holds: the primary's fields, mutated (rules/mutation.ts), judged (size, Secret
     // type) and compared as mutated, so a mutation neither slips past a limit nor makes a write loop.
     const unmutated = contentOf(primary, this.policy);
+    // Labels and annotations over the limit on their own: refused before the content is written out.
+    const labelsTooBig = this.refusals.metadataSize(unmutated);
     const mutation = mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
     const content = { ...unmutated, fields: mutation.result };
-    const serialized = stableJson(content);
+    const serialized = labelsTooBig ? '' : stableJson(content);
     // The rest of a large primary's reconcile (its hash, the write's body, the answer) waits for a
     // turn on the event loop in its cluster's lane (heavy-turns.ts): another tenant's change goes first.
     await heavyTurns.turn(serialized.length, id.cluster);
-    const tooBig = this.refusals.size(serialized);
+    const tooBig = labelsTooBig ?? this.refusals.size(serialized);
     const overBudget = tooBig ? undefined : await this.deps.budget?.refusal(id.cluster, copyId, Buffer.byteLength(serialized));
     if (tooBig || overBudget) {
       // Over limits.copyBytes or the tenant's budget: the copy and its related copies stay as they were

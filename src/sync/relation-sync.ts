@@ -214,6 +214,10 @@ export class RelationSync {
     // mutated or hashed. A copy written before stays as it was, as for a copy over the size limit.
     const tooDeep = this.deps.refusals.depth(source);
     if (tooDeep) return on.failed(not(tooDeep));
+    // Labels and annotations over the size limit on their own (a tenant's megabyte of them): refused
+    // before the content is serialized and hashed. A copy written before stays, as below.
+    const tooManyLabels = this.deps.refusals.metadataSize(contentOf(source, this.deps.policy));
+    if (tooManyLabels) return on.failed(not(tooManyLabels));
     const desired = this.desiredOf(rule, source);
     // Converting, mutating and hashing a large source took milliseconds: the rest waits for a turn
     // on the event loop (util/heavy-turns.ts), so that a reconcile of many large related objects

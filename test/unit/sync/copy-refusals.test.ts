@@ -24,6 +24,19 @@ describe('copy refusals: depth', () => {
     assert.match(refusals.depth(database(9_993)) ?? '', /"spec"/);
   });
 
+  it('refuses by labels and annotations only when their JSON is bound to be over the limit: never below what the whole copy is', () => {
+    const small = new CopyRefusals(defaultCopyPolicy, { get: () => ({ kind: 'kubernetes' }) }, 1000);
+    const labels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`key-${i}`, 'v'.repeat(40)]));
+    const content = { fields: {}, labels, annotations: { note: 'n'.repeat(100) } };
+    const said = small.metadataSize(content);
+    assert.match(said ?? '', /its labels and annotations alone are more than \d+ bytes; relsync copies at most 1000/);
+    // The bound never passes what size() measures of the same copy written out.
+    const least = Number(/more than (\d+) bytes/.exec(said!)![1]);
+    assert.ok(least <= Buffer.byteLength(JSON.stringify(content)), `${least} bytes said, ${Buffer.byteLength(JSON.stringify(content))} written`);
+    assert.equal(small.metadataSize({ labels: { a: 'b' }, annotations: {} }), undefined);
+    assert.equal(refusals.metadataSize(content), undefined, 'under the default 1 MiB');
+  });
+
   it('does not count managed fields, which mirror the fields a few levels deeper and are never copied', () => {
     const object = database(MAX_COPY_DEPTH);
     object.metadata.managedFields = [{ fieldsV1: JSON.parse(`${'{"f:a":'.repeat(MAX_COPY_DEPTH)}{}${'}'.repeat(MAX_COPY_DEPTH)}`) as unknown }];

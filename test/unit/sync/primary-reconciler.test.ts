@@ -569,6 +569,32 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal((await relation('config'))?.state, 'error');
     });
 
+    it("a source whose labels alone are over limits.copyBytes is refused by them, its content never serialized; the copy written before stays", async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      const labels = Object.fromEntries(Array.from({ length: 12_000 }, (_, i) => [`k${i}.example/l`, 'v'.repeat(90)]));
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void ((o.metadata.labels = labels), (o.data = { a: '2' })));
+      await reconcile();
+      assert.deepEqual(world.writes(), ['patchStatus tenant-a/databases/shop/orders'], 'only the verdict on the primary');
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
+      const stored = await relation('config');
+      assert.equal(stored?.state, 'error');
+      assert.match(stored?.message ?? '', /its labels and annotations alone are more than \d+ bytes; relsync copies at most 1048576 \(limits\.copyBytes\)/);
+    });
+
+    it('a primary whose labels alone are over limits.copyBytes: its copy stays as it was, and the verdict says why', async () => {
+      putPrimary();
+      await reconcile();
+      const before = service(databases, 'orders');
+      const labels = Object.fromEntries(Array.from({ length: 12_000 }, (_, i) => [`k${i}.example/l`, 'v'.repeat(90)]));
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void ((o.metadata.labels = labels), (o.spec = { size: 9 })));
+      await reconcile();
+      assert.deepEqual(service(databases, 'orders')?.spec, before?.spec, 'not updated');
+      assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopySyncFailed' });
+      assert.match((await store.primary(primaryId))?.message ?? '', /labels and annotations alone are more than \d+ bytes/);
+    });
+
     it('a destination created by someone else between the read and the create is a conflict, not overwritten', async () => {
       putPrimary();
       await reconcile();
