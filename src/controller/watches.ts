@@ -61,7 +61,9 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       : {
           ownWrite: async (change: ChangeType, object: KubeObject) => {
             const cluster = w.scope.of(p.cluster, object);
-            if (cluster === undefined || !(await w.router.ownWrite(cluster, p.type, object, change))) return false;
+            // Of no cluster relsync serves (said once, by scope.of): skipped as onEvent would skip it, unparsed.
+            if (cluster === undefined) return true;
+            if (!(await w.router.ownWrite(cluster, p.type, object, change))) return false;
             w.sweepReads.noteObject(identityOf(cluster, p.type, object));
             return true;
           },

@@ -421,7 +421,8 @@ export class ListWatch {
    */
   private async ownWrite(line: string): Promise<boolean | undefined> {
     const { handler, client, logger } = this.options;
-    if (!handler.ownWrite || line.length < HEAVY_BYTES) return undefined;
+    // A deletion (read by its metadata below), a bookmark or an error is no write: not scanned for one.
+    if (!handler.ownWrite || line.length < HEAVY_BYTES || NOT_A_CHANGE.test(line)) return undefined;
     const head = changeHead(line);
     if (!head) return undefined;
     const object: KubeObject = { apiVersion: apiVersionOf(client.type), kind: client.type.kind, metadata: head.metadata };
@@ -479,6 +480,9 @@ function deletedRead(deleted: DeletedObject): KubeObject {
   if (!object) throw new SyntaxError('the metadata of a deleted object is not an object');
   return object;
 }
+
+/** The start of a watch line that is no ADDED or MODIFIED event, as API servers write it. */
+const NOT_A_CHANGE = /^\s*\{\s*"type"\s*:\s*"(DELETED|BOOKMARK|ERROR)"/;
 
 /** A 410 Gone this soon after the last one waits for the backoff before the LIST. */
 const GONE_AGAIN_MS = 5_000;

@@ -44,7 +44,6 @@ export class CopyRefusals {
     return undefined;
   }
 
-  /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
   /**
    * Why a copy carrying these labels and annotations is refused before its content is written out:
    * their keys and values alone, each at least its characters plus four for the quotes, colon
@@ -53,10 +52,16 @@ export class CopyRefusals {
    */
   metadataSize(content: Pick<CopyContent, 'labels' | 'annotations'>): string | undefined {
     let least = 0;
-    for (const map of [content.labels, content.annotations]) for (const key in map) least += key.length + (map[key]?.length ?? 0) + 4;
-    return least > this.copyBytes ? `its labels and annotations alone are more than ${least} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;
+    for (const map of [content.labels, content.annotations]) {
+      for (const key in map) {
+        const value: unknown = map[key];
+        least += key.length + (typeof value === 'string' ? value.length : 0) + 4;
+      }
+    }
+    return least > this.copyBytes ? `its labels and annotations alone are at least ${least} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;
   }
 
+  /** Why a copy of this content (serialized with stableJson) is too big (limits.copyBytes), or undefined. */
   size(serialized: string): string | undefined {
     const size = Buffer.byteLength(serialized);
     return size > this.copyBytes ? `its content is ${size} bytes; relsync copies at most ${this.copyBytes} (limits.copyBytes)` : undefined;

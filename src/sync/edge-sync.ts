@@ -107,10 +107,13 @@ export class EdgeSync {
       if (!pair || (plan.named?.problems.length ?? 0) > 0) return 'full';
       const source = await reads.get(pair.source.cluster, rule.sourceType, pair.source.namespace, pair.source.name);
       // Gone, or (service side) no longer provably the copy's source: the full reconcile decides, live.
-      // Nested too deep to read (copy-refusals.ts): the full reconcile refuses it and says so.
+      // Nested too deep to read, or labels over the size limit alone (copy-refusals.ts): the full
+      // reconcile refuses it and says so, without the content written out here first.
       if (!source || this.deps.finder.isOwnCopyAsServiceSource(rule, source) || !this.deps.finder.isProven(plan.input, source) || this.deps.refusals.depth(source) !== undefined) return 'full';
+      const start = this.deps.relations.contentStart(source);
+      if (start.refused !== undefined) return 'full';
       // The same content as stored: the copy holds it already (drift of the copy is an event of its own, reconciled in full).
-      if (this.deps.relations.desiredOf(rule, source).hash === relation.contentHash) {
+      if (this.deps.relations.desiredOf(rule, source, start.content).hash === relation.contentHash) {
         this.deps.metrics.edgeSyncs.inc({ result: 'unchanged' });
         continue;
       }

@@ -390,7 +390,7 @@ export class PrimaryReconciler {
     const unmutated = contentOf(primary, this.policy);
     // Labels and annotations over the limit on their own: refused before the content is written out.
     const labelsTooBig = this.refusals.metadataSize(unmutated);
-    const mutation = mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
+    const mutation = labelsTooBig ? { result: unmutated.fields, problems: [] } : mutated(unmutated.fields, resource.mutation?.spec ?? [], specView(primary));
     const content = { ...unmutated, fields: mutation.result };
     const serialized = labelsTooBig ? '' : stableJson(content);
     // The rest of a large primary's reconcile (its hash, the write's body, the answer) waits for a
@@ -821,13 +821,21 @@ export class PrimaryReconciler {
 
   private async ensureFinalizer(client: ObjectClient, primary: KubeObject, id: ObjectIdentity): Promise<KubeObject> {
     if (primary.metadata.finalizers?.includes(this.finalizer)) return primary;
-    // A patch of the finalizers alone, answered with metadata: a PUT would send and read back a tenant's megabyte.
     const finalizers = [...(primary.metadata.finalizers ?? []), this.finalizer];
-    // The content is what was read. A write whose generation moved changed the spec too (a webhook's):
-    // that version is not relsync's alone, so its event is routed, and the next reconcile syncs it.
+    // A type without generations cannot say whether the write changed its content too (a webhook's):
+    // the whole object is written and its answer taken, as before.
+    if (primary.metadata.generation === undefined) return this.writePrimary(id, primary.metadata.resourceVersion, () => client.replace({ ...primary, metadata: { ...primary.metadata, finalizers } }));
+    // A patch of the finalizers alone, answered with metadata: a PUT would send and read back a tenant's megabyte.
+    // The content is what was read, unless the generation moved: the write changed the spec too (a
+    // webhook's). Then that version is not relsync's alone (its event is routed, and the next
+    // reconcile syncs it), and the primary is read again, so that no later write of this reconcile
+    // (the verdict as annotations is a PUT) puts the spec as it was back.
     const sameSpec = (written: KubeObject) => written.metadata.generation === primary.metadata.generation;
     const written = await this.writePrimary(id, primary.metadata.resourceVersion, () => client.setFinalizers(id.namespace, id.name, primary.metadata.resourceVersion, finalizers), sameSpec);
-    return { ...primary, metadata: written.metadata };
+    if (sameSpec(written)) return { ...primary, metadata: written.metadata };
+    const now = await client.get(id.namespace, id.name);
+    if (!now) throw new Error(`${describeIdentity(id)} is gone since relsync added its finalizer; the next reconcile looks again`);
+    return now;
   }
 
   /**

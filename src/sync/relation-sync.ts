@@ -216,9 +216,9 @@ export class RelationSync {
     if (tooDeep) return on.failed(not(tooDeep));
     // Labels and annotations over the size limit on their own (a tenant's megabyte of them): refused
     // before the content is serialized and hashed. A copy written before stays, as below.
-    const tooManyLabels = this.deps.refusals.metadataSize(contentOf(source, this.deps.policy));
-    if (tooManyLabels) return on.failed(not(tooManyLabels));
-    const desired = this.desiredOf(rule, source);
+    const start = this.contentStart(source);
+    if (start.refused) return on.failed(not(start.refused));
+    const desired = this.desiredOf(rule, source, start.content);
     // Converting, mutating and hashing a large source took milliseconds: the rest waits for a turn
     // on the event loop (util/heavy-turns.ts), so that a reconcile of many large related objects
     // read from memory (the cache, a sweep's snapshot) is not one long task.
@@ -413,9 +413,20 @@ export class RelationSync {
    * content-hash annotation, which the router compares with a hash of the copy's content) does not,
    * and `status.hash` is the copy's status-hash annotation.
    */
-  desiredOf(rule: ResolvedRule, source: KubeObject): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string }; problems: string[] } {
+  /**
+   * What of `source` a copy starts from (content.ts contentOf, under the copy policy), and why it
+   * is refused by its labels and annotations alone (copy-refusals.ts metadataSize), before anything
+   * is written out.
+   */
+  contentStart(source: KubeObject): { content: CopyContent; refused: string | undefined } {
+    const content = contentOf(source, this.deps.policy);
+    return { content, refused: this.deps.refusals.metadataSize(content) };
+  }
+
+  /** `content`: contentStart's, when the caller has it (a tenant's 12,000 labels are filtered once). */
+  desiredOf(rule: ResolvedRule, source: KubeObject, content = contentOf(source, this.deps.policy)): { desired: CopyContent; serialized: string; hash: string; markHash: string; status?: { value: Record<string, unknown>; hash: string }; problems: string[] } {
     // Mutated after the conversion (paths name the written type's fields); a problem leaves that rule's value as it was.
-    const converted = convertContent(contentOf(source, this.deps.policy), rule.sourceType, rule.destinationType);
+    const converted = convertContent(content, rule.sourceType, rule.destinationType);
     const spec = mutated(converted.fields, rule.mutation?.spec ?? [], specView(source));
     const desired = { ...converted, fields: spec.result };
     const serialized = stableJson(desired);

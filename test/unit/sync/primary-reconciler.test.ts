@@ -83,7 +83,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     return c && { status: c.status, reason: c.reason };
   };
   const service = (type: ResourceType, name: string) => world.read('service', type, type.namespaced ? COPY_NS : '', name);
-  const putPrimary = (spec: Record<string, unknown> = { size: 1 }) => world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec });
+  const putPrimary = (spec: Record<string, unknown> = { size: 1 }) => world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders', generation: 1 }, spec });
   const putConfig = (data: Record<string, string>) => world.put('tenant-a', configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'shop', name: 'orders-config' }, data });
   /** Someone else creates an object of `type` in the service cluster right after relsync read its name as free. */
   const raceOnCreate = (type: ResourceType, object: () => KubeObject) => {
@@ -413,6 +413,13 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(await ownWrites.consume(id, finalizerVersion), false, "the webhook's version is routed: the next reconcile syncs size 99");
     });
 
+    it('a primary of a type without generations gets the finalizer by a PUT, whose answer shows what else changed', async () => {
+      world.put('tenant-a', databases, { apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', metadata: { namespace: 'shop', name: 'orders' }, spec: { size: 1 } });
+      await reconcile();
+      assert.equal(world.writes()[0], 'replace tenant-a/databases/shop/orders');
+      assert.deepEqual(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers, [`relsync.dev/${AGENT}`]);
+    });
+
     it('a primary deleted: its copy goes, then the store forgets it', async () => {
       putPrimary();
       await reconcile();
@@ -569,7 +576,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal((await relation('config'))?.state, 'error');
     });
 
-    it("a source whose labels alone are over limits.copyBytes is refused by them, its content never serialized; the copy written before stays", async () => {
+    it("a source whose labels alone are over limits.copyBytes is refused by them; the copy written before stays, and is synced again once they shrink", async () => {
       putPrimary();
       putConfig({ a: '1' });
       await reconcile();
@@ -580,7 +587,11 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '1' });
       const stored = await relation('config');
       assert.equal(stored?.state, 'error');
-      assert.match(stored?.message ?? '', /its labels and annotations alone are more than \d+ bytes; relsync copies at most 1048576 \(limits\.copyBytes\)/);
+      assert.match(stored?.message ?? '', /its labels and annotations alone are at least \d+ bytes; relsync copies at most 1048576 \(limits\.copyBytes\)/);
+      world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.metadata.labels = { small: 'yes' }));
+      await reconcile();
+      assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' }, 'synced again');
+      assert.equal((await relation('config'))?.state, 'synced');
     });
 
     it('a primary whose labels alone are over limits.copyBytes: its copy stays as it was, and the verdict says why', async () => {
@@ -592,7 +603,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       assert.deepEqual(service(databases, 'orders')?.spec, before?.spec, 'not updated');
       assert.deepEqual(verdictOnPrimary(), { status: 'False', reason: 'CopySyncFailed' });
-      assert.match((await store.primary(primaryId))?.message ?? '', /labels and annotations alone are more than \d+ bytes/);
+      assert.match((await store.primary(primaryId))?.message ?? '', /labels and annotations alone are at least \d+ bytes/);
     });
 
     it('a destination created by someone else between the read and the create is a conflict, not overwritten', async () => {
