@@ -35,6 +35,16 @@ export interface RelationVersions {
   readonly destination: string;
 }
 
+/**
+ * Whether the store says nothing of a relation's is in its destination: a relation that waits
+ * for its source and found no object in the copy's place when it last decided (its destination
+ * version ''). Not a claim stored before its first sync (no versions): a reconcile killed after
+ * writing the copy and before saving its outcome leaves exactly that.
+ */
+export function leftNothing(relation: Pick<RelationRecord, 'state' | 'versions'>): boolean {
+  return relation.state === 'pending' && relation.versions?.destination === '';
+}
+
 export interface RelationRecord {
   readonly primary: ObjectIdentity;
   readonly ruleId: string;

@@ -31,7 +31,7 @@ import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error
 import { TypeNotServedError } from '../kube/discovery.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
-import type { PrimaryRecord, PrimaryVersions, RelationRecord } from '../store/records.js';
+import { leftNothing, type PrimaryRecord, type PrimaryVersions, type RelationRecord } from '../store/records.js';
 import { ROW_BYTES, type KnownRows, type RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
@@ -527,7 +527,9 @@ export class PrimaryReconciler {
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
         const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
-        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
+        // A new claim, or one that found nothing in its place: nothing of its is there (relation-sync.ts sourceAbsent).
+        const nothing = before === undefined || leftNothing(before);
+        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, leftNothing: nothing, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
       }
     }
     const outcomes = await syncedTogether(work);
@@ -731,6 +733,8 @@ export class PrimaryReconciler {
         logger.info({ primary: describeIdentity(id), copy: describeIdentity(relation.destination) }, 'the workspace unbound the export; its copy there cannot be removed by relsync');
         continue;
       }
+      // A claim that left nothing (a wildcard's name that never existed): no store query, no read.
+      if (this.relations.leavesNothing({ reads, resource, owner: id }, relation)) continue;
       if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) changed = (await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone')) === 'changed' || changed;
       else shared.push(relation);
     }

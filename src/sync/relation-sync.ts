@@ -12,14 +12,14 @@
 import type { Logger } from 'pino';
 import type { CopyPolicy } from '../config/copy-policy.js';
 import { compositeKey } from '../core/composite-key.js';
-import { sameType } from '../core/resource-type.js';
+import { sameType, type ResourceType } from '../core/resource-type.js';
 import { describeIdentity, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ApiError, isConflict, isForbidden, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import type { RelatedPair, ResolveInput } from '../rules/resolve-related.js';
 import { mutated, specView } from '../rules/mutation.js';
 import type { ResolvedRule } from '../rules/rule.js';
-import type { RelationRecord, RelationVersions } from '../store/records.js';
+import { leftNothing, type RelationRecord, type RelationVersions } from '../store/records.js';
 import { ROW_BYTES, type RelationStore } from '../store/relation-store.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { contentOf, stableJson, type CopyContent } from './content.js';
@@ -82,6 +82,14 @@ export interface RelationJob {
    * not read before it is created. Default true.
    */
   readonly copied?: boolean;
+  /**
+   * Whether the store says nothing of this relation's is in the destination: a new claim, or one
+   * that waits for its source and found nothing in the copy's place (records.ts leftNothing). Its
+   * source absent, a destination the watches did not deliver is then not read (sourceAbsent): a
+   * wildcard of names that do not exist costs the tenant's own reads, not one in the service
+   * cluster each. Default false.
+   */
+  readonly leftNothing?: boolean;
   /**
    * The version of the copy the store says this synced relation last wrote or saw (edge-sync.ts): a
    * copy in the service cluster that the watches did not deliver is then updated at that version
@@ -191,9 +199,12 @@ export class RelationSync {
   /** No source (or none provably the copy's): the copy goes, or stays as it was where the rule's cleanup policy keeps it. */
   private async sourceAbsent(on: RelationAt, sourceSeen: KubeObject | undefined): Promise<RelationOutcome> {
     const { reads, input: { rule }, pair } = on.job;
-    const destRead = await this.read(on, on.dests, pair.destination);
-    if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
     const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
+    const known = on.job.leftNothing ? this.knownDestination(reads, on.job.owner, pair.destination, rule.destinationType) : undefined;
+    // Nothing of this relation's there, and nothing in its place that the watches know of.
+    if (known === 'none') return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions: relationVersions(sourceSeen, undefined) };
+    const destRead = known ? { object: known.object } : await this.read(on, on.dests, pair.destination);
+    if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
     if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
       // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
       const message = `${waiting}; its copy is kept as it was until the primary is deleted (cleanupPolicy ${rule.cleanup})`;
@@ -204,6 +215,37 @@ export class RelationSync {
     // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
     const versions = relationVersions(sourceSeen, removed ? undefined : destRead.object);
     return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions };
+  }
+
+  /**
+   * The destination of a relation the store says left nothing there, as the watches know it
+   * ('none': they delivered nothing of that name), while the store knows every claim of the
+   * owner's cluster (claim-knowledge.ts: a lost or older store may not know this relation wrote a
+   * copy). Another primary's copy of the same source there is that primary's to remove, on its own
+   * reconcile. Undefined: read it from the API server.
+   */
+  private knownDestination(reads: ObjectReads, owner: ObjectIdentity, destination: ObjectIdentity, type: ResourceType): { readonly object: KubeObject } | 'none' | undefined {
+    if (!reads.peek || !this.claimsKnown(owner.cluster)) return undefined;
+    return reads.peek(destination.cluster, type, destination.namespace, destination.name) ?? 'none';
+  }
+
+  /** Whether the store knows every claim on the copies of `cluster`'s primaries (claim-knowledge.ts); without that knowledge, it is trusted. */
+  private claimsKnown(cluster: string): boolean {
+    return !this.deps.claims || this.deps.claims.complete(cluster);
+  }
+
+  /**
+   * Whether a claim that ends leaves nothing to remove, so that it ends without a read or a store
+   * query: the store says it left nothing in its destination (records.ts leftNothing; a wildcard's
+   * name that never existed), the store knows every claim of the owner's cluster, and the watches,
+   * where the reads know them, show nothing there either. A copy of relsync's of that source there
+   * that no relation records would be the sweep's to delete as an orphan, once this claim is gone.
+   */
+  leavesNothing(of: PrimaryOf, relation: EndedRelation): boolean {
+    if (!leftNothing(relation) || !this.claimsKnown(of.owner.cluster)) return false;
+    const type = ruleOf(of.resource, relation)?.destinationType;
+    const dest = relation.destination;
+    return !type || of.reads.peek?.(dest.cluster, type, dest.namespace, dest.name) === undefined;
   }
 
   /** What the copy of `source` holds, judged before anything is read or written at the destination; or why it is not written. */
@@ -477,6 +519,8 @@ export class RelationSync {
         retained.push({ ruleId: old.ruleId, origin: old.origin, source: old.source, destination: old.destination, state: 'retained', contentHash: old.contentHash, message, versions: null });
         continue;
       }
+      // A claim that left nothing (a wildcard's name that never existed): nothing to decide.
+      if (this.leavesNothing(of, old)) continue;
       // What the primary no longer resolves to was decided on what this reconcile read; the claim
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
@@ -496,7 +540,7 @@ export class RelationSync {
    * leaves it in place for the sweep that completes the cluster to decide. Returns which ('changed':
    * the copy changed since it was read and was not deleted; the next reconcile decides again).
    */
-  async endUnclaimed(of: PrimaryOf, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred' | 'changed'> {
+  async endUnclaimed(of: PrimaryOf, relation: EndedRelation, why: 'stale' | 'primary gone'): Promise<'ended' | 'deferred' | 'changed'> {
     const { resource, owner } = of;
     const claims = this.deps.claims;
     const type = ruleOf(resource, relation)?.destinationType;
@@ -515,7 +559,7 @@ export class RelationSync {
    * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
    * (the sweep deletes it there).
    */
-  private async endCopy({ reads: decidedOn, resource, owner }: PrimaryOf, relation: Pick<RelationRecord, 'ruleId' | 'source' | 'destination'>, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
+  private async endCopy({ reads: decidedOn, resource, owner }: PrimaryOf, relation: EndedRelation, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
     const onPlatform = dest.cluster !== this.deps.clusters.service.name;
@@ -543,6 +587,9 @@ export class RelationSync {
     return removed === 'changed' ? 'changed' : 'done';
   }
 }
+
+/** A relation whose claim ends: its rule, its two ends, and what the store says it left (state and versions). */
+type EndedRelation = Pick<RelationRecord, 'ruleId' | 'source' | 'destination' | 'state' | 'versions'>;
 
 /** The configured rule a stored relation was made by (its id and destination type), if it still is. */
 function ruleOf(resource: ResolvedResource, relation: Pick<RelationRecord, 'ruleId' | 'destination'>): ResolvedRule | undefined {

@@ -25,6 +25,7 @@ import { EventRecorder } from '../../../src/sync/event-recorder.js';
 import { OwnWrites } from '../../../src/sync/own-writes.js';
 import { verdictCondition } from '../../../src/sync/sync-verdict.js';
 import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
+import { ClaimKnowledge } from '../../../src/sync/claim-knowledge.js';
 import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
 import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
@@ -645,8 +646,9 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcile();
-      // Only what does not exist is asked for, both ends of the relation whose source is missing (absence is always the API server's answer).
-      assert.deepEqual(world.calls.filter((c) => c.verb === 'get' && c.resource !== 'namespaces').map((c) => `${c.cluster}/${c.resource}/${c.name}`), ['tenant-a/secrets/orders-creds', 'service/secrets/orders-creds'], 'nothing read again that the watches delivered');
+      // Only the source that does not exist is asked for (its absence is the API server's answer); where
+      // its copy would go holds nothing of that relation's (the store says so, and the watches).
+      assert.deepEqual(world.calls.filter((c) => c.verb === 'get' && c.resource !== 'namespaces').map((c) => `${c.cluster}/${c.resource}/${c.name}`), ['tenant-a/secrets/orders-creds'], 'nothing read again that the watches delivered');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
 
       // Someone changes the copy; its event has not arrived when the source changes again.
@@ -853,8 +855,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', databases, 'shop', 'orders');
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcile();
-      // (The Secret's source does not exist yet: where its copy would go is read, a copy of it made before being relsync's to remove.)
-      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource !== 'namespaces' && c.resource !== 'secrets'), [], 'no GET of a copy that was never written');
+      // (The Secret's source does not exist yet: nothing of its relation's is where its copy would go either.)
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource !== 'namespaces'), [], 'no GET of a copy that was never written');
       assert.ok(service(databases, 'orders') && service(configMaps, 'orders-config'));
       deliverAll();
       // Someone else's object where a new relation's copy goes: the create is refused, then it is read, and left alone.
@@ -864,6 +866,65 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       assert.deepEqual(service(secrets, 'orders-creds')?.data, { theirs: 'eA==' });
       assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'creds')?.state, 'conflict');
+    });
+
+    const credsId: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'secrets', namespace: 'shop', name: 'orders-creds' };
+    const copyReads = () => world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource === 'secrets').length;
+    /** A marked copy of the absent Secret in the service cluster (another primary's, or one a lost store forgot). */
+    const putCredsCopy = () => world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-creds', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(credsId, 'gone') }, data: { p: 'eA==' } });
+
+    it("a source that does not exist costs no read where its copy would go, again and again; a copy of it the watches delivered still goes", async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      assert.equal(copyReads(), 0, 'a new claim: nothing of its is there');
+      deliverAll();
+      await reconcile();
+      assert.equal(copyReads(), 0, 'a claim that found nothing there last time');
+      assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'creds')?.state, 'pending');
+      putCredsCopy();
+      deliver('service', secrets, COPY_NS, 'orders-creds');
+      await reconcile();
+      assert.equal(service(secrets, 'orders-creds'), undefined, 'the copy the watches know of is deleted (read live first)');
+    });
+
+    it('reads where its copy would go when the store may not say all: a claim saved before its first sync ended, or a store that does not know every claim', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+      await reconcile();
+      assert.ok(service(secrets, 'orders-creds'), 'copied');
+      // A reconcile killed after its write and before its outcome was saved leaves the claim as recordIntent stored it.
+      opened.sqlite.prepare("update relations set state = 'pending', content_hash = null, source_version = null, dest_version = null where rule_id = 'creds'").run();
+      world.remove('tenant-a', secrets, 'shop', 'orders-creds');
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      assert.ok(copyReads() > 0);
+      assert.equal(service(secrets, 'orders-creds'), undefined, 'the copy of the deleted source goes');
+
+      // A store that does not know every claim of tenant-a yet (lost, older, new): a new claim's place is read too.
+      reconciler = reconcilerWith({ readsFor: () => new CachedReads(cache, new LiveReads(world)), claims: new ClaimKnowledge(false) });
+      opened.sqlite.prepare("delete from relations where rule_id = 'creds'").run();
+      putCredsCopy();
+      await reconcile();
+      assert.ok(copyReads() > 0);
+      assert.equal(service(secrets, 'orders-creds'), undefined, "a copy of relsync's whose source is gone is deleted");
+    });
+
+    it('a claim that found nothing ends without a read where its copy would have gone', async () => {
+      const byRef: ResolvedResource = { ...resource, rules: [{ ...template('creds', secrets, '{{ name }}-creds'), finder: { kind: 'template', name: Template.parse('{{ object.spec.creds }}', ['object']), destinationName: undefined } }] };
+      world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'orders' }, spec: { creds: 'absent-1' } });
+      deliver('tenant-a', databases, 'shop', 'orders');
+      await reconciler.reconcile(byRef, primaryId);
+      world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { creds: 'absent-2' }));
+      deliver('tenant-a', databases, 'shop', 'orders');
+      world.clearCalls();
+      await reconciler.reconcile(byRef, primaryId);
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.resource === 'secrets').map((c) => `${c.verb} ${c.name}`), [], 'absent-1 ended, absent-2 claimed: no read, no write');
+      assert.deepEqual((await store.relationsOf(primaryId)).map((r) => `${r.source.name} ${r.state}`), ['absent-2 pending']);
     });
 
     it('a changed source costs one write and no read: its copy alone is updated, and the store records the new hash', async () => {
