@@ -21,38 +21,63 @@ export class ApiError extends Error {
     // An answer that is not a Status may be anything (an object echoed by a proxy or a webhook, a
     // Secret among it): its text never goes into logs, Events or the store, only a short plain line.
     let message = plainLine(body);
-    let reason: string | undefined;
-    let retryAfterSeconds: number | undefined;
-    let isStatus = false;
-    let detailsName: string | undefined;
-    try {
-      const status = JSON.parse(body) as { kind?: unknown; message?: unknown; reason?: unknown; details?: { retryAfterSeconds?: unknown; name?: unknown } } | null;
-      isStatus = status?.kind === 'Status';
-      if (status && isStatus) {
-        // A StatusReason is one word (NotFound, Conflict, ...); an API server that is a tenant's may send anything.
-        reason = typeof status.reason === 'string' && /^[A-Za-z]{1,64}$/.test(status.reason) ? status.reason : undefined;
-        retryAfterSeconds = typeof status.details?.retryAfterSeconds === 'number' ? status.details.retryAfterSeconds : undefined;
-        detailsName = typeof status.details?.name === 'string' ? status.details.name : undefined;
-        // Names the path and the Status say anyway may be repeated; every other quoted value is left out.
-        const known = pathSegments(path);
-        if (detailsName !== undefined) known.add(detailsName);
-        if (typeof status.message === 'string') message = withoutValues(status.message, known);
-      }
-    } catch {
-      // not JSON: plainLine() above said what may be said of it
+    const status = statusOf(body);
+    const { reason, retryAfterSeconds, detailsName } = status ?? {};
+    if (status?.message !== undefined) {
+      // Names the path and the Status say anyway may be repeated; every other quoted value is left out.
+      const known = pathSegments(path);
+      if (detailsName !== undefined) known.add(detailsName);
+      message = withoutValues(status.message, known);
     }
     super(`${method} ${path}: ${statusCode}${reason ? ` ${reason}` : ''}: ${message}`);
     this.name = 'ApiError';
     this.statusCode = statusCode;
     this.reason = reason;
     this.retryAfterSeconds = retryAfterHeader ?? retryAfterSeconds;
-    this.isStatus = isStatus;
+    this.isStatus = status !== undefined;
     this.detailsName = detailsName;
   }
 }
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.statusCode === 404;
+}
+
+/** What relsync reads of a Kubernetes Status answer; undefined when the text is not one. */
+interface StatusRead {
+  readonly reason: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly detailsName: string | undefined;
+  readonly message: string | undefined;
+}
+
+function statusOf(body: string): StatusRead | undefined {
+  let status: { kind?: unknown; message?: unknown; reason?: unknown; details?: { retryAfterSeconds?: unknown; name?: unknown } } | null;
+  try {
+    status = JSON.parse(body) as typeof status;
+  } catch {
+    return undefined; // not JSON: plainLine() says what may be said of it
+  }
+  if (status?.kind !== 'Status') return undefined;
+  return {
+    // A StatusReason is one word (NotFound, Conflict, ...); an API server that is a tenant's may send anything.
+    reason: typeof status.reason === 'string' && /^[A-Za-z]{1,64}$/.test(status.reason) ? status.reason : undefined,
+    retryAfterSeconds: typeof status.details?.retryAfterSeconds === 'number' ? status.details.retryAfterSeconds : undefined,
+    detailsName: typeof status.details?.name === 'string' ? status.details.name : undefined,
+    message: typeof status.message === 'string' ? status.message : undefined,
+  };
+}
+
+/**
+ * Whether an answer says that the object `name` does not exist, as isObjectNotFound would of the
+ * ApiError made of it: for a read whose caller takes that as "absent", without the error (its
+ * stack trace and message cost more than the read, thousands of times over for a tenant's wildcard
+ * of names that do not exist).
+ */
+export function answersObjectNotFound(statusCode: number, body: string, name: string): boolean {
+  if (statusCode !== 404) return false;
+  const status = statusOf(body);
+  return status?.reason === 'NotFound' && status.detailsName === name;
 }
 
 /**

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { AdaptiveLimit, type Slot } from './adaptive-limit.js';
-import { ApiError } from './api-error.js';
+import { answersObjectNotFound, ApiError } from './api-error.js';
 import { Credentials } from './credentials.js';
 import type { ByteBudget } from '../util/byte-budget.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
@@ -64,6 +64,11 @@ export interface RequestOptions {
    * object-head.ts, which is told the cap on what it parses), or none (a DELETE's answer).
    */
   readonly readText?: (text: string, maxParsedBytes: number) => unknown;
+  /**
+   * The name of the object a read is of: the API server's NotFound about it answers undefined
+   * instead of an ApiError (api-error.ts answersObjectNotFound), for a caller that takes it as absent.
+   */
+  readonly absentAs?: string;
 }
 
 /** An answer was longer than RequestOptions.maxBytes; it was dropped unread. */
@@ -291,7 +296,10 @@ export class Connection {
         this.transport.credentials.invalidate();
         continue;
       }
+      if (options.absentAs !== undefined && answersObjectNotFound(status, text, options.absentAs)) return undefined as T;
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
+      // Undefined says "absent" to a read that takes a NotFound so: an empty answer is not that.
+      if (!text && options.absentAs !== undefined) throw new Error(`${method} ${path}: an empty answer from ${this.name}`);
       if (!text) return undefined as T;
       // A large answer is parsed (and its caller goes on) at its turn on the event loop, in this
       // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes

@@ -150,12 +150,8 @@ export class ResourceClient {
   }
 
   async get(namespace: string, name: string): Promise<KubeObject | undefined> {
-    try {
-      return this.withType(await this.connection.request<KubeObject>('GET', this.path(namespace, name)));
-    } catch (err) {
-      if (isObjectNotFound(err, name)) return undefined;
-      throw err;
-    }
+    const object = await this.connection.request<KubeObject | undefined>('GET', this.path(namespace, name), { absentAs: name });
+    return object && this.withType(object);
   }
 
   /**
@@ -164,12 +160,8 @@ export class ResourceClient {
    * decides on marks, uids and versions alone (the deletion of a copy).
    */
   async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
-    try {
-      return this.metadataOf(await this.connection.request<KubeObject>('GET', this.path(namespace, name), { accept: OBJECT_METADATA_ONLY }));
-    } catch (err) {
-      if (isObjectNotFound(err, name)) return undefined;
-      throw err;
-    }
+    const object = await this.connection.request<KubeObject | undefined>('GET', this.path(namespace, name), { accept: OBJECT_METADATA_ONLY, absentAs: name });
+    return object && this.metadataOf(object);
   }
 
   /**

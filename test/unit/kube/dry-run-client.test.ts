@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { ApiError } from '../../../src/kube/api-error.js';
-import type { Connection } from '../../../src/kube/connection.js';
+import type { Connection, RequestOptions } from '../../../src/kube/connection.js';
 import { DryRunClient, DryRunLedger } from '../../../src/kube/dry-run-client.js';
 import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
 import { viewOf } from '../../../src/cli/change-diff.js';
@@ -13,10 +13,12 @@ const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', k
 /** An API server holding `objects`, that answers reads only: any other request fails the test. */
 function readOnlyServer(objects: KubeObject[]) {
   return {
-    request: async <T>(method: string, path: string): Promise<T> => {
+    request: async <T>(method: string, path: string, options: RequestOptions = {}): Promise<T> => {
       assert.equal(method, 'GET', `${method} ${path} was sent`);
       const name = path.split('/').pop()!;
       const found = objects.find((o) => o.metadata.name === name);
+      // As Connection.request answers a read that takes the object's NotFound as absent.
+      if (!found && options.absentAs === name) return undefined as T;
       if (!found) throw new ApiError('GET', path, 404, JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'not found', details: { name } }));
       return structuredClone(found) as T;
     },

@@ -130,6 +130,15 @@ describe('selector index', () => {
     await opened.close();
   });
 
+  it("reads only the labels selectors are anchored on: a tenant's thousands of others are never walked", async () => {
+    const { opened, owners } = await storeWith('walk.db', { web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })] });
+    // Labels that refuse to be walked (for-in, Object.keys, Object.entries): only looked up by key.
+    const plain: Record<string, string> = { app: 'web', other: 'x' };
+    const unwalkable = new Proxy(plain, { ownKeys: () => assert.fail('the labels were walked') });
+    assert.deepEqual(await owners(unwalkable), ['web']);
+    await opened.close();
+  });
+
   it('routes an object to the primaries whose selectors match its labels, indexed or not', async () => {
     const { opened, owners } = await storeWith('routing.db', {
       web: [selector('cfg', { key: 'app', operator: 'In', values: ['web'] })],
