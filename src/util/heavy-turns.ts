@@ -17,10 +17,24 @@
  * queued delays another's by one turn each, not by a hundred.
  *
  * What is heavy: work that costs at least as much as parsing HEAVY_BYTES of JSON.
+ *
+ * A turn is one heavy task, but not every heavy task is short: a tenant's megabyte of labels takes
+ * 10 ms to parse on an idle core and 50–100 ms on a machine its API servers keep busy, and one turn
+ * after another gives light work only the loop's poll phases in between. Another tenant's change
+ * needs several of them (its watch line, its reconcile's reads, the answer to its write), each
+ * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
+ * while one tenant's heavy objects were created, listed and deleted. So the iteration of a turn
+ * that took REST_FROM_MS or more is followed by as long a rest of heavy work (a timer): light work
+ * then has at least half of the loop while heavy work piles up, and a long turn alone costs it one
+ * wait, not one per step. Short turns (a page of small objects) follow each other as before.
  */
+import { monotonicClock, type Clock } from './clock.js';
 
 /** From this cost on (bytes of JSON parsed, or the like), work waits for a turn: a few ms on this machine's cores. */
 export const HEAVY_BYTES = 64 * 1024;
+
+/** A turn's loop iteration that took this long (ms) is followed by as long a rest of heavy work. */
+export const REST_FROM_MS = 20;
 
 /** Cost added up across small pieces of work: see HeavyTurns.meter(). */
 export interface TurnMeter {
@@ -34,8 +48,14 @@ export class HeavyTurns {
   private waitingCount = 0;
   private pumping = false;
   private granted = 0;
+  /** How long the last turn's loop iteration took, measured at the start of the next one while a turn waits. */
+  private lastTurnMs: number | undefined;
 
-  constructor(private readonly heavyBytes = HEAVY_BYTES) {}
+  constructor(
+    private readonly heavyBytes = HEAVY_BYTES,
+    private readonly clock: Clock = monotonicClock,
+    private readonly restFromMs = REST_FROM_MS,
+  ) {}
 
   /**
    * Undefined when `cost` is light: go on at once. Otherwise a promise that resolves at the heavy
@@ -86,21 +106,38 @@ export class HeavyTurns {
     // setImmediate queued from an immediate callback runs at the next iteration of the loop, after
     // its poll phase: each turn is its own iteration.
     setImmediate(() => {
-      this.pumping = false;
-      const next = this.lanes.entries().next();
-      if (next.done) return;
-      const [lane, tasks] = next.value;
-      const resolve = tasks.shift()!;
-      // The lane goes to the back (Map order), or away when it has nothing more waiting.
-      this.lanes.delete(lane);
-      if (tasks.length > 0) this.lanes.set(lane, tasks);
-      this.waitingCount--;
-      this.granted++;
-      resolve();
-      if (this.waitingCount > 0) this.pump();
+      const took = this.lastTurnMs ?? 0;
+      this.lastTurnMs = undefined;
+      // A wait that keeps the process alive: heavy work is waiting (after() would not).
+      if (took >= this.restFromMs) void this.clock.sleep(took, NEVER).then(() => this.grant());
+      else this.grant();
     });
   }
+
+  private grant(): void {
+    this.pumping = false;
+    const next = this.lanes.entries().next();
+    if (next.done) return;
+    const [lane, tasks] = next.value;
+    const resolve = tasks.shift()!;
+    // The lane goes to the back (Map order), or away when it has nothing more waiting.
+    this.lanes.delete(lane);
+    if (tasks.length > 0) this.lanes.set(lane, tasks);
+    this.waitingCount--;
+    this.granted++;
+    // Queued before the next turn's pump (below, or a turn() during this iteration): it measures the
+    // iteration this turn's task runs in, for that pump only (none waiting: nothing to measure for).
+    const grantedAt = this.clock.now();
+    setImmediate(() => {
+      if (this.pumping) this.lastTurnMs = this.clock.now() - grantedAt;
+    });
+    resolve();
+    if (this.waitingCount > 0) this.pump();
+  }
 }
+
+/** A rest is never cut short. */
+const NEVER = new AbortController().signal;
 
 /** The process's one event loop, shared by every caller. */
 export const heavyTurns = new HeavyTurns();

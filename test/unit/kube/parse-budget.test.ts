@@ -141,7 +141,8 @@ describe('the parse budget of watch events', () => {
       await settle();
       api.stream.pushLine(line('MODIFIED'));
       api.stream.pushLine(line('DELETED'));
-      await settle();
+      // Heavy lines take turns on the event loop, and a long turn is followed by a rest (heavy-turns.ts).
+      await eventually('both lines handled', async () => seen.length >= 2 || undefined, 10_000);
       assert.deepEqual(seen.map((e) => e.change), ['MODIFIED', 'DELETED']);
       assert.ok(seen[0]!.held > MiB && seen[0]!.object.data !== undefined, 'a change is read whole');
       if (deletedAsMetadata) {
@@ -183,7 +184,8 @@ describe('the parse budget of watch events', () => {
     api.stream.pushLine(heavy('20'));
     api.stream.push('ADDED', 'small', '21');
     api.stream.pushLine(JSON.stringify({ type: 'MODIFIED', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide', namespace: 'ns', resourceVersion: '22' }, data: content } }));
-    await settle();
+    // Heavy lines take turns on the event loop, and a long turn is followed by a rest (heavy-turns.ts).
+    await eventually('every line handled', async () => versions.length >= 4 || undefined, 10_000);
     assert.deepEqual(asked, ['MODIFIED ns/wide@20', 'MODIFIED ns/wide@22'], 'asked of heavy changes only');
     assert.deepEqual(seen, [{ rv: '21', ownChecked: false }, { rv: '22', ownChecked: true }], 'the own write was not parsed (its broken content did not end the watch)');
     assert.deepEqual(versions, ['10', '20', '21', '22'], 'the loop went on past it (10: the LIST)');

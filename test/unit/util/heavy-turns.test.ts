@@ -5,7 +5,17 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, connect, type Socket, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import { systemClock, type Clock } from '../../../src/util/clock.js';
 import { HeavyTurns } from '../../../src/util/heavy-turns.js';
+
+const iteration = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A clock whose time the test moves, and whose waits (the rests) the test ends. */
+function restClock() {
+  const state = { now: 0, rests: [] as Array<{ ms: number; end: () => void }> };
+  const clock: Clock = { ...systemClock, now: () => state.now, sleep: (ms) => new Promise<void>((end) => state.rests.push({ ms, end })) };
+  return { state, clock };
+}
 
 /** The CPU busy for `ms`, as parsing a large text keeps it. */
 function busy(ms: number): void {
@@ -64,6 +74,39 @@ describe('heavy turns', () => {
     }));
     assert.deepEqual(order, [5, 1, 4, 2, 3]);
     assert.equal(turns.queued, 0);
+  });
+
+  it("rests heavy work after a long turn, as long as the turn's loop iteration took; short turns follow each other at once", async () => {
+    const { state, clock } = restClock();
+    const turns = new HeavyTurns(1024, clock, 20);
+    const order: string[] = [];
+    // A tenant's megabyte parsed on a loaded machine (50 ms), then pages of small objects.
+    const heavy = async (name: string, takesMs: number) => {
+      await turns.turn(4096, name);
+      order.push(name);
+      state.now += takesMs;
+    };
+    const all = Promise.all([heavy('long', 50), heavy('short', 5), heavy('next', 19), heavy('last', 1)]);
+    for (let i = 0; i < 10; i++) await iteration();
+    assert.deepEqual(order, ['long'], 'the next heavy turn waits out the rest: light work has the loop');
+    assert.equal(state.rests[0]?.ms, 50);
+    state.rests[0]!.end();
+    await all;
+    assert.deepEqual(order, ['long', 'short', 'next', 'last']);
+    assert.equal(state.rests.length, 1, 'turns under 20 ms are not followed by a rest');
+  });
+
+  it('rests only between heavy turns: one that asks long after the last long one starts at once', async () => {
+    const { state, clock } = restClock();
+    const turns = new HeavyTurns(1024, clock, 20);
+    await turns.turn(4096);
+    state.now += 100;
+    for (let i = 0; i < 5; i++) await iteration();
+    let started = false;
+    void turns.turn(4096)!.then(() => void (started = true));
+    for (let i = 0; i < 5; i++) await iteration();
+    assert.equal(started, true);
+    assert.equal(state.rests.length, 0);
   });
 
   it('meters small pieces: a turn once their costs come to the heavy size, then counts afresh', () => {
