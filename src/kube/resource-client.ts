@@ -150,7 +150,8 @@ export class ResourceClient {
   }
 
   async get(namespace: string, name: string): Promise<KubeObject | undefined> {
-    const object = await this.connection.request<KubeObject | undefined>('GET', this.path(namespace, name), { absentAs: name });
+    const path = this.path(namespace, name);
+    const object = oneObject(await this.connection.request<unknown>('GET', path, { absentAs: name }), path);
     return object && this.withType(object);
   }
 
@@ -160,7 +161,8 @@ export class ResourceClient {
    * decides on marks, uids and versions alone (the deletion of a copy).
    */
   async getMetadata(namespace: string, name: string): Promise<KubeObject | undefined> {
-    const object = await this.connection.request<KubeObject | undefined>('GET', this.path(namespace, name), { accept: OBJECT_METADATA_ONLY, absentAs: name });
+    const path = this.path(namespace, name);
+    const object = oneObject(await this.connection.request<unknown>('GET', path, { accept: OBJECT_METADATA_ONLY, absentAs: name }), path);
     return object && this.metadataOf(object);
   }
 
@@ -456,6 +458,18 @@ export class ResourceClient {
     object.kind ??= this.type.kind;
     return object;
   }
+}
+
+/**
+ * The answer to a read of one object: undefined only where the connection says the API server's
+ * NotFound was about it (RequestOptions.absentAs). Anything else that is not an object (`null`, a
+ * list, a number: a proxy's or a tenant's server's) fails the read: taken as absent, it could
+ * have a copy deleted.
+ */
+function oneObject(answer: unknown, path: string): KubeObject | undefined {
+  if (answer === undefined) return undefined;
+  if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) throw new Error(`GET ${path}: the answer is not an object`);
+  return answer as KubeObject;
 }
 
 /**

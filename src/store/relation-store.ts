@@ -96,7 +96,10 @@ export class RelationStore {
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where((eb) => eb.and(pick(p, identityParams('dest_'))))
         .where((eb) => eb.and(pick(p, identityParams('source_'))))
-        .where((eb) => eb.not(eb.and(pick(p, identityParams('primary_'))))),
+        .where((eb) => eb.not(eb.and(pick(p, identityParams('primary_')))))
+        // Not a claim whose row says it found nothing there (records.ts leftNothing): its own end
+        // skips the copy (relation-sync.ts leavesNothing), so a copy left to it would be left to nobody.
+        .where((eb) => eb.or([eb('state', '!=', 'pending'), eb('dest_version', 'is', null), eb('dest_version', '!=', '')])),
     );
   }
 
@@ -204,7 +207,9 @@ export class RelationStore {
    * How many relations of primaries other than `except` copy this same
    * `source` to this destination: the claims that keep its copy alive. A
    * relation of another source that names the same destination (a conflict:
-   * the copy's marks name a different source) never does.
+   * the copy's marks name a different source) never does, nor one whose row
+   * says it found nothing there (it waits for its source: records.ts
+   * leftNothing) — a claim stored before its first sync does (no versions yet).
    */
   async otherClaimsOn(dest: ObjectIdentity, source: ObjectIdentity, except: ObjectIdentity): Promise<number> {
     const [row] = await this.claimsBesides({ ...columns('dest_', dest), ...columns('source_', source), ...columns('primary_', except) });

@@ -59,10 +59,15 @@ export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, la
     // A tenant's own API server may answer with labels that are not strings: no selector matches those.
     if (typeof value === 'string' && key !== UNANCHORED) consider(await queries.byTerm({ ...where, label_key: key, label_value: value }));
   };
-  // The scope's anchoring keys (one per selector at most), read off the labels: an object's
-  // thousands of others cost nothing. (Walking or counting a map of thousands of keys costs
-  // milliseconds before the first: V8 collects them all first.)
-  for (const key of anchored) if (Object.hasOwn(own, key)) await lookUp(key, own[key]);
+  // Whichever is shorter: the scope's anchoring keys read off the labels (an object's thousands
+  // of others then cost nothing), or the labels looked up among the keys. A few keys are read off
+  // without counting the labels: walking or counting a map of thousands of keys costs milliseconds
+  // before the first (V8 collects them all first).
+  if (anchored.size <= FEW_ANCHORS || anchored.size <= Object.keys(own).length) {
+    for (const key of anchored) if (Object.hasOwn(own, key)) await lookUp(key, own[key]);
+  } else {
+    for (const [key, value] of Object.entries(own)) if (anchored.has(key)) await lookUp(key, value);
+  }
   if (anchored.has(UNANCHORED)) consider(await queries.unanchored(where));
   const owners = new Map<string, ObjectIdentity>();
   for (const { primary, requirements } of candidates.values()) {
@@ -71,6 +76,9 @@ export async function selectorOwners(db: Kysely<Database>, scope: LabelScope, la
   }
   return [...owners.values()];
 }
+
+/** Up to this many anchoring keys in a scope, they are read off an object's labels without counting them. */
+const FEW_ANCHORS = 64;
 
 /**
  * Which label keys anchor some stored selector, per scope, and which scopes have selectors without

@@ -349,6 +349,10 @@ export class CachedReads implements ObjectReads {
     return this.peek(cluster, type, namespace, name)?.object ?? this.live.get(cluster, type, namespace, name);
   }
 
+  holds(cluster: string, type: ResourceType, namespace: string, name: string): boolean {
+    return this.cache.bytesOf(cluster, type, type.namespaced ? namespace : '', name) > 0;
+  }
+
   peek(cluster: string, type: ResourceType, namespace: string, name: string): { readonly object: KubeObject } | undefined {
     const hit = this.cache.get(cluster, type, type.namespaced ? namespace : '', name);
     // The same group and resource configured at another version: read it as asked.

@@ -63,6 +63,11 @@ export interface ObjectReads {
    * undefined when only the API server could say. Reads without such knowledge leave it out.
    */
   peek?(cluster: string, type: ResourceType, namespace: string, name: string): { readonly object: KubeObject } | undefined;
+  /**
+   * Whether the watches delivered an object of this name that is still kept (of any version of its
+   * type), told without reading it. Reads without such knowledge leave it out.
+   */
+  holds?(cluster: string, type: ResourceType, namespace: string, name: string): boolean;
   list<T = KubeObject>(cluster: string, type: ResourceType, query: ListQuery<T>): Promise<T[]>;
 }
 

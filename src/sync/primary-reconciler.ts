@@ -527,8 +527,10 @@ export class PrimaryReconciler {
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
         const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
-        // A new claim, or one that found nothing in its place: nothing of its is there (relation-sync.ts sourceAbsent).
-        const nothing = before === undefined || leftNothing(before);
+        // Stored as having found nothing in its place (relation-sync.ts sourceAbsent). Not a new claim:
+        // a reconcile that wrote its copy and then failed saved no row for it (reference and template
+        // rules store their claims with the outcome).
+        const nothing = before !== undefined && leftNothing(before);
         work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, leftNothing: nothing, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
       }
     }

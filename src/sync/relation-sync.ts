@@ -83,11 +83,11 @@ export interface RelationJob {
    */
   readonly copied?: boolean;
   /**
-   * Whether the store says nothing of this relation's is in the destination: a new claim, or one
-   * that waits for its source and found nothing in the copy's place (records.ts leftNothing). Its
-   * source absent, a destination the watches did not deliver is then not read (sourceAbsent): a
-   * wildcard of names that do not exist costs the tenant's own reads, not one in the service
-   * cluster each. Default false.
+   * Whether the store says this relation found nothing in the copy's place when it last decided
+   * (it waits for its source: records.ts leftNothing). Its source still absent, a destination the
+   * watches did not deliver is then not read (sourceAbsent): a wildcard of names that do not exist
+   * costs the tenant's own reads at every reconcile, not one in the service cluster each too.
+   * Default false.
    */
   readonly leftNothing?: boolean;
   /**
@@ -200,10 +200,11 @@ export class RelationSync {
   private async sourceAbsent(on: RelationAt, sourceSeen: KubeObject | undefined): Promise<RelationOutcome> {
     const { reads, input: { rule }, pair } = on.job;
     const waiting = `waiting for ${describeIdentity(pair.source)} to exist`;
-    const known = on.job.leftNothing ? this.knownDestination(reads, on.job.owner, pair.destination, rule.destinationType) : undefined;
-    // Nothing of this relation's there, and nothing in its place that the watches know of.
-    if (known === 'none') return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions: relationVersions(sourceSeen, undefined) };
-    const destRead = known ? { object: known.object } : await this.read(on, on.dests, pair.destination);
+    // Nothing of this relation's there when it last looked, and nothing in its place the watches know of.
+    if (on.job.leftNothing && this.nothingKnownAt(reads, on.job.owner, pair.destination, rule.destinationType)) {
+      return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions: relationVersions(sourceSeen, undefined) };
+    }
+    const destRead = await this.read(on, on.dests, pair.destination);
     if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
     if (rule.cleanup !== 'MatchOrigin' && destRead.object && this.deps.writer.isMarkedCopyOf(destRead.object, pair.source)) {
       // The copy stays until the primary goes (cleanupPolicy), as it was: no longer updated.
@@ -218,15 +219,13 @@ export class RelationSync {
   }
 
   /**
-   * The destination of a relation the store says left nothing there, as the watches know it
-   * ('none': they delivered nothing of that name), while the store knows every claim of the
-   * owner's cluster (claim-knowledge.ts: a lost or older store may not know this relation wrote a
-   * copy). Another primary's copy of the same source there is that primary's to remove, on its own
-   * reconcile. Undefined: read it from the API server.
+   * Whether the watches hold nothing of that name where a relation the store says found nothing
+   * there would put its copy, while the store knows every claim of the owner's cluster
+   * (claim-knowledge.ts: a lost or older store may not know that a relation wrote a copy). False
+   * where the reads have no such knowledge (live reads, a sweep's): read it.
    */
-  private knownDestination(reads: ObjectReads, owner: ObjectIdentity, destination: ObjectIdentity, type: ResourceType): { readonly object: KubeObject } | 'none' | undefined {
-    if (!reads.peek || !this.claimsKnown(owner.cluster)) return undefined;
-    return reads.peek(destination.cluster, type, destination.namespace, destination.name) ?? 'none';
+  private nothingKnownAt(reads: ObjectReads, owner: ObjectIdentity, destination: ObjectIdentity, type: ResourceType): boolean {
+    return reads.holds !== undefined && this.claimsKnown(owner.cluster) && !reads.holds(destination.cluster, type, destination.namespace, destination.name);
   }
 
   /** Whether the store knows every claim on the copies of `cluster`'s primaries (claim-knowledge.ts); without that knowledge, it is trusted. */
@@ -235,17 +234,15 @@ export class RelationSync {
   }
 
   /**
-   * Whether a claim that ends leaves nothing to remove, so that it ends without a read or a store
-   * query: the store says it left nothing in its destination (records.ts leftNothing; a wildcard's
-   * name that never existed), the store knows every claim of the owner's cluster, and the watches,
-   * where the reads know them, show nothing there either. A copy of relsync's of that source there
-   * that no relation records would be the sweep's to delete as an orphan, once this claim is gone.
+   * Whether a claim that ends leaves nothing to remove, so that it ends without a read, a store
+   * query or a live restart: the store says it found nothing in its destination (records.ts
+   * leftNothing; a wildcard's name that never existed), and the watches hold nothing there
+   * (nothingKnownAt). Another primary's copy of the same source there is not left to such a claim
+   * (RelationStore.otherClaimsOn does not count it): that primary removes it when its own claim ends.
    */
   leavesNothing(of: PrimaryOf, relation: EndedRelation): boolean {
-    if (!leftNothing(relation) || !this.claimsKnown(of.owner.cluster)) return false;
     const type = ruleOf(of.resource, relation)?.destinationType;
-    const dest = relation.destination;
-    return !type || of.reads.peek?.(dest.cluster, type, dest.namespace, dest.name) === undefined;
+    return type !== undefined && leftNothing(relation) && this.nothingKnownAt(of.reads, of.owner, relation.destination, type);
   }
 
   /** What the copy of `source` holds, judged before anything is read or written at the destination; or why it is not written. */

@@ -23,18 +23,22 @@
  * after another gives light work only the loop's poll phases in between. Another tenant's change
  * needs several of them (its watch line, its reconcile's reads, the answer to its write), each
  * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
- * while one tenant's heavy objects were created, listed and deleted. So the iteration of a turn
- * that took REST_FROM_MS or more is followed by as long a rest of heavy work (a timer): light work
- * then has at least half of the loop while heavy work piles up, and a long turn alone costs it one
- * wait, not one per step. Short turns (a page of small objects) follow each other as before.
+ * while one tenant's heavy objects were created, listed and deleted. So a lane whose turn's loop
+ * iteration took REST_FROM_MS or more rests as long (at most MAX_REST_MS) before its next turn,
+ * while other lanes take theirs: light work then has about half the loop while one lane's long
+ * turns pile up, and a long turn costs it one wait, not one per step. Short turns (most pages of
+ * small objects, a reconcile's rows) follow each other as before.
  */
 import { monotonicClock, type Clock } from './clock.js';
 
 /** From this cost on (bytes of JSON parsed, or the like), work waits for a turn: a few ms on this machine's cores. */
 export const HEAVY_BYTES = 64 * 1024;
 
-/** A turn's loop iteration that took this long (ms) is followed by as long a rest of heavy work. */
+/** A lane whose turn's loop iteration took this long (ms) rests as long before its next turn. */
 export const REST_FROM_MS = 20;
+
+/** The longest rest (ms): a garbage collection or a stalled iteration does not stop a lane for its length. */
+export const MAX_REST_MS = 100;
 
 /** Cost added up across small pieces of work: see HeavyTurns.meter(). */
 export interface TurnMeter {
@@ -45,11 +49,13 @@ export interface TurnMeter {
 export class HeavyTurns {
   /** The lanes with tasks waiting, in the order they take turns; each lane's tasks in order. */
   private readonly lanes = new Map<string, Array<() => void>>();
+  /** Lanes that rest after a long turn, until this time (the clock's); only lanes with tasks waiting. */
+  private readonly restingUntil = new Map<string, number>();
   private waitingCount = 0;
   private pumping = false;
   private granted = 0;
-  /** How long the last turn's loop iteration took, measured at the start of the next one while a turn waits. */
-  private lastTurnMs: number | undefined;
+  /** When the earliest rest that a wake-up is scheduled for ends. */
+  private wakeAt: number | undefined;
 
   constructor(
     private readonly heavyBytes = HEAVY_BYTES,
@@ -105,34 +111,48 @@ export class HeavyTurns {
     this.pumping = true;
     // setImmediate queued from an immediate callback runs at the next iteration of the loop, after
     // its poll phase: each turn is its own iteration.
-    setImmediate(() => {
-      const took = this.lastTurnMs ?? 0;
-      this.lastTurnMs = undefined;
-      // A wait that keeps the process alive: heavy work is waiting (after() would not).
-      if (took >= this.restFromMs) void this.clock.sleep(took, NEVER).then(() => this.grant());
-      else this.grant();
+    setImmediate(() => this.grant());
+  }
+
+  /** The next turn, to the first lane in line that does not rest; when every waiting lane rests, a wake-up at the first rest's end. */
+  private grant(): void {
+    this.pumping = false;
+    const now = this.clock.now();
+    let wake = Infinity;
+    for (const [lane, tasks] of this.lanes) {
+      const until = this.restingUntil.get(lane);
+      if (until !== undefined && until > now) {
+        wake = Math.min(wake, until);
+        continue;
+      }
+      this.restingUntil.delete(lane);
+      const resolve = tasks.shift()!;
+      // The lane goes to the back (Map order), or away when it has nothing more waiting.
+      this.lanes.delete(lane);
+      if (tasks.length > 0) this.lanes.set(lane, tasks);
+      this.waitingCount--;
+      this.granted++;
+      // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
+      setImmediate(() => this.measure(lane, now));
+      resolve();
+      if (this.waitingCount > 0) this.pump();
+      return;
+    }
+    if (wake === Infinity || (this.wakeAt !== undefined && this.wakeAt <= wake)) return;
+    this.wakeAt = wake;
+    // A wait that keeps the process alive (heavy work is waiting); a turn asked meanwhile in a lane
+    // that does not rest is granted at once, as always.
+    void this.clock.sleep(wake - now, NEVER).then(() => {
+      if (this.wakeAt === wake) this.wakeAt = undefined;
+      this.pump();
     });
   }
 
-  private grant(): void {
-    this.pumping = false;
-    const next = this.lanes.entries().next();
-    if (next.done) return;
-    const [lane, tasks] = next.value;
-    const resolve = tasks.shift()!;
-    // The lane goes to the back (Map order), or away when it has nothing more waiting.
-    this.lanes.delete(lane);
-    if (tasks.length > 0) this.lanes.set(lane, tasks);
-    this.waitingCount--;
-    this.granted++;
-    // Queued before the next turn's pump (below, or a turn() during this iteration): it measures the
-    // iteration this turn's task runs in, for that pump only (none waiting: nothing to measure for).
-    const grantedAt = this.clock.now();
-    setImmediate(() => {
-      if (this.pumping) this.lastTurnMs = this.clock.now() - grantedAt;
-    });
-    resolve();
-    if (this.waitingCount > 0) this.pump();
+  /** A turn's loop iteration ended: a long one rests its lane, if it has more waiting. */
+  private measure(lane: string, grantedAt: number): void {
+    const now = this.clock.now();
+    const took = now - grantedAt;
+    if (took >= this.restFromMs && this.lanes.has(lane)) this.restingUntil.set(lane, now + Math.min(took, MAX_REST_MS));
   }
 }
 

@@ -24,6 +24,9 @@ const answers: Record<string, [number, string]> = {
   'plain-404': [404, '404 page not found\n'],
   'not-a-status': [404, JSON.stringify({ kind: 'ConfigMap', reason: 'NotFound', details: { name: 'not-a-status' } })],
   empty: [200, ''],
+  null: [200, 'null'],
+  list: [200, '[]'],
+  number: [200, '0'],
   there: [200, JSON.stringify({ metadata: { name: 'there', namespace: 'a' }, data: { k: 'v' } })],
 };
 
@@ -61,6 +64,10 @@ describe('reads of absent objects', () => {
       await assert.rejects(client.getMetadata('a', name), ApiError, name);
     }
     await assert.rejects(client.get('a', 'empty'), /an empty answer/);
+    for (const name of ['null', 'list', 'number']) {
+      await assert.rejects(client.get('a', name), /the answer is not an object/, name);
+      await assert.rejects(client.getMetadata('a', name), /the answer is not an object/, name);
+    }
   });
 
   it('says "absent" exactly where isObjectNotFound says it of the ApiError made of the answer', () => {

@@ -801,6 +801,23 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(configMaps, 'shared-config'), undefined);
     });
 
+    it("a copy shared with a primary whose claim found nothing there (it waits for its source) goes with the last primary that copied it", async () => {
+      const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
+      const invoices: ObjectIdentity = { ...primaryId, name: 'invoices' };
+      putPrimary();
+      world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'invoices' }, spec: {} });
+      // orders looks first, while the source does not exist: its row says it found nothing there.
+      await reconciler.reconcile(shared, primaryId);
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'shared-config' }, data: { a: '1' } });
+      await reconciler.reconcile(shared, invoices);
+      assert.ok(service(configMaps, 'shared-config'), 'invoices copied it');
+      // orders' reconciles keep failing from here on (its row stays as it was); invoices goes.
+      world.remove('tenant-a', databases, 'shop', 'invoices');
+      world.clearCalls();
+      await reconciler.reconcile(shared, invoices);
+      assert.equal(service(configMaps, 'shared-config'), undefined, "not left to a claim that would end without looking: deleted with invoices (orders copies it again when it syncs)");
+    });
+
     it('a relation the primary no longer resolves to releases its copy; the new one is copied', async () => {
       const byRef: ResolvedResource = { ...resource, rules: [{ ...template('config', configMaps, '{{ name }}-config'), finder: { kind: 'template', name: Template.parse('{{ object.spec.config }}', ['object']), destinationName: undefined } }] };
       world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'orders' }, spec: { config: 'one' } });
@@ -855,8 +872,8 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', databases, 'shop', 'orders');
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcile();
-      // (The Secret's source does not exist yet: nothing of its relation's is where its copy would go either.)
-      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource !== 'namespaces'), [], 'no GET of a copy that was never written');
+      // (The Secret's source does not exist yet: where its copy would go is read, a copy of it made before being relsync's to remove.)
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.verb === 'get' && c.resource !== 'namespaces' && c.resource !== 'secrets'), [], 'no GET of a copy that was never written');
       assert.ok(service(databases, 'orders') && service(configMaps, 'orders-config'));
       deliverAll();
       // Someone else's object where a new relation's copy goes: the create is refused, then it is read, and left alone.
@@ -873,16 +890,18 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     /** A marked copy of the absent Secret in the service cluster (another primary's, or one a lost store forgot). */
     const putCredsCopy = () => world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-creds', labels: { 'relsync.dev/agent': AGENT }, annotations: marksOf(credsId, 'gone') }, data: { p: 'eA==' } });
 
-    it("a source that does not exist costs no read where its copy would go, again and again; a copy of it the watches delivered still goes", async () => {
+    it("a source that does not exist costs no read where its copy would go once it found nothing there; a copy of it the watches delivered still goes", async () => {
       putPrimary();
       putConfig({ a: '1' });
       deliver('tenant-a', databases, 'shop', 'orders');
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       await reconcile();
-      assert.equal(copyReads(), 0, 'a new claim: nothing of its is there');
+      assert.equal(copyReads(), 1, 'a new claim looks once (a reconcile that wrote its copy and then failed saved no row of it)');
       deliverAll();
       await reconcile();
       assert.equal(copyReads(), 0, 'a claim that found nothing there last time');
+      await reconcile();
+      assert.equal(copyReads(), 0, 'nor the time after');
       assert.equal((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'creds')?.state, 'pending');
       putCredsCopy();
       deliver('service', secrets, COPY_NS, 'orders-creds');
@@ -890,20 +909,24 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(secrets, 'orders-creds'), undefined, 'the copy the watches know of is deleted (read live first)');
     });
 
-    it('reads where its copy would go when the store may not say all: a claim saved before its first sync ended, or a store that does not know every claim', async () => {
+    it('reads where its copy would go when the store may not say all: a claim saved before its first sync ended, no row, or a store that does not know every claim', async () => {
       putPrimary();
       putConfig({ a: '1' });
-      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
-      await reconcile();
-      assert.ok(service(secrets, 'orders-creds'), 'copied');
-      // A reconcile killed after its write and before its outcome was saved leaves the claim as recordIntent stored it.
-      opened.sqlite.prepare("update relations set state = 'pending', content_hash = null, source_version = null, dest_version = null where rule_id = 'creds'").run();
-      world.remove('tenant-a', secrets, 'shop', 'orders-creds');
-      deliver('tenant-a', databases, 'shop', 'orders');
-      deliver('tenant-a', configMaps, 'shop', 'orders-config');
-      await reconcile();
-      assert.ok(copyReads() > 0);
-      assert.equal(service(secrets, 'orders-creds'), undefined, 'the copy of the deleted source goes');
+      // A reconcile killed after its write and before its outcome was saved leaves the claim as
+      // recordIntent stored it (a selector's or an inverse rule's), or no row at all (a reference's
+      // or a template's, which are stored with the outcome; also a reconcile that failed after the write).
+      for (const [what, sql] of [['claim stored before its first sync', "update relations set state = 'pending', content_hash = null, source_version = null, dest_version = null where rule_id = 'creds'"], ['no row', "delete from relations where rule_id = 'creds'"]] as const) {
+        world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+        await reconcile();
+        assert.ok(service(secrets, 'orders-creds'), 'copied');
+        opened.sqlite.prepare(sql).run();
+        world.remove('tenant-a', secrets, 'shop', 'orders-creds');
+        deliver('tenant-a', databases, 'shop', 'orders');
+        deliver('tenant-a', configMaps, 'shop', 'orders-config');
+        await reconcile();
+        assert.ok(copyReads() > 0, what);
+        assert.equal(service(secrets, 'orders-creds'), undefined, `the copy of the deleted source goes (${what})`);
+      }
 
       // A store that does not know every claim of tenant-a yet (lost, older, new): a new claim's place is read too.
       reconciler = reconcilerWith({ readsFor: () => new CachedReads(cache, new LiveReads(world)), claims: new ClaimKnowledge(false) });
@@ -914,7 +937,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(secrets, 'orders-creds'), undefined, "a copy of relsync's whose source is gone is deleted");
     });
 
-    it('a claim that found nothing ends without a read where its copy would have gone', async () => {
+    it('a claim that found nothing ends without a read where its copy would have gone (a new one looks once)', async () => {
       const byRef: ResolvedResource = { ...resource, rules: [{ ...template('creds', secrets, '{{ name }}-creds'), finder: { kind: 'template', name: Template.parse('{{ object.spec.creds }}', ['object']), destinationName: undefined } }] };
       world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'orders' }, spec: { creds: 'absent-1' } });
       deliver('tenant-a', databases, 'shop', 'orders');
@@ -923,7 +946,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', databases, 'shop', 'orders');
       world.clearCalls();
       await reconciler.reconcile(byRef, primaryId);
-      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.resource === 'secrets').map((c) => `${c.verb} ${c.name}`), [], 'absent-1 ended, absent-2 claimed: no read, no write');
+      assert.deepEqual(world.calls.filter((c) => c.cluster === 'service' && c.resource === 'secrets').map((c) => `${c.verb} ${c.name}`), ['get absent-2'], 'absent-1 ended without a read; absent-2, a new claim, looked once');
       assert.deepEqual((await store.relationsOf(primaryId)).map((r) => `${r.source.name} ${r.state}`), ['absent-2 pending']);
     });
 

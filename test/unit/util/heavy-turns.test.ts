@@ -76,34 +76,48 @@ describe('heavy turns', () => {
     assert.equal(turns.queued, 0);
   });
 
-  it("rests heavy work after a long turn, as long as the turn's loop iteration took; short turns follow each other at once", async () => {
+  it("rests a lane after its long turn, as long as the turn's loop iteration took (at most 100 ms), while other lanes take theirs", async () => {
     const { state, clock } = restClock();
     const turns = new HeavyTurns(1024, clock, 20);
     const order: string[] = [];
-    // A tenant's megabyte parsed on a loaded machine (50 ms), then pages of small objects.
-    const heavy = async (name: string, takesMs: number) => {
-      await turns.turn(4096, name);
+    // A tenant's megabyte parsed on a loaded machine (50 ms), then more of its own; another lane's page (5 ms).
+    const heavy = async (lane: string, name: string, takesMs: number) => {
+      await turns.turn(4096, lane);
       order.push(name);
       state.now += takesMs;
     };
-    const all = Promise.all([heavy('long', 50), heavy('short', 5), heavy('next', 19), heavy('last', 1)]);
+    const all = Promise.all([heavy('a', 'a1', 50), heavy('a', 'a2', 500), heavy('b', 'b1', 5), heavy('a', 'a3', 1)]);
     for (let i = 0; i < 10; i++) await iteration();
-    assert.deepEqual(order, ['long'], 'the next heavy turn waits out the rest: light work has the loop');
-    assert.equal(state.rests[0]?.ms, 50);
+    assert.deepEqual(order, ['a1', 'b1'], "lane a rests after its long turn; lane b's turn is not held");
+    // a1's iteration ended at 50: a rests until 100; b1 ended at 55.
+    assert.deepEqual(state.rests.map((r) => r.ms), [45]);
+    state.now = 100;
     state.rests[0]!.end();
+    for (let i = 0; i < 10; i++) await iteration();
+    assert.deepEqual(order, ['a1', 'b1', 'a2']);
+    assert.deepEqual(state.rests.map((r) => r.ms), [45, 100], 'a turn of 500 ms rests its lane 100 ms, not 500');
+    state.now = 700;
+    state.rests[1]!.end();
     await all;
-    assert.deepEqual(order, ['long', 'short', 'next', 'last']);
-    assert.equal(state.rests.length, 1, 'turns under 20 ms are not followed by a rest');
+    assert.deepEqual(order, ['a1', 'b1', 'a2', 'a3']);
   });
 
-  it('rests only between heavy turns: one that asks long after the last long one starts at once', async () => {
+  it('rests only between turns of one lane: short turns follow each other, and a turn asked long after a long one starts at once', async () => {
     const { state, clock } = restClock();
     const turns = new HeavyTurns(1024, clock, 20);
-    await turns.turn(4096);
+    const order: number[] = [];
+    await Promise.all([1, 2, 3].map(async (n) => {
+      await turns.turn(4096, 'a');
+      order.push(n);
+      state.now += 19;
+    }));
+    assert.deepEqual(order, [1, 2, 3]);
+    assert.equal(state.rests.length, 0, 'turns under 20 ms are not followed by a rest');
+    await turns.turn(4096, 'a');
     state.now += 100;
     for (let i = 0; i < 5; i++) await iteration();
     let started = false;
-    void turns.turn(4096)!.then(() => void (started = true));
+    void turns.turn(4096, 'a')!.then(() => void (started = true));
     for (let i = 0; i < 5; i++) await iteration();
     assert.equal(started, true);
     assert.equal(state.rests.length, 0);
