@@ -65,17 +65,10 @@ const LIST_PAGES = 200;
 /** Tenant-b writes its ConfigMap this often, all through the suite (arrival-sampler.ts). */
 const SAMPLE_EVERY_MS = 250;
 /**
- * Issue #36's target: in every phase tenant-b's p99 within this many times its idle p99 or the floor
- * client's p99 of that phase. Met in every phase in one run alone, in 12 of 14 in another, not yet in
- * every run beside other files (docs/guarantees.md "Guarantees under hostile conditions"): printed, not asserted.
+ * Issue #36's target, asserted: in every phase tenant-b's p99 within this many times its idle p99 or
+ * the floor client's p99 of that phase (docs/guarantees.md "All of issue #36's hostile inputs in one suite").
  */
 const TARGET_RATIO = 2;
-/**
- * What is asserted meanwhile: tenant-b's median stays under this in every phase, whatever tenant-a
- * does. Its p99 is printed against this (or twice the floor's p99 of the phase, where the machine
- * itself is that slow: beside other files the floor's p99 reached 1.5 s).
- */
-const GUARD_P99_MS = 3000;
 /** Samples of tenant-b's idle latency taken before the first case. */
 const IDLE_SAMPLES = 60;
 /**
@@ -732,7 +725,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(counted >= before.length * BIG_BYTES, `the copies there are counted (${counted} bytes)`);
   });
 
-  it(`tenant-b's related changes kept arriving all along: a median under ${GUARD_P99_MS} ms in every phase (its p99 against issue #36's target, ${TARGET_RATIO}× its idle p99 or the floor's, is printed)`, async () => {
+  it(`tenant-b's related changes kept arriving all along: in every phase a p99 within ${TARGET_RATIO}× its idle p99 or the floor client's`, async () => {
     // Every sample written so far has arrived once this one has (values are a sequence); those
     // written from here on (the marker among them) count for no phase.
     sampler.phase('end');
@@ -749,12 +742,6 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(idle.samples >= IDLE_SAMPLES);
     // Every phase compared has samples through relsync and through the floor (a NaN would pass any comparison).
     for (const r of [idle, ...rows]) assert.ok(Number.isFinite(r.p99) && Number.isFinite(r.floorP99), `samples in every phase (${JSON.stringify(r)})`);
-    // A single stall (8.6 s once in the byte budget phase of a run beside other files, whose p99 of
-    // 96 samples is that one) is printed above, not failed on: the median says whether tenant-b's
-    // changes kept arriving, not how long tenant-a made one wait.
-    const past = rows.filter((r) => !(r.p99 <= Math.max(GUARD_P99_MS, TARGET_RATIO * r.floorP99)));
-    if (past.length > 0) console.log(`p99 over ${GUARD_P99_MS} ms and twice the floor's: ${past.map((r) => `${r.phase} (${r.p99} ms)`).join(', ')}`);
-    const slow = rows.filter((r) => !(r.p50 <= GUARD_P99_MS));
-    assert.deepEqual(slow.map((r) => `${r.phase}: p50 ${r.p50} ms (idle ${idle.p50} ms)`), [], `every phase's median under ${GUARD_P99_MS} ms`);
+    assert.deepEqual(over.map((r) => `${r.phase}: p99 ${r.p99} ms, ${ratio(r).toFixed(1)}× (idle p99 ${idle.p99} ms, the floor's ${r.floorP99} ms)`), [], `every phase's p99 within ${TARGET_RATIO}× the idle p99 or the floor's`);
   });
 });
