@@ -462,13 +462,16 @@ export class ResourceClient {
 
 /**
  * The answer to a read of one object: undefined only where the connection says the API server's
- * NotFound was about it (RequestOptions.absentAs). Anything else that is not an object (`null`, a
- * list, a number: a proxy's or a tenant's server's) fails the read: taken as absent, it could
- * have a copy deleted.
+ * NotFound was about it (RequestOptions.absentAs). Anything else that is not an object with
+ * metadata (`null`, a list, a number, `{}`: a proxy's or a tenant's server's) fails the read: taken
+ * as absent, it could have a copy deleted.
  */
 function oneObject(answer: unknown, path: string): KubeObject | undefined {
   if (answer === undefined) return undefined;
   if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) throw new Error(`GET ${path}: the answer is not an object`);
+  // Without metadata it would read as an object with no uid, version or marks: "not relsync's", or "gone already".
+  const metadata = (answer as { metadata?: unknown }).metadata;
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new Error(`GET ${path}: the answer has no metadata`);
   return answer as KubeObject;
 }
 

@@ -96,10 +96,7 @@ export class RelationStore {
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where((eb) => eb.and(pick(p, identityParams('dest_'))))
         .where((eb) => eb.and(pick(p, identityParams('source_'))))
-        .where((eb) => eb.not(eb.and(pick(p, identityParams('primary_')))))
-        // Not a claim whose row says it found nothing there (records.ts leftNothing): its own end
-        // skips the copy (relation-sync.ts leavesNothing), so a copy left to it would be left to nobody.
-        .where((eb) => eb.or([eb('state', '!=', 'pending'), eb('dest_version', 'is', null), eb('dest_version', '!=', '')])),
+        .where((eb) => eb.not(eb.and(pick(p, identityParams('primary_'))))),
     );
   }
 
@@ -207,14 +204,38 @@ export class RelationStore {
    * How many relations of primaries other than `except` copy this same
    * `source` to this destination: the claims that keep its copy alive. A
    * relation of another source that names the same destination (a conflict:
-   * the copy's marks name a different source) never does, nor one whose row
-   * says it found nothing there (it waits for its source: records.ts
-   * leftNothing) — a claim stored before its first sync does (no versions yet).
+   * the copy's marks name a different source) never does.
    */
   async otherClaimsOn(dest: ObjectIdentity, source: ObjectIdentity, except: ObjectIdentity): Promise<number> {
     const [row] = await this.claimsBesides({ ...columns('dest_', dest), ...columns('source_', source), ...columns('primary_', except) });
     if (!row) throw new Error('count(*) answered no row');
     return Number(row.n);
+  }
+
+  /**
+   * Whether other primaries copy this same `source` to this destination (otherClaimsOn); if so the
+   * copy is left to them, and those whose rows say they found nothing there (records.ts
+   * leftNothing) are told otherwise — their destination's version unknown — so that their next
+   * reconcile, and the end of their claim, read the copy instead of skipping it.
+   */
+  async handOver(dest: ObjectIdentity, source: ObjectIdentity, except: ObjectIdentity): Promise<boolean> {
+    if ((await this.otherClaimsOn(dest, source, except)) === 0) return false;
+    await this.unknownAt({ dest, source, except });
+    return true;
+  }
+
+  /**
+   * Rows that say they found nothing at `dest` (state pending, destination version '') say
+   * "unknown" instead: of one primary's relation (`primary`, `ruleId`), or of every primary but
+   * `except`. For a copy about to be written there, or handed over (handOver).
+   */
+  async unknownAt(at: { readonly dest: ObjectIdentity; readonly source: ObjectIdentity } & ({ readonly primary: ObjectIdentity; readonly ruleId: string } | { readonly except: ObjectIdentity })): Promise<void> {
+    await this.db
+      .updateTable('relations')
+      .set({ dest_version: null })
+      .where((eb) => eb.and({ ...columns('dest_', at.dest), ...columns('source_', at.source), state: 'pending', dest_version: '' }))
+      .where((eb) => ('primary' in at ? eb.and({ ...columns('primary_', at.primary), rule_id: at.ruleId }) : eb.not(eb.and(columns('primary_', at.except)))))
+      .execute();
   }
 
   /** Whether the store accounts for `copy` as the copy of `source` (see sweep-queries.ts). */

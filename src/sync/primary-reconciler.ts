@@ -527,9 +527,8 @@ export class PrimaryReconciler {
       for (const pair of result.pairs) {
         const before = stored.find((r) => r.ruleId === plan.input.rule.id && sameIdentity(r.source, pair.source) && sameIdentity(r.destination, pair.destination));
         const copied = before !== undefined && (before.state === 'synced' || before.state === 'conflict' || before.state === 'retained');
-        // Stored as having found nothing in its place (relation-sync.ts sourceAbsent). Not a new claim:
-        // a reconcile that wrote its copy and then failed saved no row for it (reference and template
-        // rules store their claims with the outcome).
+        // Stored as having found nothing in its place (relation-sync.ts sourceAbsent). Not a new claim
+        // (recordIntent stored it as not synced yet, its versions unknown): what is there is read.
         const nothing = before !== undefined && leftNothing(before);
         work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, leftNothing: nothing, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
       }
@@ -737,7 +736,7 @@ export class PrimaryReconciler {
       }
       // A claim that left nothing (a wildcard's name that never existed): no store query, no read.
       if (this.relations.leavesNothing({ reads, resource, owner: id }, relation)) continue;
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) changed = (await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone')) === 'changed' || changed;
+      if (!(await store.handOver(relation.destination, relation.source, id))) changed = (await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone')) === 'changed' || changed;
       else shared.push(relation);
     }
     // A related copy that changed since it was read was not deleted: the primary is not let go yet.
@@ -764,7 +763,7 @@ export class PrimaryReconciler {
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
       await ended.add(ROW_BYTES);
-      if ((await store.otherClaimsOn(relation.destination, relation.source, id)) === 0) await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone');
+      if (!(await store.handOver(relation.destination, relation.source, id))) await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone');
     }
     if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
       await clusters.forgetLogical(id.cluster);

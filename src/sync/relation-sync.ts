@@ -237,8 +237,8 @@ export class RelationSync {
    * Whether a claim that ends leaves nothing to remove, so that it ends without a read, a store
    * query or a live restart: the store says it found nothing in its destination (records.ts
    * leftNothing; a wildcard's name that never existed), and the watches hold nothing there
-   * (nothingKnownAt). Another primary's copy of the same source there is not left to such a claim
-   * (RelationStore.otherClaimsOn does not count it): that primary removes it when its own claim ends.
+   * (nothingKnownAt). A copy another primary leaves to such a claim is handed over to it: its row
+   * then says "unknown" (RelationStore.handOver), and its end reads the copy.
    */
   leavesNothing(of: PrimaryOf, relation: EndedRelation): boolean {
     const type = ruleOf(of.resource, relation)?.destinationType;
@@ -334,6 +334,10 @@ export class RelationSync {
   /** The copy written; what the destination's API server answered decides the outcome. */
   private async write(on: RelationAt, source: KubeObject, judged: Judged, place: Place): Promise<RelationOutcome> {
     const { input: { rule, primary }, pair, owner, syncedHash } = on.job;
+    // A row that says it found nothing there lets a later reconcile skip reading the copy's place:
+    // it says "unknown" before the copy is written, so that a reconcile that writes it and then
+    // fails (its outcome not saved) leaves no such word behind.
+    if (on.job.leftNothing) await this.deps.store.unknownAt({ dest: pair.destination, source: pair.source, primary: owner, ruleId: rule.id });
     const { desired, hash, markHash, status, charge } = judged;
     const baseMarks = marksFor(this.deps.agentName, pair.source, source.metadata.uid);
     const statusMark: Record<string, string> = status ? { [STATUS_HASH_ANNOTATION]: status.hash } : {};
@@ -521,7 +525,7 @@ export class RelationSync {
       // What the primary no longer resolves to was decided on what this reconcile read; the claim
       // it gives up (kept by another primary or not) is decided live too.
       confirmLive(reads);
-      if ((await this.deps.store.otherClaimsOn(old.destination, old.source, owner)) > 0) continue;
+      if (await this.deps.store.handOver(old.destination, old.source, owner)) continue;
       // Beyond the room for kept copies: ended as the policy ends them with the primary. While the
       // store may not know every claim, left for the sweep (also where this primary now fills the
       // destination from another source: another primary may still copy the old one there, and
@@ -573,7 +577,7 @@ export class RelationSync {
     const existing = await dests.get(dest.namespace, dest.name);
     if (!rule || (why === 'primary gone' && rule.cleanup === 'Orphan')) {
       // Claimed again meanwhile (another primary's reconcile copies the same source there): its marks are put back.
-      const claimed = async () => (await this.deps.store.otherClaimsOn(dest, source, owner)) > 0;
+      const claimed = () => this.deps.store.handOver(dest, source, owner);
       if (await this.deps.writer.release(dests, { kind: 'related', copy: dest, source, existing, claimedAgain: claimed })) {
         this.deps.logger.info({ copy: describeIdentity(dest), rule: relation.ruleId }, rule ? "released a related copy whose primary is gone: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)" : "released a related copy of a rule no longer configured: relsync's marks are removed and the object is left in place");
       }

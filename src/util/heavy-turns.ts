@@ -23,21 +23,23 @@
  * after another gives light work only the loop's poll phases in between. Another tenant's change
  * needs several of them (its watch line, its reconcile's reads, the answer to its write), each
  * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
- * while one tenant's heavy objects were created, listed and deleted. So a lane whose turn's loop
- * iteration took REST_FROM_MS or more rests as long (at most MAX_REST_MS) before its next turn,
- * while other lanes take theirs: light work then has about half the loop while one lane's long
- * turns pile up, and a long turn costs it one wait, not one per step. Short turns (most pages of
- * small objects, a reconcile's rows) follow each other as before.
+ * while one tenant's heavy objects were created, listed and deleted. So a turn whose loop
+ * iteration took REST_FROM_MS or more is followed by as long a rest of heavy work (at most
+ * MAX_REST_MS), whatever lane asks next: light work then has about half the loop while long turns
+ * pile up, and a long turn costs it one wait, not one per step. (Not per lane: a tenant's long
+ * turns come in several lanes — its own cluster's, the service cluster's watch of its copies, its
+ * kcp workspaces'.) Short turns (most pages of small objects, a reconcile's rows) follow each
+ * other as before.
  */
 import { monotonicClock, type Clock } from './clock.js';
 
 /** From this cost on (bytes of JSON parsed, or the like), work waits for a turn: a few ms on this machine's cores. */
 export const HEAVY_BYTES = 64 * 1024;
 
-/** A lane whose turn's loop iteration took this long (ms) rests as long before its next turn. */
+/** A turn whose loop iteration took this long (ms) is followed by as long a rest of heavy work. */
 export const REST_FROM_MS = 20;
 
-/** The longest rest (ms): a garbage collection or a stalled iteration does not stop a lane for its length. */
+/** The longest rest (ms): a garbage collection or a stalled iteration does not stop heavy work for its length. */
 export const MAX_REST_MS = 100;
 
 /** Cost added up across small pieces of work: see HeavyTurns.meter(). */
@@ -49,13 +51,13 @@ export interface TurnMeter {
 export class HeavyTurns {
   /** The lanes with tasks waiting, in the order they take turns; each lane's tasks in order. */
   private readonly lanes = new Map<string, Array<() => void>>();
-  /** Lanes that rest after a long turn, until this time (the clock's); only lanes with tasks waiting. */
-  private readonly restingUntil = new Map<string, number>();
   private waitingCount = 0;
   private pumping = false;
   private granted = 0;
-  /** When the earliest rest that a wake-up is scheduled for ends. */
-  private wakeAt: number | undefined;
+  /** Heavy work rests until this time (the clock's) after a long turn. */
+  private restUntil = -Infinity;
+  /** A wake-up at the rest's end is scheduled. */
+  private waking = false;
 
   constructor(
     private readonly heavyBytes = HEAVY_BYTES,
@@ -114,45 +116,40 @@ export class HeavyTurns {
     setImmediate(() => this.grant());
   }
 
-  /** The next turn, to the first lane in line that does not rest; when every waiting lane rests, a wake-up at the first rest's end. */
+  /** The next turn, to the next lane in line; after a long turn, once the rest is over. */
   private grant(): void {
     this.pumping = false;
     const now = this.clock.now();
-    let wake = Infinity;
-    for (const [lane, tasks] of this.lanes) {
-      const until = this.restingUntil.get(lane);
-      if (until !== undefined && until > now) {
-        wake = Math.min(wake, until);
-        continue;
-      }
-      this.restingUntil.delete(lane);
-      const resolve = tasks.shift()!;
-      // The lane goes to the back (Map order), or away when it has nothing more waiting.
-      this.lanes.delete(lane);
-      if (tasks.length > 0) this.lanes.set(lane, tasks);
-      this.waitingCount--;
-      this.granted++;
-      // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
-      setImmediate(() => this.measure(lane, now));
-      resolve();
-      if (this.waitingCount > 0) this.pump();
+    if (this.restUntil > now) {
+      if (this.waking) return;
+      this.waking = true;
+      // A wait that keeps the process alive: heavy work is waiting.
+      void this.clock.sleep(this.restUntil - now, NEVER).then(() => {
+        this.waking = false;
+        this.pump();
+      });
       return;
     }
-    if (wake === Infinity || (this.wakeAt !== undefined && this.wakeAt <= wake)) return;
-    this.wakeAt = wake;
-    // A wait that keeps the process alive (heavy work is waiting); a turn asked meanwhile in a lane
-    // that does not rest is granted at once, as always.
-    void this.clock.sleep(wake - now, NEVER).then(() => {
-      if (this.wakeAt === wake) this.wakeAt = undefined;
-      this.pump();
-    });
+    const next = this.lanes.entries().next();
+    if (next.done) return;
+    const [lane, tasks] = next.value;
+    const resolve = tasks.shift()!;
+    // The lane goes to the back (Map order), or away when it has nothing more waiting.
+    this.lanes.delete(lane);
+    if (tasks.length > 0) this.lanes.set(lane, tasks);
+    this.waitingCount--;
+    this.granted++;
+    // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
+    setImmediate(() => this.measure(now));
+    resolve();
+    if (this.waitingCount > 0) this.pump();
   }
 
-  /** A turn's loop iteration ended: a long one rests its lane, if it has more waiting. */
-  private measure(lane: string, grantedAt: number): void {
+  /** A turn's loop iteration ended: a long one is followed by a rest, if heavy work waits. */
+  private measure(grantedAt: number): void {
     const now = this.clock.now();
     const took = now - grantedAt;
-    if (took >= this.restFromMs && this.lanes.has(lane)) this.restingUntil.set(lane, now + Math.min(took, MAX_REST_MS));
+    if (took >= this.restFromMs && this.waitingCount > 0) this.restUntil = now + Math.min(took, MAX_REST_MS);
   }
 }
 

@@ -27,6 +27,7 @@ const answers: Record<string, [number, string]> = {
   null: [200, 'null'],
   list: [200, '[]'],
   number: [200, '0'],
+  bare: [200, '{}'],
   there: [200, JSON.stringify({ metadata: { name: 'there', namespace: 'a' }, data: { k: 'v' } })],
 };
 
@@ -64,9 +65,9 @@ describe('reads of absent objects', () => {
       await assert.rejects(client.getMetadata('a', name), ApiError, name);
     }
     await assert.rejects(client.get('a', 'empty'), /an empty answer/);
-    for (const name of ['null', 'list', 'number']) {
-      await assert.rejects(client.get('a', name), /the answer is not an object/, name);
-      await assert.rejects(client.getMetadata('a', name), /the answer is not an object/, name);
+    for (const name of ['null', 'list', 'number', 'bare']) {
+      await assert.rejects(client.get('a', name), /the answer (is not an object|has no metadata)/, name);
+      await assert.rejects(client.getMetadata('a', name), /the answer (is not an object|has no metadata)/, name);
     }
   });
 

@@ -801,21 +801,27 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(configMaps, 'shared-config'), undefined);
     });
 
-    it("a copy shared with a primary whose claim found nothing there (it waits for its source) goes with the last primary that copied it", async () => {
+    it("a copy shared with a primary whose claim found nothing there is handed over to it: kept, then deleted when that one goes", async () => {
       const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
       const invoices: ObjectIdentity = { ...primaryId, name: 'invoices' };
       putPrimary();
       world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'invoices' }, spec: {} });
       // orders looks first, while the source does not exist: its row says it found nothing there.
       await reconciler.reconcile(shared, primaryId);
+      const ordersRow = async () => (await store.relationsOf(primaryId)).find((r) => r.ruleId === 'config');
+      assert.deepEqual((await ordersRow())?.versions, { source: '', destination: '' });
       world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'shared-config' }, data: { a: '1' } });
       await reconciler.reconcile(shared, invoices);
       assert.ok(service(configMaps, 'shared-config'), 'invoices copied it');
       // orders' reconciles keep failing from here on (its row stays as it was); invoices goes.
       world.remove('tenant-a', databases, 'shop', 'invoices');
-      world.clearCalls();
       await reconciler.reconcile(shared, invoices);
-      assert.equal(service(configMaps, 'shared-config'), undefined, "not left to a claim that would end without looking: deleted with invoices (orders copies it again when it syncs)");
+      assert.ok(service(configMaps, 'shared-config'), 'left to orders, which claims it');
+      assert.equal((await ordersRow())?.versions ?? null, null, "orders' row no longer says it found nothing there");
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      world.clearCalls();
+      await reconciler.reconcile(shared, primaryId);
+      assert.equal(service(configMaps, 'shared-config'), undefined, 'deleted with the last primary that claimed it');
     });
 
     it('a relation the primary no longer resolves to releases its copy; the new one is copied', async () => {
@@ -913,8 +919,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       putPrimary();
       putConfig({ a: '1' });
       // A reconcile killed after its write and before its outcome was saved leaves the claim as
-      // recordIntent stored it (a selector's or an inverse rule's), or no row at all (a reference's
-      // or a template's, which are stored with the outcome; also a reconcile that failed after the write).
+      // recordIntent stored it (not synced yet, no versions); a store that lost the row has none.
       for (const [what, sql] of [['claim stored before its first sync', "update relations set state = 'pending', content_hash = null, source_version = null, dest_version = null where rule_id = 'creds'"], ['no row', "delete from relations where rule_id = 'creds'"]] as const) {
         world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
         await reconcile();
@@ -935,6 +940,27 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       await reconcile();
       assert.ok(copyReads() > 0);
       assert.equal(service(secrets, 'orders-creds'), undefined, "a copy of relsync's whose source is gone is deleted");
+    });
+
+    it('a relation that found nothing, then wrote its copy in a reconcile that failed, reads where its copy went once its source is gone', async () => {
+      putPrimary();
+      putConfig({ a: '1' });
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      await reconcile();
+      deliverAll();
+      assert.deepEqual((await store.relationsOf(primaryId)).find((r) => r.ruleId === 'creds')?.versions, { source: '', destination: '' }, 'found nothing');
+      // The Secret appears; its copy is written, and the reconcile fails on the other relation (nothing saved).
+      world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
+      putConfig({ a: '2' });
+      deliver('tenant-a', configMaps, 'shop', 'orders-config');
+      world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', status: 500, reason: 'InternalError', message: 'etcd is away' });
+      await assert.rejects(reconcile(), /etcd is away/);
+      assert.ok(service(secrets, 'orders-creds'), 'the copy was written');
+      // The Secret goes; the watches have not delivered its copy (a sweep cleared the cache, say).
+      world.remove('tenant-a', secrets, 'shop', 'orders-creds');
+      await reconcile();
+      assert.equal(service(secrets, 'orders-creds'), undefined, 'the copy of the deleted source is deleted');
     });
 
     it('a claim that found nothing ends without a read where its copy would have gone (a new one looks once)', async () => {
