@@ -24,12 +24,13 @@
  * needs several of them (its watch line, its reconcile's reads, the answer to its write), each
  * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
  * while one tenant's heavy objects were created, listed and deleted. So a turn whose loop
- * iteration took REST_FROM_MS or more is followed by as long a rest of heavy work (at most
+ * iteration took REST_FROM_MS or more is followed by as long a rest of large work (at most
  * MAX_REST_MS), whatever lane asks next: light work then has about half the loop while long turns
  * pile up, and a long turn costs it one wait, not one per step. (Not per lane: a tenant's long
  * turns come in several lanes — its own cluster's, the service cluster's watch of its copies, its
- * kcp workspaces'.) Short turns (most pages of small objects, a reconcile's rows) follow each
- * other as before.
+ * kcp workspaces'.) Large work is a turn of 4 × HEAVY_BYTES or more (a large line, answer or
+ * page); smaller turns (a reconcile's few rows, a few small watch lines) are not held by a rest,
+ * and short turns follow each other as before.
  */
 import { monotonicClock, type Clock } from './clock.js';
 
@@ -50,7 +51,7 @@ export interface TurnMeter {
 
 export class HeavyTurns {
   /** The lanes with tasks waiting, in the order they take turns; each lane's tasks in order. */
-  private readonly lanes = new Map<string, Array<() => void>>();
+  private readonly lanes = new Map<string, Array<{ readonly resolve: () => void; readonly cost: number }>>();
   private waitingCount = 0;
   private pumping = false;
   private granted = 0;
@@ -63,6 +64,8 @@ export class HeavyTurns {
     private readonly heavyBytes = HEAVY_BYTES,
     private readonly clock: Clock = monotonicClock,
     private readonly restFromMs = REST_FROM_MS,
+    /** From this cost on, a turn waits out a rest. */
+    private readonly largeBytes = 4 * heavyBytes,
   ) {}
 
   /**
@@ -73,8 +76,8 @@ export class HeavyTurns {
     if (cost < this.heavyBytes) return undefined;
     const turn = new Promise<void>((resolve) => {
       const tasks = this.lanes.get(lane);
-      if (tasks) tasks.push(resolve);
-      else this.lanes.set(lane, [resolve]);
+      if (tasks) tasks.push({ resolve, cost });
+      else this.lanes.set(lane, [{ resolve, cost }]);
     });
     this.waitingCount++;
     this.pump();
@@ -116,33 +119,32 @@ export class HeavyTurns {
     setImmediate(() => this.grant());
   }
 
-  /** The next turn, to the next lane in line; after a long turn, once the rest is over. */
+  /** The next turn, to the next lane in line; during a rest, to the next whose turn is not large. */
   private grant(): void {
     this.pumping = false;
     const now = this.clock.now();
-    if (this.restUntil > now) {
-      if (this.waking) return;
-      this.waking = true;
-      // A wait that keeps the process alive: heavy work is waiting.
-      void this.clock.sleep(this.restUntil - now, NEVER).then(() => {
-        this.waking = false;
-        this.pump();
-      });
+    const resting = this.restUntil > now;
+    for (const [lane, tasks] of this.lanes) {
+      if (resting && tasks[0]!.cost >= this.largeBytes) continue;
+      const { resolve } = tasks.shift()!;
+      // The lane goes to the back (Map order), or away when it has nothing more waiting.
+      this.lanes.delete(lane);
+      if (tasks.length > 0) this.lanes.set(lane, tasks);
+      this.waitingCount--;
+      this.granted++;
+      // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
+      setImmediate(() => this.measure(now));
+      resolve();
+      if (this.waitingCount > 0) this.pump();
       return;
     }
-    const next = this.lanes.entries().next();
-    if (next.done) return;
-    const [lane, tasks] = next.value;
-    const resolve = tasks.shift()!;
-    // The lane goes to the back (Map order), or away when it has nothing more waiting.
-    this.lanes.delete(lane);
-    if (tasks.length > 0) this.lanes.set(lane, tasks);
-    this.waitingCount--;
-    this.granted++;
-    // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
-    setImmediate(() => this.measure(now));
-    resolve();
-    if (this.waitingCount > 0) this.pump();
+    if (!resting || this.waking) return;
+    this.waking = true;
+    // A wait that keeps the process alive: heavy work is waiting.
+    void this.clock.sleep(this.restUntil - now, NEVER).then(() => {
+      this.waking = false;
+      this.pump();
+    });
   }
 
   /** A turn's loop iteration ended: a long one is followed by a rest, if heavy work waits. */

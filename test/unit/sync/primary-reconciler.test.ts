@@ -942,6 +942,28 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(secrets, 'orders-creds'), undefined, "a copy of relsync's whose source is gone is deleted");
     });
 
+    it('a shared copy handed over to a claim that found nothing is read, and deleted, once its source is gone', async () => {
+      const shared: ResolvedResource = { ...resource, rules: [template('config', configMaps, 'shared-config')] };
+      const invoices: ObjectIdentity = { ...primaryId, name: 'invoices' };
+      putPrimary();
+      world.put('tenant-a', databases, { metadata: { namespace: 'shop', name: 'invoices' }, spec: {} });
+      deliver('tenant-a', databases, 'shop', 'orders');
+      await reconciler.reconcile(shared, primaryId);
+      world.put('tenant-a', configMaps, { metadata: { namespace: 'shop', name: 'shared-config' }, data: { a: '1' } });
+      deliver('tenant-a', databases, 'shop', 'invoices');
+      await reconciler.reconcile(shared, invoices);
+      assert.ok(service(configMaps, 'shared-config'), 'invoices copied it');
+      world.remove('tenant-a', databases, 'shop', 'invoices');
+      cache.observe({ ...invoices }, undefined);
+      await reconciler.reconcile(shared, invoices);
+      assert.ok(service(configMaps, 'shared-config'), 'left to orders');
+      // The source goes; orders reconciles from the watches, which never delivered the copy.
+      world.remove('tenant-a', configMaps, 'shop', 'shared-config');
+      deliver('tenant-a', databases, 'shop', 'orders');
+      await reconciler.reconcile(shared, primaryId);
+      assert.equal(service(configMaps, 'shared-config'), undefined, 'the copy of the deleted source is deleted');
+    });
+
     it('a relation that found nothing, then wrote its copy in a reconcile that failed, reads where its copy went once its source is gone', async () => {
       putPrimary();
       putConfig({ a: '1' });

@@ -101,6 +101,26 @@ describe('heavy turns', () => {
     assert.deepEqual(order, ['a1', 'b1', 'a2', 'a3']);
   });
 
+  it('lets smaller turns through a rest: a reconcile\'s few rows are not held behind a tenant\'s large line', async () => {
+    const { state, clock } = restClock();
+    const turns = new HeavyTurns(1024, clock, 20);
+    const order: string[] = [];
+    const heavy = async (lane: string, name: string, cost: number, takesMs: number) => {
+      await turns.turn(cost, lane);
+      order.push(name);
+      state.now += takesMs;
+    };
+    // Large: 4 × 1024 or more. a1 is long; a2 (large) waits out the rest, b1 (small) does not.
+    const all = Promise.all([heavy('a', 'a1', 8192, 50), heavy('a', 'a2', 8192, 1), heavy('b', 'b1', 2048, 1)]);
+    for (let i = 0; i < 10; i++) await iteration();
+    assert.deepEqual(order, ['a1', 'b1']);
+    assert.equal(state.rests.length, 1);
+    state.now = 200;
+    state.rests[0]!.end();
+    await all;
+    assert.deepEqual(order, ['a1', 'b1', 'a2']);
+  });
+
   it('rests only between heavy turns: short turns follow each other, and a turn asked long after a long one starts at once', async () => {
     const { state, clock } = restClock();
     const turns = new HeavyTurns(1024, clock, 20);
