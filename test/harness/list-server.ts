@@ -51,13 +51,7 @@ export async function startListServer(path: string): Promise<ListServer> {
     res.end(`{"kind":"${metadata ? 'PartialObjectMetadataList' : 'List'}","metadata":{"resourceVersion":"7","continue":"${next}"},"items":[${items.join(',')}]}`);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'relsync-list-server-')), 'kubeconfig');
-  writeFileSync(kubeconfig, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'u', user: { token: 't' } }],
-    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-  }));
+  const kubeconfig = localKubeconfig(server, 'relsync-list-server-');
   return Object.assign(state, {
     kubeconfig,
     async close() {
@@ -65,6 +59,18 @@ export async function startListServer(path: string): Promise<ListServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   });
+}
+
+/** A kubeconfig (in a new temporary folder named from `prefix`) for a local plain-HTTP server, with a token. */
+export function localKubeconfig(server: http.Server, prefix: string): string {
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), prefix)), 'kubeconfig');
+  writeFileSync(kubeconfig, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }));
+  return kubeconfig;
 }
 
 /** A ConfigMap-like object as JSON text; `junk` empty arrays make its text cheap and its parse costly (~43 bytes of heap said per character). */

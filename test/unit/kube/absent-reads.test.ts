@@ -3,15 +3,12 @@
 // ApiError of it (a tenant's wildcard of names that never exist costs thousands of them). Anything
 // else that is no proof of absence still fails the read, against a local HTTP server.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { answersObjectNotFound, ApiError, isObjectNotFound } from '../../../src/kube/api-error.js';
 import { Connection } from '../../../src/kube/connection.js';
 import { ResourceClient } from '../../../src/kube/resource-client.js';
+import { localKubeconfig } from '../../harness/list-server.js';
 
 const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const notFound = (name?: string) => JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', message: `configmaps "${name ?? ''}" not found`, details: name === undefined ? {} : { name, kind: 'configmaps' }, code: 404 });
@@ -42,13 +39,7 @@ describe('reads of absent objects', () => {
       res.end(body);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'relsync-absent-reads-')), 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'u', user: { token: 't' } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-    }));
+    const kubeconfig = localKubeconfig(server, 'relsync-absent-reads-');
     client = new ResourceClient(new Connection({ name: 'c', kubeconfig }), configMaps);
   });
   after(() => server.close());
