@@ -62,22 +62,17 @@ const REWRITE_RATE = 512 * 1024;
 const UNPACED = 1024 ** 3;
 /** Pages one LIST may take (limits.listPages): the labelled case's LIST takes ~50 (8 MiB pages). */
 const LIST_PAGES = 200;
-/**
- * Tenant-b writes its ConfigMap this often, all through the suite (arrival-sampler.ts): often
- * enough that most phases have 100 samples or more, so that their p99 is not their maximum (one
- * stall of the machine's deciding it).
- */
+/** Tenant-b writes its ConfigMap this often, all through the suite (arrival-sampler.ts). */
 const SAMPLE_EVERY_MS = 100;
 /**
  * Issue #36's target: in every phase tenant-b's p99 within this many times its idle p99 or the floor
  * client's p99 of that phase (docs/guarantees.md "All of issue #36's hostile inputs in one suite").
- * Asserted in the phases with P99_SAMPLES samples or more; printed for the others.
  */
 const TARGET_RATIO = 2;
 /**
- * From this many samples on, a phase's p99 is not its maximum: the target is asserted there. A
- * shorter phase (a probe, the first seconds after a restart) is printed with its maximum as its
- * p99 (one stall of the machine's decides it: 2.8× once in the first 2 s after the flood's restart).
+ * A phase is held, its hostile input in place, until tenant-b has this many samples in it: from 100
+ * on a p99 is not the phase's maximum (below, one stall of the machine's decided a short phase such
+ * as a probe or the first seconds after a restart: 2.8× once, with 22 samples).
  */
 const P99_SAMPLES = 100;
 /** Asserted in every phase: tenant-b's median stays under this, whatever tenant-a does. */
@@ -173,8 +168,20 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     }
   };
   const start = async () => (relsync = await startRelsync(configPath, join(dir, 'relsync.log'), [], DEPLOYED));
-  /** Tenant-b's samples from now on count for `name`. */
-  const phase = (name: string, pendingToo?: boolean) => {
+  /** Restart phases, relsync down or starting, are printed, not compared. */
+  const compared = (name: string) => name !== 'idle' && !name.startsWith('restart');
+  /**
+   * Waits until the current phase, if compared, has P99_SAMPLES samples of tenant-b's: called by a
+   * case before it takes its hostile input away, and by phase() for the cases that leave it.
+   */
+  const hold = async () => {
+    const current = phases.at(-1);
+    if (current === undefined || !compared(current)) return;
+    await eventually(`${P99_SAMPLES} samples of tenant-b's in "${current}"`, async () => sampler.figures(current).samples >= P99_SAMPLES || undefined, 120_000);
+  };
+  /** Tenant-b's samples from now on count for `name`, once the phase before has its samples. */
+  const phase = async (name: string, pendingToo?: boolean) => {
+    await hold();
     phases.push(name);
     sampler.phase(name, pendingToo);
   };
@@ -188,7 +195,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     // Everything written so far arrives first; what is written from the marker on and has not
     // arrived when relsync is stopped waits for the restart, not for the phase before.
     await bArrives(120_000);
-    phase(`restart before ${next}`, true);
+    await phase(`restart before ${next}`, true);
     if (how.kill) {
       relsync.child.kill('SIGKILL');
       await new Promise((resolve) => relsync.child.once('exit', resolve));
@@ -198,7 +205,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     await how.before?.();
     await start();
     await bArrives(120_000);
-    phase(next);
+    await phase(next);
   };
 
   before(async () => {
@@ -248,7 +255,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       namespace: 'app', name: 'cfg', copyNamespace: defaultCopyNamespace('tenant-b', 'app'), floorNamespace: 'floor-b',
       everyMs: SAMPLE_EVERY_MS,
     });
-    phase('idle');
+    await phase('idle');
     // prom-client's loop delay is the largest since the last scrape: read once a second, the largest per phase.
     lagReader = setInterval(() => {
       const during = phases.at(-1)!;
@@ -269,7 +276,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`${FLOOD} primaries past limits.primariesPerCluster (${PER_CLUSTER}) cost a count, not a queue of ${FLOOD}, also at a restart`, async () => {
-    phase('flood');
+    await phase('flood');
     await a.ensureNamespace('flood');
     await Promise.all(Array.from({ length: 8 }, async (_, w) => {
       for (let i = w; i < FLOOD; i += 8) {
@@ -330,14 +337,14 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(held <= PER_CLUSTER + 8, `still at most the limit synced (${held})`);
 
     // The flood goes, so that the cases after it have tenant-a's room (and its relists stay small).
-    phase('flood deleted');
+    await phase('flood deleted');
     await Promise.all(Array.from({ length: 8 }, async (_, w) => {
       for (let i = w; i < FLOOD; i += 8) await a.deleteDatabase('flood', `f-${String(i).padStart(4, '0')}`);
     }));
     await eventually('the flood finalized', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'flood'").n === 0 || undefined, 300_000);
   });
   it(`one long string: ${LONG_PRIMARIES} references of ${LONG / 1024} KiB each cost neither the heap (${HEAP_MB} MB) nor a restart`, async () => {
-    phase('long strings');
+    await phase('long strings');
     const value = 'x'.repeat(LONG);
     // Written in parallel, and again on a timeout: the setup is not what is tested.
     await Promise.all([0, 1, 2, 3].map(async (w) => {
@@ -381,7 +388,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it('a rewrite regex that backtracks meets a tenant\'s value in linear time', async () => {
-    phase('backtracking regex');
+    await phase('backtracking regex');
     await a.ensureNamespace('regex');
     // 'aaa…' and a character the pattern cannot end on: exponential for a backtracking engine.
     const value = `${'a'.repeat(40)}!`;
@@ -393,7 +400,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`a wildcard reference of ${NAMES} names is capped in the resolver: store rows stay at the limit`, async () => {
-    phase('wildcard');
+    await phase('wildcard');
     const names = Array.from({ length: NAMES }, (_, i) => `s-${String(i).padStart(5, '0')}`);
     for (let i = 0; i < WIDE_PRIMARIES; i++) await a.createDatabase('wide', `wide-${i}`, { tlsSecrets: names });
     await eventually('every wide primary reconciled (the limit said on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'wide' and message like '%limits.relatedPerPrimary%'").n === WIDE_PRIMARIES || undefined, 120_000);
@@ -419,7 +426,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`"only metadata" is small: a selector matching ${LABELLED} ConfigMaps with ${LABEL_BYTES / 1024} KiB of labels each`, async () => {
-    phase('labels');
+    await phase('labels');
     await a.ensureNamespace('labels');
     // Labels of 63 characters, as many as fit: a ConfigMap with nothing else in it.
     const count = Math.floor(LABEL_BYTES / 100);
@@ -466,7 +473,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`objects nested ${DEPTH} levels deep, a primary and a related object: each is refused on its own, the watches go on`, async () => {
-    phase('deep nesting');
+    await phase('deep nesting');
     await a.ensureNamespace('deep');
     const plane = clusters.plane['tenant-a'];
     await createFromText(plane, `/apis/${SETTINGS.group}/${SETTINGS.version}/namespaces/deep/${SETTINGS.plural}`, `{"apiVersion":"${SETTINGS.group}/${SETTINGS.version}","kind":"Setting","metadata":{"name":"deep-setting"},"spec":${nested(DEPTH)}}`);
@@ -505,6 +512,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.doesNotMatch(log, /handler threw/, 'no watch handler failed');
     assert.doesNotMatch(log, /"msg":"reconcile failed.*deep/, 'neither refusal is retried as a failure');
     console.log(`depth ${DEPTH}: both refused with a reason on their primaries; tenant-b's change arrived in ${during} ms after, ${afterRelist} ms after a relist`);
+    await hold();
     // They go (deleted as text: a client that parses and walks them overflows), so that the endless
     // LIST's proxy, which rewrites each page through JSON.stringify, meets neither.
     await request(plane, 'DELETE', '/apis/demo.relsync.dev/v1alpha1/namespaces/deep/databases/deep');
@@ -513,7 +521,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it("a probe: a destination name the provider's own object holds reads to the tenant as a name refused for another reason", async () => {
-    phase('probe');
+    await phase('probe');
     const copyNs = defaultCopyNamespace('tenant-a', 'probe');
     // The provider reserves names for its operator: a ValidatingAdmissionPolicy forbids ConfigMaps named reserved-* (403).
     const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'reserved-names' },
@@ -567,6 +575,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       await relsync.waitForLog('why provider-cfg was refused', (l) => l.includes(`${copyNs}/provider-cfg`) && l.includes('"why":') && /relsync's copy/.test(l));
       await relsync.waitForLog('why reserved-cfg was refused', (l) => l.includes(`${copyNs}/reserved-cfg`) && l.includes('"why":') && /reserved-\* are the operator's/.test(l));
       console.log(`what tenant-a sees of either: ${JSON.stringify(exists)}`);
+      await hold();
     } finally {
       await svc.objects.deleteClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: plural(binding.kind), name: 'reserved-names' });
       await svc.objects.deleteClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: plural(policy.kind), name: 'reserved-names' });
@@ -574,7 +583,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`an API server that answers every LIST page with another continue token: each LIST ends at limits.listPages (${LIST_PAGES}) and is taken again with backoff`, async () => {
-    phase('endless LIST');
+    await phase('endless LIST');
     const databases = '/apis/demo.relsync.dev/v1alpha1/databases';
     await a.ensureNamespace('endless');
     // The watch is cut with 410 Gone, so it lists again (the proxy applies the first fault that
@@ -597,6 +606,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       const delays = failures.map((l) => (JSON.parse(l) as { retryInMs: number }).retryInMs);
       assert.equal(relsync.child.exitCode, null, 'relsync is still running');
       // The API server answers again: a primary made meanwhile is synced once the LIST ends.
+      await hold();
       await a.putConfigMap('endless', 'cfg', { v: '1' });
       await a.createDatabase('endless', 'orders', { configMapName: 'cfg' });
       endless();
@@ -656,7 +666,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
 
   it(`a byte budget per tenant: ${BIG} related ConfigMaps of ${BIG_BYTES / 1024} KiB fill no more than ${BUDGET / 1024 / 1024} MiB more of the service cluster`, async () => {
     // tenant-a's budget (set by the rewrite case): BUDGET more than its copies take now.
-    phase('byte budget');
+    await phase('byte budget');
     const used = query<{ n: number | null }>("select sum(bytes) as n from copy_bytes where tenant = 'tenant-a'").n ?? 0;
     await a.ensureNamespace('bytes');
     const payload = 'b'.repeat(BIG_BYTES);
@@ -738,26 +748,25 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.ok(counted >= before.length * BIG_BYTES, `the copies there are counted (${counted} bytes)`);
   });
 
-  it(`tenant-b's related changes kept arriving all along: a p99 within ${TARGET_RATIO}× its idle p99 or the floor client's in every phase of ${P99_SAMPLES} samples or more, a median under ${GUARD_P50_MS} ms in all`, async () => {
+  it(`tenant-b's related changes kept arriving all along: a p99 within ${TARGET_RATIO}× its idle p99 or the floor client's in every phase, a median under ${GUARD_P50_MS} ms`, async () => {
     // Every sample written so far has arrived once this one has (values are a sequence); those
     // written from here on (the marker among them) count for no phase.
+    await hold();
     sampler.phase('end');
     await bArrives();
     const idle = sampler.figures('idle');
-    const rows = phases.filter((p, i) => phases.indexOf(p) === i && p !== 'idle' && !p.startsWith('restart')).map((p) => ({ phase: p, ...sampler.figures(p) }));
+    const rows = phases.filter((p, i) => phases.indexOf(p) === i && compared(p)).map((p) => ({ phase: p, ...sampler.figures(p) }));
     const restarts = phases.filter((p) => p.startsWith('restart')).map((p) => ({ phase: p, ...sampler.figures(p) }));
     const ratio = (r: { p99: number; floorP99: number }) => r.p99 / Math.max(idle.p99, r.floorP99);
     const line = (r: { phase: string; samples: number; p50: number; p99: number; max: number; floorP99: number }, compared = true) =>
       `  ${r.phase.padEnd(44)} ${String(r.samples).padStart(5)} samples  p50 ${String(r.p50).padStart(5)} ms  p99 ${String(r.p99).padStart(5)} ms  max ${String(r.max).padStart(6)} ms  floor p99 ${String(r.floorP99).padStart(5)} ms  loop held ${String(loopLag.get(r.phase) ?? '-').padStart(5)} ms${compared ? `  ${ratio(r).toFixed(1).padStart(4)}×${ratio(r) > TARGET_RATIO ? ' over the target' : ''}` : ''}`;
     console.log([`tenant-b's change, written every ${SAMPLE_EVERY_MS} ms, to its copy in the service cluster (× : p99 / max(idle p99, the floor's p99 in the phase); loop held: the longest relsync's event loop was busy without a break, nodejs_eventloop_lag_max_seconds):`, line({ phase: 'idle', ...idle }, false), ...rows.map((r) => line(r)), 'not compared (relsync down or starting):', ...restarts.map((r) => line(r, false))].join('\n'));
     const over = rows.filter((r) => ratio(r) > TARGET_RATIO);
-    const measured = rows.filter((r) => r.samples >= P99_SAMPLES);
-    const overMeasured = measured.filter((r) => ratio(r) > TARGET_RATIO);
-    console.log(`issue #36's target (${TARGET_RATIO}×) met in ${rows.length - over.length} of ${rows.length} phases; in ${measured.length - overMeasured.length} of the ${measured.length} with ${P99_SAMPLES} samples or more`);
+    console.log(`issue #36's target (${TARGET_RATIO}×) met in ${rows.length - over.length} of ${rows.length} phases`);
     assert.ok(idle.samples >= IDLE_SAMPLES);
-    // Every phase compared has samples through relsync and through the floor (a NaN would pass any comparison).
-    for (const r of [idle, ...rows]) assert.ok(Number.isFinite(r.p99) && Number.isFinite(r.floorP99), `samples in every phase (${JSON.stringify(r)})`);
-    assert.deepEqual(overMeasured.map((r) => `${r.phase}: p99 ${r.p99} ms of ${r.samples} samples, ${ratio(r).toFixed(1)}× (idle p99 ${idle.p99} ms, the floor's ${r.floorP99} ms)`), [], `the p99 of every phase of ${P99_SAMPLES} samples or more within ${TARGET_RATIO}× the idle p99 or the floor's`);
+    // Every phase compared has its samples through relsync and some through the floor (a NaN would pass any comparison).
+    for (const r of [idle, ...rows]) assert.ok(r.samples >= P99_SAMPLES && Number.isFinite(r.p99) && Number.isFinite(r.floorP99), `${P99_SAMPLES} samples in every phase (${JSON.stringify(r)})`);
+    assert.deepEqual(over.map((r) => `${r.phase}: p99 ${r.p99} ms of ${r.samples} samples, ${ratio(r).toFixed(1)}× (idle p99 ${idle.p99} ms, the floor's ${r.floorP99} ms)`), [], `the p99 of every phase within ${TARGET_RATIO}× the idle p99 or the floor's`);
     const slow = rows.filter((r) => !(r.p50 <= GUARD_P50_MS));
     assert.deepEqual(slow.map((r) => `${r.phase}: p50 ${r.p50} ms (idle ${idle.p50} ms)`), [], `every phase's median under ${GUARD_P50_MS} ms`);
   });
