@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --primaries N --related-per-primary M [--duration S] [--rates 5,20] [--skip-fanout]`
+ * `npm run bench -- --primaries N --related-per-primary M [--duration S] [--rates 5,20]`
  *
  * A benchmark, not a test: it prints figures and writes them to
  * bench/results/latest.json (and a timestamped copy); nothing is asserted.
@@ -11,15 +11,12 @@
  *   latency is reported as a ratio to it;
  * - a floor bulk copier, at the end (relsync stopped): lists the same
  *   sources and creates their copies elsewhere, nothing else — relsync's
- *   initial sync is reported as a ratio to it;
- * - fan-out routing: the same relsync with RELSYNC_BENCH_ROUTING=fanout, which
- *   enqueues every primary of the cluster on every related event.
+ *   initial sync is reported as a ratio to it.
  *
  * Related objects per primary, in this order (M ≤ 5): a ConfigMap by
  * reference, a ConfigMap by template, a ConfigMap by label selector, a Secret
  * by inverse label, and a Secret the service side creates (service origin).
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +45,7 @@ const { values: args } = parseArgs({
     drift: { type: 'string', default: '20' },
     /** relsync's `workers` (the floor bulk copier's concurrency stays the client's cap, 32). */
     workers: { type: 'string', default: '8' },
-    /** Leaves out the fan-out phase (at 10,000 primaries it takes longer than the rest). */
+    /** Accepted and ignored: the fan-out phase is gone (bench/README.md). */
     'skip-fanout': { type: 'boolean', default: false },
   },
 });
@@ -420,8 +417,6 @@ async function main(): Promise<void> {
     relsync = undefined;
     log(`scheduled no-op sweep in a warm process: ${warm.durationMs} ms (LISTs ${warm.phases.listMs}, reconciles ${warm.phases.reconcileMs}, clean-up ${warm.phases.cleanupMs} ms; ${warm.phases.skipped} primaries skipped); / bare LIST ${round((warm.durationMs / Math.max(1, listFloorMs)) * 100) / 100}`);
 
-    // --- fan-out routing, same relsync, same writes (shorter: it is slow by design)
-    const fanout = args['skip-fanout'] ? null : await runFanout(configPath, ps, a, copyNs, Math.min(...RATES));
 
     // --- the floor bulk copier, last, when relsync no longer runs: nothing measured after it, so its
     // copies need not go (deleting 60,000 of them took the API server over ten minutes). From the
@@ -449,7 +444,6 @@ async function main(): Promise<void> {
       initialSync: { ms: initialSyncMs, copies: totalCopies, objectsPerSecond: round((totalCopies * 1000) / initialSyncMs), floorMs, ratioToFloor, cpuSeconds: initialCpu, floorCpuSeconds: floorCpu, requests: initialRequestsTotal, requestsByVerb: initialRequests },
       propagation: { p50Ms: first.p50Ms, p95Ms: first.p95Ms, p99Ms: first.p99Ms, maxMs: first.maxMs, byRate: propagation },
       floor: { p50Ms: first.floorP50Ms, p99Ms: first.floorP99Ms },
-      fanout,
       enqueuedPerEvent,
       apiRequestsPerEvent,
       sweep: { noopMs: noop.durationMs, driftedMs: drifted.durationMs, drifted: K, listFloorMs, noopPhases: noop.phases, scheduledWarmMs: warm.durationMs, scheduledWarmPhases: warm.phases },
@@ -468,41 +462,6 @@ async function main(): Promise<void> {
     await relsync?.stop();
     await Promise.all(planes.map((p) => p.stop()));
   }
-}
-
-/** The same relsync with fan-out routing, the same kind of writes; latency and work per event. */
-async function runFanout(configPath: string, ps: ControlPlane, a: ClusterClient, copyNs: string, rate: number): Promise<{ p99Ms: number; p50Ms: number; lost: number; enqueuedPerEvent: number; reconcilesPerWrite: number }> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../src/cli/main.js', import.meta.url)), 'run', '--config', configPath, '--http-port', '0', '--log-level', 'info'], {
-    env: { ...process.env, RELSYNC_BENCH_ROUTING: 'fanout' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const port = await eventually('fan-out relsync serving', async () => {
-    const line = out.split('\n').find((l) => l.includes('serving /healthz'));
-    return line ? (JSON.parse(line) as { port: number }).port : undefined;
-  }, 30_000);
-  const fake = { httpPort: port } as RelsyncProcess;
-  await eventually('fan-out relsync ready', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000);
-  await new Promise((r) => setTimeout(r, 2000));
-  const seen = await arrivals(ps.kubeConfig, copyNs);
-  const sourceEvents = 'cluster="platform",own_write="false"';
-  const routedBefore = await metric(fake, 'relsync_routed_primaries_sum', sourceEvents);
-  const countBefore = await metric(fake, 'relsync_routed_primaries_count', sourceEvents);
-  const reconcilesBefore = await metric(fake, 'relsync_reconciles_total');
-  const sent = new Map<string, number>();
-  const seconds = Math.max(5, Math.round(DURATION_S / 2));
-  await writer(a, rate, seconds, sent);
-  await eventually('fan-out catches up', async () => latencies(sent, seen.seen).lost === 0, 120_000).catch(() => undefined);
-  seen.stop();
-  const l = latencies(sent, seen.seen);
-  const enqueued = ((await metric(fake, 'relsync_routed_primaries_sum', sourceEvents)) - routedBefore) / Math.max(1, (await metric(fake, 'relsync_routed_primaries_count', sourceEvents)) - countBefore);
-  const reconciles = (await metric(fake, 'relsync_reconciles_total')) - reconcilesBefore;
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
-  const result = { p50Ms: pct(l.values, 50), p99Ms: pct(l.values, 99), lost: l.lost, enqueuedPerEvent: round(enqueued * 100) / 100, reconcilesPerWrite: round(reconciles / Math.max(1, sent.size)) };
-  log(`fan-out routing at ${rate}/s for ${seconds} s: p50 ${result.p50Ms} p99 ${result.p99Ms} ms (lost ${result.lost}); ${result.enqueuedPerEvent} primaries enqueued per event; ${result.reconcilesPerWrite} reconciles per write`);
-  return result;
 }
 
 main().catch((err: unknown) => {

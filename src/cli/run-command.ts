@@ -53,15 +53,12 @@ export async function runCommand(options: RunOptions): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  // RELSYNC_BENCH_ROUTING=fanout: the benchmark's comparison with agents that have no relationship store (bench/run.ts).
-  const fanoutRouting = process.env.RELSYNC_BENCH_ROUTING === 'fanout';
   const manager = new Manager({
     config,
     store,
     logger,
     identity: replica.identity,
     httpPort: options.http ? options.httpPort : undefined,
-    fanoutRouting,
     metricsAuth: options.metricsAuth,
     metricsAuthTtlMs: options.metricsAuthCacheTtl * 1000,
     explainAudience: options.explainAudience,

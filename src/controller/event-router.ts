@@ -52,6 +52,8 @@ export interface RouterMetrics {
 
 /** How route() takes an object. */
 export interface RouteOptions {
+  /** The watch's word for the change: ADDED, MODIFIED, DELETED, LIST, REFUSED (not read); default EVENT. */
+  readonly change?: string;
   /**
    * Whether the cache may keep this version (default true) — not for a LIST that runs beside the
    * watch of the same objects (a workspace's relist), whose pages may be older than events already handled.
@@ -77,12 +79,6 @@ export interface EventRouterOptions {
   readonly metrics?: RouterMetrics;
   /** Versions relsync wrote itself; their events are not routed. */
   readonly ownWrites?: OwnWrites;
-  /**
-   * Bench only (RELSYNC_BENCH_ROUTING=fanout): replace routing of related
-   * events by "enqueue every primary of the cluster", the strategy of agents
-   * without a relationship store, so that a benchmark can compare the two.
-   */
-  readonly fanout?: boolean;
   /**
    * Told every object routed: its version when it concerns relsync (a primary, a copy, an object
    * routed to a primary), or undefined (it concerns nobody, or was deleted), so that reconciles
@@ -144,7 +140,7 @@ export class EventRouter {
   }
 
   /** Routes one object (new or old version); returns how many primaries were enqueued. */
-  async route(cluster: string, type: ResourceType, object: KubeObject, change = 'EVENT', { keep = true, ownChecked = false }: RouteOptions = {}): Promise<number> {
+  async route(cluster: string, type: ResourceType, object: KubeObject, { change = 'EVENT', keep = true, ownChecked = false }: RouteOptions = {}): Promise<number> {
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
     const id = identityOf(cluster, type, object);
@@ -192,14 +188,6 @@ export class EventRouter {
     // A platform namespace read by namespace selectors: kept for the reconciles that read it.
     const selectedBy = this.options.namespaces?.active === true && this.platforms.has(cluster) && type.group === '' && type.resource === 'namespaces';
     if (selectedBy) for (const key of await this.options.namespaces!.changed(cluster, object, change, keep)) add(key);
-    if (this.options.fanout && !(primaryResource && this.platforms.has(cluster))) {
-      const all = await this.options.store.primariesOfCluster(this.platforms.has(cluster) ? cluster : undefined);
-      for (const p of all) add(this.keyFor(p));
-      this.options.cache?.observe(id, unread ? undefined : object);
-      for (const key of keys.values()) this.options.enqueue(key);
-      this.options.metrics?.observeFanout(metricsCluster, keys.size);
-      return keys.size;
-    }
     // relsync's own copies are never sources of selector or inverse rules.
     const ownCopy = marked !== undefined;
     // Reference, template and former matches: the store's relations by identity
@@ -298,11 +286,11 @@ export class EventRouter {
         if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
         for (const item of items) {
           known.delete(identityKey(identityOf(cluster, type, item)));
-          await this.route(cluster, type, item, 'LIST', { keep });
+          await this.route(cluster, type, item, { change: 'LIST', keep });
         }
         for (const item of refused) {
           known.delete(identityKey(identityOf(cluster, type, item)));
-          await this.route(cluster, type, item, REFUSED, { keep });
+          await this.route(cluster, type, item, { change: REFUSED, keep });
         }
       },
       end: async () => {

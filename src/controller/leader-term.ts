@@ -146,7 +146,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
     const watchOptions = { logger, metrics: options.metrics, watch: config.watch, clock };
     // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
     await prepareReconciles(w, options, signal);
-    const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key.edges));
+    const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key));
 
     // Work that was routed but not reconciled when the last process ended.
     const pending = await w.checkpoints.pending();
@@ -177,7 +177,7 @@ export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): 
 
     // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
     const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
-    const sweeps = scheduleSweeps(w.sweeper, resync, signal, (seconds) => options.metrics.sweepInterval.set(seconds), { clock });
+    const sweeps = scheduleSweeps(w.sweeper, resync, signal, { clock, onInterval: (seconds) => options.metrics.sweepInterval.set(seconds) });
     // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
     options.metrics.termStart.set(clock.now() / 1000);
 

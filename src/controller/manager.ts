@@ -43,8 +43,6 @@ export interface ManagerOptions {
   readonly onHttpListening?: (port: number) => void;
   /** This replica's identity in the leader Lease (store/replica-lock.ts); default: host and pid. */
   readonly identity?: string;
-  /** Bench only: route related events to every primary of their cluster (event-router.ts, `fanout`). */
-  readonly fanoutRouting?: boolean;
   /** `kubernetes`: /metrics only for bearer tokens the service cluster authenticates and authorizes (`get /metrics`); default `none`. */
   readonly metricsAuth?: 'none' | 'kubernetes';
   /** With metricsAuth `kubernetes`: how long an allowed token is trusted before it is reviewed again; default 60 s. */
@@ -86,7 +84,7 @@ export class Manager {
     this.status = new TermStatus(() => options.store.sqlite.open, () => this.wiring !== undefined);
     const { config, logger } = options;
     const knowsInstallation = () => this.knowsInstallation();
-    this.wiringOptions = { config, store: options.store, logger, metrics: this.metrics, fanoutRouting: options.fanoutRouting ?? false, knowsInstallation, clock };
+    this.wiringOptions = { config, store: options.store, logger, metrics: this.metrics, knowsInstallation, clock };
     this.termOptions = { config, logger, metrics: this.metrics, status: this.status, knowsInstallation, clock };
   }
 

@@ -56,7 +56,7 @@ async function loadHashKey(w: Parts, options: PrerequisiteOptions, signal: Abort
   const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
   while (!signal.aborted) {
     try {
-      return await w.hasher.load(w.clusters.client(w.clusters.service.name, secretType), le.namespace, config.agentName, logger, options.knowsInstallation());
+      return await w.hasher.load(w.clusters.client(w.clusters.service.name, secretType), { namespace: le.namespace, agentName: config.agentName, mayCreate: options.knowsInstallation() }, logger);
     } catch (err) {
       const retryInMs = backoff.next();
       logger.error({ err: (err as Error).message, retryInMs }, 'cannot read the content-hash key; no reconcile runs until it can');

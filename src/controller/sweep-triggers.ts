@@ -59,7 +59,7 @@ export async function sweepOnce(sweep: OneShotSweep, options: { force?: boolean;
       w.clusters.close();
       throw err;
     });
-  const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id));
+  const workers = w.queue.start(stop.signal, (key) => w.reconciler.reconcile(key.resource, key.id, key));
   try {
     return await w.sweeper.sweep('cli');
   } finally {
@@ -100,6 +100,14 @@ export interface ScheduledSweeps {
   readonly destroy: () => Promise<void>;
 }
 
+export interface ScheduleOptions {
+  readonly clock: Clock;
+  /** The longest gap between two of the schedule's next runs, in seconds (the alert on sweeps that do not happen). */
+  readonly onInterval?: (seconds: number) => void;
+  /** The preferred delay of a follow-up sweep (follow-up-sweeps.ts); default PREFERRED_FOLLOW_UP_MS. */
+  readonly followUpMs?: number;
+}
+
 /**
  * The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after
  * `signal` aborts. A sweep that left related copies it could not tell were orphans is followed by
@@ -108,7 +116,8 @@ export interface ScheduledSweeps {
  * the alert on sweeps that do not happen. Follow-ups wait on `options.clock`; the schedule itself is
  * node-cron's, on the machine's time of day, which is what a cron expression names.
  */
-export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, onInterval: ((seconds: number) => void) | undefined, options: { readonly clock: Clock; readonly followUpMs?: number }): ScheduledSweeps {
+export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, options: ScheduleOptions): ScheduledSweeps {
+  const { onInterval } = options;
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;

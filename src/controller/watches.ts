@@ -17,6 +17,7 @@ import { apiBindingType } from '../core/kcp-types.js';
 import { bindingHandler } from './binding-watch.js';
 import { bindingOf, relistWorkspace } from './kcp-workspaces.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
+import type { FinderIndex } from '../sync/finder-index.js';
 import type { PlannedWatch } from './watch-plan.js';
 import { REFUSED } from './event-router.js';
 import type { Wiring } from './wiring.js';
@@ -39,20 +40,14 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
   // The finder index follows this watch when it sees every object of a type rules find (finder-index.ts);
   // not a kcp platform's (a workspace's objects can appear without events).
   const index = w.clusters.get(p.cluster).kind !== 'kcp' && w.finderIndex?.wants(p.cluster, p.type, p.labelSelector) ? w.finderIndex : undefined;
-  const indexed = (cluster: string, object: KubeObject, deleted: boolean) => {
-    if (!index) return;
-    const id = identityOf(cluster, p.type, object);
-    // Before the router sees the same object: a reconcile that asks the index after its own store
-    // write either finds the object or is queued again by the router (finder-index.ts).
-    index.observe(cluster, p.type, id.namespace, id.name, deleted ? undefined : object);
-  };
-  const watch: ListWatch = await listWatch(w, options, key, w.clusters.client(p.cluster, p.type), () => w.firstLists.listed(p), {
+  const indexed = indexerFor(p, index);
+  const watch: ListWatch = await listWatch(w, options, { key, client: w.clusters.client(p.cluster, p.type), onFirstSync: () => w.firstLists.listed(p) }, {
     onEvent: async (change, object, ownChecked) => {
       const cluster = w.scope.of(p.cluster, object);
       if (cluster === undefined) return;
       w.sweepReads.noteObject(identityOf(cluster, p.type, object));
       indexed(cluster, object, change === 'DELETED');
-      await w.router.route(cluster, p.type, object, change, { ownChecked });
+      await w.router.route(cluster, p.type, object, { change, ownChecked });
     },
     // A heavy change of relsync's own write is not parsed (the router lets the cache's version go).
     // Not where a finder index follows the watch: it reads every change's labels.
@@ -76,46 +71,62 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       if (cluster === undefined) return;
       w.sweepReads.noteObject(identityOf(cluster, p.type, object));
       indexed(cluster, object, change === 'DELETED');
-      await w.router.route(cluster, p.type, object, change === 'DELETED' ? change : REFUSED);
+      await w.router.route(cluster, p.type, object, { change: change === 'DELETED' ? change : REFUSED });
     },
-    beginList: () => {
-      // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
-      w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
-      // Called once the loop runs, after `watch` is set.
-      index?.beginList(p.cluster, p.type, () => watch.synced);
-      // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
-      // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
-      // but its list is not complete, so nothing the store knows of it is taken for gone.
-      const sinks = new Map<string, ListSink>();
-      let known: Set<string> | undefined;
-      return {
-        page: async (items, refused = []) => {
-          const parts = w.scope.split(p.cluster, items);
-          const unread = w.scope.split(p.cluster, refused);
-          known ??= new Set([...parts.keys(), ...unread.keys()].filter((c) => !w.clusters.isUnbound(c)));
-          for (const cluster of new Set([...parts.keys(), ...unread.keys()])) {
-            const part = parts.get(cluster) ?? [];
-            const refusedPart = unread.get(cluster) ?? [];
-            for (const item of [...part, ...refusedPart]) indexed(cluster, item, false);
-            for (const item of refusedPart) w.sweepReads.noteObject(identityOf(cluster, p.type, item));
-            let sink = sinks.get(cluster);
-            if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
-            await sink.page(part, refusedPart);
-          }
-        },
-        end: async () => {
-          index?.endList(p.cluster, p.type);
-          for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
-        },
-        // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
-        abort: () => {
-          w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
-          index?.abortList(p.cluster, p.type);
-        },
-      };
-    },
+    beginList: () => beginList(w, p, index, () => watch.synced),
   });
   return watch;
+}
+
+/**
+ * What tells the finder index (if it follows watch `p`) of an object the watch delivered: before the
+ * router sees the same object, so that a reconcile that asks the index after its own store write
+ * either finds the object or is queued again by the router (finder-index.ts).
+ */
+function indexerFor(p: PlannedWatch, index: FinderIndex | undefined): (cluster: string, object: KubeObject, deleted: boolean) => void {
+  return (cluster, object, deleted) => index?.observe(identityOf(cluster, p.type, object), deleted ? undefined : object);
+}
+
+/**
+ * A LIST of watch `p` begins: the cache lets go of what it may have missed, the finder index starts
+ * again, and the pages go to the router per cluster. `synced`: whether the watch has synced (read
+ * once the loop runs).
+ */
+function beginList(w: Pick<Wiring, 'scope' | 'sweepReads' | 'router' | 'cache' | 'clusters'>, p: PlannedWatch, index: FinderIndex | undefined, synced: () => boolean): ListSink {
+  const indexed = indexerFor(p, index);
+    // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
+    w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
+    index?.beginList(p.cluster, p.type, synced);
+    // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
+    // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
+    // but its list is not complete, so nothing the store knows of it is taken for gone.
+    const sinks = new Map<string, ListSink>();
+    let known: Set<string> | undefined;
+    return {
+      page: async (items, refused = []) => {
+        const parts = w.scope.split(p.cluster, items);
+        const unread = w.scope.split(p.cluster, refused);
+        known ??= new Set([...parts.keys(), ...unread.keys()].filter((c) => !w.clusters.isUnbound(c)));
+        for (const cluster of new Set([...parts.keys(), ...unread.keys()])) {
+          const part = parts.get(cluster) ?? [];
+          const refusedPart = unread.get(cluster) ?? [];
+          for (const item of [...part, ...refusedPart]) indexed(cluster, item, false);
+          for (const item of refusedPart) w.sweepReads.noteObject(identityOf(cluster, p.type, item));
+          let sink = sinks.get(cluster);
+          if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
+          await sink.page(part, refusedPart);
+        }
+      },
+      end: async () => {
+        index?.endList(p.cluster, p.type);
+        for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
+      },
+      // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
+      abort: () => {
+        w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
+        index?.abortList(p.cluster, p.type);
+      },
+    };
 }
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
@@ -148,7 +159,8 @@ export function bindingWatchFor(
     clock: options.clock,
   });
   // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
-  return listWatch(w, options, { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' }, w.clusters.client(platform, apiBindingType), undefined, {
+  const key = { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
+  return listWatch(w, options, { key, client: w.clusters.client(platform, apiBindingType), objects: false }, {
     onEvent: (change, object) => {
       // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
       // without an event for each, so the cache forgets them (before its primaries are queued).
@@ -171,19 +183,25 @@ export function bindingWatchFor(
       const items: KubeObject[] = [];
       return { page: async (page) => void items.push(...page), end: () => bindings.onList(items) };
     },
-  }, false);
+  });
+}
+
+/** What a list/watch loop watches, and under which checkpoint key. */
+interface WatchedObjects {
+  readonly key: WatchKey;
+  readonly client: ResourceClient;
+  /** Told once the first LIST has ended. */
+  readonly onFirstSync?: () => void;
+  /** An object watch, whose handler is the router (default); false for the APIBinding watch. */
+  readonly objects?: boolean;
 }
 
 /** A list/watch loop as every watch of relsync runs: resumed from its checkpoint, its versions checkpointed, its reconnects counted. */
 async function listWatch(
   w: Pick<Wiring, 'checkpoints' | 'checkpointer' | 'clusters'>,
   options: WatchOptions,
-  key: WatchKey,
-  client: ResourceClient,
-  onFirstSync: (() => void) | undefined,
+  { key, client, onFirstSync, objects = true }: WatchedObjects,
   handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused' | 'ownWrite'>,
-  /** An object watch, whose handler is the router; false for the APIBinding watch. */
-  objects = true,
 ): Promise<ListWatch> {
   const { metrics } = options;
   const watch: ListWatch = new ListWatch({

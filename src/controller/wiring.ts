@@ -44,7 +44,7 @@ import { EventRouter } from './event-router.js';
 import { FirstLists } from './first-lists.js';
 import { NamespaceFilter } from './namespace-filter.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';
-import { mergeKeys, primaryKeyString, type PrimaryKey } from './primary-key.js';
+import { mergeKeys, primaryKeyString, retryKey, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
 import { SweepReads } from './sweep-snapshot.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
@@ -95,8 +95,6 @@ export interface WiringOptions {
   readonly store: OpenedStore;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Bench only: route related events to every primary of their cluster (event-router.ts, `fanout`). */
-  readonly fanoutRouting: boolean;
   /** Whether this process knows which installation it is (Manager.knowsInstallation). */
   readonly knowsInstallation: () => boolean;
   /** A dry run (`relsync sweep --dry-run`): nothing is written, what would be is recorded here. */
@@ -151,8 +149,12 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within cache.indexBytes.
     const indexBudget = config.cache.indexBytes;
     const finderIndex = cache && indexBudget > 0
-      ? new FinderIndex(config.agentName, resources, (c) => c === clusters.service.name, indexBudget, (cluster, type) =>
-          logger.warn({ cluster, type: type.resource, budgetBytes: indexBudget }, 'the finder index is over cache.indexBytes: selector and inverse rules LIST this type (each LIST walks its namespace on the API server) until its next list; raise cache.indexBytes'))
+      ? new FinderIndex(config.agentName, resources, {
+          isService: (c) => c === clusters.service.name,
+          budgetBytes: indexBudget,
+          onOverBudget: (cluster, type) =>
+            logger.warn({ cluster, type: type.resource, budgetBytes: indexBudget }, 'the finder index is over cache.indexBytes: selector and inverse rules LIST this type (each LIST walks its namespace on the API server) until its next list; raise cache.indexBytes'),
+        })
       : undefined;
     const sweepReads = new SweepReads(live, cache ? new CachedReads(cache, live, finderIndex) : live, cache);
     // An installation is its Lease (its replicas share it), also with leader election off; unknown
@@ -174,19 +176,21 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const budget = new CopyBudget(
       { bytesPerCluster: config.limits.copiedBytesPerCluster, copiesPerCluster: config.limits.copiesPerCluster, bytes: config.limits.copiedBytes },
       new CopyBytesStore(db),
-      // One series per cluster (kcp: workspace) that has copies; it goes with its last copy.
-      (tenant, usage) => {
-        if (usage.copies <= 0) {
-          metrics.tenantCopyBytes.remove({ cluster: tenant });
-          metrics.tenantCopies.remove({ cluster: tenant });
-          return;
-        }
-        metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
-        metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
+      {
+        // One series per cluster (kcp: workspace) that has copies; it goes with its last copy.
+        gauge: (tenant, usage) => {
+          if (usage.copies <= 0) {
+            metrics.tenantCopyBytes.remove({ cluster: tenant });
+            metrics.tenantCopies.remove({ cluster: tenant });
+            return;
+          }
+          metrics.tenantCopyBytes.set({ cluster: tenant }, usage.bytes);
+          metrics.tenantCopies.set({ cluster: tenant }, usage.copies);
+        },
+        clock,
+        // Updates and deletes leave old revisions in etcd until compaction: paced per tenant.
+        pace: new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, clock),
       },
-      clock,
-      // Updates and deletes leave old revisions in etcd until compaction: paced per tenant.
-      new RewritePace({ bytesPerSecondPerCluster: config.limits.rewriteBytesPerSecondPerCluster, bytesPerSecond: config.limits.rewriteBytesPerSecond }, clock),
     );
     const reconciler = new PrimaryReconciler({
       agentName: config.agentName, clusters, store, recorder, logger, metrics, ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims, admission, budget,
@@ -218,6 +222,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     const queue = new WorkQueue<PrimaryKey>({
       key: primaryKeyString,
       merge: mergeKeys,
+      // The whole primary, read live after a 409: the hint goes with the key (primary-key.ts).
+      retryAs: retryKey,
       concurrency: config.workers,
       clock,
       gate: (key) => firstLists.ready(key.resource, key.id.cluster),
@@ -288,7 +294,6 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       admission,
       logger,
       metrics,
-      fanout: options.fanoutRouting,
       ownWrites,
       cache,
       // A store lost or older than the service cluster: what the copies there take is counted again.

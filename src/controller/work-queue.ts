@@ -51,6 +51,8 @@ export interface WorkQueueOptions<T> {
    */
   readonly backoffMaxMsFor?: (err: unknown) => number | undefined;
   readonly onError?: (item: T, err: unknown, retryInMs: number | undefined) => void;
+  /** What a failed item is retried as (merged with what is added for its key meanwhile); default: itself. */
+  readonly retryAs?: (item: T, err: unknown) => T;
   /**
    * A run ended. `runsAgain`: another run of the key is due (it was added while it ran, it failed,
    * or it asked to be looked at again): its work is not done, whatever the outcome.
@@ -276,7 +278,7 @@ export class WorkQueue<T> {
       const maxMs = this.options.backoffMaxMsFor?.(err) ?? this.options.backoffMaxMs ?? 60_000;
       const delay = Math.max(Backoff.delay(attempt, this.options.backoffInitialMs ?? 500, maxMs, this.options.random), retryAfterMs);
       this.options.onError?.(item, err, delay);
-      this.addAfter(item, delay);
+      this.addAfter(this.options.retryAs?.(item, err) ?? item, delay);
     } finally {
       this.startedAt.delete(key);
       this.processing.delete(key);

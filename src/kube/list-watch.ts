@@ -318,14 +318,67 @@ export class ListWatch {
     this.options.onFirstSync?.();
   }
 
+  /**
+   * One line of a watch stream: relsync's own write (not parsed), refused when too costly to read,
+   * or parsed and handed to the handler; false when it does not parse (the stream is opened again).
+   * Throws on an ERROR event and when the handler fails (a relist follows).
+   */
+  private async handleLine(line: string, signal: AbortSignal): Promise<boolean> {
+    const { client, handler, logger } = this.options;
+    const maxParsed = this.options.maxParsedBytes ?? MAX_PARSED_BYTES;
+    const own = await this.ownWrite(line);
+    if (own === true) return true;
+    // A heavy deletion is read by its metadata; a light one is parsed as it always was.
+    const deleted = this.options.deletedAsMetadata && line.length >= HEAVY_BYTES ? deletedObject(line) : undefined;
+    // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
+    // times its length. With a budget, every line is charged what it says (a deletion, what
+    // its metadata says: the rest is not parsed).
+    const parsed = deleted?.metadataText ?? line;
+    const said = this.options.parseBudget ? parsedBytesAtMost(parsed) : parsedBytesOver(parsed, maxParsed);
+    if (said !== undefined && said > maxParsed) {
+      await this.refuseLine(line, said, maxParsed);
+      return true;
+    }
+    const release = this.options.parseBudget && said !== undefined ? await this.options.parseBudget.take(said, signal) : undefined;
+    try {
+      let event: WatchEvent;
+      try {
+        event = deleted ? { type: 'DELETED', object: deletedRead(deleted) } : (JSON.parse(line) as WatchEvent);
+      } catch {
+        // Its text is not logged: it may hold an object's data.
+        logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
+        return false;
+      }
+      if (event.type === 'ERROR') {
+        const status = event.object as unknown as { code?: number; message?: string };
+        throw new ApiError('WATCH', client.path(), status.code ?? 500, JSON.stringify(status));
+      }
+      const rv = event.object.metadata?.resourceVersion;
+      if (event.type !== 'BOOKMARK') {
+        const object = event.object;
+        object.apiVersion ??= apiVersionOf(client.type);
+        object.kind ??= client.type.kind;
+        if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object, own === false)))) {
+          // The event is not lost: a relist routes the difference between the cluster and the store.
+          this.resourceVersion = undefined;
+          throw new Error('the event handler failed; relisting so that its event is not lost');
+        }
+      }
+      this.advance(rv);
+    } finally {
+      // The handler is done with the event: what it keeps (the cache's copy) is bounded elsewhere.
+      release?.();
+    }
+    return true;
+  }
+
   private async watch(signal: AbortSignal): Promise<void> {
-    const { client, labelSelector, handler, logger } = this.options;
+    const { client, labelSelector, logger } = this.options;
     const timeoutSeconds = this.options.timeoutSeconds ?? 300;
     const watchdogMs = this.watchdogMs();
     const local = new AbortController();
     const abort = () => local.abort();
     signal.addEventListener('abort', abort, { once: true });
-    const maxParsed = this.options.maxParsedBytes ?? MAX_PARSED_BYTES;
     // Jitter the server timeout so that many loops do not reconnect in step.
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: Timer | undefined;
@@ -358,49 +411,8 @@ export class ListWatch {
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
         await lines.add(line.length);
-        const own = await this.ownWrite(line);
-        if (own === true) continue;
-        // A heavy deletion is read by its metadata; a light one is parsed as it always was.
-        const deleted = this.options.deletedAsMetadata && line.length >= HEAVY_BYTES ? deletedObject(line) : undefined;
-        // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
-        // times its length. With a budget, every line is charged what it says (a deletion, what
-        // its metadata says: the rest is not parsed).
-        const parsed = deleted?.metadataText ?? line;
-        const said = this.options.parseBudget ? parsedBytesAtMost(parsed) : parsedBytesOver(parsed, maxParsed);
-        if (said !== undefined && said > maxParsed) {
-          await this.refuseLine(line, said, maxParsed);
-          continue;
-        }
-        const release = this.options.parseBudget && said !== undefined ? await this.options.parseBudget.take(said, local.signal) : undefined;
-        try {
-          let event: WatchEvent;
-          try {
-            event = deleted ? { type: 'DELETED', object: deletedRead(deleted) } : (JSON.parse(line) as WatchEvent);
-          } catch {
-            // Its text is not logged: it may hold an object's data.
-            logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
-            break;
-          }
-          if (event.type === 'ERROR') {
-            const status = event.object as unknown as { code?: number; message?: string };
-            throw new ApiError('WATCH', client.path(), status.code ?? 500, JSON.stringify(status));
-          }
-          const rv = event.object.metadata?.resourceVersion;
-          if (event.type !== 'BOOKMARK') {
-            const object = event.object;
-            object.apiVersion ??= apiVersionOf(client.type);
-            object.kind ??= client.type.kind;
-            if (!(await guard(logger, this.name, 'event handler', () => handler.onEvent(event.type as ChangeType, object, own === false)))) {
-              // The event is not lost: a relist routes the difference between the cluster and the store.
-              this.resourceVersion = undefined;
-              throw new Error('the event handler failed; relisting so that its event is not lost');
-            }
-          }
-          this.advance(rv);
-        } finally {
-          // The handler is done with the event: what it keeps (the cache's copy) is bounded elsewhere.
-          release?.();
-        }
+        // An unparsable line: the stream is opened again.
+        if (!(await this.handleLine(line, local.signal))) break;
       }
     } catch (err) {
       if (local.signal.aborted && !signal.aborted) return; // watchdog: reconnect at once

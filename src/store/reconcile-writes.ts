@@ -23,6 +23,13 @@ import { anchorOf, selectorKeys, type SelectorRecord } from './selector-index.js
 type Relation = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
 
 /** What the store holds for the primary, when the caller knows it (relation-store.ts KnownRows). */
+/** What one reconcile leaves in the store: its primary's row, and exactly these relations and selectors. */
+export interface ReconcileRows {
+  readonly primary: Omit<PrimaryRecord, 'lastSyncedAt'>;
+  readonly relations: readonly Relation[];
+  readonly selectors: readonly SelectorRecord[];
+}
+
 export interface HeldRows {
   readonly relations: readonly Relation[];
   readonly selectorKeys: readonly string[];
@@ -52,7 +59,7 @@ export class ReconcileWrites {
   private readonly deleteSelectors: BetterSqlite3.Statement;
   private readonly insertSelector: BetterSqlite3.Statement;
   private readonly insertTerm: BetterSqlite3.Statement;
-  private readonly transaction: (primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: readonly Relation[], selectors: readonly SelectorRecord[], held: HeldRows | undefined, at: string) => void;
+  private readonly transaction: (rows: ReconcileRows, held: HeldRows | undefined, at: string) => void;
 
   constructor(private readonly sqlite: BetterSqlite3.Database) {
     const updates = PRIMARY_COLUMNS.filter((c) => !PRIMARY_KEY.includes(c) && c !== 'first_seen_at' && c !== 'last_synced_at');
@@ -77,7 +84,7 @@ export class ReconcileWrites {
     this.insertSelector = sqlite.prepare(`INSERT INTO selectors (${quoted(selectorColumns)}) VALUES (${params(selectorColumns)})`);
     const termColumns = [...SELECTOR_SCOPE, 'label_key', 'label_value', ...RELATION_OWNER, 'rule_id'];
     this.insertTerm = sqlite.prepare(`INSERT INTO selector_terms (${quoted(termColumns)}) VALUES (${params(termColumns)})`);
-    this.transaction = sqlite.transaction((primary, relations, selectors, given, at) => {
+    this.transaction = sqlite.transaction(({ primary, relations, selectors }: ReconcileRows, given: HeldRows | undefined, at: string) => {
       // Rows the caller believes held but whose primary is gone (nothing deletes a primary beside its
       // own reconcile today): written in full, so that the diff can never leave rows out.
       const held = given && this.primaryExists.get(columns('', primary.id)) !== undefined ? given : undefined;
@@ -88,10 +95,10 @@ export class ReconcileWrites {
   }
 
   /** Writes the primary's row, exactly `relations` and exactly `selectors`; `held`: what the store holds now, if known. */
-  write(primary: Omit<PrimaryRecord, 'lastSyncedAt'>, relations: readonly Relation[], selectors: readonly SelectorRecord[], held: HeldRows | undefined, at: string): void {
+  write(rows: ReconcileRows, held: HeldRows | undefined, at: string): void {
     // Inside another transaction better-sqlite3 would quietly make this a savepoint of it: never expected.
     if (this.sqlite.inTransaction) throw new Error('a reconcile\'s rows are written in a transaction of their own, and another is open on the connection');
-    this.transaction(primary, relations, selectors, held, at);
+    this.transaction(rows, held, at);
   }
 
   private writePrimary(primary: Omit<PrimaryRecord, 'lastSyncedAt'>, at: string): void {

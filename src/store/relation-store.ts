@@ -271,7 +271,7 @@ export class RelationStore {
     // Hundreds of rows take tens of ms in one transaction: at the write's turn on the event loop (heavy-turns.ts).
     await heavyTurns.turn(relations.length * ROW_BYTES, primary.id.cluster);
     // Only this reconcile writes these rows (KnownRows): with `known`, only what differs is written.
-    await this.db.connection().execute(async () => this.writes.write(primary, relations, selectors, known, at));
+    await this.db.connection().execute(async () => this.writes.write({ primary, relations, selectors }, known, at));
     // Again now that the rows are there: a sweep's read that began after the keys were added above
     // and read the store before the rows were written has replaced the set without them.
     this.addAnchored(keys);

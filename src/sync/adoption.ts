@@ -54,8 +54,11 @@ export class AdoptionRefusals {
     this.told = new ExpiringMap(1_000, clock);
   }
 
-  /** `suggestGrant`: the object has no grant (one granted to someone else is never "corrected" from this log). */
-  note(where: string, object: ObjectIdentity, source: ObjectIdentity, reason: string, suggestGrant: boolean): void {
+  /**
+   * `object` was not adopted as the copy of `source` for `reason`. `suggestGrant`: the object has no
+   * grant (one granted to someone else is never "corrected" from this log).
+   */
+  note(where: string, { object, source }: { readonly object: ObjectIdentity; readonly source: ObjectIdentity }, reason: string, suggestGrant: boolean): void {
     const key = `${describeIdentity(object)}\u0000${describeIdentity(source)}\u0000${reason}`;
     if (this.told.get(key)) return;
     this.told.set(key, true, WARNING_REPEAT_MS);

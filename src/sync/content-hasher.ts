@@ -51,8 +51,8 @@ export class ContentHasher {
    * key the installation's leader does not have). Read again each term, so a replica that leads after
    * another uses the key that is there now.
    */
-  async load(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger, mayCreate: boolean): Promise<void> {
-    this.key = await loadKey(secrets, namespace, agentName, logger, mayCreate);
+  async load(secrets: ResourceClient, place: KeyPlace, logger: Logger): Promise<void> {
+    this.key = await loadKey(secrets, place, logger);
   }
 }
 
@@ -61,7 +61,14 @@ export function hashKeySecretName(agentName: string): string {
   return `relsync-${agentName.toLowerCase().replace(/[^a-z0-9.-]/g, '-')}-content-key`.slice(0, 253);
 }
 
-async function loadKey(secrets: ResourceClient, namespace: string, agentName: string, logger: Logger, mayCreate: boolean): Promise<Buffer> {
+/** Where an agent's key Secret is, and whether this process may make it. */
+export interface KeyPlace {
+  readonly namespace: string;
+  readonly agentName: string;
+  readonly mayCreate: boolean;
+}
+
+async function loadKey(secrets: ResourceClient, { namespace, agentName, mayCreate }: KeyPlace, logger: Logger): Promise<Buffer> {
   const name = hashKeySecretName(agentName);
   const where = `${namespace}/${name}`;
   const read = (secret: KubeObject | undefined): Buffer | undefined => {

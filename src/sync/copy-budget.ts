@@ -59,6 +59,15 @@ interface KeptTotal extends Kept {
   tenants: number;
 }
 
+export interface CopyBudgetOptions {
+  /** Told each tenant's usage as it changes (the metrics). */
+  readonly gauge?: UsageGauge;
+  /** What usage is kept for on; default systemClock. */
+  readonly clock?: Clock;
+  /** The pace of updates and deletes, per tenant; none when unset. */
+  readonly pace?: Pick<RewritePace, 'due' | 'charge'>;
+}
+
 export class CopyBudget {
   private readonly tenants = new Map<string, Kept>();
   private all: KeptTotal | undefined;
@@ -73,15 +82,19 @@ export class CopyBudget {
 
   private readonly perCopy: number;
 
+  private readonly gauge: UsageGauge | undefined;
+  private readonly clock: Clock;
+  private readonly pace: Pick<RewritePace, 'due' | 'charge'> | undefined;
+
   constructor(
     private readonly limits: CopyBudgetLimits,
     private readonly store: Pick<CopyBytesStore, 'usage' | 'total' | 'of' | 'save' | 'saveMissing' | 'delete'>,
-    private readonly gauge?: UsageGauge,
-    /** What usage is kept for on; default systemClock. */
-    private readonly clock: Clock = systemClock,
-    private readonly pace?: Pick<RewritePace, 'due' | 'charge'>,
+    options: CopyBudgetOptions = {},
   ) {
     this.perCopy = limits.perCopy ?? PER_COPY_OVERHEAD;
+    this.gauge = options.gauge;
+    this.clock = options.clock ?? systemClock;
+    this.pace = options.pace;
   }
 
   /**

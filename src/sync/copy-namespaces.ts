@@ -116,7 +116,7 @@ export class CopyNamespaces {
     let current = await reads.get(service, namespaceType, '', name);
     // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record is read live.
     if (current && current.metadata.uid === undefined) current = await namespaces.get('', name);
-    const taken = await this.check(namespaces, naming, source, name, current);
+    const taken = await this.check(namespaces, { naming, name }, source, current);
     if (taken === undefined) this.verified.set(name, memoKey(naming, source), 60_000);
     return taken;
   }
@@ -138,7 +138,8 @@ export class CopyNamespaces {
     return true;
   }
 
-  private async check(namespaces: ObjectClient, naming: NamespaceNaming, source: ServedSource, name: string, read: KubeObject | undefined): Promise<string | undefined> {
+  /** Why `target.name` may not hold `source`'s copies (made, or its record written, when it may); undefined when it may. */
+  private async check(namespaces: ObjectClient, { naming, name }: { readonly naming: NamespaceNaming; readonly name: string }, source: ServedSource, read: KubeObject | undefined): Promise<string | undefined> {
     let current = read;
     for (let attempt = 0; ; attempt++) {
       if (!current) {
@@ -195,9 +196,33 @@ export class CopyNamespaces {
    * copies.
    */
   async adoptUnrecorded(resources: readonly ResolvedResource[], signal: AbortSignal): Promise<void> {
-    const { clusters, agentName, logger } = this.deps;
-    const service = clusters.service.name;
-    const namespaces = clusters.client(service, namespaceType);
+    const namespaces = this.deps.clusters.client(this.deps.clusters.service.name, namespaceType);
+    const all = await this.agentNamespaces(namespaces);
+    const mine = this.deps.installation;
+    for (const ns of all) {
+      const served = servedBy(ns);
+      if (served && ns.metadata.name === legacyName(served)) this.pin(pinKey(served), ns.metadata.name);
+      // Recorded before installations were (relsync 0.2 pre-releases): this installation's from now on.
+      if (served && mine !== undefined && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
+        await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: mine } } }).catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
+      }
+    }
+    const unrecorded = new Set(all.filter((ns) => !servedBy(ns)).map((ns) => ns.metadata.name ?? ''));
+    if (unrecorded.size === 0) return;
+    const sources = await this.sourcesOfCopiesIn(unrecorded, resources, signal);
+    // Stopped midway, a namespace's sources may be known in part: nothing is recorded.
+    if (signal.aborted) return;
+    for (const [name, found] of sources) await this.recordFound(namespaces, all.find((n) => n.metadata.name === name)!, found);
+  }
+
+  /**
+   * The namespaces this agent made in the service cluster, each of this installation (another
+   * installation's refuse the start: each would delete the other's copies as orphans).
+   */
+  private async agentNamespaces(namespaces: ObjectClient): Promise<KubeObject[]> {
+    const { agentName, logger } = this.deps;
     let all: KubeObject[];
     try {
       all = (await namespaces.listAll({ labelSelector: agentSelector(agentName) })).items;
@@ -217,23 +242,17 @@ export class CopyNamespaces {
           'Two installations must not share an agent name: each would delete the other\'s copies as orphans. Give this one another agentName (or, if the other is gone for good, remove its relsync.dev/installation annotations).',
       );
     }
-    for (const ns of all) {
-      const served = servedBy(ns);
-      if (served && ns.metadata.name === legacyName(served)) this.pin(pinKey(served), ns.metadata.name);
-      // Recorded before installations were (relsync 0.2 pre-releases): this installation's from now on.
-      if (served && mine !== undefined && ns.metadata.annotations?.[INSTALLATION_ANNOTATION] === undefined) {
-        await namespaces.mergePatch('', ns.metadata.name ?? '', { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: { [INSTALLATION_ANNOTATION]: mine } } }).catch((err: unknown) => {
-          if (!isConflict(err)) throw err;
-        });
-      }
-    }
-    const unrecorded = new Set(all.filter((ns) => !servedBy(ns)).map((ns) => ns.metadata.name ?? ''));
-    if (unrecorded.size === 0) return;
+    return all;
+  }
+
+  /** Namespace → the sources (pin key → source) whose primaries' copies it holds, for the `unrecorded` namespaces. */
+  private async sourcesOfCopiesIn(unrecorded: ReadonlySet<string>, resources: readonly ResolvedResource[], signal: AbortSignal): Promise<Map<string, Map<string, ServedSource>>> {
+    const { clusters, agentName } = this.deps;
     const sources = new Map<string, Map<string, ServedSource>>();
     for (const resource of resources) {
-      if (signal.aborted) return;
+      if (signal.aborted) break;
       if (!resource.copyType.namespaced) continue;
-      const copies = await clusters.client(service, resource.copyType).listAll({ labelSelector: agentSelector(agentName) });
+      const copies = await clusters.client(clusters.service.name, resource.copyType).listAll({ labelSelector: agentSelector(agentName) });
       for (const copy of copies.items) {
         const at = copy.metadata.namespace ?? '';
         const marked = markedSource(copy, agentName);
@@ -243,28 +262,32 @@ export class CopyNamespaces {
         sources.set(at, found);
       }
     }
-    for (const [name, found] of sources) {
-      const ns = all.find((n) => n.metadata.name === name)!;
-      if (found.size !== 1) {
-        // Recorded as serving no source (empty names): never claimed or pinned by either, not scanned again.
-        logger.error({ namespace: name, sources: [...found.keys()] }, 'a copy namespace made by an older relsync holds the copies of several sources (their names collided); it is recorded as serving none, and their copies move to namespaces of their own');
-        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records({ cluster: '', namespace: '' }) } }).catch((err: unknown) => {
-          if (!isConflict(err)) throw err;
-        });
-        continue;
-      }
-      const [source] = found.values();
-      try {
-        await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records(source!) } });
-      } catch (err) {
+    return sources;
+  }
+
+  /** Records whom namespace `ns` serves: the one source `found` there, or none when several. */
+  private async recordFound(namespaces: ObjectClient, ns: KubeObject, found: ReadonlyMap<string, ServedSource>): Promise<void> {
+    const { logger } = this.deps;
+    const name = ns.metadata.name ?? '';
+    if (found.size !== 1) {
+      // Recorded as serving no source (empty names): never claimed or pinned by either, not scanned again.
+      logger.error({ namespace: name, sources: [...found.keys()] }, 'a copy namespace made by an older relsync holds the copies of several sources (their names collided); it is recorded as serving none, and their copies move to namespaces of their own');
+      await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records({ cluster: '', namespace: '' }) } }).catch((err: unknown) => {
         if (!isConflict(err)) throw err;
-        // Recorded meanwhile (another replica, a claim): pinned if for this very source.
-        const now = servedBy((await namespaces.get('', name)) ?? { metadata: {} });
-        if (!now || pinKey(now) !== pinKey(source!)) continue;
-      }
-      if (name === legacyName(source!)) this.pin(pinKey(source!), name);
-      logger.info({ namespace: name, serves: pinKey(source!) }, 'recorded whom a copy namespace made by an older relsync serves; its copies stay');
+      });
+      return;
     }
+    const [source] = found.values();
+    try {
+      await namespaces.mergePatch('', name, { metadata: { resourceVersion: ns.metadata.resourceVersion, annotations: this.records(source!) } });
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      // Recorded meanwhile (another replica, a claim): pinned if for this very source.
+      const now = servedBy((await namespaces.get('', name)) ?? { metadata: {} });
+      if (!now || pinKey(now) !== pinKey(source!)) return;
+    }
+    if (name === legacyName(source!)) this.pin(pinKey(source!), name);
+    logger.info({ namespace: name, serves: pinKey(source!) }, 'recorded whom a copy namespace made by an older relsync serves; its copies stay');
   }
 
   /**

@@ -79,11 +79,11 @@ export class EventRecorder {
   }
 
   warn(cluster: string, object: KubeObject, reason: string, message: string): void {
-    this.record(cluster, object, 'Warning', reason, message);
+    this.record(cluster, object, { type: 'Warning', reason, text: message });
   }
 
   normal(cluster: string, object: KubeObject, reason: string, message: string): void {
-    this.record(cluster, object, 'Normal', reason, message);
+    this.record(cluster, object, { type: 'Normal', reason, text: message });
   }
 
   /** Resolves once every Event recorded so far is written (or given up on), or after `timeoutMs`: for tests and shutdown. */
@@ -100,7 +100,7 @@ export class EventRecorder {
     }
   }
 
-  private record(cluster: string, object: KubeObject, type: 'Normal' | 'Warning', reason: string, text: string): void {
+  private record(cluster: string, object: KubeObject, { type, reason, text }: { readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly text: string }): void {
     const { namespace, name, uid } = object.metadata;
     if (!name) return;
     const nowMs = this.clock.now();

@@ -36,6 +36,7 @@
  * again (the router's selector index and inverse lookup, event-router.ts).
  */
 import { compositeKey } from '../core/composite-key.js';
+import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { inverseOwnerKey } from '../rules/inverse-owner.js';
@@ -86,6 +87,17 @@ export interface FinderIndexStats {
   readonly listed: number;
 }
 
+export interface FinderIndexOptions {
+  /** Whether a cluster is the service cluster (rules read their sources on one side). */
+  readonly isService: (cluster: string) => boolean;
+  /**
+   * What all types' entries may cost together; a type that would pass it is let go until its next
+   * LIST (`onOverBudget` is told), and its rules LIST again.
+   */
+  readonly budgetBytes: number;
+  readonly onOverBudget?: (cluster: string, type: Pick<ResourceType, 'group' | 'resource'>) => void;
+}
+
 export class FinderIndex {
   /** `side\0group\0resource` → how objects of that type are indexed on that side. */
   private readonly definitions = new Map<string, Definition[]>();
@@ -95,18 +107,18 @@ export class FinderIndex {
   private answered = 0;
   private listed = 0;
 
-  /**
-   * `isService`: whether a cluster is the service cluster (rules read their sources on one side).
-   * `budgetBytes`: what all types' entries may cost together; a type that would pass it is let go
-   * until its next LIST (`onOverBudget` is told), and its rules LIST again.
-   */
+  private readonly isService: (cluster: string) => boolean;
+  private readonly budgetBytes: number;
+  private readonly onOverBudget: (cluster: string, type: Pick<ResourceType, 'group' | 'resource'>) => void;
+
   constructor(
     private readonly agentName: string,
     resources: readonly ResolvedResource[],
-    private readonly isService: (cluster: string) => boolean,
-    private readonly budgetBytes: number,
-    private readonly onOverBudget: (cluster: string, type: Pick<ResourceType, 'group' | 'resource'>) => void = () => undefined,
+    options: FinderIndexOptions,
   ) {
+    this.isService = options.isService;
+    this.budgetBytes = options.budgetBytes;
+    this.onOverBudget = options.onOverBudget ?? (() => undefined);
     for (const resource of resources) {
       for (const rule of resource.rules) {
         const key = compositeKey(rule.origin, rule.sourceType.group, rule.sourceType.resource);
@@ -161,8 +173,8 @@ export class FinderIndex {
   }
 
   /** An object as the watch (or its LIST) delivered it; `object` undefined: deleted. */
-  observe(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string, object: KubeObject | undefined): void {
-    const key = typeKey(cluster, type);
+  observe({ cluster, group, resource, namespace, name }: ObjectIdentity, object: KubeObject | undefined): void {
+    const key = typeKey(cluster, { group, resource });
     const index = this.types.get(key);
     if (!index) return;
     const objectKey = compositeKey(namespace, name);

@@ -137,7 +137,7 @@ export class ObjectCache implements ObjectCacheFeed {
       if (!meets(object.metadata.resourceVersion, floor)) return;
       this.floors.delete(key);
     }
-    this.keep(key, id.cluster, typeOf(id), object, standing);
+    this.keep(key, id, object, standing);
   }
 
   /**
@@ -194,7 +194,7 @@ export class ObjectCache implements ObjectCacheFeed {
    * relates to cost others nothing but the room nobody used). Then owners beyond half the budget,
    * then related entries, the least recently used first, and owners last.
    */
-  private keep(key: string, cluster: string, type: string, delivered: KubeObject, standing: Standing): void {
+  private keep(key: string, id: ObjectIdentity, delivered: KubeObject, standing: Standing): void {
     const tentative = standing === 'tentative';
     // No room for a tentative entry of any size: not worth the text.
     if (tentative && this.size + ENTRY_BYTES + key.length > this.maxBytes) return;
@@ -206,7 +206,7 @@ export class ObjectCache implements ObjectCacheFeed {
     if (bytes > this.maxBytes) return;
     if (tentative && this.size + bytes > this.maxBytes) return;
     const map = tentative ? this.tentative : standing === 'owner' ? this.owners : this.entries;
-    map.set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type, cluster });
+    map.set(key, { text, resourceVersion: delivered.metadata.resourceVersion, bytes, type: typeOf(id), cluster: id.cluster });
     if (tentative) {
       this.tentativeOrder.push(key);
       this.compactTentativeOrderIfLong();

@@ -27,7 +27,7 @@ import { mutated, specView } from '../rules/mutation.js';
 import { isSelected, platformNamespaceType, selectionFingerprint } from './primary-selection.js';
 import type { KubeObject } from '../core/object.js';
 import { done, type Result } from '../core/result.js';
-import { ApiError, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
+import { ApiError, isForbidden, isNotFound } from '../kube/api-error.js';
 import { TypeNotServedError } from '../kube/discovery.js';
 import { namespaceProblem, objectNameProblem, sidesOf } from '../rules/resolve-related.js';
 import type { TemplateContext } from '../rules/template.js';
@@ -35,7 +35,6 @@ import { leftNothing, type PrimaryRecord, type PrimaryVersions, type RelationRec
 import { ROW_BYTES, type KnownRows, type RelationStore } from '../store/relation-store.js';
 import type { PrimaryState } from '../store/schema.js';
 import { selectorKeys, type SelectorRecord } from '../store/selector-index.js';
-import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { PrimaryAdmission } from './primary-admission.js';
 import type { CopyBudget } from './copy-budget.js';
@@ -63,7 +62,7 @@ import { RelationSync } from './relation-sync.js';
 import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
-import { CONFLICT_RETRY_MS, RETRY_HINT_MS } from './sync-intervals.js';
+import { CONFLICT_RETRY_MS } from './sync-intervals.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;
@@ -200,6 +199,12 @@ interface RelatedSynced {
 /** Everything the outcome of a reconcile that got to the related objects is made of (PrimaryReconciler.finish). */
 type SyncOutcome = PlacedCopy & ResolvedRelated & RelatedSynced & { readonly namespace: KubeObject | undefined };
 
+/** What the queue's key says of one run (controller/primary-key.ts). */
+export interface ReconcileHints {
+  readonly edges?: readonly EdgeHint[] | undefined;
+  readonly readLive?: boolean;
+}
+
 export class PrimaryReconciler {
   private readonly finalizer: string;
   private readonly live: ObjectReads;
@@ -225,8 +230,6 @@ export class PrimaryReconciler {
 
   constructor(private readonly deps: ReconcilerDeps) {
     const clock = deps.clock ?? systemClock;
-    this.readLive = new ExpiringMap(10_000, clock);
-    this.fullNext = new ExpiringMap(10_000, clock);
     this.finder = new RelatedFinder(deps);
     this.admission = deps.admission;
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
@@ -243,51 +246,30 @@ export class PrimaryReconciler {
   }
 
   /**
-   * `edges`: the change concerned only these relations (a referenced object changed); they are
-   * synced alone when the store and the objects show that a full reconcile would do the same
-   * (edge-sync.ts), otherwise, and after any failure, the primary is reconciled in full.
+   * `hints.edges`: the change concerned only these relations (a referenced object changed); they
+   * are synced alone when the store and the objects show that a full reconcile would do the same
+   * (edge-sync.ts), otherwise the primary is reconciled in full. `hints.readLive`: read everything
+   * from the API servers, not from what the watches delivered (the last run met a 409). A failed
+   * run throws; the queue retries it as the whole primary (controller/primary-key.ts retryKey).
    */
-  async reconcile(resource: ResolvedResource, id: ObjectIdentity, edges?: readonly EdgeHint[]): Promise<Result> {
+  async reconcile(resource: ResolvedResource, id: ObjectIdentity, hints: ReconcileHints = {}): Promise<Result> {
     // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
     if (identityProblem(id)) return done;
-    // After a 409 (something relsync read was older than what it wrote over), the next reconcile
-    // of this primary reads everything from the API servers, not from what the watches delivered.
-    const key = identityKey(id);
-    const afterConflict = this.readLive.get(key) === true;
-    this.readLive.delete(key);
-    const reads = afterConflict ? this.live : (this.deps.readsFor?.(id) ?? this.live);
-    if (edges && !afterConflict && this.fullNext.get(key) !== true) {
+    const reads = hints.readLive === true ? this.live : (this.deps.readsFor?.(id) ?? this.live);
+    if (hints.edges && hints.readLive !== true) {
       try {
-        if ((await this.edges.sync(reads, resource, id, edges)) === 'done') return done;
+        if ((await this.edges.sync(reads, resource, id, hints.edges)) === 'done') return done;
       } catch (err) {
-        if (!(err instanceof ReadAgainLive)) {
-          // The retry reconciles the whole primary (and, after a 409, reads live).
-          this.fullNext.set(key, true, RETRY_HINT_MS);
-          if (isConflict(err)) this.readLive.set(key, true, RETRY_HINT_MS);
-          throw err;
-        }
+        // About to delete on the cache's word: the full reconcile below decides, live where it must.
+        if (!(err instanceof ReadAgainLive)) throw err;
       }
     }
-    try {
-      const result = await this.reconcileWith(reads, resource, id).catch((err: unknown) => {
-        // About to delete on the cache's word: the API servers decide (object-reads.ts).
-        if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id);
-        throw err;
-      });
-      this.fullNext.delete(key);
-      return result;
-    } catch (err) {
-      // The retry is a full reconcile too, whatever edges its key gathers meanwhile.
-      this.fullNext.set(key, true, RETRY_HINT_MS);
-      if (isConflict(err)) this.readLive.set(key, true, RETRY_HINT_MS);
+    return this.reconcileWith(reads, resource, id).catch((err: unknown) => {
+      // About to delete on the cache's word: the API servers decide (object-reads.ts).
+      if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id);
       throw err;
-    }
+    });
   }
-
-  /** Primaries whose last reconcile ended in a 409 (bounded: an entry is only a hint). */
-  private readonly readLive: ExpiringMap<string, true>;
-  /** Primaries whose last reconcile (edge or full) failed: their next one is full. */
-  private readonly fullNext: ExpiringMap<string, true>;
 
   private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
     const { clusters, store } = this.deps;
@@ -867,7 +849,7 @@ export class PrimaryReconciler {
     const adopt = adopting !== undefined
       ? {
           announce: async () => this.deps.recorder.normal(id.cluster, primary, 'Adopted', `relsync adopted ${describeIdentity(copyId)} in the service cluster as this object's copy, as its owner granted`),
-          refused: (reason: string, suggestGrant: boolean) => this.adoptionRefusals.note(adopting, copyId, id, reason, suggestGrant),
+          refused: (reason: string, suggestGrant: boolean) => this.adoptionRefusals.note(adopting, { object: copyId, source: id }, reason, suggestGrant),
         }
       : undefined;
     // Charged to the primary's tenant (copy-budget.ts): what it takes in the service cluster.

@@ -430,7 +430,7 @@ export class RelationSync {
   private adoption(owner: ObjectIdentity, primary: KubeObject, rule: ResolvedRule, pair: RelatedPair): NonNullable<Upsert['adopt']> {
     return {
       announce: async () => this.deps.recorder.normal(owner.cluster, primary, 'Adopted', `rule ${rule.id}: relsync adopted ${describeIdentity(pair.destination)} as the copy of ${describeIdentity(pair.source)}, as its owner granted`),
-      refused: (reason, suggestGrant) => this.refusals.note(rule.where, pair.destination, pair.source, reason, suggestGrant),
+      refused: (reason, suggestGrant) => this.refusals.note(rule.where, { object: pair.destination, source: pair.source }, reason, suggestGrant),
     };
   }
 

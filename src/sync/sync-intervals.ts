@@ -24,13 +24,3 @@ export const CONFLICT_RETRY_MS = 30_000;
  * per place and reason in ten minutes", "Copies, marks and conflicts").
  */
 export const WARNING_REPEAT_MS = 10 * 60_000;
-
-/**
- * How long a hint for a primary's next reconcile is kept (primary-reconciler.ts: reconcile it in
- * full after a failure, read the API servers after a 409) when that reconcile is slow to come.
- * Longer than the work queue waits between retries of an outage (at most 60 s); only bounded so
- * that the hints of primaries gone meanwhile do not stay. A lasting refusal's retries (up to
- * 1,000 s apart) can outlive it: the retry may then sync the changed relations alone, which
- * edge-sync.ts does only where a full reconcile would do the same.
- */
-export const RETRY_HINT_MS = 10 * 60_000;

@@ -58,7 +58,7 @@ describe('event router (real SQLite store)', () => {
   const route = async (cluster: string, type: ResourceType, o: KubeObject, change = 'MODIFIED') => {
     queued = [];
     keys = [];
-    await router.route(cluster, type, o, change);
+    await router.route(cluster, type, o, { change });
     return [...queued].sort();
   };
 
@@ -128,7 +128,7 @@ describe('event router (real SQLite store)', () => {
     await route('tenant-a', configMaps, object('shop', 'orders-config'), 'DELETED');
     assert.deepEqual(edgesOf(), ['full']);
     keys = [];
-    await router.route('tenant-a', configMaps, object('shop', 'orders-config'), 'LIST');
+    await router.route('tenant-a', configMaps, object('shop', 'orders-config'), { change: 'LIST' });
     assert.deepEqual(edgesOf(), ['full']);
     await route('tenant-a', configMaps, object('shop', 'orders-config', { app: 'orders' }), 'MODIFIED');
     assert.deepEqual(edgesOf(), ['full'], 'the same object now matches the primary\'s selector too: one full reconcile');
@@ -218,7 +218,7 @@ describe('event router (real SQLite store)', () => {
     // A version relsync did not write: nothing is taken, and the full event still routes it (asked once).
     assert.equal(await router.ownWrite('service', databases, head('52'), 'MODIFIED'), false);
     queued = [];
-    await router.route('service', databases, { ...head('52'), spec: { v: 'theirs' } }, 'MODIFIED', { ownChecked: true });
+    await router.route('service', databases, { ...head('52'), spec: { v: 'theirs' } }, { change: 'MODIFIED', ownChecked: true });
     assert.deepEqual(queued, ['tenant-a/shop/orders'], "another's change of the copy reaches its primary");
   });
 

@@ -237,7 +237,7 @@ class Agent {
     // read: its retry (or the primary's next event) will.
     this.workers = this.queue.start(this.stopped.signal, async (key) => {
       const ref = world.liveRef(key.id.name);
-      const result = await reconciler.reconcile(key.resource, key.id, key.edges);
+      const result = await reconciler.reconcile(key.resource, key.id, key);
       if (!result.relationsUnknown) this.known.set(key.id.name, ref);
       return result;
     });

@@ -40,7 +40,7 @@ describe('scheduled sweeps and their follow-ups', () => {
     };
     const clock = new FakeClock();
     const stop = new AbortController();
-    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, undefined, { followUpMs: 5000, clock });
+    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, { followUpMs: 5000, clock });
     await sweeps.last();
     await clock.advance(4999);
     assert.deepEqual(triggers, ['startup']);

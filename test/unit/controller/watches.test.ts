@@ -31,7 +31,7 @@ const counter = { inc: () => undefined };
 describe('watches feed the finder index', () => {
   it('before the router sees the same event, deletions too', async () => {
     const api = new FakeApi('a', configMaps);
-    const index = new FinderIndex('e2e', [resource], (c) => c === 'svc', 1024 * 1024);
+    const index = new FinderIndex('e2e', [resource], { isService: (c) => c === 'svc', budgetBytes: 1024 * 1024 });
     /** Whether the index proposed the routed object when the router got it. */
     const proposedAtRoute: boolean[] = [];
     const proposed = (o: KubeObject) =>

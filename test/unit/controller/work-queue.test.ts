@@ -341,6 +341,36 @@ describe('work queue on a fake clock', () => {
     await done;
   });
 
+  it('retries a failed item as retryAs makes it, merged with what is added for its key meanwhile', async () => {
+    // Items "key:hint"; a retry carries "retry", a merge joins the hints.
+    const clock = new FakeClock();
+    const runs: string[] = [];
+    const key = (s: string) => s.split(':')[0]!;
+    const queue = new WorkQueue<string>({
+      key, concurrency: 1, clock, random: () => 1, backoffInitialMs: 500,
+      retryAs: (item, err) => `${key(item)}:retry-after-${(err as Error).message}`,
+      merge: (earlier, later) => `${key(later)}:${[earlier, later].map((i) => i.split(':')[1]).join('+')}`,
+    });
+    const ac = new AbortController();
+    const done = queue.start(ac.signal, async (item) => {
+      runs.push(item);
+      if (runs.length === 1) throw new Error('409');
+      return {};
+    });
+    queue.add('p:edge');
+    await settle();
+    await clock.advance(100);
+    // An event for the primary while its retry waits: it runs at once, as the retry's item merged with it.
+    queue.add('p:edge2');
+    await settle();
+    assert.deepEqual(runs, ['p:edge', 'p:retry-after-409+edge2'], 'the retry hint is not lost to the event');
+    // The retry's timer still runs its item once (as client-go's AddRateLimited does).
+    await clock.advance(1000);
+    assert.deepEqual(runs.slice(2), ['p:retry-after-409']);
+    ac.abort();
+    await done;
+  });
+
   it('keeps the earlier of two delays for one item, and a fresh add runs at once', async () => {
     const clock = new FakeClock();
     const runs: number[] = [];

@@ -18,7 +18,7 @@ async function budgetOf(given: { bytesPerCluster: number; copiesPerCluster: numb
   const store = new CopyBytesStore(opened.db);
   const seen = new Map<string, { bytes: number; copies: number }>();
   let t = 0;
-  const budget = new CopyBudget(limits, store, (tenant, usage) => seen.set(tenant, { ...usage }), clockReading(() => t));
+  const budget = new CopyBudget(limits, store, { gauge: (tenant, usage) => seen.set(tenant, { ...usage }), clock: clockReading(() => t) });
   return { budget, store, seen, later: () => (t += 60_000), close: () => opened.close() };
 }
 
@@ -125,7 +125,7 @@ describe('CopyBudget', () => {
     const store = new CopyBytesStore(opened.db);
     let scans = 0;
     const counting = { usage: store.usage.bind(store), of: store.of.bind(store), save: store.save.bind(store), saveMissing: store.saveMissing.bind(store), delete: store.delete.bind(store), total: () => (scans++, store.total()) };
-    const budget = new CopyBudget({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1000, perCopy: 0 }, counting, undefined, clockReading(() => 0));
+    const budget = new CopyBudget({ bytesPerCluster: 1000, copiesPerCluster: 100, bytes: 1000, perCopy: 0 }, counting, { clock: clockReading(() => 0) });
     // Tenant b makes and deletes its only copy in a loop, each time judged against the shares.
     await budget.wrote('a', copy('x'), src('x'), 600);
     for (let i = 0; i < 5; i++) {

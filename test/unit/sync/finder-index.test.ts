@@ -53,10 +53,10 @@ const byOwner = (owner: string, namespace = 'ns'): ListQuery => ({
 });
 /** An index with one complete LIST of `items` (ConfigMaps and Secrets) in cluster `a`. */
 const listed = (items: { cms?: KubeObject[]; secrets?: KubeObject[] }, budget = 1024 * 1024) => {
-  const index = new FinderIndex('e2e', [resource], isService, budget);
+  const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: budget });
   for (const [type, objects] of [[configMaps, items.cms ?? []], [secrets, items.secrets ?? []]] as const) {
     index.beginList('a', type, () => true);
-    for (const o of objects) index.observe('a', type, o.metadata.namespace!, o.metadata.name!, o);
+    for (const o of objects) index.observe({ cluster: 'a', ...type, namespace: o.metadata.namespace!, name: o.metadata.name! }, o);
     index.endList('a', type);
   }
   return index;
@@ -77,28 +77,28 @@ describe('finder index', () => {
 
   it('follows events: a changed label moves the object, a deletion removes it', () => {
     const index = listed({ cms: [object('ns', 'a', { app: 'orders' })] });
-    index.observe('a', configMaps, 'ns', 'a', object('ns', 'a', { app: 'billing' }, '2'));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'billing' }, '2'));
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('orders'))), []);
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('billing'))), ['ns/a']);
-    index.observe('a', configMaps, 'ns', 'a', undefined);
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, undefined);
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('billing'))), []);
     assert.equal(index.stats().objects, 0);
     assert.equal(index.stats().bytes, 0);
   });
 
   it('answers nothing for a type before its LIST ended, during a relist, and after a LIST failed midway', () => {
-    const index = new FinderIndex('e2e', [resource], isService, 1024 * 1024);
-    index.observe('a', configMaps, 'ns', 'a', object('ns', 'a', { app: 'orders' }));
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'orders' }));
     assert.equal(index.candidates('a', configMaps, bySelector('orders')), undefined, 'no LIST yet');
     index.beginList('a', configMaps, () => true);
-    index.observe('a', configMaps, 'ns', 'a', object('ns', 'a', { app: 'orders' }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'orders' }));
     assert.equal(index.candidates('a', configMaps, bySelector('orders')), undefined, 'the LIST has not ended');
     index.endList('a', configMaps);
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('orders'))), ['ns/a']);
     index.beginList('a', configMaps, () => true);
     assert.equal(index.candidates('a', configMaps, bySelector('orders')), undefined, 'a relist: what happened in the watch\'s gap is not known yet');
     index.abortList('a', configMaps);
-    index.observe('a', configMaps, 'ns', 'a', object('ns', 'a', { app: 'orders' }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'orders' }));
     index.endList('a', configMaps);
     assert.equal(index.candidates('a', configMaps, bySelector('orders')), undefined, 'a failed LIST leaves the type unanswered until the next one ends');
   });
@@ -118,19 +118,19 @@ describe('finder index', () => {
 
   it('lets a type go when a tenant\'s objects would pass the budget, until its next LIST; other types keep answering', () => {
     let told = 0;
-    const index = new FinderIndex('e2e', [resource], isService, 20_000, () => told++);
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 20_000, onOverBudget: () => told++ });
     index.beginList('a', secrets, () => true);
-    index.observe('a', secrets, 'ns', 's', object('ns', 's', { 'db-owner': 'orders' }));
+    index.observe({ cluster: 'a', ...secrets, namespace: 'ns', name: 's' }, object('ns', 's', { 'db-owner': 'orders' }));
     index.endList('a', secrets);
     index.beginList('a', configMaps, () => true);
-    for (let i = 0; i < 200; i++) index.observe('a', configMaps, 'ns', `flood-${i}`, object('ns', `flood-${i}`, { app: `x${i}` }));
+    for (let i = 0; i < 200; i++) index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: `flood-${i}` }, object('ns', `flood-${i}`, { app: `x${i}` }));
     index.endList('a', configMaps);
     assert.equal(told, 1);
     assert.equal(index.candidates('a', configMaps, bySelector('x1')), undefined, 'answered by LISTs again');
     assert.deepEqual(names(index.candidates('a', secrets, byOwner('orders'))), ['ns/s']);
     assert.ok(index.stats().bytes <= 20_000);
     index.beginList('a', configMaps, () => true);
-    index.observe('a', configMaps, 'ns', 'a', object('ns', 'a', { app: 'orders' }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'orders' }));
     index.endList('a', configMaps);
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('orders'))), ['ns/a'], 'the next LIST indexes it again');
   });
@@ -156,12 +156,12 @@ describe('finder index', () => {
 
   it('indexes no owner a name could not be: a tenant\'s 200 KiB owner annotations cost it nothing and let no type go', () => {
     let told = 0;
-    const index = new FinderIndex('e2e', [resource], isService, 64 * 1024, () => told++);
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 64 * 1024, onOverBudget: () => told++ });
     index.beginList('a', configMaps, () => true);
     const huge = 'x'.repeat(200 * 1024);
-    for (let i = 0; i < 50; i++) index.observe('a', configMaps, 'ns', `big-${i}`, object('ns', `big-${i}`, { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': `${huge}${i}` } }));
-    index.observe('a', configMaps, 'ns', 'long-ns', object('ns', 'long-ns', { 'db-namespace': 'n'.repeat(64) }, '1', { annotations: { 'db-owner': 'orders' } }));
-    index.observe('a', configMaps, 'ns', 'real', object('ns', 'real', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': 'o'.repeat(253) } }));
+    for (let i = 0; i < 50; i++) index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: `big-${i}` }, object('ns', `big-${i}`, { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': `${huge}${i}` } }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'long-ns' }, object('ns', 'long-ns', { 'db-namespace': 'n'.repeat(64) }, '1', { annotations: { 'db-owner': 'orders' } }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'real' }, object('ns', 'real', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': 'o'.repeat(253) } }));
     index.endList('a', configMaps);
     assert.equal(told, 0, 'no type was let go');
     assert.equal(index.stats().objects, 1, 'only the object whose owner could exist is indexed');
@@ -172,15 +172,15 @@ describe('finder index', () => {
   });
 
   it('finds by ownerReference and by a namespace read off the object, sorted as the API server lists them', () => {
-    const index = new FinderIndex('e2e', [resource], isService, 1024 * 1024);
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
     const owned = object('ns', 'sa', {}, '1', { ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: 'u1' }] });
     index.beginList('a', serviceAccounts, () => true);
-    index.observe('a', serviceAccounts, 'ns', 'sa', owned);
+    index.observe({ cluster: 'a', ...serviceAccounts, namespace: 'ns', name: 'sa' }, owned);
     index.endList('a', serviceAccounts);
     const ownerOf = (o: KubeObject) => inverseOwnerKey({ owner: { kind: 'ownerReference' }, namespaceFrom: undefined }, o, 'Database', databases.group);
     assert.deepEqual(names(index.candidates('a', serviceAccounts, { namespace: 'ns', indexed: { index: inverseIndexName(resource, byReference), of: ownerOf, value: 'ns/orders' } })), ['ns/sa']);
     index.beginList('a', configMaps, () => true);
-    for (const ns of ['a-b', 'a', 'b']) index.observe('a', configMaps, ns, 'cm', object(ns, 'cm', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': 'orders' } }));
+    for (const ns of ['a-b', 'a', 'b']) index.observe({ cluster: 'a', ...configMaps, namespace: ns, name: 'cm' }, object(ns, 'cm', { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': 'orders' } }));
     index.endList('a', configMaps);
     const remote = { index: inverseIndexName(resource, crossNamespace), of: () => 'home/orders', value: 'home/orders' };
     assert.deepEqual(names(index.candidates('a', configMaps, { indexed: remote })), ['a/cm', 'a-b/cm', 'b/cm'], 'namespace "a" before "a-b", as the API server orders its keys');
@@ -188,9 +188,9 @@ describe('finder index', () => {
 
   it('answers nothing while its watch is not synced', () => {
     let synced = true;
-    const index = new FinderIndex('e2e', [resource], isService, 1024 * 1024);
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
     index.beginList('a', configMaps, () => synced);
-    index.observe('a', configMaps, 'ns', 'x', object('ns', 'x', { app: 'orders' }));
+    index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'x' }, object('ns', 'x', { app: 'orders' }));
     index.endList('a', configMaps);
     assert.deepEqual(names(index.candidates('a', configMaps, bySelector('orders'))), ['ns/x']);
     synced = false;
@@ -199,15 +199,15 @@ describe('finder index', () => {
 
   it('lets the largest type go when the budget is passed, not the one that happened to come next', () => {
     const dropped: string[] = [];
-    const index = new FinderIndex('e2e', [resource], isService, 40_000, (cluster, type) => dropped.push(`${cluster}/${type.resource}`));
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 40_000, onOverBudget: (cluster, type) => dropped.push(`${cluster}/${type.resource}`) });
     index.beginList('flooder', configMaps, () => true);
-    for (let i = 0; i < 130; i++) index.observe('flooder', configMaps, 'ns', `f${i}`, object('ns', `f${i}`, { app: `x${i}` }));
+    for (let i = 0; i < 130; i++) index.observe({ cluster: 'flooder', ...configMaps, namespace: 'ns', name: `f${i}` }, object('ns', `f${i}`, { app: `x${i}` }));
     index.endList('flooder', configMaps);
     assert.deepEqual(dropped, []);
     assert.ok(index.stats().bytes > 30_000, `the flood fills most of the budget (${index.stats().bytes} bytes)`);
     // Another tenant's few objects tip it over: the flooder's type goes.
     index.beginList('quiet', secrets, () => true);
-    for (let i = 0; i < 40; i++) index.observe('quiet', secrets, 'ns', `s${i}`, object('ns', `s${i}`, { 'db-owner': `p${i}` }));
+    for (let i = 0; i < 40; i++) index.observe({ cluster: 'quiet', ...secrets, namespace: 'ns', name: `s${i}` }, object('ns', `s${i}`, { 'db-owner': `p${i}` }));
     index.endList('quiet', secrets);
     assert.deepEqual(dropped, ['flooder/configmaps']);
     assert.deepEqual(names(index.candidates('quiet', secrets, byOwner('p1'))), ['ns/s1']);
@@ -215,7 +215,7 @@ describe('finder index', () => {
   });
 
   it('indexes a type only on the side its rules read it, and only for unfiltered watches', () => {
-    const index = new FinderIndex('e2e', [resource], isService, 1024 * 1024);
+    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
     assert.equal(index.wants('a', configMaps, undefined), true);
     assert.equal(index.wants('a', configMaps, 'relsync.dev/agent=x'), false, 'a filtered watch cannot vouch for every object');
     assert.equal(index.wants('service', configMaps, undefined), false, 'platform-origin rules read the platforms');

@@ -30,7 +30,8 @@ import { LiveReads } from '../../../src/sync/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
 import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
 import { EventRouter } from '../../../src/controller/event-router.js';
-import { PrimaryReconciler, type ReconcilerDeps } from '../../../src/sync/primary-reconciler.js';
+import { mergeKeys, retryKey, type PrimaryKey } from '../../../src/controller/primary-key.js';
+import { PrimaryReconciler, type ReconcileHints, type ReconcilerDeps } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
 import { MemoryClusters } from '../../harness/memory-clusters.js';
@@ -72,9 +73,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   let world: MemoryClusters;
   let reconciler: PrimaryReconciler;
   let recorder: EventRecorder;
-  const reconcile = async () => {
+  /** One run of the primary's key; `hints`: what the queue's key carries (a retry's, controller/primary-key.ts). */
+  const reconcile = async (hints?: ReconcileHints) => {
     world.clearCalls();
-    const result = await reconciler.reconcile(resource, primaryId);
+    const result = await reconciler.reconcile(resource, primaryId, hints);
     // Events are written in the background (event-recorder.ts).
     await recorder.idle();
     return result;
@@ -656,8 +658,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('service', configMaps, COPY_NS, 'orders-config', (o) => void (o.data = { a: 'tampered' }));
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '3' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
-      await assert.rejects(reconcile(), (err: unknown) => isConflict(err), 'the write over the newer copy is refused');
-      await reconcile();
+      const conflict = await reconcile().then(() => undefined, (err: unknown) => err);
+      assert.ok(isConflict(conflict), 'the write over the newer copy is refused');
+      // The queue retries the key as retryKey() makes it.
+      await reconcile(retryKey({ resource, id: primaryId }, conflict));
       assert.ok(world.calls.some((c) => c.verb === 'get' && c.cluster === 'service' && c.name === 'orders-config'), 'read again from the API server');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '3' });
     });
@@ -851,9 +855,11 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       deliver('service', configMaps, COPY_NS, 'orders-config');
     };
-    const reconcileEdge = async () => {
+    const edgeKey: PrimaryKey = { resource, id: primaryId, edges: edge };
+    /** A run of `key` (default: the edge's key, as the router queues it). */
+    const reconcileEdge = async (key: PrimaryKey = edgeKey) => {
       world.clearCalls();
-      const result = await reconciler.reconcile(resource, primaryId, edge);
+      const result = await reconciler.reconcile(resource, primaryId, key);
       await recorder.idle();
       return result;
     };
@@ -1100,7 +1106,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '3' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       world.clearCalls();
-      await reconciler.reconcile(byRef, primaryId, edge);
+      await reconciler.reconcile(byRef, primaryId, { edges: edge });
       assert.ok(world.writes().includes(`apply service/configmaps/${COPY_NS}/other`), world.writes().join('\n'));
       assert.ok(!world.writes().includes(`apply service/configmaps/${COPY_NS}/orders-config`), 'the pair the primary no longer names is not written');
     });
@@ -1110,10 +1116,14 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.spec = { size: 2 }));
       deliver('tenant-a', databases, 'shop', 'orders');
       world.fail({ verb: 'apply', cluster: 'service', resource: 'databases', name: 'orders', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
-      await assert.rejects(reconcile(), /503/);
+      const failed = await reconcile().then(() => undefined, (err: unknown) => err);
+      assert.match(String(failed), /503/);
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
-      await reconcileEdge();
+      // The retry waits in the queue; the edge's key merges into it.
+      const merged = mergeKeys(retryKey({ resource, id: primaryId }, failed), edgeKey);
+      assert.equal(merged.edges, undefined, 'the merged key is the whole primary');
+      await reconcileEdge(merged);
       assert.deepEqual(service(databases, 'orders')?.spec, { size: 2 }, 'the primary\'s change reached its copy');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
     });
@@ -1138,8 +1148,9 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('tenant-a', configMaps, 'shop', 'orders-config', (o) => void (o.data = { a: '2' }));
       deliver('tenant-a', configMaps, 'shop', 'orders-config');
       world.fail({ verb: 'apply', cluster: 'service', resource: 'configmaps', name: 'orders-config', status: 503, reason: 'ServiceUnavailable', message: 'try again' });
-      await assert.rejects(reconcileEdge(), /503/);
-      assert.deepEqual(await reconcileEdge(), done);
+      const failed = await reconcileEdge().then(() => undefined, (err: unknown) => err);
+      assert.match(String(failed), /503/);
+      assert.deepEqual(await reconcileEdge(retryKey(edgeKey, failed)), done);
       assert.ok(reads().includes('get tenant-a/secrets/orders-creds'), 'the retry was a full reconcile');
       assert.deepEqual(service(configMaps, 'orders-config')?.data, { a: '2' });
       assert.equal((await store.primary(primaryId))?.state, 'synced');
@@ -1208,15 +1219,15 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         putPrimary();
         putSource();
         await run();
-        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 0, 'its content hash matches: relsync\'s own write');
+        assert.equal(await router.route('service', d.to, copy()!, { change: 'MODIFIED' }), 0, 'its content hash matches: relsync\'s own write');
 
         world.edit('service', d.to, COPY_NS, 'orders-config', (o) => void ((o.data as Record<string, string>).text = d.to === secrets ? b64('tampered') : 'tampered'));
-        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 1);
+        assert.equal(await router.route('service', d.to, copy()!, { change: 'MODIFIED' }), 1);
         assert.deepEqual(queued, ['orders'], 'drift reaches the primary');
         await run();
         assert.deepEqual(world.writes(), [`apply service/${d.to.resource}/${COPY_NS}/orders-config`]);
         assert.deepEqual(fields(copy()), d.copy('v1', [0xff, 0x00, 0xfe]), 'repaired');
-        assert.equal(await router.route('service', d.to, copy()!, 'MODIFIED'), 0, 'and the repair is not routed back');
+        assert.equal(await router.route('service', d.to, copy()!, { change: 'MODIFIED' }), 0, 'and the repair is not routed back');
       });
     }
   });
