@@ -23,6 +23,18 @@ const exemptionSaysWhy = {
   },
 };
 
+/** Every `relsync.dev/` key relsync writes is named in src/core/relsync-keys.ts, and only there. */
+const keysInOneModule = {
+  meta: { type: 'problem', schema: [], messages: { key: 'a relsync.dev/ key is named in src/core/relsync-keys.ts only: import it from there' } },
+  create(context) {
+    if (context.filename.endsWith('src/core/relsync-keys.ts')) return {};
+    const check = (node, text) => {
+      if (typeof text === 'string' && text.startsWith('relsync.dev/')) context.report({ node, messageId: 'key' });
+    };
+    return { Literal: (node) => check(node, node.value), TemplateElement: (node) => check(node, node.value.cooked) };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', '.dist-snap/**', 'node_modules/**'] },
   js.configs.recommended,
@@ -39,9 +51,10 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/util/clock.ts'],
     linterOptions: { reportUnusedDisableDirectives: 'error' },
-    plugins: { local: { rules: { 'exemption-says-why': exemptionSaysWhy } } },
+    plugins: { local: { rules: { 'exemption-says-why': exemptionSaysWhy, 'keys-in-one-module': keysInOneModule } } },
     rules: {
       'local/exemption-says-why': 'error',
+      'local/keys-in-one-module': 'error',
       'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'clearTimeout', 'clearInterval'].map((name) => ({ name, message: THROUGH_A_CLOCK }))],
       'no-restricted-properties': [
         'error',

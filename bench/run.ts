@@ -34,7 +34,7 @@ import { ResourceClient } from '../src/kube/resource-client.js';
 import type { ResourceType } from '../src/core/resource-type.js';
 import type { KubeObject } from '../src/core/object.js';
 import { contentOf } from '../src/sync/content.js';
-import { AGENT_LABEL } from '../src/sync/marks.js';
+import { AGENT_LABEL } from '../src/core/relsync-keys.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -6,8 +6,8 @@
 import type { KubeObject } from '../core/object.js';
 import { typeName } from '../core/resource-type.js';
 import type { IntendedChange } from '../kube/dry-run-client.js';
-import { SOURCE_ANNOTATIONS } from '../sync/marks.js';
 import { printable } from './printable.js';
+import { SOURCE_ANNOTATIONS } from '../core/relsync-keys.js';
 
 export interface FieldChange {
   readonly path: string;

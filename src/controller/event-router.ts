@@ -28,7 +28,7 @@ import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
 import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
-import { CONTENT_HASH_ANNOTATION, isRelatedCopy, markedSource, STATUS_HASH_ANNOTATION } from '../sync/marks.js';
+import { isRelatedCopy, markedSource } from '../sync/marks.js';
 import { copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
 import type { OwnWrites } from '../sync/own-writes.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
@@ -36,6 +36,7 @@ import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
 import type { NamespaceFilter } from './namespace-filter.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
+import { CONTENT_HASH_ANNOTATION, STATUS_HASH_ANNOTATION } from '../core/relsync-keys.js';
 
 /**
  * The change of an object that exists but whose content was not read (too costly to parse,

@@ -17,12 +17,13 @@ import { LogicalClusterStore } from '../store/logical-cluster-store.js';
 import { primariesMatching, relationsOfObject, relationsOfPrimary } from '../store/inspect-queries.js';
 import type { Database, PrimariesTable, RelationsTable } from '../store/schema.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
-import { finalizerName, markedSource } from '../sync/marks.js';
+import { markedSource } from '../sync/marks.js';
 import { isSelected, platformNamespaceType } from '../sync/primary-selection.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';
-import { SYNC_PROBLEM_ANNOTATION, SYNCED_GENERATION_ANNOTATION, verdictCondition } from '../sync/sync-verdict.js';
+import { verdictCondition } from '../sync/sync-verdict.js';
 import { systemClock, timeoutSignal, type Clock } from '../util/clock.js';
+import { AGENT_LABEL, SYNCED_GENERATION_ANNOTATION, SYNC_PROBLEM_ANNOTATION, finalizerName } from '../core/relsync-keys.js';
 
 export interface ExplainQuery {
   readonly group: string;
@@ -126,7 +127,7 @@ function describeLive(agentName: string, o: KubeObject): string[] {
   if (o.metadata.deletionTimestamp) lines.push(`being deleted since ${o.metadata.deletionTimestamp}; finalizers: ${(o.metadata.finalizers ?? []).join(', ') || 'none'}`);
   const source = markedSource(o, agentName);
   if (source) lines.push(`relsync's copy of ${describeIdentity(source)} (agent ${agentName})`);
-  else if (o.metadata.labels?.['relsync.dev/agent']) lines.push(`marked by another relsync agent: ${o.metadata.labels['relsync.dev/agent']}`);
+  else if (o.metadata.labels?.[AGENT_LABEL]) lines.push(`marked by another relsync agent: ${o.metadata.labels[AGENT_LABEL]}`);
   if (o.metadata.finalizers?.includes(finalizerName(agentName))) lines.push(`carries relsync's finalizer ${finalizerName(agentName)}`);
   const condition = verdictCondition(o.status);
   if (condition) lines.push(`condition ${condition.type}=${condition.status} (${condition.reason}${condition.message ? `: ${condition.message}` : ''}; observedGeneration ${condition.observedGeneration ?? '-'})`);

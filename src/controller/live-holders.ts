@@ -13,7 +13,8 @@ import { isForbidden } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { LeaseSpec } from './leader-election.js';
-import { LEASE_KIND_LABEL, LEASE_SET_LABEL, leaseSetLabel } from './shard-leases.js';
+import { leaseSetLabel } from './shard-leases.js';
+import { LEASE_KIND_LABEL, LEASE_SET_LABEL } from '../core/relsync-keys.js';
 
 export interface LiveHolder {
   readonly holder: string;

@@ -23,11 +23,7 @@ import { isAlreadyExists, isConflict, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { Clock } from '../util/clock.js';
 import { micro, type LeaseSpec } from './leader-election.js';
-
-export const LEASE_SET_LABEL = 'relsync.dev/lease-set';
-export const LEASE_KIND_LABEL = 'relsync.dev/lease-kind';
-export const SHARDING_ANNOTATION = 'relsync.dev/sharding';
-export const SHARD_ANNOTATION = 'relsync.dev/shard';
+import { LEASE_KIND_LABEL, LEASE_SET_LABEL, SHARDING_ANNOTATION, SHARD_ANNOTATION } from '../core/relsync-keys.js';
 
 export type ShardLeaseClient = Pick<ResourceClient, 'get' | 'create' | 'replace' | 'listAll'>;
 

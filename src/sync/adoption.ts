@@ -18,8 +18,9 @@ import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, isRelsyncKey } from './marks.js';
+import { adoptionGrant, isRelsyncKey } from './marks.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
+import { ADOPT_ANNOTATION, AGENT_LABEL } from '../core/relsync-keys.js';
 
 /** Why relsync (agent `agentName`) may not adopt `object` as the copy of `source`, or undefined when it may. */
 export function adoptionRefusal(object: KubeObject, agentName: string, source: ObjectIdentity): string | undefined {

@@ -15,11 +15,9 @@ import { isAlreadyExists, isNotFound } from '../kube/api-error.js';
 import type { ResourceClient } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { stableJson, type CopyContent } from './content.js';
-import { AGENT_LABEL } from './marks.js';
+import { AGENT_LABEL, KEY_LABEL } from '../core/relsync-keys.js';
 
 export const secretType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true } as const;
-
-export const KEY_LABEL = 'relsync.dev/content-key-for';
 
 export class ContentHasher {
   private key: Buffer | undefined;

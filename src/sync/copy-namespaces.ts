@@ -31,16 +31,12 @@ import type { KubeObject } from '../core/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { AGENT_LABEL, agentSelector, isRelatedCopy, markedSource } from './marks.js';
+import { agentSelector, isRelatedCopy, markedSource } from './marks.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import type { ObjectReads } from './object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
-
-export const SERVES_CLUSTER_ANNOTATION = 'relsync.dev/serves-cluster';
-export const SERVES_NAMESPACE_ANNOTATION = 'relsync.dev/serves-namespace';
-/** Which installation of the agent made or claimed it: its Lease, `namespace/name` (one per installation, shared by its replicas). */
-export const INSTALLATION_ANNOTATION = 'relsync.dev/installation';
+import { AGENT_LABEL, INSTALLATION_ANNOTATION, SERVES_CLUSTER_ANNOTATION, SERVES_NAMESPACE_ANNOTATION } from '../core/relsync-keys.js';
 
 /** This process must not run as it is set up (another installation with its agent name, RBAC it lacks): it says why and exits. */
 export class RefusedToRunError extends Error {

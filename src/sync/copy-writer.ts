@@ -21,7 +21,7 @@ import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { hasFieldsToFold, oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { ADOPT_ANNOTATION, adoptionGrant, AGENT_LABEL, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { adoptionGrant, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
 import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from './own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -29,6 +29,7 @@ import { confirmLive, type ObjectReads } from './object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
 import { RewritePaceError } from './rewrite-pace.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { ADOPT_ANNOTATION, AGENT_LABEL } from '../core/relsync-keys.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;

@@ -29,7 +29,6 @@ import type { ClusterAccess } from './cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyWriter } from './copy-writer.js';
 import type { CopyRefusals } from './copy-refusals.js';
-import { SOURCE_UID_ANNOTATION } from './marks.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 import type { ObjectReads } from './object-reads.js';
 import type { RelatedFinder } from './related-finder.js';
@@ -37,6 +36,7 @@ import type { RelationSync } from './relation-sync.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import type { SyncVerdicts } from './sync-verdict.js';
+import { SOURCE_UID_ANNOTATION } from '../core/relsync-keys.js';
 
 /** One relation of a primary whose source changed (the event router names it). */
 export interface EdgeHint {

@@ -21,6 +21,7 @@ import { outsideReconcile } from '../util/log-context.js';
 import { EventCorrelator, type CorrelatorOptions } from './event-correlator.js';
 import type { Counter } from './sync-metrics.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
+import { REPORTING_COMPONENT } from '../core/relsync-keys.js';
 
 const eventType = { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true } as const;
 /** The API server keeps Events for an hour by default (--event-ttl): a repeat after that is a new one. */
@@ -205,7 +206,7 @@ export class EventRecorder {
       reason: event.reason,
       message: event.message,
       source: { component: 'relsync' },
-      reportingComponent: 'relsync.dev/relsync',
+      reportingComponent: REPORTING_COMPONENT,
       reportingInstance: this.options.agentName,
       firstTimestamp: event.first,
       lastTimestamp: event.last,

@@ -10,8 +10,8 @@
  * what relsync wrote: the old record names the labels and annotations that
  * came from the source.
  */
-import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION } from './marks.js';
 import { jsonText } from '../util/json-text.js';
+import { COPIED_ANNOTATIONS_ANNOTATION, COPIED_LABELS_ANNOTATION, KEY_PREFIX } from '../core/relsync-keys.js';
 
 /** The manager the API server names for requests without one (relsync before it applied its copies). */
 const OLD_MANAGER = 'unknown';
@@ -109,7 +109,7 @@ function splitOldFields(fieldsV1: Record<string, unknown>, old: OldRecord): { mi
       const others: Record<string, unknown> = {};
       for (const [key, leaf] of Object.entries(mv)) {
         const name = key.startsWith('f:') ? key.slice(2) : undefined;
-        if (name !== undefined && (record.includes(name) || name.startsWith('relsync.dev/'))) ours[key] = leaf;
+        if (name !== undefined && (record.includes(name) || name.startsWith(KEY_PREFIX))) ours[key] = leaf;
         else others[key] = leaf;
       }
       if (Object.keys(ours).length > 0) metaMine[mk] = ours;

@@ -50,7 +50,7 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter, type RemovalReason } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { agentSelector, APPLIED_HASH_ANNOTATION, finalizerName, isRelatedCopy, marksFor, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION } from './marks.js';
+import { agentSelector, isRelatedCopy, marksFor } from './marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { AdoptionRefusals } from './adoption.js';
@@ -63,6 +63,7 @@ import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 import { CONFLICT_RETRY_MS } from './sync-intervals.js';
+import { APPLIED_HASH_ANNOTATION, SOURCE_UID_ANNOTATION, WORKSPACE_PATH_ANNOTATION, finalizerName } from '../core/relsync-keys.js';
 
 export interface ReconcilerDeps {
   readonly agentName: string;

@@ -30,7 +30,7 @@ import type { CopyRefusals } from './copy-refusals.js';
 import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
-import { CONTENT_HASH_ANNOTATION, marksFor, STATUS_HASH_ANNOTATION } from './marks.js';
+import { marksFor } from './marks.js';
 import { AdoptionRefusals } from './adoption.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -42,6 +42,7 @@ import type { SyncMetrics } from './sync-metrics.js';
 import type { CopyBudget } from './copy-budget.js';
 import { CONFLICT_RETRY_MS, WARNING_REPEAT_MS } from './sync-intervals.js';
 import { heavyTurns } from '../util/heavy-turns.js';
+import { CONTENT_HASH_ANNOTATION, STATUS_HASH_ANNOTATION } from '../core/relsync-keys.js';
 
 export interface RelationSyncDeps {
   readonly agentName: string;

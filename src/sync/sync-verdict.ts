@@ -25,13 +25,7 @@ import { systemClock, type Clock } from '../util/clock.js';
 import type { ClusterAccess, ObjectClient } from './cluster-access.js';
 import { deepEqual } from './content.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
-
-export const SYNCED_CONDITION = 'relsync.dev/Synced';
-/** Annotation mode: the primary's generation at its last complete sync, and when that was. */
-export const SYNCED_GENERATION_ANNOTATION = 'relsync.dev/synced-generation';
-export const SYNCED_AT_ANNOTATION = 'relsync.dev/synced-at';
-/** Annotation mode: why the primary is not synced now (`Reason: message`); absent when it is. */
-export const SYNC_PROBLEM_ANNOTATION = 'relsync.dev/sync-problem';
+import { SYNCED_AT_ANNOTATION, SYNCED_CONDITION, SYNCED_GENERATION_ANNOTATION, SYNC_PROBLEM_ANNOTATION } from '../core/relsync-keys.js';
 
 /** What relsync concluded about a primary: synced, or why not (reason: a CamelCase word, as in Events). */
 export interface Verdict {

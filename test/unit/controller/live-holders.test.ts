@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import type { KubeObject } from '../../../src/core/object.js';
 import { ApiError } from '../../../src/kube/api-error.js';
 import { liveHolder, LeaseListForbiddenError } from '../../../src/controller/live-holders.js';
-import { LEASE_KIND_LABEL, LEASE_SET_LABEL } from '../../../src/controller/shard-leases.js';
 import { FakeClock, settle } from '../../harness/fake-clock.js';
+import { LEASE_KIND_LABEL, LEASE_SET_LABEL } from '../../../src/core/relsync-keys.js';
 
 class Leases {
   readonly leases = new Map<string, KubeObject>();

@@ -20,11 +20,12 @@ import { ClaimKnowledge } from '../../../src/sync/claim-knowledge.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
-import { finalizerName, marksFor } from '../../../src/sync/marks.js';
+import { marksFor } from '../../../src/sync/marks.js';
 import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';
 import { MemoryClusters } from '../../harness/memory-clusters.js';
+import { finalizerName } from '../../../src/core/relsync-keys.js';
 
 const AGENT = 'unit';
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };

@@ -6,19 +6,9 @@ import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { ApiError } from '../../../src/kube/api-error.js';
 import type { ObjectClient } from '../../../src/sync/cluster-access.js';
-import {
-  SYNC_PROBLEM_ANNOTATION,
-  SYNCED_AT_ANNOTATION,
-  SYNCED_CONDITION,
-  SYNCED_GENERATION_ANNOTATION,
-  SyncVerdicts,
-  verdictCondition,
-  withoutVerdictAnnotations,
-  withoutVerdictCondition,
-  withVerdictAnnotations,
-  withVerdictCondition,
-} from '../../../src/sync/sync-verdict.js';
+import { SyncVerdicts, verdictCondition, withoutVerdictAnnotations, withoutVerdictCondition, withVerdictAnnotations, withVerdictCondition } from '../../../src/sync/sync-verdict.js';
 import { clockReading } from '../../harness/fake-clock.js';
+import { SYNCED_AT_ANNOTATION, SYNCED_CONDITION, SYNCED_GENERATION_ANNOTATION, SYNC_PROBLEM_ANNOTATION } from '../../../src/core/relsync-keys.js';
 
 const synced = { synced: true, reason: 'Synced', message: 'in sync' };
 const conflict = { synced: false, reason: 'CopyConflict', message: 'taken' };
