@@ -301,7 +301,6 @@ async function main(): Promise<void> {
     const initialRequestsTotal = Object.values(initialRequests).reduce((n, v) => n + v, 0);
     log(`  API requests: ${initialRequestsTotal} (${round((initialRequestsTotal / totalCopies) * 100) / 100} per copy): ${Object.entries(initialRequests).map(([k, v]) => `${k} ${v}`).join(', ')}`);
 
-
     // --- propagation latency, relsync beside the floor client
     const propagation: Array<Record<string, number>> = [];
     let enqueuedPerEvent = NaN;
@@ -416,7 +415,6 @@ async function main(): Promise<void> {
     await relsync.stop();
     relsync = undefined;
     log(`scheduled no-op sweep in a warm process: ${warm.durationMs} ms (LISTs ${warm.phases.listMs}, reconciles ${warm.phases.reconcileMs}, clean-up ${warm.phases.cleanupMs} ms; ${warm.phases.skipped} primaries skipped); / bare LIST ${round((warm.durationMs / Math.max(1, listFloorMs)) * 100) / 100}`);
-
 
     // --- the floor bulk copier, last, when relsync no longer runs: nothing measured after it, so its
     // copies need not go (deleting 60,000 of them took the API server over ten minutes). From the

@@ -47,7 +47,7 @@ export const REFUSED = 'REFUSED';
 
 export interface RouterMetrics {
   /** `ownWrite`: the event of relsync's own write, not routed. */
-  observeFanout(cluster: string, count: number, ownWrite?: boolean): void;
+  observeRouted(cluster: string, count: number, ownWrite?: boolean): void;
   countEvent(cluster: string, type: ResourceType, change: string): void;
 }
 
@@ -136,7 +136,7 @@ export class EventRouter {
     this.options.metrics?.countEvent(metricsCluster, type, change);
     this.options.cache?.observe(id, undefined);
     this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true, read: false }, 'routed event');
-    this.options.metrics?.observeFanout(metricsCluster, 0, true);
+    this.options.metrics?.observeRouted(metricsCluster, 0, true);
     return true;
   }
 
@@ -160,7 +160,7 @@ export class EventRouter {
       // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
       if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined, this.standingOf(cluster, type));
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
-      this.options.metrics?.observeFanout(metricsCluster, 0, true);
+      this.options.metrics?.observeRouted(metricsCluster, 0, true);
       return 0;
     }
     const keys = new Map<string, PrimaryKey>();
@@ -214,7 +214,7 @@ export class EventRouter {
     const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
     this.options.cache?.observe(id, keep && !unread && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
     for (const key of keys.values()) this.options.enqueue(key);
-    this.options.metrics?.observeFanout(metricsCluster, keys.size);
+    this.options.metrics?.observeRouted(metricsCluster, keys.size);
     if (change !== 'LIST') {
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: keys.size }, 'routed event');
     }

@@ -7,24 +7,21 @@
  *
  * A failed reconcile is retried as the key retryKey() makes of it: the whole
  * primary, read from the API servers after a 409. The hint travels with the
- * key, so it holds for exactly the run that retries, whatever else is added
- * for the primary meanwhile (it merges in).
+ * key: it merges into whatever else is added for the primary meanwhile, and
+ * goes with the run that used it (a run that asks to be looked at again is
+ * queued again without it: requeueKey()).
  */
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { isConflict } from '../kube/api-error.js';
-import type { EdgeHint } from '../sync/edge-sync.js';
+import type { ReconcileHints } from '../sync/primary-reconciler.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
+import type { EdgeHint } from '../sync/edge-sync.js';
+import type { WorkQueueOptions } from './work-queue.js';
 
-export interface PrimaryKey {
+/** A primary to reconcile, with what its queued changes say of the run (edges, readLive). */
+export interface PrimaryKey extends ReconcileHints {
   readonly resource: ResolvedResource;
   readonly id: ObjectIdentity;
-  /** Only these relations changed (their source); undefined: reconcile the whole primary. */
-  readonly edges?: readonly EdgeHint[] | undefined;
-  /**
-   * Read everything from the API servers, not from what the watches delivered: the last run met a
-   * 409 (something it read was older than what it wrote over).
-   */
-  readonly readLive?: boolean;
 }
 
 /** Edges one key carries at most; beyond, the whole primary is reconciled (as cheap by then). */
@@ -54,6 +51,19 @@ export function mergeKeys(a: PrimaryKey, b: PrimaryKey): PrimaryKey {
 export function retryKey(key: PrimaryKey, err: unknown): PrimaryKey {
   return { resource: key.resource, id: key.id, ...(isConflict(err) ? { readLive: true } : {}) };
 }
+
+/** What a run of `key` that asks to be looked at again is queued as: its hint to read live was used. */
+export function requeueKey(key: PrimaryKey): PrimaryKey {
+  return { resource: key.resource, id: key.id, ...(key.edges ? { edges: key.edges } : {}) };
+}
+
+/** How the work queue keys, merges, retries and requeues primaries (wiring.ts). */
+export const primaryKeyPolicy: Pick<WorkQueueOptions<PrimaryKey>, 'key' | 'merge' | 'retryAs' | 'requeueAs'> = {
+  key: primaryKeyString,
+  merge: mergeKeys,
+  retryAs: retryKey,
+  requeueAs: requeueKey,
+};
 
 function edgeKey(e: EdgeHint): string {
   return JSON.stringify([e.ruleId, identityKey(e.source), identityKey(e.destination)]);

@@ -298,9 +298,7 @@ export class Sweeper {
       mark = now;
       return ms;
     };
-    const { clusters, store, metrics, reads, finders, fingerprint } = this.options;
-    const writtenBefore = await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create');
-    const removedBefore = await counterTotal(metrics.copiesRemoved);
+    const { clusters, store, reads, finders, fingerprint } = this.options;
     const sweep = new SweepFindings(this.options.resources, (c) => clusters.platformOf(c));
     this.notHanded = sweep.queued;
     // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
@@ -327,8 +325,6 @@ export class Sweeper {
     }
     // 3. copies nothing accounts for any more, and rows of types no longer configured
     await this.cleanUp(sweep, counts, phases);
-    counts.copiesRepaired = (await counterTotal(metrics.copiesWritten, (l) => l.action === 'update' || l.action === 'create')) - writtenBefore;
-    counts.copiesRemoved = (await counterTotal(metrics.copiesRemoved)) - removedBefore;
     phases.cleanupMs = lap();
   }
 
@@ -510,6 +506,9 @@ export class Sweeper {
     const changed = sweep.accounting.reconciled(key.id, record, relations);
     counts.relationsAdded += changed.added;
     counts.relationsRemoved += changed.removed;
+    // What its run wrote, as the writer counted it (a watch's run of the same primary merged in counts too).
+    counts.copiesRepaired += result?.copies?.written ?? 0;
+    counts.copiesRemoved += result?.copies?.removed ?? 0;
   }
 
   /**
@@ -534,7 +533,7 @@ export class Sweeper {
         continue;
       }
       try {
-        await this.deleteIfOrphan(listed);
+        if (await this.deleteIfOrphan(listed)) counts.copiesRemoved++;
       } catch (err) {
         // One copy that cannot be deleted (forbidden, a webhook, an outage) must not keep the others.
         counts.errors++;
@@ -546,8 +545,9 @@ export class Sweeper {
     const claims = this.options.claims;
     if (claims) {
       claims.markComplete([...sweep.primaryClusters].filter((c) => sweep.primaryLists.complete(c) && !sweep.claimsUnknown.has(c)));
-      const { errors, overflowed } = await this.decideDeferred();
+      const { errors, overflowed, removed } = await this.decideDeferred();
       counts.errors += errors;
+      counts.copiesRemoved += removed;
       // Those not remembered are found by the next sweep's LISTs.
       keptUnsure += overflowed;
       if (overflowed > 0) keptFor.add('');
@@ -566,21 +566,22 @@ export class Sweeper {
    * (binding-watch.ts): once relsync forgets it, no sweep could complete it. One that cannot be
    * deleted now is left for the next sweep; only the sweep's call hears how many overflowed.
    */
-  async decideDeferred(cluster?: string): Promise<{ errors: number; overflowed: number }> {
+  async decideDeferred(cluster?: string): Promise<{ errors: number; overflowed: number; removed: number }> {
     const claims = this.options.claims;
-    if (!claims) return { errors: 0, overflowed: 0 };
+    if (!claims) return { errors: 0, overflowed: 0, removed: 0 };
     const { copies, overflowed } = claims.takeDecidable(cluster);
     let errors = 0;
+    let removed = 0;
     for (const deferred of copies) {
       try {
-        await this.deleteIfUnclaimed(deferred);
+        if (await this.deleteIfUnclaimed(deferred)) removed++;
       } catch (err) {
         errors++;
         claims.defer(deferred);
         this.options.logger.warn({ copy: describeIdentity(deferred.destination), err: (err as Error).message }, 'could not delete a related copy left in place while the claims were not known; the next sweep looks again');
       }
     }
-    return { errors, overflowed };
+    return { errors, overflowed, removed };
   }
 
   /**
@@ -588,14 +589,14 @@ export class Sweeper {
    * orphan now — and still the copy of the source it was left for: another tenant's copy of another
    * source in its place is decided by that tenant's claims, not by these.
    */
-  private async deleteIfUnclaimed(deferred: DeferredCopy): Promise<void> {
+  private async deleteIfUnclaimed(deferred: DeferredCopy): Promise<boolean> {
     const { clusters } = this.options;
     const { destination: id, type } = deferred;
-    if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return;
+    if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return false;
     const current = await clusters.client(id.cluster, type).get(id.namespace, id.name);
     const copy = current && copyOf(this.copies, id.cluster, type, current);
-    if (!current || !copy || copy.kind !== 'related' || identityKey(copy.source) !== identityKey(deferred.source)) return;
-    await this.deleteIfOrphan({ cluster: id.cluster, type, id, uid: current.metadata.uid, copy });
+    if (!current || !copy || copy.kind !== 'related' || identityKey(copy.source) !== identityKey(deferred.source)) return false;
+    return this.deleteIfOrphan({ cluster: id.cluster, type, id, uid: current.metadata.uid, copy });
   }
 
   /**
@@ -606,17 +607,17 @@ export class Sweeper {
    * the copy again. A primary's copy is written before the store records the
    * primary, so a primary that exists (and is synced) keeps its copy here.
    */
-  private async deleteIfOrphan(listed: ListedCopy): Promise<void> {
+  private async deleteIfOrphan(listed: ListedCopy): Promise<boolean> {
     const { store, clusters } = this.options;
     const { cluster, type, id } = listed;
     const client = clusters.client(cluster, type);
     const current = await client.get(id.namespace, id.name);
     const copy = current && current.metadata.uid === listed.uid ? copyOf(this.copies, cluster, type, current) : undefined;
-    if (!current || !copy || (await store.accounts(copy.source, id))) return;
+    if (!current || !copy || (await store.accounts(copy.source, id))) return false;
     // A live primary's copy that its record does not account for stays unless that record is a
     // complete sync: without one (a lost store), or kept as it was (a name it cannot render now, a
     // workspace path unknown, too deep), the record's copy may be made up, and this one its real copy.
-    if (copy.kind === 'primary' && (await store.primary(copy.source))?.state !== 'synced' && (await this.isLivePrimary(copy.source))) return;
+    if (copy.kind === 'primary' && (await store.primary(copy.source))?.state !== 'synced' && (await this.isLivePrimary(copy.source))) return false;
     const other = cluster === clusters.service.name ? await this.options.installations?.otherInstallation(id.namespace) : undefined;
     if (other !== undefined) {
       this.options.logger.error({ copy: describeIdentity(id), installation: other }, `a copy without an owner here is in a namespace of another relsync installation with agent name "${this.options.agentName}": left alone. Two installations must not share an agent name`);
@@ -628,10 +629,11 @@ export class Sweeper {
       if (await this.options.writer.release(client, { kind: 'related', copy: id, source: copy.source, existing: current, claimedAgain: () => store.accounts(copy.source, id) })) {
         this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, "sweep released a related copy that no rule resolves to any more: relsync's marks are removed and the object is left in place (cleanupPolicy Orphan)");
       }
-      return;
+      return false;
     }
-    if ((await this.options.writer.remove(client, { kind: copy.kind, copy: id, source: copy.source, existing: current, decidedOn: 'sweep', why: 'orphan' })) !== 'deleted') return;
+    if ((await this.options.writer.remove(client, { kind: copy.kind, copy: id, source: copy.source, existing: current, decidedOn: 'sweep', why: 'orphan' })) !== 'deleted') return false;
     this.options.logger.info({ copy: describeIdentity(id), source: describeIdentity(copy.source), type: typeName(type) }, 'sweep deleted a copy that no rule resolves to any more');
+    return true;
   }
 
   /**
@@ -688,10 +690,5 @@ class PrimaryListCoverage {
   incomplete(): string[] {
     return [...new Set([...this.broken, ...this.done.keys()])].filter((p) => !this.complete(p));
   }
-}
-
-async function counterTotal(counter: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, string | number> }> }> }, filter?: (labels: Record<string, string | number>) => boolean): Promise<number> {
-  const { values } = await counter.get();
-  return values.filter((v) => !filter || filter(v.labels)).reduce((n, v) => n + v.value, 0);
 }
 

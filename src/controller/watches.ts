@@ -73,7 +73,7 @@ export async function watchFor(w: Pick<Wiring, 'clusters' | 'scope' | 'sweepRead
       indexed(cluster, object, change === 'DELETED');
       await w.router.route(cluster, p.type, object, { change: change === 'DELETED' ? change : REFUSED });
     },
-    beginList: () => beginList(w, p, index, () => watch.synced),
+    beginList: () => listSinkFor(w, p, index, () => watch.synced),
   });
   return watch;
 }
@@ -92,41 +92,41 @@ function indexerFor(p: PlannedWatch, index: FinderIndex | undefined): (cluster: 
  * again, and the pages go to the router per cluster. `synced`: whether the watch has synced (read
  * once the loop runs).
  */
-function beginList(w: Pick<Wiring, 'scope' | 'sweepReads' | 'router' | 'cache' | 'clusters'>, p: PlannedWatch, index: FinderIndex | undefined, synced: () => boolean): ListSink {
+function listSinkFor(w: Pick<Wiring, 'scope' | 'sweepReads' | 'router' | 'cache' | 'clusters'>, p: PlannedWatch, index: FinderIndex | undefined, synced: () => boolean): ListSink {
   const indexed = indexerFor(p, index);
-    // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
-    w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
-    index?.beginList(p.cluster, p.type, synced);
-    // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
-    // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
-    // but its list is not complete, so nothing the store knows of it is taken for gone.
-    const sinks = new Map<string, ListSink>();
-    let known: Set<string> | undefined;
-    return {
-      page: async (items, refused = []) => {
-        const parts = w.scope.split(p.cluster, items);
-        const unread = w.scope.split(p.cluster, refused);
-        known ??= new Set([...parts.keys(), ...unread.keys()].filter((c) => !w.clusters.isUnbound(c)));
-        for (const cluster of new Set([...parts.keys(), ...unread.keys()])) {
-          const part = parts.get(cluster) ?? [];
-          const refusedPart = unread.get(cluster) ?? [];
-          for (const item of [...part, ...refusedPart]) indexed(cluster, item, false);
-          for (const item of refusedPart) w.sweepReads.noteObject(identityOf(cluster, p.type, item));
-          let sink = sinks.get(cluster);
-          if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
-          await sink.page(part, refusedPart);
-        }
-      },
-      end: async () => {
-        index?.endList(p.cluster, p.type);
-        for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
-      },
-      // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
-      abort: () => {
-        w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
-        index?.abortList(p.cluster, p.type);
-      },
-    };
+  // Before any page (a list may be empty): the cache's version of what was deleted meanwhile must go.
+  w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
+  index?.beginList(p.cluster, p.type, synced);
+  // A kcp platform's list spans its workspaces: one routed list per workspace. A workspace
+  // bound (or bound again) while the list ran lost its objects of the earlier pages: its items are routed,
+  // but its list is not complete, so nothing the store knows of it is taken for gone.
+  const sinks = new Map<string, ListSink>();
+  let known: Set<string> | undefined;
+  return {
+    page: async (items, refused = []) => {
+      const parts = w.scope.split(p.cluster, items);
+      const unread = w.scope.split(p.cluster, refused);
+      known ??= new Set([...parts.keys(), ...unread.keys()].filter((c) => !w.clusters.isUnbound(c)));
+      for (const cluster of new Set([...parts.keys(), ...unread.keys()])) {
+        const part = parts.get(cluster) ?? [];
+        const refusedPart = unread.get(cluster) ?? [];
+        for (const item of [...part, ...refusedPart]) indexed(cluster, item, false);
+        for (const item of refusedPart) w.sweepReads.noteObject(identityOf(cluster, p.type, item));
+        let sink = sinks.get(cluster);
+        if (!sink) sinks.set(cluster, (sink = w.router.beginList(cluster, p.type, p.labelSelector)));
+        await sink.page(part, refusedPart);
+      }
+    },
+    end: async () => {
+      index?.endList(p.cluster, p.type);
+      for (const [cluster, sink] of sinks) if (known?.has(cluster)) await sink.end();
+    },
+    // What the pages put in the cache (and the index) is not kept current by any watch until the next list.
+    abort: () => {
+      w.cache?.listed(p.type, (cluster) => w.scope.listedBy(p.cluster, cluster));
+      index?.abortList(p.cluster, p.type);
+    },
+  };
 }
 
 /** The APIBinding watch of one kcp platform: workspaces that bind and unbind its export (binding-watch.ts). */
@@ -160,7 +160,7 @@ export function bindingWatchFor(
   });
   // No reconcile reads the bindings: lead() starts the object watches once they synced (leader-term.ts).
   const key = { cluster: checkpointCluster(w, platform), group: apiBindingType.group, resource: apiBindingType.resource, labelSelector: '' };
-  return listWatch(w, options, { key, client: w.clusters.client(platform, apiBindingType), objects: false }, {
+  return listWatch(w, options, { key, client: w.clusters.client(platform, apiBindingType), routed: false }, {
     onEvent: (change, object) => {
       // A workspace that binds, binds again or unbinds: kcp stops or starts showing its objects
       // without an event for each, so the cache forgets them (before its primaries are queued).
@@ -192,15 +192,15 @@ interface WatchedObjects {
   readonly client: ResourceClient;
   /** Told once the first LIST has ended. */
   readonly onFirstSync?: () => void;
-  /** An object watch, whose handler is the router (default); false for the APIBinding watch. */
-  readonly objects?: boolean;
+  /** Whether the router takes its objects (default); false for the APIBinding watch. */
+  readonly routed?: boolean;
 }
 
 /** A list/watch loop as every watch of relsync runs: resumed from its checkpoint, its versions checkpointed, its reconnects counted. */
 async function listWatch(
   w: Pick<Wiring, 'checkpoints' | 'checkpointer' | 'clusters'>,
   options: WatchOptions,
-  { key, client, onFirstSync, objects = true }: WatchedObjects,
+  { key, client, onFirstSync, routed = true }: WatchedObjects,
   handler: Pick<WatchHandler, 'onEvent' | 'beginList' | 'onRefused' | 'ownWrite'>,
 ): Promise<ListWatch> {
   const { metrics } = options;
@@ -218,10 +218,10 @@ async function listWatch(
     maxParsedBytes: w.clusters.maxParsedBytes,
     // Not for the APIBinding watch: its handler may read a binding (a request that could wait for
     // this budget) while its event holds some; kcp's bindings are small and one watch per platform.
-    ...(objects ? { parseBudget: w.clusters.parseBudget } : {}),
+    ...(routed ? { parseBudget: w.clusters.parseBudget } : {}),
     // The router, the finder index and the cluster scope read a deletion's metadata only; a
     // binding's deletion is read whole (binding-watch.ts reads what it bound).
-    deletedAsMetadata: objects,
+    deletedAsMetadata: routed,
     onFirstSync,
     clock: options.clock,
   });

@@ -44,7 +44,7 @@ import { EventRouter } from './event-router.js';
 import { FirstLists } from './first-lists.js';
 import { NamespaceFilter } from './namespace-filter.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';
-import { mergeKeys, primaryKeyString, retryKey, type PrimaryKey } from './primary-key.js';
+import { primaryKeyPolicy, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
 import { SweepReads } from './sweep-snapshot.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
@@ -220,10 +220,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
       },
     });
     const queue = new WorkQueue<PrimaryKey>({
-      key: primaryKeyString,
-      merge: mergeKeys,
-      // The whole primary, read live after a 409: the hint goes with the key (primary-key.ts).
-      retryAs: retryKey,
+      // A failed run is retried as the whole primary, read live after a 409 (primary-key.ts).
+      ...primaryKeyPolicy,
       concurrency: config.workers,
       clock,
       gate: (key) => firstLists.ready(key.resource, key.id.cluster),

@@ -54,6 +54,12 @@ export interface WorkQueueOptions<T> {
   /** What a failed item is retried as (merged with what is added for its key meanwhile); default: itself. */
   readonly retryAs?: (item: T, err: unknown) => T;
   /**
+   * What an item that ran is queued as again: when its run asked to be looked at again
+   * (requeueAfterMs), and when a retry's timer fires after the retried item already ran (merged
+   * into a run that an add started sooner); default: itself.
+   */
+  readonly requeueAs?: (item: T) => T;
+  /**
    * A run ended. `runsAgain`: another run of the key is due (it was added while it ran, it failed,
    * or it asked to be looked at again): its work is not done, whatever the outcome.
    */
@@ -178,7 +184,8 @@ export class WorkQueue<T> {
     existing?.timer.cancel();
     const timer = this.clock.after(delayMs, () => {
       this.timers.delete(key);
-      this.add(this.items.get(key) ?? item);
+      // Not remembered any more: the item ran since, merged into a run an add started sooner.
+      this.add(this.items.get(key) ?? this.options.requeueAs?.(item) ?? item);
     });
     this.timers.set(key, { at, timer });
   }
@@ -266,7 +273,7 @@ export class WorkQueue<T> {
       this.failures.delete(key);
       if (result.requeueAfterMs !== undefined) {
         outcome = 'requeue';
-        this.addAfter(item, result.requeueAfterMs);
+        this.addAfter(this.options.requeueAs?.(item) ?? item, result.requeueAfterMs);
       }
     } catch (err) {
       outcome = 'error';

@@ -13,6 +13,8 @@ export interface Result {
    * could not resolve anew. Its cluster's claims are not known yet, whatever a sweep did.
    */
   readonly claimsUnknown?: boolean;
+  /** Copies this run created or updated, and deleted (a sweep sums its reconciles'); absent: none. */
+  readonly copies?: { readonly written: number; readonly removed: number };
 }
 
 export const done: Result = {};

@@ -320,14 +320,14 @@ export class ListWatch {
 
   /**
    * One line of a watch stream: relsync's own write (not parsed), refused when too costly to read,
-   * or parsed and handed to the handler; false when it does not parse (the stream is opened again).
-   * Throws on an ERROR event and when the handler fails (a relist follows).
+   * or parsed and handed to the handler; 'reopen' when it does not parse (the stream is opened
+   * again). Throws on an ERROR event and when the handler fails (a relist follows).
    */
-  private async handleLine(line: string, signal: AbortSignal): Promise<boolean> {
+  private async handleLine(line: string, signal: AbortSignal): Promise<'next' | 'reopen'> {
     const { client, handler, logger } = this.options;
     const maxParsed = this.options.maxParsedBytes ?? MAX_PARSED_BYTES;
     const own = await this.ownWrite(line);
-    if (own === true) return true;
+    if (own === true) return 'next';
     // A heavy deletion is read by its metadata; a light one is parsed as it always was.
     const deleted = this.options.deletedAsMetadata && line.length >= HEAVY_BYTES ? deletedObject(line) : undefined;
     // The same bound as an answer's (connection.ts): a line of many tiny values parses to ~30
@@ -337,7 +337,7 @@ export class ListWatch {
     const said = this.options.parseBudget ? parsedBytesAtMost(parsed) : parsedBytesOver(parsed, maxParsed);
     if (said !== undefined && said > maxParsed) {
       await this.refuseLine(line, said, maxParsed);
-      return true;
+      return 'next';
     }
     const release = this.options.parseBudget && said !== undefined ? await this.options.parseBudget.take(said, signal) : undefined;
     try {
@@ -347,7 +347,7 @@ export class ListWatch {
       } catch {
         // Its text is not logged: it may hold an object's data.
         logger.warn({ watch: this.name, bytes: Buffer.byteLength(line) }, 'unparsable watch line; reconnecting');
-        return false;
+        return 'reopen';
       }
       if (event.type === 'ERROR') {
         const status = event.object as unknown as { code?: number; message?: string };
@@ -369,7 +369,7 @@ export class ListWatch {
       // The handler is done with the event: what it keeps (the cache's copy) is bounded elsewhere.
       release?.();
     }
-    return true;
+    return 'next';
   }
 
   private async watch(signal: AbortSignal): Promise<void> {
@@ -411,8 +411,7 @@ export class ListWatch {
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
         await lines.add(line.length);
-        // An unparsable line: the stream is opened again.
-        if (!(await this.handleLine(line, local.signal))) break;
+        if ((await this.handleLine(line, local.signal)) === 'reopen') break;
       }
     } catch (err) {
       if (local.signal.aborted && !signal.aborted) return; // watchdog: reconnect at once

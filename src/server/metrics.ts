@@ -13,7 +13,7 @@ import { heavyTurns } from '../util/heavy-turns.js';
 export class Metrics {
   readonly registry = new Registry();
   readonly events = new Counter({ name: 'relsync_watch_events_total', help: 'Watch and list items routed, by cluster, type and change', labelNames: ['cluster', 'type', 'change'], registers: [this.registry] });
-  readonly fanout = new Histogram({ name: 'relsync_routed_primaries', help: 'Primaries enqueued per routed watch event (list items included), by cluster; own_write="true": the event of relsync\'s own write, not routed', labelNames: ['cluster', 'own_write'], buckets: [0, 1, 2, 3, 5, 10, 50, 100, 1000], registers: [this.registry] });
+  readonly routedPrimaries = new Histogram({ name: 'relsync_routed_primaries', help: 'Primaries enqueued per routed watch event (list items included), by cluster; own_write="true": the event of relsync\'s own write, not routed', labelNames: ['cluster', 'own_write'], buckets: [0, 1, 2, 3, 5, 10, 50, 100, 1000], registers: [this.registry] });
   readonly reconciles = new Counter({ name: 'relsync_reconciles_total', help: 'Reconciles of primaries, by outcome', labelNames: ['outcome'], registers: [this.registry] });
   readonly reconcileDuration = new Histogram({ name: 'relsync_reconcile_duration_seconds', help: 'Duration of one reconcile', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
   /** heavy-turns.ts: large texts and writes waiting for their turn on the event loop, and the turns taken. */
@@ -84,8 +84,8 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  observeFanout(cluster: string, count: number, ownWrite = false): void {
-    this.fanout.observe({ cluster, own_write: String(ownWrite) }, count);
+  observeRouted(cluster: string, count: number, ownWrite = false): void {
+    this.routedPrimaries.observe({ cluster, own_write: String(ownWrite) }, count);
   }
 
   countEvent(cluster: string, type: ResourceType, change: string): void {

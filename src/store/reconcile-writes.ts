@@ -22,13 +22,14 @@ import { anchorOf, selectorKeys, type SelectorRecord } from './selector-index.js
 
 type Relation = Omit<RelationRecord, 'lastSyncedAt' | 'primary'>;
 
-/** What the store holds for the primary, when the caller knows it (relation-store.ts KnownRows). */
 /** What one reconcile leaves in the store: its primary's row, and exactly these relations and selectors. */
 export interface ReconcileRows {
   readonly primary: Omit<PrimaryRecord, 'lastSyncedAt'>;
   readonly relations: readonly Relation[];
   readonly selectors: readonly SelectorRecord[];
 }
+
+/** What the store holds for the primary, when the caller knows it (relation-store.ts KnownRows). */
 
 export interface HeldRows {
   readonly relations: readonly Relation[];

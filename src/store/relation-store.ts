@@ -117,7 +117,7 @@ export class RelationStore {
     return rows.map((row) => fromColumns('', row));
   }
 
-  /** Every primary of a cluster (or of all clusters), their identities only: a workspace bound again or unbound; the bench's fan-out comparison. */
+  /** Every primary of a cluster (or of all clusters), their identities only: a workspace bound again or unbound. */
   async primariesOfCluster(cluster: string | undefined): Promise<ObjectIdentity[]> {
     let query = this.db.selectFrom('primaries').select(['cluster', 'group', 'resource', 'namespace', 'name']);
     if (cluster !== undefined) query = query.where('cluster', '=', cluster);

@@ -85,6 +85,11 @@ export class ClaimKnowledge {
     this.known.delete(cluster);
   }
 
+  /** Whether copies of `cluster`'s claims wait here to be decided (left in place while its claims were not known). */
+  hasDeferred(cluster: string): boolean {
+    return this.perCluster.has(cluster);
+  }
+
   /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
   defer(copy: DeferredCopy): void {
     const key = compositeKey(identityKey(copy.destination), identityKey(copy.source));

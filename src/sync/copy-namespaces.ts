@@ -38,6 +38,12 @@ import type { ResolvedResource } from './resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
 import { AGENT_LABEL, INSTALLATION_ANNOTATION, SERVES_CLUSTER_ANNOTATION, SERVES_NAMESPACE_ANNOTATION } from '../core/relsync-keys.js';
 
+/** A copy namespace as the naming makes it: its name, and the naming (a constant one is everyone's). */
+interface NamespaceTarget {
+  readonly naming: NamespaceNaming;
+  readonly name: string;
+}
+
 /** This process must not run as it is set up (another installation with its agent name, RBAC it lacks): it says why and exits. */
 export class RefusedToRunError extends Error {
   override name = 'RefusedToRunError';
@@ -135,7 +141,8 @@ export class CopyNamespaces {
   }
 
   /** Why `target.name` may not hold `source`'s copies (made, or its record written, when it may); undefined when it may. */
-  private async check(namespaces: ObjectClient, { naming, name }: { readonly naming: NamespaceNaming; readonly name: string }, source: ServedSource, read: KubeObject | undefined): Promise<string | undefined> {
+  private async check(namespaces: ObjectClient, target: NamespaceTarget, source: ServedSource, read: KubeObject | undefined): Promise<string | undefined> {
+    const { naming, name } = target;
     let current = read;
     for (let attempt = 0; ; attempt++) {
       if (!current) {

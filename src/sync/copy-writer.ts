@@ -72,7 +72,22 @@ export type RemovalReason =
   /** A sweep found no primary or relation that accounts for it, with complete LISTs. */
   | 'orphan';
 
+/**
+ * What one reconcile (or sweep) wrote: copies created or updated, and deleted. The writer counts
+ * into it for its caller; a sweep sums its reconciles' (core/result.ts `copies`).
+ */
+export interface CopyTally {
+  written: number;
+  removed: number;
+}
+
+export function newTally(): CopyTally {
+  return { written: 0, removed: 0 };
+}
+
 export interface CopyRemoval {
+  /** Counts the deletion, when it happens. */
+  readonly tally?: CopyTally;
   readonly kind: CopyKind;
   readonly copy: ObjectIdentity;
   /** The source its marks must name. */
@@ -91,6 +106,8 @@ export interface Marks {
 }
 
 export interface Upsert {
+  /** Counts a create or update of the copy (not of its status alone, nor an adoption). */
+  readonly tally?: CopyTally;
   readonly kind: CopyKind;
   readonly copy: ObjectIdentity;
   /** What the copy's marks must name for it to be relsync's to update. */
@@ -228,7 +245,7 @@ export class CopyWriter {
     await this.paced(write, 'update');
     const body = this.applied(write, resourceVersion);
     const written = await client.apply({ ...body, metadata: { ...body.metadata, uid } }, this.fieldManager);
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'update' });
+    this.wrote(write, 'update');
     this.recorded(write.copy, written, resourceVersion);
     const result = await this.withStatus(client, write, this.needsUpgrade(written) ? await this.applyOver(client, write, written) : written);
     if (result !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.source, write.charge.bytes);
@@ -264,6 +281,7 @@ export class CopyWriter {
     this.deps.onWritten?.(copy, existing.metadata.resourceVersion, true);
     this.deps.onDeleted?.(copy);
     this.deps.metrics.copiesRemoved.inc({ kind });
+    if (removal.tally) removal.tally.removed++;
     await this.deps.budget?.removed(copy, source, true);
     return 'deleted';
   }
@@ -303,6 +321,12 @@ export class CopyWriter {
     }
     this.deps.metrics.copiesReleased.inc({ kind });
     return true;
+  }
+
+  /** A copy was created or updated: counted in the metric and the caller's tally. */
+  private wrote(write: Pick<Upsert, 'kind' | 'tally'>, action: 'create' | 'update'): void {
+    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action });
+    if (write.tally) write.tally.written++;
   }
 
   /** Whether the object carries this agent's marks naming `source`. */
@@ -360,7 +384,7 @@ export class CopyWriter {
       if (isConflict(err) || isAlreadyExists(err)) return 'exists';
       throw err;
     }
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action: 'create' });
+    this.wrote(write, 'create');
     return this.recorded(copy, created);
   }
 
@@ -496,8 +520,7 @@ export class CopyWriter {
     // another writer) answers 409, and the reconcile reads live and decides again.
     const written = await client.apply(this.applied(write, current.metadata.resourceVersion), this.fieldManager);
     // Deleted since it was read (and not made again by anyone): the apply created it.
-    const action = written.metadata.uid === current.metadata.uid ? 'update' : 'create';
-    this.deps.metrics.copiesWritten.inc({ kind: write.kind, action });
+    this.wrote(write, written.metadata.uid === current.metadata.uid ? 'update' : 'create');
     return this.recorded(write.copy, written, current.metadata.resourceVersion);
   }
 

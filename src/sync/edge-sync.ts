@@ -27,7 +27,7 @@ import { sameType } from '../core/resource-type.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ClusterAccess } from './cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
-import type { CopyWriter } from './copy-writer.js';
+import type { CopyTally, CopyWriter } from './copy-writer.js';
 import type { CopyRefusals } from './copy-refusals.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 import type { ObjectReads } from './object-reads.js';
@@ -60,17 +60,26 @@ export interface EdgeSyncDeps {
   readonly refusals: Pick<CopyRefusals, 'depth'>;
 }
 
+/** One run of a primary's changed relations: where it reads, which edges, what it counts. */
+export interface EdgeRun {
+  readonly reads: ObjectReads;
+  readonly resource: ResolvedResource;
+  readonly id: ObjectIdentity;
+  readonly edges: readonly EdgeHint[];
+  readonly tally?: CopyTally;
+}
+
 export class EdgeSync {
   constructor(private readonly deps: EdgeSyncDeps) {}
 
   /** 'done' when every edge was synced (or needed nothing); 'full' when the primary needs its full reconcile. */
-  async sync(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, edges: readonly EdgeHint[]): Promise<'done' | 'full'> {
-    const result = await this.tryEdges(reads, resource, id, edges);
+  async sync(run: EdgeRun): Promise<'done' | 'full'> {
+    const result = await this.tryEdges(run);
     if (result === 'full') this.deps.metrics.edgeSyncs.inc({ result: 'full' });
     return result;
   }
 
-  private async tryEdges(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, edges: readonly EdgeHint[]): Promise<'done' | 'full'> {
+  private async tryEdges({ reads, resource, id, edges, tally }: EdgeRun): Promise<'done' | 'full'> {
     const { clusters, store } = this.deps;
     if (!clusters.has(id.cluster) || clusters.isUnbound(id.cluster)) return 'full';
     const record = await store.primary(id);
@@ -118,7 +127,7 @@ export class EdgeSync {
         continue;
       }
       // The copy is updated at the version the store says this synced relation left it (no read), unless the watches hold it.
-      const outcome = await this.deps.relations.sync({ reads, input: plan.input, pair, owner: id, copied: true, writtenAt: relation.versions?.destination || undefined, syncedHash: relation.contentHash });
+      const outcome = await this.deps.relations.sync({ reads, tally, input: plan.input, pair, owner: id, copied: true, writtenAt: relation.versions?.destination || undefined, syncedHash: relation.contentHash });
       const at = { primary: id, ruleId: edge.ruleId, source: edge.source, destination: edge.destination };
       if (outcome.state === 'error' && !outcome.retrySoon) {
         // Refused for good (invalid, denied, too big): parked as the full reconcile parks it — said

@@ -47,7 +47,7 @@ import type { ConfigFingerprint } from './config-fingerprint.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import { CopyRefusals } from './copy-refusals.js';
-import { CopyWriter, type RemovalReason } from './copy-writer.js';
+import { CopyWriter, newTally, type CopyTally, type RemovalReason } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
 import { agentSelector, isRelatedCopy, marksFor } from './marks.js';
@@ -118,6 +118,8 @@ interface ReconcileScope {
   readonly resource: ResolvedResource;
   readonly id: ObjectIdentity;
   readonly record: PrimaryRecord | undefined;
+  /** The copies this run writes and deletes, counted by the writer (Result `copies`). */
+  readonly tally: CopyTally;
 }
 
 /** What the store keeps of a primary that is not synced now, and so what it claims. */
@@ -202,7 +204,12 @@ type SyncOutcome = PlacedCopy & ResolvedRelated & RelatedSynced & { readonly nam
 
 /** What the queue's key says of one run (controller/primary-key.ts). */
 export interface ReconcileHints {
+  /** Only these relations changed (their source); undefined: reconcile the whole primary. */
   readonly edges?: readonly EdgeHint[] | undefined;
+  /**
+   * Read everything from the API servers, not from what the watches delivered: the last run met a
+   * 409 (something it read was older than what it wrote over).
+   */
   readonly readLive?: boolean;
 }
 
@@ -257,22 +264,25 @@ export class PrimaryReconciler {
     // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
     if (identityProblem(id)) return done;
     const reads = hints.readLive === true ? this.live : (this.deps.readsFor?.(id) ?? this.live);
+    const tally = newTally();
+    const counted = (result: Result): Result => (tally.written + tally.removed > 0 ? { ...result, copies: { ...tally } } : result);
     if (hints.edges && hints.readLive !== true) {
       try {
-        if ((await this.edges.sync(reads, resource, id, hints.edges)) === 'done') return done;
+        if ((await this.edges.sync({ reads, resource, id, edges: hints.edges, tally })) === 'done') return counted(done);
       } catch (err) {
         // About to delete on the cache's word: the full reconcile below decides, live where it must.
         if (!(err instanceof ReadAgainLive)) throw err;
       }
     }
-    return this.reconcileWith(reads, resource, id).catch((err: unknown) => {
+    const result = await this.reconcileWith(reads, resource, id, tally).catch((err: unknown) => {
       // About to delete on the cache's word: the API servers decide (object-reads.ts).
-      if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id);
+      if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id, tally);
       throw err;
     });
+    return counted(result);
   }
 
-  private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity): Promise<Result> {
+  private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, tally: CopyTally): Promise<Result> {
     const { clusters, store } = this.deps;
     const record = await store.primary(id);
     if (!clusters.has(id.cluster)) {
@@ -283,7 +293,7 @@ export class PrimaryReconciler {
     // A kcp workspace that unbound the export cannot be read: its primaries are gone for relsync.
     const primary = clusters.isUnbound(id.cluster) ? undefined : await reads.get(id.cluster, resource.primaryType, id.namespace, id.name);
 
-    const scope: ReconcileScope = { reads, resource, id, record };
+    const scope: ReconcileScope = { reads, resource, id, record, tally };
     // relsync's copies on a platform are never primaries (a service-origin copy whose type is a primary type).
     let namespace: KubeObject | undefined;
     const namespaceOf = async (ns: string) => (namespace = await reads.get(id.cluster, platformNamespaceType, '', ns));
@@ -409,7 +419,7 @@ export class PrimaryReconciler {
     // (a copy refused above stays where it is, recorded, rather than none at all).
     if (record && !sameIdentity(record.copy, copyId)) {
       confirmLive(reads);
-      await this.deleteOwnedCopy(reads, resource, record.copy, id);
+      await this.deleteOwnedCopy(scope, record.copy);
     }
     const primaries = clusters.client(id.cluster, resource.primaryType);
     const current = await this.ensureFinalizer(primaries, primary, id);
@@ -495,9 +505,9 @@ export class PrimaryReconciler {
    * (relation-sync.ts endStale). Warnings and conflicts are recorded on the primary.
    */
   private async syncRelated(scope: ReconcileScope, primary: KubeObject, related: ResolvedRelated): Promise<RelatedSynced> {
-    const { reads, resource, id } = scope;
+    const { reads, resource, id, tally } = scope;
     const { found, stored, relations } = related;
-    const retained = await this.relations.endStale({ reads, resource, owner: id }, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
+    const retained = await this.relations.endStale({ reads, resource, owner: id, tally }, relations, found.flatMap((f) => (f.keepStored ? stored.filter((r) => r.ruleId === f.plan.input.rule.id) : claimsOf(f.plan.input.rule, f.pairs))));
     const problems: string[] = [];
     const work: Array<RelationOutcome | RelationWork> = [...retained];
     for (const { plan, ...result } of found) {
@@ -513,7 +523,7 @@ export class PrimaryReconciler {
         // Stored as having found nothing in its place (relation-sync.ts sourceAbsent). Not a new claim
         // (recordIntent stored it as not synced yet, its versions unknown): what is there is read.
         const nothing = before !== undefined && leftNothing(before);
-        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, input: plan.input, pair, owner: id, copied, leftNothing: nothing, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
+        work.push({ destination: identityKey(pair.destination), run: () => this.relations.sync({ reads, tally, input: plan.input, pair, owner: id, copied, leftNothing: nothing, syncedHash: before?.state === 'synced' ? before.contentHash : null }) });
       }
     }
     const outcomes = await syncedTogether(work);
@@ -700,8 +710,9 @@ export class PrimaryReconciler {
    * and the related copies only this primary owned, then lets the primary go.
    */
   private async finalize(scope: ReconcileScope, primary: KubeObject | undefined, copyId: ObjectIdentity | undefined): Promise<Result> {
-    const { reads, resource, id } = scope;
+    const { reads, resource, id, tally } = scope;
     const { clusters, store, logger } = this.deps;
+    const of = { reads, resource, owner: id, tally };
     if (copyId) {
       const waiting = await this.removeCopy(scope, copyId, [scope.record?.uid, primary?.metadata.uid], 'primary gone');
       if (waiting) return waiting;
@@ -718,8 +729,8 @@ export class PrimaryReconciler {
         continue;
       }
       // A claim that left nothing (a wildcard's name that never existed): no store query, no read.
-      if (this.relations.leavesNothing({ reads, resource, owner: id }, relation)) continue;
-      if (!(await store.handOver(relation.destination, relation.source, id))) changed = (await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone')) === 'changed' || changed;
+      if (this.relations.leavesNothing(of, relation)) continue;
+      if (!(await store.handOver(relation.destination, relation.source, id))) changed = (await this.relations.endUnclaimed(of, relation, 'primary gone')) === 'changed' || changed;
       else shared.push(relation);
     }
     // A related copy that changed since it was read was not deleted: the primary is not let go yet.
@@ -746,9 +757,12 @@ export class PrimaryReconciler {
     // last one sees no owner left and removes the copy.
     for (const relation of shared) {
       await ended.add(ROW_BYTES);
-      if (!(await store.handOver(relation.destination, relation.source, id))) await this.relations.endUnclaimed({ reads, resource, owner: id }, relation, 'primary gone');
+      if (!(await store.handOver(relation.destination, relation.source, id))) await this.relations.endUnclaimed(of, relation, 'primary gone');
     }
-    if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster))) {
+    // Not while copies its claims left in place wait to be decided: forgotten, the workspace is no
+    // platform any more, and no sweep or unbind could tell those copies for its own (copy-of.ts).
+    // The binding watch decides them once the workspace is unbound, then forgets it.
+    if (clusters.isUnbound(id.cluster) && !(await store.hasPrimaries(id.cluster)) && this.deps.claims?.hasDeferred(id.cluster) !== true) {
       await clusters.forgetLogical(id.cluster);
       logger.info({ logicalCluster: id.cluster }, 'every copy of an unbound workspace is removed; relsync forgets the workspace');
     }
@@ -762,7 +776,7 @@ export class PrimaryReconciler {
    * that another replica, with a store of its own, already synced after a delete-and-recreate):
    * it is left in place.
    */
-  private async removeCopy({ reads, resource, id }: ReconcileScope, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
+  private async removeCopy({ reads, resource, id, tally }: ReconcileScope, copyId: ObjectIdentity, uids: ReadonlyArray<string | undefined>, why: RemovalReason): Promise<Result | undefined> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return undefined;
     // What decides is the copy's marks, uid and version: its content is neither sent nor parsed.
@@ -773,7 +787,7 @@ export class PrimaryReconciler {
       return undefined;
     }
     if (copiesAnotherUid(copy, uids)) return undefined;
-    if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why })) === 'deleted') {
+    if (!copy.metadata.deletionTimestamp && (await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: copy, decidedOn: reads, why, tally })) === 'deleted') {
       this.deps.logger.info({ primary: describeIdentity(id), copy: describeIdentity(copyId) }, 'deleted the copy of a primary that is gone');
     }
     if (await copies.getMetadata(copyId.namespace, copyId.name)) {
@@ -784,10 +798,10 @@ export class PrimaryReconciler {
   }
 
   /** The copy moved (its naming template now renders elsewhere): the old one goes. */
-  private async deleteOwnedCopy(reads: ObjectReads, resource: ResolvedResource, copyId: ObjectIdentity, owner: ObjectIdentity): Promise<void> {
+  private async deleteOwnedCopy({ reads, resource, id, tally }: ReconcileScope, copyId: ObjectIdentity): Promise<void> {
     const copies = await this.copyClient(resource, copyId);
     if (!copies) return;
-    await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: owner, existing: await copies.get(copyId.namespace, copyId.name), decidedOn: reads, why: 'copy moved' });
+    await this.writer.remove(copies, { kind: 'primary', copy: copyId, source: id, existing: await copies.get(copyId.namespace, copyId.name), decidedOn: reads, why: 'copy moved', tally });
   }
 
   /**
@@ -854,7 +868,7 @@ export class PrimaryReconciler {
         }
       : undefined;
     // Charged to the primary's tenant (copy-budget.ts): what it takes in the service cluster.
-    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) } });
+    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) }, tally: scope.tally });
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */

@@ -27,7 +27,7 @@ import { convertContent } from './content-conversion.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { CopyNamespaces } from './copy-namespaces.js';
 import type { CopyRefusals } from './copy-refusals.js';
-import { MissingNamespaceError, type CopyWriter, type Upsert } from './copy-writer.js';
+import { MissingNamespaceError, type CopyTally, type CopyWriter, type Upsert } from './copy-writer.js';
 import { objectVersion } from './object-version.js';
 import type { EventRecorder } from './event-recorder.js';
 import { marksFor } from './marks.js';
@@ -73,6 +73,8 @@ export interface RelationSyncDeps {
 export interface RelationJob {
   /** Where the primary's reconcile reads. */
   readonly reads: ObjectReads;
+  /** Counts the copies written and deleted for it (the reconcile's). */
+  readonly tally?: CopyTally;
   readonly input: ResolveInput;
   readonly pair: RelatedPair;
   /** The primary. */
@@ -106,6 +108,8 @@ export interface PrimaryOf {
   readonly reads: ObjectReads;
   readonly resource: ResolvedResource;
   readonly owner: ObjectIdentity;
+  /** Counts the copies deleted for it (the reconcile's). */
+  readonly tally?: CopyTally;
 }
 
 /** One relation being synced: its job, its outcome's identity, the clients of its two sides. */
@@ -213,7 +217,7 @@ export class RelationSync {
       return { ...on.base, state: 'retained', contentHash: null, message, versions: null };
     }
     // The source's absence is the API server's word; the destination's marks may be the cache's (remove() confirms live).
-    const removed = (await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone' })) === 'deleted';
+    const removed = (await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: reads, why: 'source gone', tally: on.job.tally })) === 'deleted';
     // Decided on the source's version (absent, or there but not provably the copy's) and on what is left in the destination's place.
     const versions = relationVersions(sourceSeen, removed ? undefined : destRead.object);
     return { ...on.base, state: 'pending', contentHash: null, message: waiting, versions };
@@ -276,7 +280,7 @@ export class RelationSync {
       // written before the policy said so goes.
       const destRead = await this.read(on, on.dests, pair.destination);
       if (destRead.forbidden !== undefined) return this.refusedRead(on, destRead);
-      await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: on.job.reads, why: 'refused content' });
+      await this.deps.writer.remove(on.dests, { kind: 'related', copy: pair.destination, source: pair.source, existing: destRead.object, decidedOn: on.job.reads, why: 'refused content', tally: on.job.tally });
       return on.failed(not(refusal));
     }
     // Into the service cluster, charged to the primary's tenant (copy-budget.ts); past its budget,
@@ -349,7 +353,7 @@ export class RelationSync {
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
       const statusWrite = status && { ...status, repair: !on.inService, written: syncedHash === hash };
       const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge };
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge, tally: on.job.tally };
       written = place.atVersion !== undefined ? await this.atVersionOrLive(on.dests, write, place.atVersion) : await this.deps.writer.upsert(on.dests, write);
       if (written === 'conflict') return this.conflict(on, hash);
     } catch (err) {
@@ -561,7 +565,7 @@ export class RelationSync {
    * is on a platform (the tenant's side: nothing of theirs is lost) and left in the service cluster
    * (the sweep deletes it there).
    */
-  private async endCopy({ reads: decidedOn, resource, owner }: PrimaryOf, relation: EndedRelation, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
+  private async endCopy({ reads: decidedOn, resource, owner, tally }: PrimaryOf, relation: EndedRelation, why: 'stale' | 'primary gone'): Promise<'done' | 'changed'> {
     const { destination: dest, source } = relation;
     const rule = ruleOf(resource, relation);
     const onPlatform = dest.cluster !== this.deps.clusters.service.name;
@@ -584,7 +588,7 @@ export class RelationSync {
       }
       return 'done';
     }
-    const removed = await this.deps.writer.remove(dests, { kind: 'related', copy: dest, source, existing, decidedOn, why: why === 'stale' ? 'claim ended' : 'primary gone' });
+    const removed = await this.deps.writer.remove(dests, { kind: 'related', copy: dest, source, existing, decidedOn, why: why === 'stale' ? 'claim ended' : 'primary gone', tally });
     if (removed === 'deleted') this.deps.logger.info({ copy: describeIdentity(dest) }, 'deleted a related copy that no primary owns any more');
     return removed === 'changed' ? 'changed' : 'done';
   }

@@ -25,7 +25,9 @@
  * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
  * while one tenant's heavy objects were created, listed and deleted. So a turn whose loop
  * iteration took REST_FROM_MS or more is followed by as long a rest of large work (at most
- * MAX_REST_MS), whatever lane asks next: light work then has about half the loop while long turns
+ * MAX_REST_MS), whatever lane asks next. Only a large turn's iteration starts a rest: smaller
+ * turns go through a rest, and were they to start one, a tenant's stream of them would keep every
+ * lane's large work resting for as long as it lasts: light work then has about half the loop while long turns
  * pile up, and a long turn costs it one wait, not one per step. (Not per lane: a tenant's long
  * turns come in several lanes — its own cluster's, the service cluster's watch of its copies, its
  * kcp workspaces'.) Large work is a turn of 4 × HEAVY_BYTES or more (a large line, answer or
@@ -126,14 +128,14 @@ export class HeavyTurns {
     const resting = this.restUntil > now;
     for (const [lane, tasks] of this.lanes) {
       if (resting && tasks[0]!.cost >= this.largeBytes) continue;
-      const { resolve } = tasks.shift()!;
+      const { resolve, cost } = tasks.shift()!;
       // The lane goes to the back (Map order), or away when it has nothing more waiting.
       this.lanes.delete(lane);
       if (tasks.length > 0) this.lanes.set(lane, tasks);
       this.waitingCount--;
       this.granted++;
       // Queued before the next turn's grant: it measures the iteration this turn's task runs in.
-      setImmediate(() => this.measure(now));
+      setImmediate(() => this.measure(now, cost));
       resolve();
       if (this.waitingCount > 0) this.pump();
       return;
@@ -147,8 +149,9 @@ export class HeavyTurns {
     });
   }
 
-  /** A turn's loop iteration ended: a long one is followed by a rest, if heavy work waits. */
-  private measure(grantedAt: number): void {
+  /** A turn's loop iteration ended: a long one of a large turn is followed by a rest, if heavy work waits. */
+  private measure(grantedAt: number, cost: number): void {
+    if (cost < this.largeBytes) return;
     const now = this.clock.now();
     const took = now - grantedAt;
     if (took >= this.restFromMs && this.waitingCount > 0) this.restUntil = now + Math.min(took, MAX_REST_MS);

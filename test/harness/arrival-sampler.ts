@@ -22,6 +22,8 @@ export interface Figures {
   readonly p99: number;
   readonly max: number;
   readonly floorP99: number;
+  /** Samples that arrived through the floor client. */
+  readonly floorSamples: number;
   /** Written, not arrived (through relsync) when the figures were taken. */
   readonly waiting: number;
 }
@@ -138,7 +140,7 @@ export async function startArrivalSampler(options: {
       const of = samples.filter((s) => s.phase === name);
       const through = of.flatMap((s) => (s.relsync === undefined ? [] : [s.relsync]));
       const floors = of.flatMap((s) => (s.floor === undefined ? [] : [s.floor]));
-      return { samples: through.length, p50: percentile(through, 50), p99: percentile(through, 99), max: Math.max(...through), floorP99: percentile(floors, 99), waiting: of.length - through.length };
+      return { samples: through.length, p50: percentile(through, 50), p99: percentile(through, 99), max: Math.max(...through), floorP99: percentile(floors, 99), floorSamples: floors.length, waiting: of.length - through.length };
     },
     async stop() {
       stopped = true;

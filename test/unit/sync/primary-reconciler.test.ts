@@ -14,7 +14,7 @@ import pino from 'pino';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
-import { done } from '../../../src/core/result.js';
+import { done, type Result } from '../../../src/core/result.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
 import { Template } from '../../../src/rules/template.js';
 import { openStore, type OpenedStore } from '../../../src/store/database.js';
@@ -66,6 +66,14 @@ const configId: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'co
 
 const counter = () => ({ inc: () => undefined });
 const metrics: SyncMetrics = { copiesWritten: counter(), copiesRemoved: counter(), copiesReleased: counter(), conflicts: counter(), unprovenSources: counter(), edgeSyncs: counter() };
+/** What the last run wrote and deleted, as its Result counted it (outcome()). */
+let lastCopies: Result['copies'];
+/** A run's decision (what the queue does next), its counts kept aside in lastCopies. */
+const outcome = (result: Result): Result => {
+  const { copies, ...decision } = result;
+  lastCopies = copies;
+  return decision;
+};
 
 describe('primary reconciler decisions (in-memory clusters, real SQLite store)', () => {
   let opened: OpenedStore;
@@ -76,7 +84,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   /** One run of the primary's key; `hints`: what the queue's key carries (a retry's, controller/primary-key.ts). */
   const reconcile = async (hints?: ReconcileHints) => {
     world.clearCalls();
-    const result = await reconciler.reconcile(resource, primaryId, hints);
+    const result = outcome(await reconciler.reconcile(resource, primaryId, hints));
     // Events are written in the background (event-recorder.ts).
     await recorder.idle();
     return result;
@@ -226,9 +234,11 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(copy?.metadata.labels?.['relsync.dev/agent'], AGENT);
       assert.equal(copy?.metadata.annotations?.['relsync.dev/source-name'], 'orders');
       assert.equal((await store.primary(primaryId))?.state, 'synced');
+      assert.deepEqual(lastCopies, { written: 1, removed: 0 }, 'the run counts the copy it wrote (a sweep sums these)');
 
       assert.deepEqual(await reconcile(), done);
       assert.deepEqual(world.writes(), [], 'nothing changed: nothing written');
+      assert.equal(lastCopies, undefined, 'and counts nothing');
     });
 
     it('a changed primary updates its copy, keeping top-level fields the operator set on the copy', async () => {
@@ -439,10 +449,12 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.finalizers = ['operator.example/cleanup']));
       world.edit('tenant-a', databases, 'shop', 'orders', (o) => void (o.metadata.deletionTimestamp = new Date(0).toISOString()));
       assert.deepEqual(await reconcile(), { requeueAfterMs: 1000 });
+      assert.deepEqual(lastCopies, { written: 0, removed: 1 }, 'the run counts the deletion it sent');
       assert.equal((await store.primary(primaryId))?.state, 'deleting');
       assert.ok(world.read('tenant-a', databases, 'shop', 'orders')?.metadata.finalizers?.includes(`relsync.dev/${AGENT}`), 'the finalizer stays while the copy exists');
       assert.deepEqual(await reconcile(), { requeueAfterMs: 1000 });
       assert.deepEqual(world.writes(), [], 'the copy is deleted once, not again on every look');
+      assert.equal(lastCopies, undefined);
 
       world.edit('service', databases, COPY_NS, 'orders', (o) => void (o.metadata.finalizers = []));
       world.remove('service', databases, COPY_NS, 'orders');
@@ -481,6 +493,20 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.deepEqual(await reconcile(), done);
       assert.ok(!world.calls.some((c) => c.cluster === 'tenant-a' && c.verb === 'get'), 'nothing read from the unbound workspace');
       assert.deepEqual(world.writes().sort(), [`delete service/configmaps/${COPY_NS}/orders-config`, `delete service/databases/${COPY_NS}/orders`]);
+    });
+
+    it('a workspace that unbound while its claims were not known is not forgotten while a related copy it left waits', async () => {
+      // A fresh process: the store's claims are not known yet (no sweep has completed the workspace).
+      const claims = new ClaimKnowledge(false);
+      reconciler = reconcilerWith({ claims });
+      putPrimary();
+      putConfig({ a: '1' });
+      await reconcile();
+      world.unbound.add('tenant-a');
+      await reconcile();
+      assert.ok(service(configMaps, 'orders-config'), 'the related copy is left in place: its last known claim ended while claims were not known');
+      assert.equal(claims.hasDeferred('tenant-a'), true);
+      assert.equal(world.has('tenant-a'), true, 'the workspace is still known, so that its copy can be told for its own when the unbind decides it');
     });
   });
 
@@ -760,10 +786,10 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
         const copy = service(databases, 'orders')!;
         world.put('service', secrets, { metadata: { namespace: COPY_NS, name: 'orders-credentials', ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: copy.metadata.uid! }] }, data: { p: 'eA==' } });
         world.fail({ verb: 'create', cluster: 'tenant-a', resource: 'namespaces', status: 403, reason: 'Forbidden', message: 'namespaces is forbidden' });
-        assert.deepEqual(await reconciler.reconcile(serviceOrigin(walled), primaryId), { requeueAfterMs: 30_000 });
+        assert.deepEqual(outcome(await reconciler.reconcile(serviceOrigin(walled), primaryId)), { requeueAfterMs: 30_000 });
         assert.match((await relation('walled'))?.message ?? '', /namespace "walled-orders" does not exist in cluster tenant-a, and relsync may not create it/);
         // Allowed now: the namespace is made and the copy lands.
-        assert.deepEqual(await reconciler.reconcile(serviceOrigin(walled), primaryId), done);
+        assert.deepEqual(outcome(await reconciler.reconcile(serviceOrigin(walled), primaryId)), done);
         assert.ok(world.read('tenant-a', namespaces, '', 'walled-orders'));
         assert.deepEqual(world.read('tenant-a', secrets, 'walled-orders', 'orders-credentials')?.data, { p: 'eA==' });
       });
@@ -859,7 +885,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     /** A run of `key` (default: the edge's key, as the router queues it). */
     const reconcileEdge = async (key: PrimaryKey = edgeKey) => {
       world.clearCalls();
-      const result = await reconciler.reconcile(resource, primaryId, key);
+      const result = outcome(await reconciler.reconcile(resource, primaryId, key));
       await recorder.idle();
       return result;
     };
@@ -1173,7 +1199,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       const converting: ResolvedResource = { ...resource, rules: [rule] };
       const run = async () => {
         world.clearCalls();
-        return reconciler.reconcile(converting, primaryId);
+        return outcome(await reconciler.reconcile(converting, primaryId));
       };
       const putSource = () => world.put('tenant-a', d.from, { metadata: { namespace: 'shop', name: 'orders-config', labels: { app: 'shop' } }, ...d.source('v1', [0xff, 0x00, 0xfe]) });
       const copy = () => world.read('service', d.to, COPY_NS, 'orders-config');

@@ -121,6 +121,25 @@ describe('heavy turns', () => {
     assert.deepEqual(order, ['a1', 'b1', 'a2']);
   });
 
+  it("a stream of smaller long turns starts no rest: another lane's large work is not starved", async () => {
+    const { state, clock } = restClock();
+    const turns = new HeavyTurns(1024, clock, 20);
+    const order: string[] = [];
+    const heavy = async (lane: string, name: string, cost: number, takesMs: number) => {
+      await turns.turn(cost, lane);
+      order.push(name);
+      state.now += takesMs;
+    };
+    // A tenant's medium objects (under the large size), each 25 ms to parse, without end; another lane's large one.
+    const mediums = Array.from({ length: 20 }, (_, i) => heavy('a', `a${i}`, 2048, 25));
+    const large = heavy('b', 'b-large', 8192, 1);
+    for (let i = 0; i < 10; i++) await iteration();
+    assert.ok(order.includes('b-large'), `the large turn was granted among the medium ones (${order.join(' ')})`);
+    assert.ok(order.indexOf('b-large') <= 2, 'at its lane\'s turn');
+    assert.equal(state.rests.length, 0, 'no rest was started by a turn under the large size');
+    await Promise.all([...mediums, large]);
+  });
+
   it('rests only between heavy turns: short turns follow each other, and a turn asked long after a long one starts at once', async () => {
     const { state, clock } = restClock();
     const turns = new HeavyTurns(1024, clock, 20);
