@@ -296,6 +296,9 @@ export class Connection {
         this.transport.credentials.invalidate();
         continue;
       }
+      // An error's answer is read as a Status (up to MAX_ERROR_BYTES): a tenant's API server that
+      // answers every GET of a wildcard's thousand names with 64 KiB is parsed at its turns, in its lane.
+      if ((status < 200 || status >= 300) && method === 'GET') await heavyTurns.turn(text.length, this.name);
       if (options.absentAs !== undefined && answersObjectNotFound(status, text, options.absentAs)) return undefined as T;
       if (status < 200 || status >= 300) throw new ApiError(method, path, status, text, retryAfter);
       // Undefined says "absent" to a read that takes a NotFound so: an empty answer is not that.

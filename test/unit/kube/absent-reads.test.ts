@@ -6,12 +6,19 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { answersObjectNotFound, ApiError, isObjectNotFound } from '../../../src/kube/api-error.js';
-import { Connection } from '../../../src/kube/connection.js';
+import { Connection, MAX_ERROR_BYTES } from '../../../src/kube/connection.js';
 import { ResourceClient } from '../../../src/kube/resource-client.js';
+import { heavyTurns } from '../../../src/util/heavy-turns.js';
 import { localKubeconfig } from '../../harness/list-server.js';
 
 const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const notFound = (name?: string) => JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', message: `configmaps "${name ?? ''}" not found`, details: name === undefined ? {} : { name, kind: 'configmaps' }, code: 404 });
+
+/** A Status whose message is padded with spaces to `bytes` in all. */
+function padTo(bytes: number, status: string): string {
+  const parsed = JSON.parse(status) as { message: string };
+  return JSON.stringify({ ...parsed, message: parsed.message + ' '.repeat(bytes - Buffer.byteLength(status)) });
+}
 
 /** Answers by the object's name: `status body`. */
 const answers: Record<string, [number, string]> = {
@@ -26,6 +33,8 @@ const answers: Record<string, [number, string]> = {
   number: [200, '0'],
   bare: [200, '{}'],
   there: [200, JSON.stringify({ metadata: { name: 'there', namespace: 'a' }, data: { k: 'v' } })],
+  // A tenant's API server's 404 padded to the most an error's answer is read (MAX_ERROR_BYTES).
+  padded: [404, padTo(MAX_ERROR_BYTES, notFound('padded'))],
 };
 
 describe('reads of absent objects', () => {
@@ -43,6 +52,14 @@ describe('reads of absent objects', () => {
     client = new ResourceClient(new Connection({ name: 'c', kubeconfig }), configMaps);
   });
   after(() => server.close());
+
+  it("reads a large error answer at a heavy turn: a tenant's padded 404s are not parsed back to back", async () => {
+    const before = heavyTurns.turnsGranted;
+    assert.equal(await client.get('a', 'padded'), undefined);
+    assert.equal(heavyTurns.turnsGranted, before + 1, 'one turn for the 64 KiB answer');
+    await client.get('a', 'absent');
+    assert.equal(heavyTurns.turnsGranted, before + 1, 'a small one goes on at once');
+  });
 
   it("answers undefined for the API server's NotFound about the object read, with and without its content", async () => {
     assert.equal(await client.get('a', 'absent'), undefined);
