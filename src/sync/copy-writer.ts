@@ -57,19 +57,27 @@ export type CopyKind = 'primary' | 'related';
  * (sync/claim-knowledge.ts) or after a sweep with complete LISTs.
  */
 export type RemovalReason =
-  /** The source (a related object) does not exist, or is not provably the copy's. */
+  /** The source (a related object) does not exist, or is not provably the copy's: RelationSync.sourceAbsent (a reconcile's or an edge sync's). */
   | 'source gone'
-  /** The primary is deleted or no longer selected, and no claim the store knows keeps the copy (claim-knowledge.ts). */
+  /**
+   * The primary is deleted or no longer selected, and no claim the store knows keeps the copy
+   * (claim-knowledge.ts): PrimaryReconciler.removeCopy (its copy), PrimaryReconciler.finalize →
+   * RelationSync.endUnclaimed → endCopy (its related copies).
+   */
   | 'primary gone'
-  /** The primary no longer resolves to it, and no other claim keeps it. */
+  /** The primary no longer resolves to it, and no other claim keeps it: RelationSync.endStale → endUnclaimed → endCopy. */
   | 'claim ended'
-  /** The naming now puts the primary's copy elsewhere. */
+  /** The naming now puts the primary's copy elsewhere: PrimaryReconciler.deleteOwnedCopy. */
   | 'copy moved'
-  /** The copy of an earlier incarnation of the primary (deleted and created again). */
+  /** The copy of an earlier incarnation of the primary (deleted and created again): PrimaryReconciler.removeCopy. */
   | 'earlier incarnation'
-  /** The copy policy refuses what it would hold (a Secret type). */
+  /** The copy policy refuses what it would hold (a Secret type): RelationSync.judge. */
   | 'refused content'
-  /** A sweep found no primary or relation that accounts for it, with complete LISTs. */
+  /**
+   * A sweep found no primary or relation that accounts for it, with complete LISTs:
+   * Sweeper.deleteIfOrphan, from its clean-up and from decideDeferred (a sweep's, or a kcp
+   * workspace's unbind: binding-watch.ts).
+   */
   | 'orphan';
 
 /**
