@@ -17,6 +17,22 @@ function restClock() {
   return { state, clock };
 }
 
+/**
+ * Turns on the rest clock (large from 4096, a rest after 20 ms), and a heavy task that, at its turn
+ * in `lane`, says its name in `order` and keeps the loop for `takesMs` of the clock's time.
+ */
+function restingTurns() {
+  const { state, clock } = restClock();
+  const turns = new HeavyTurns(1024, clock, 20);
+  const order: string[] = [];
+  const heavy = async (lane: string, name: string, cost: number, takesMs: number) => {
+    await turns.turn(cost, lane);
+    order.push(name);
+    state.now += takesMs;
+  };
+  return { state, order, heavy };
+}
+
 /** The CPU busy for `ms`, as parsing a large text keeps it. */
 function busy(ms: number): void {
   const until = Date.now() + ms;
@@ -102,14 +118,7 @@ describe('heavy turns', () => {
   });
 
   it('lets smaller turns through a rest: a reconcile\'s few rows are not held behind a tenant\'s large line', async () => {
-    const { state, clock } = restClock();
-    const turns = new HeavyTurns(1024, clock, 20);
-    const order: string[] = [];
-    const heavy = async (lane: string, name: string, cost: number, takesMs: number) => {
-      await turns.turn(cost, lane);
-      order.push(name);
-      state.now += takesMs;
-    };
+    const { state, order, heavy } = restingTurns();
     // Large: 4 × 1024 or more. a1 is long; a2 (large) waits out the rest, b1 (small) does not.
     const all = Promise.all([heavy('a', 'a1', 8192, 50), heavy('a', 'a2', 8192, 1), heavy('b', 'b1', 2048, 1)]);
     for (let i = 0; i < 10; i++) await iteration();
@@ -122,14 +131,7 @@ describe('heavy turns', () => {
   });
 
   it("a stream of smaller long turns starts no rest: another lane's large work is not starved", async () => {
-    const { state, clock } = restClock();
-    const turns = new HeavyTurns(1024, clock, 20);
-    const order: string[] = [];
-    const heavy = async (lane: string, name: string, cost: number, takesMs: number) => {
-      await turns.turn(cost, lane);
-      order.push(name);
-      state.now += takesMs;
-    };
+    const { state, order, heavy } = restingTurns();
     // A tenant's medium objects (under the large size), each 25 ms to parse, without end; another lane's large one.
     const mediums = Array.from({ length: 20 }, (_, i) => heavy('a', `a${i}`, 2048, 25));
     const large = heavy('b', 'b-large', 8192, 1);
