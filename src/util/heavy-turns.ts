@@ -23,16 +23,15 @@
  * after another gives light work only the loop's poll phases in between. Another tenant's change
  * needs several of them (its watch line, its reconcile's reads, the answer to its write), each
  * behind the next long turn: tenant-budget.test.ts measured its p99 at 2–2.9× the floor client's
- * while one tenant's heavy objects were created, listed and deleted. So a turn whose loop
+ * while one tenant's heavy objects were created, listed and deleted. So a large turn whose loop
  * iteration took REST_FROM_MS or more is followed by as long a rest of large work (at most
- * MAX_REST_MS), whatever lane asks next. Only a large turn's iteration starts a rest: smaller
- * turns go through a rest, and were they to start one, a tenant's stream of them would keep every
- * lane's large work resting for as long as it lasts: light work then has about half the loop while long turns
+ * MAX_REST_MS), whatever lane asks next: light work then has about half the loop while long turns
  * pile up, and a long turn costs it one wait, not one per step. (Not per lane: a tenant's long
  * turns come in several lanes — its own cluster's, the service cluster's watch of its copies, its
  * kcp workspaces'.) Large work is a turn of 4 × HEAVY_BYTES or more (a large line, answer or
- * page); smaller turns (a reconcile's few rows, a few small watch lines) are not held by a rest,
- * and short turns follow each other as before.
+ * page); smaller turns (a reconcile's few rows, a few small watch lines) are not held by a rest
+ * and start none (a tenant's stream of them would otherwise keep every lane's large work resting
+ * for as long as it lasts), and short turns follow each other as before.
  */
 import { monotonicClock, type Clock } from './clock.js';
 
