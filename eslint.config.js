@@ -78,6 +78,7 @@ export default tseslint.config(
     // hold in mind, values instead of positional lists.
     files: [
       'src/sync/**/*.ts',
+      'src/cache/**/*.ts',
       'src/store/**/*.ts',
       'src/controller/event-router.ts',
       'src/controller/watches.ts',

@@ -312,7 +312,7 @@ export const configSchema = z
       .prefault({}),
     /**
      * The objects relsync's watches delivered, kept for reconciles to read instead of asking the API
-     * server again (sync/object-cache.ts), in bytes of their JSON text as the heap holds it plus a little per object; what does not
+     * server again (cache/object-cache.ts), in bytes of their JSON text as the heap holds it plus a little per object; what does not
      * fit is read live. 0 reads everything live, and selector and inverse rules LIST.
      */
     cache: z

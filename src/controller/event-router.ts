@@ -27,10 +27,10 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
-import type { ObjectCacheFeed, Standing } from '../sync/object-cache.js';
-import { isRelatedCopy, markedSource } from '../sync/marks.js';
+import type { ObjectCacheFeed, Standing } from '../cache/object-cache.js';
+import { isRelatedCopy, markedSource } from '../core/marks.js';
 import { copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
-import type { OwnWrites } from '../sync/own-writes.js';
+import type { OwnWrites } from '../cache/own-writes.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
 import { ownerTypeOf, type ResolvedResource } from '../sync/resolved-config.js';
 import type { NamespaceFilter } from './namespace-filter.js';
@@ -83,7 +83,7 @@ export interface EventRouterOptions {
   /**
    * Told every object routed: its version when it concerns relsync (a primary, a copy, an object
    * routed to a primary), or undefined (it concerns nobody, or was deleted), so that reconciles
-   * read what the watches delivered (sync/object-cache.ts).
+   * read what the watches delivered (cache/object-cache.ts).
    */
   readonly cache?: Pick<ObjectCacheFeed, 'observe'>;
   /** Namespace selectors: a platform namespace's label change routed to its primaries (namespace-filter.ts). */
@@ -336,7 +336,7 @@ export class EventRouter {
     return known;
   }
 
-  /** A primary, or a copy of one (a primary type on a platform, a copy type in the service cluster), is kept ahead of related objects (object-cache.ts). */
+  /** A primary, or a copy of one (a primary type on a platform, a copy type in the service cluster), is kept ahead of related objects (cache/object-cache.ts). */
   private standingOf(cluster: string, type: ResourceType): Standing {
     const owner = this.platforms.has(cluster) ? this.resourceFor(type.group, type.resource) : cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
     return owner ? 'owner' : 'related';

@@ -17,7 +17,7 @@ import { LogicalClusterStore } from '../store/logical-cluster-store.js';
 import { primariesMatching, relationsOfObject, relationsOfPrimary } from '../store/inspect-queries.js';
 import type { Database, PrimariesTable, RelationsTable } from '../store/schema.js';
 import { isServiceOriginCopy } from '../sync/copy-of.js';
-import { markedSource } from '../sync/marks.js';
+import { markedSource } from '../core/marks.js';
 import { isSelected, platformNamespaceType } from '../sync/primary-selection.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';

@@ -1,6 +1,6 @@
 /**
  * The informer contract, per cluster: a reconcile reads what the watches
- * delivered (sync/object-cache.ts) and the store their LISTs rebuilt, so a
+ * delivered (cache/object-cache.ts) and the store their LISTs rebuilt, so a
  * primary's reconcile runs only once every watch it reads from has listed
  * once: its resource's types on its platform and in the service cluster
  * (watch-plan.ts, watchedTypes). client-go's WaitForCacheSync holds a whole

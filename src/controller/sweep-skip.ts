@@ -5,7 +5,7 @@
  * A reconcile's outcome follows from the objects it reads (the primary, its
  * copy, each relation's source and copy), the selector and inverse matches
  * among the objects of its rules' source types, and the config. The store
- * keeps the versions (resourceVersion and uid, sync/object-version.ts) of the
+ * keeps the versions (resourceVersion and uid, core/object-version.ts) of the
  * first group as the last complete sync read or wrote them, with a keyed
  * fingerprint of the config and of relsync's own code (store/records.ts,
  * sync/config-fingerprint.ts). A primary is skipped only when

@@ -8,7 +8,7 @@
  *    memory budget, and of the copies only their identities for step 3;
  * 2. reconciles every primary, listed or stored (through the shared work
  *    queue, so a sweep never runs a primary on two workers), each reading
- *    from those LISTs instead of the API servers (sweep-snapshot.ts); every
+ *    from those LISTs instead of the API servers (cache/sweep-snapshot.ts); every
  *    relation a stored primary has is re-resolved on the way, so objects the
  *    store knows but the lists no longer have are handled too — except the
  *    primaries whose last complete sync acted on exactly the versions the
@@ -49,11 +49,11 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import type { PrimaryKey } from './primary-key.js';
-import type { SweepReads, SweepSnapshot } from './sweep-snapshot.js';
+import type { SweepReads, SweepSnapshot } from '../cache/sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { Finished, WorkQueue } from './work-queue.js';
 import type { CopyWriter } from '../sync/copy-writer.js';
-import { markedSource } from '../sync/marks.js';
+import { markedSource } from '../core/marks.js';
 import { readAhead } from '../util/read-ahead.js';
 import { isNotFound } from '../kube/api-error.js';
 import type { EventRouter } from './event-router.js';

@@ -15,7 +15,7 @@
  * (watchedTypes), which must have listed once before it runs (first-lists.ts).
  */
 import type { ResourceType } from '../core/resource-type.js';
-import { agentSelector } from '../sync/marks.js';
+import { agentSelector } from '../core/marks.js';
 import { platformNamespaceType } from '../sync/primary-selection.js';
 import type { ResolvedResource } from '../sync/resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';

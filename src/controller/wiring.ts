@@ -20,7 +20,7 @@ import { RelationStore } from '../store/relation-store.js';
 import { SweepStore } from '../store/sweep-store.js';
 import type { Metrics } from '../server/metrics.js';
 import { EventRecorder } from '../sync/event-recorder.js';
-import { OwnWrites } from '../sync/own-writes.js';
+import { OwnWrites } from '../cache/own-writes.js';
 import { CopyNamespaces } from '../sync/copy-namespaces.js';
 import { PrimaryAdmission } from '../sync/primary-admission.js';
 import { CopyBudget } from '../sync/copy-budget.js';
@@ -33,11 +33,11 @@ import { ConfigFingerprint } from '../sync/config-fingerprint.js';
 import { ClaimKnowledge } from '../sync/claim-knowledge.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
-import { CachedReads, LiveReadsSeen, ObjectCache } from '../sync/object-cache.js';
+import { CachedReads, LiveReadsSeen, ObjectCache } from '../cache/object-cache.js';
 import { FinderIndex } from '../sync/finder-index.js';
-import { fieldManagerName } from '../sync/marks.js';
+import { fieldManagerName } from '../core/marks.js';
 import { hasFieldsToFold } from '../sync/field-ownership.js';
-import { LiveReads } from '../sync/object-reads.js';
+import { LiveReads } from '../cache/object-reads.js';
 import { Checkpointer } from './checkpointer.js';
 import { ClusterScope } from './cluster-scope.js';
 import { EventRouter } from './event-router.js';
@@ -46,7 +46,7 @@ import { NamespaceFilter } from './namespace-filter.js';
 import { expandKcpEndpoints } from './kcp-workspaces.js';
 import { primaryKeyPolicy, type PrimaryKey } from './primary-key.js';
 import { Sweeper } from './sweeper.js';
-import { SweepReads } from './sweep-snapshot.js';
+import { SweepReads } from '../cache/sweep-snapshot.js';
 import { planWatches, type PlannedWatch } from './watch-plan.js';
 import { WorkQueue } from './work-queue.js';
 import { Backoff } from '../util/backoff.js';
@@ -140,8 +140,8 @@ export async function wire(options: WiringOptions, signal: AbortSignal): Promise
     // Events through clients the write fence lets through: a term that ended may still say what its last reconciles found.
     const recorder = new EventRecorder({ clusters: { client: (cluster, type) => clusters.eventsClient(cluster, type) }, agentName: config.agentName, logger, events: metrics.kubeEvents, clock });
     const ownWrites = new OwnWrites({ clock });
-    // Reconciles read what the watches delivered (object-cache.ts), and the API servers for the rest;
-    // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (sweep-snapshot.ts).
+    // Reconciles read what the watches delivered (cache/object-cache.ts), and the API servers for the rest;
+    // a sweep's reconciles read from its LISTs, unless a watch event routed to the primary since (cache/sweep-snapshot.ts).
     // Of managedFields it keeps only those a copy write would fold (copy-writer.ts): the rest is room.
     const fieldManager = fieldManagerName(config.agentName);
     const cache = config.cache.bytes > 0 ? new ObjectCache(config.cache.bytes, undefined, (mf) => hasFieldsToFold(mf, fieldManager)) : undefined;

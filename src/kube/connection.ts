@@ -306,7 +306,7 @@ export class Connection {
       if (!text) return undefined as T;
       // A large answer is parsed (and its caller goes on) at its turn on the event loop, in this
       // cluster's lane (heavy-turns.ts). Not an answer to a write: while one of relsync's own writes
-      // is under way, the events of its object wait for its answer (sync/own-writes.ts), holding
+      // is under way, the events of its object wait for its answer (cache/own-writes.ts), holding
       // their watch (on kcp, or the service cluster's copies: every tenant's), and a turn behind a
       // lane that a tenant keeps busy would hold it for as long.
       if (method === 'GET') await heavyTurns.turn(text.length, this.name);

@@ -1,7 +1,7 @@
 /**
  * Adoption: an object that is in a copy's place and not relsync's becomes
  * the copy, when the config allows it (`adopt: true` on the resource or the
- * rule) and the object's owner granted it to exactly that source (marks.ts
+ * rule) and the object's owner granted it to exactly that source (core/marks.ts
  * ADOPT_ANNOTATION). Without both it is a conflict, as before: relsync never
  * takes over an object on its name alone. The grant is written by whoever
  * may write the object — in the service cluster the provider (no tenant
@@ -18,7 +18,7 @@ import { describeIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { adoptionGrant, isRelsyncKey } from './marks.js';
+import { adoptionGrant, isRelsyncKey } from '../core/marks.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
 import { ADOPT_ANNOTATION, AGENT_LABEL } from '../core/relsync-keys.js';
 

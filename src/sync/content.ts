@@ -11,7 +11,7 @@
  * relsync's fields — so that defaulting can never cause a write loop.
  */
 import type { KubeObject } from '../core/object.js';
-import { isRelsyncKey } from './marks.js';
+import { isRelsyncKey } from '../core/marks.js';
 import { sortedJsonText } from '../util/json-text.js';
 
 const notCopied = new Set(['apiVersion', 'kind', 'metadata', 'status']);

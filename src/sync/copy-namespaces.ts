@@ -31,9 +31,9 @@ import type { KubeObject } from '../core/object.js';
 import { Template, type TemplateContext } from '../rules/template.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { agentSelector, isRelatedCopy, markedSource } from './marks.js';
-import type { ClusterAccess, ObjectClient } from './cluster-access.js';
-import type { ObjectReads } from './object-reads.js';
+import { agentSelector, isRelatedCopy, markedSource } from '../core/marks.js';
+import type { ClusterAccess, ObjectClient } from '../cache/cluster-access.js';
+import type { ObjectReads } from '../cache/object-reads.js';
 import type { ResolvedResource } from './resolved-config.js';
 import { compositeKey } from '../core/composite-key.js';
 import { AGENT_LABEL, INSTALLATION_ANNOTATION, SERVES_CLUSTER_ANNOTATION, SERVES_NAMESPACE_ANNOTATION } from '../core/relsync-keys.js';
@@ -116,7 +116,7 @@ export class CopyNamespaces {
     const service = this.deps.clusters.service.name;
     const namespaces = this.deps.clusters.client(service, namespaceType);
     let current = await reads.get(service, namespaceType, '', name);
-    // A sweep's snapshot knows only that the namespace exists (sync/object-reads.ts): its record is read live.
+    // A sweep's snapshot knows only that the namespace exists (cache/object-reads.ts): its record is read live.
     if (current && current.metadata.uid === undefined) current = await namespaces.get('', name);
     const taken = await this.check(namespaces, { naming, name }, source, current);
     if (taken === undefined) this.verified.set(name, memoKey(naming, source), 60_000);

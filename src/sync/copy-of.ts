@@ -24,7 +24,7 @@ import { identityOf, type ObjectIdentity } from '../core/identity.js';
 import { jsonText } from '../util/json-text.js';
 import { heavyTurns } from '../util/heavy-turns.js';
 import { contentOf } from './content.js';
-import { isRelatedCopy, markedSource } from './marks.js';
+import { isRelatedCopy, markedSource } from '../core/marks.js';
 import type { ResolvedResource } from './resolved-config.js';
 
 export interface CopyContext {

@@ -10,7 +10,7 @@ import type { KubeObject } from '../core/object.js';
 import { quote } from '../core/quote.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { nestingDepth } from '../util/json-depth.js';
-import type { ClusterAccess } from './cluster-access.js';
+import type { ClusterAccess } from '../cache/cluster-access.js';
 import type { CopyContent } from './content.js';
 
 /**

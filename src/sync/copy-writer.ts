@@ -1,6 +1,6 @@
 /**
  * Writes relsync's copies, primary and related alike, by server-side apply
- * under relsync's field manager (marks.ts's fieldManagerName): relsync owns
+ * under relsync's field manager (core/marks.ts's fieldManagerName): relsync owns
  * exactly the fields it copies, so fields others set on a copy (the
  * operator's, API defaults, nested or not) stay, a field of relsync's that
  * someone changed is set back, and a field the source dropped goes because
@@ -10,22 +10,22 @@
  * copy should hold; this is the one place that decides whether an existing
  * object may be touched at all (its marks name the source: an object without
  * them is never written or deleted), and that remembers relsync's own writes
- * (own-writes.ts) and counts them.
+ * (cache/own-writes.ts) and counts them.
  */
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound } from '../kube/api-error.js';
 import { CREATE_ONLY } from '../kube/resource-client.js';
 import type { KubeObject } from '../core/object.js';
 import { describeIdentity, sameIdentity, type ObjectIdentity } from '../core/identity.js';
 import type { Logger } from 'pino';
-import type { ClusterAccess, ObjectClient } from './cluster-access.js';
+import type { ClusterAccess, ObjectClient } from '../cache/cluster-access.js';
 import { isUpToDate, stableJson, type CopyContent } from './content.js';
 import { hasFieldsToFold, oldRecordOf, takenOverManagedFields, upgradedManagedFields, type OldRecord } from './field-ownership.js';
 import { namespaceType } from './copy-namespaces.js';
-import { adoptionGrant, fieldManagerName, isRelsyncKey, markedSource } from './marks.js';
+import { adoptionGrant, fieldManagerName, isRelsyncKey, markedSource } from '../core/marks.js';
 import { adoptionRefusal } from './adoption.js';
-import type { OwnWrites } from './own-writes.js';
+import type { OwnWrites } from '../cache/own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
-import { confirmLive, type ObjectReads } from './object-reads.js';
+import { confirmLive, type ObjectReads } from '../cache/object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
 import { RewritePaceError } from './rewrite-pace.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -184,7 +184,7 @@ export class CopyWriter {
    */
   async upsert(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
     // A primary's copy is announced while it is written: its watch event may come before the write's
-    // answer (own-writes.ts). A related copy's own events are known by their content hash instead.
+    // answer (cache/own-writes.ts). A related copy's own events are known by their content hash instead.
     const own = this.deps.ownWrites;
     const written = await (own && write.kind === 'primary' ? own.during(write.copy, () => this.write(client, write)) : this.write(client, write));
     if (written !== 'conflict' && write.charge) await this.deps.budget?.wrote(write.charge.tenant, write.copy, write.source, write.charge.bytes);

@@ -25,12 +25,12 @@ import { identityKey, sameIdentity, type ObjectIdentity } from '../core/identity
 import { isSelected, platformNamespaceType } from './primary-selection.js';
 import { sameType } from '../core/resource-type.js';
 import type { RelationStore } from '../store/relation-store.js';
-import type { ClusterAccess } from './cluster-access.js';
+import type { ClusterAccess } from '../cache/cluster-access.js';
 import { isServiceOriginCopy } from './copy-of.js';
 import type { CopyTally, CopyWriter } from './copy-writer.js';
 import type { CopyRefusals } from './copy-refusals.js';
 import type { WorkspacePaths } from './workspace-paths.js';
-import type { ObjectReads } from './object-reads.js';
+import type { ObjectReads } from '../cache/object-reads.js';
 import type { RelatedFinder } from './related-finder.js';
 import type { RelationSync } from './relation-sync.js';
 import type { ResolvedResource } from './resolved-config.js';

@@ -11,7 +11,7 @@
  * Events of cluster-scoped objects go to the `default` namespace, as client-go puts them.
  */
 import type { Logger } from 'pino';
-import type { ClusterAccess } from './cluster-access.js';
+import type { ClusterAccess } from '../cache/cluster-access.js';
 import type { KubeObject } from '../core/object.js';
 import { compositeKey } from '../core/composite-key.js';
 import { isNotFound } from '../kube/api-error.js';

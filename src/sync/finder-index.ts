@@ -40,8 +40,8 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
 import { inverseOwnerKey } from '../rules/inverse-owner.js';
-import { markedSource } from './marks.js';
-import type { ListQuery } from './object-reads.js';
+import { markedSource } from '../core/marks.js';
+import type { ListQuery } from '../cache/object-reads.js';
 import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 
 /** Beyond this many candidates, one LIST costs the API server less than reading each. */

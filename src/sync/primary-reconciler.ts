@@ -40,7 +40,7 @@ import type { PrimaryAdmission } from './primary-admission.js';
 import type { CopyBudget } from './copy-budget.js';
 import { Semaphore } from '../util/semaphore.js';
 import { heavyTurns } from '../util/heavy-turns.js';
-import type { ClusterAccess, ObjectClient } from './cluster-access.js';
+import type { ClusterAccess, ObjectClient } from '../cache/cluster-access.js';
 import { contentOf, deepEqual, stableJson, type CopyContent } from './content.js';
 import type { ContentHasher } from './content-hasher.js';
 import type { ConfigFingerprint } from './config-fingerprint.js';
@@ -50,13 +50,13 @@ import { CopyRefusals } from './copy-refusals.js';
 import { CopyWriter, newTally, type CopyTally, type RemovalReason } from './copy-writer.js';
 import { EdgeSync, type EdgeHint } from './edge-sync.js';
 import type { EventRecorder } from './event-recorder.js';
-import { agentSelector, isRelatedCopy, marksFor } from './marks.js';
+import { agentSelector, isRelatedCopy, marksFor } from '../core/marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { AdoptionRefusals } from './adoption.js';
-import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from './object-reads.js';
-import type { OwnWrites } from './own-writes.js';
-import { objectVersion } from './object-version.js';
+import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from '../cache/object-reads.js';
+import type { OwnWrites } from '../cache/own-writes.js';
+import { objectVersion } from '../core/object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
 import { RelationSync } from './relation-sync.js';
 import { showsSynced, SyncVerdicts, type Verdict } from './sync-verdict.js';
@@ -76,7 +76,7 @@ export interface ReconcilerDeps {
   readonly ownWrites?: OwnWrites;
   /** How soon to look again at a conflict; default CONFLICT_RETRY_MS (30 s). */
   readonly conflictRetryMs?: number;
-  /** Where one reconcile of this primary reads objects (a sweep's snapshot, see controller/sweep-snapshot.ts); default: the API servers. */
+  /** Where one reconcile of this primary reads objects (a sweep's snapshot, see cache/sweep-snapshot.ts); default: the API servers. */
   readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
   /** Which labels, annotations and Secret types are copied; default: the defaults of config/copy-policy.ts. */
   readonly copyPolicy?: CopyPolicy;
@@ -275,7 +275,7 @@ export class PrimaryReconciler {
       }
     }
     const result = await this.reconcileWith(reads, resource, id, tally).catch((err: unknown) => {
-      // About to delete on the cache's word: the API servers decide (object-reads.ts).
+      // About to delete on the cache's word: the API servers decide (cache/object-reads.ts).
       if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id, tally);
       throw err;
     });
@@ -884,7 +884,7 @@ export class PrimaryReconciler {
     return this.writePrimary(id, primary.metadata.resourceVersion, () => primaries.replaceStatus({ ...primary, status }));
   }
 
-  /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (own-writes.ts). */
+  /** Writes the primary; the version written is remembered, so its own watch event is not routed back here (cache/own-writes.ts). */
   private async writePrimary(id: ObjectIdentity, precondition: string | undefined, write: () => Promise<KubeObject>, onlyOurs: (written: KubeObject) => boolean = () => true): Promise<KubeObject> {
     const run = async () => {
       const written = await write();

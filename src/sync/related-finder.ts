@@ -18,9 +18,9 @@ import { renderSelector } from '../rules/selector-template.js';
 import type { RelationRecord } from '../store/records.js';
 import type { SelectorRecord } from '../store/selector-index.js';
 import type { EventRecorder } from './event-recorder.js';
-import { markedSource } from './marks.js';
+import { markedSource } from '../core/marks.js';
 import { inverseIndexName } from './finder-index.js';
-import type { ObjectReads } from './object-reads.js';
+import type { ObjectReads } from '../cache/object-reads.js';
 import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
 

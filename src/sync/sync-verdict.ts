@@ -22,7 +22,7 @@ import { typeName, type ResourceType } from '../core/resource-type.js';
 import { ApiError, isConflict, isNotFound, isObjectNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import type { ClusterAccess, ObjectClient } from './cluster-access.js';
+import type { ClusterAccess, ObjectClient } from '../cache/cluster-access.js';
 import { deepEqual } from './content.js';
 import { WARNING_REPEAT_MS } from './sync-intervals.js';
 import { SYNCED_AT_ANNOTATION, SYNCED_CONDITION, SYNCED_GENERATION_ANNOTATION, SYNC_PROBLEM_ANNOTATION } from '../core/relsync-keys.js';

@@ -17,8 +17,8 @@ import { logicalClusterType } from '../core/kcp-types.js';
 import { isForbidden, isNotFound } from '../kube/api-error.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import type { ClusterAccess } from './cluster-access.js';
-import type { ObjectReads } from './object-reads.js';
+import type { ClusterAccess } from '../cache/cluster-access.js';
+import type { ObjectReads } from '../cache/object-reads.js';
 
 /** The one LogicalCluster object every kcp workspace has. */
 const LOGICAL_CLUSTER_NAME = 'cluster';

@@ -1,4 +1,4 @@
-// Reads from what the watches delivered (sync/object-cache.ts), counted by
+// Reads from what the watches delivered (cache/object-cache.ts), counted by
 // the API servers themselves: once the watches have shown relsync a
 // primary's objects, a related change is synced without a GET of the
 // primary, its copy or either end of a relation, and costs relsync one

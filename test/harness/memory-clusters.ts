@@ -1,6 +1,6 @@
 /**
  * Clusters held in memory, for the reconciler's unit tests
- * (src/sync/cluster-access.ts is the port it implements). It keeps the API
+ * (src/cache/cluster-access.ts is the port it implements). It keeps the API
  * server's rules that the reconciler's decisions depend on — 409 on a name
  * taken or a stale resourceVersion or uid, 404 with the namespace named when a
  * namespace is missing, finalizers that hold a delete, status written only
@@ -14,7 +14,7 @@ import { ApiError } from '../../src/kube/api-error.js';
 import type { JsonPatchOperation, ListPage } from '../../src/kube/resource-client.js';
 import type { KubeObject } from '../../src/core/object.js';
 import type { ResourceType } from '../../src/core/resource-type.js';
-import type { ClusterAccess, ObjectClient } from '../../src/sync/cluster-access.js';
+import type { ClusterAccess, ObjectClient } from '../../src/cache/cluster-access.js';
 
 export interface Call {
   readonly verb: 'get' | 'list' | 'create' | 'replace' | 'replaceStatus' | 'patchStatus' | 'apply' | 'jsonPatch' | 'mergePatch' | 'delete';

@@ -22,8 +22,8 @@ import { openStore, type OpenedStore } from '../../../src/store/database.js';
 import { RelationStore } from '../../../src/store/relation-store.js';
 import { contentOf } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
-import { ObjectCache } from '../../../src/sync/object-cache.js';
-import { OwnWrites } from '../../../src/sync/own-writes.js';
+import { ObjectCache } from '../../../src/cache/object-cache.js';
+import { OwnWrites } from '../../../src/cache/own-writes.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };

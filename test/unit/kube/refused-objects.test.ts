@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { AnswerTooCostlyError, Connection } from '../../../src/kube/connection.js';
 import { ResourceClient, type ListPage } from '../../../src/kube/resource-client.js';
-import { LiveReads } from '../../../src/sync/object-reads.js';
+import { LiveReads } from '../../../src/cache/object-reads.js';
 import { objectText, startListServer, type ListServer } from '../../harness/list-server.js';
 
 const configMaps = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import { adoptionRefusal } from '../../../src/sync/adoption.js';
-import { adoptionGrant } from '../../../src/sync/marks.js';
+import { adoptionGrant } from '../../../src/core/marks.js';
 import { ADOPT_ANNOTATION } from '../../../src/core/relsync-keys.js';
 
 const source: ObjectIdentity = { cluster: 'tenant-a', group: '', resource: 'configmaps', namespace: 'default', name: 'orders-config' };

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
 import { contentOf, isSubset, isUpToDate, stableJson } from '../../../src/sync/content.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
-import { marksFor } from '../../../src/sync/marks.js';
+import { marksFor } from '../../../src/core/marks.js';
 
 const source = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5', labels: { app: 'x' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } }, type: 'Opaque', data: { k: 'dg==' } };
 const marks = marksFor('agent', { cluster: 'a', group: '', resource: 'secrets', namespace: 'ns', name: 's' }, 'u');

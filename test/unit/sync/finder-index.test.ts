@@ -11,8 +11,8 @@ import { inverseOwnerKey } from '../../../src/rules/inverse-owner.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
 import { Template } from '../../../src/rules/template.js';
 import { FinderIndex, inverseIndexName, MAX_CANDIDATES } from '../../../src/sync/finder-index.js';
-import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
-import type { ListQuery, ObjectReads } from '../../../src/sync/object-reads.js';
+import { CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
+import type { ListQuery, ObjectReads } from '../../../src/cache/object-reads.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 
 const databases: ResourceType = { group: 'demo.relsync.dev', version: 'v1alpha1', resource: 'databases', kind: 'Database', namespaced: true };

@@ -20,7 +20,7 @@ import { ClaimKnowledge } from '../../../src/sync/claim-knowledge.js';
 import { ContentHasher } from '../../../src/sync/content-hasher.js';
 import { CopyNamespaces } from '../../../src/sync/copy-namespaces.js';
 import { EventRecorder } from '../../../src/sync/event-recorder.js';
-import { marksFor } from '../../../src/sync/marks.js';
+import { marksFor } from '../../../src/core/marks.js';
 import { PrimaryReconciler } from '../../../src/sync/primary-reconciler.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import type { SyncMetrics } from '../../../src/sync/sync-metrics.js';

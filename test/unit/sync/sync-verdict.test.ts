@@ -5,7 +5,7 @@ import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { ApiError } from '../../../src/kube/api-error.js';
-import type { ObjectClient } from '../../../src/sync/cluster-access.js';
+import type { ObjectClient } from '../../../src/cache/cluster-access.js';
 import { SyncVerdicts, verdictCondition, withoutVerdictAnnotations, withoutVerdictCondition, withVerdictAnnotations, withVerdictCondition } from '../../../src/sync/sync-verdict.js';
 import { clockReading } from '../../harness/fake-clock.js';
 import { SYNCED_AT_ANNOTATION, SYNCED_CONDITION, SYNCED_GENERATION_ANNOTATION, SYNC_PROBLEM_ANNOTATION } from '../../../src/core/relsync-keys.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject } from '../../../src/core/object.js';
 import { ApiError } from '../../../src/kube/api-error.js';
-import type { ObjectReads } from '../../../src/sync/object-reads.js';
+import type { ObjectReads } from '../../../src/cache/object-reads.js';
 import { WorkspacePaths } from '../../../src/sync/workspace-paths.js';
 
 const clusters = { get: (name: string) => ({ kind: name.startsWith('lc-') ? ('logical' as const) : ('kubernetes' as const) }) };

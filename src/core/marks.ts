@@ -4,9 +4,9 @@
  * the source identity. relsync never updates or deletes an object that does
  * not carry the marks it expects: that is a conflict.
  */
-import type { KubeObject } from '../core/object.js';
-import type { ObjectIdentity } from '../core/identity.js';
-import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, KEY_PREFIX, SOURCE_ANNOTATIONS, SOURCE_UID_ANNOTATION } from '../core/relsync-keys.js';
+import type { KubeObject } from './object.js';
+import type { ObjectIdentity } from './identity.js';
+import { AGENT_LABEL, CONTENT_HASH_ANNOTATION, KEY_PREFIX, SOURCE_ANNOTATIONS, SOURCE_UID_ANNOTATION } from './relsync-keys.js';
 
 /** The grant's value for `source`: JSON with the agent and the identity, keys in a fixed order. */
 export function adoptionGrant(agentName: string, source: ObjectIdentity): string {

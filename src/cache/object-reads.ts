@@ -1,6 +1,6 @@
 /**
  * Where a reconcile reads objects from. Normally the API servers (LiveReads);
- * during a sweep, the sweep's own fresh LISTs (controller/sweep-snapshot.ts),
+ * during a sweep, the sweep's own fresh LISTs (cache/sweep-snapshot.ts),
  * so that a sweep with nothing to do costs its LISTs, not a GET per object.
  * Writes always go to the API servers.
  */
@@ -51,7 +51,7 @@ export function matchesQuery(query: ListQuery<unknown>, object: KubeObject): boo
 
 export interface ObjectReads {
   /**
-   * True when answers may come from what the watches delivered (sync/object-cache.ts) rather
+   * True when answers may come from what the watches delivered (cache/object-cache.ts) rather
    * than from the API server or a sweep's fresh LIST: a decision to delete is then confirmed by
    * reading again live (ReadAgainLive).
    */

@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SweepReads, SweepSnapshot } from '../../../src/controller/sweep-snapshot.js';
+import { SweepReads, SweepSnapshot } from '../../../src/cache/sweep-snapshot.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import { compositeKey } from '../../../src/core/composite-key.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../../../src/core/label-selector.js';
-import type { ListQuery, ObjectReads } from '../../../src/sync/object-reads.js';
+import type { ListQuery, ObjectReads } from '../../../src/cache/object-reads.js';
 
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };

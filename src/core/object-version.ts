@@ -5,7 +5,7 @@
  * resourceVersions started over, say — another object even where the
  * resourceVersion happens to be the same.
  */
-import type { KubeObject } from '../core/object.js';
+import type { KubeObject } from './object.js';
 
 /** `resourceVersion/uid`, or undefined for an object without both (nothing can vouch for it). */
 export function objectVersion(object: KubeObject): string | undefined {

@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
-import { CachedReads, ObjectCache } from '../../../src/sync/object-cache.js';
-import type { ObjectReads } from '../../../src/sync/object-reads.js';
+import { CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
+import type { ObjectReads } from '../../../src/cache/object-reads.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };

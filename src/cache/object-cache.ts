@@ -52,7 +52,6 @@ import { compositeKey } from '../core/composite-key.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
-import type { FinderIndex } from './finder-index.js';
 import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
 import { stringBytes } from '../util/heap-size.js';
 import { jsonText } from '../util/json-text.js';
@@ -328,6 +327,14 @@ export class LiveReadsSeen implements ObjectReads {
 }
 
 /**
+ * The names a selector or inverse rule's list may find, from what the watches delivered
+ * (sync/finder-index.ts); undefined when the index cannot answer for the type now.
+ */
+export interface CandidateIndex {
+  candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery<unknown>): Array<{ namespace: string; name: string }> | undefined;
+}
+
+/**
  * Reads from the cache, and from `live` (a LiveReadsSeen) what it does not hold. A selector or
  * inverse rule's list is answered from the finder index's candidates (finder-index.ts), each read
  * like any object and checked against the whole query, where the index can answer; otherwise live.
@@ -336,7 +343,7 @@ export class CachedReads implements ObjectReads {
   constructor(
     private readonly cache: ObjectCache,
     private readonly live: ObjectReads,
-    private readonly index?: Pick<FinderIndex, 'candidates'>,
+    private readonly index?: CandidateIndex,
   ) {}
 
   readonly cached = true;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
-import { OwnWrites } from '../../../src/sync/own-writes.js';
+import { OwnWrites } from '../../../src/cache/own-writes.js';
 import { FakeClock } from '../../harness/fake-clock.js';
 
 const id: ObjectIdentity = { cluster: 'service', group: '', resource: 'configmaps', namespace: 'ns', name: 'copy' };

@@ -41,9 +41,9 @@ import { typeName, type ResourceType } from '../core/resource-type.js';
 import type { LabelSelector } from '../core/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
-import { matchesQuery, projected, type ListQuery, type ObjectReads } from '../sync/object-reads.js';
+import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
 import { compositeKey } from '../core/composite-key.js';
-import { objectVersion } from '../sync/object-version.js';
+import { objectVersion } from '../core/object-version.js';
 
 /** One LIST of a sweep, split by identity cluster. */
 export interface ListedObjects {
@@ -59,7 +59,7 @@ export interface ListedObjects {
 class ListedType {
   readonly byName = new Map<string, KubeObject>();
   /**
-   * Every listed object's version (sync/object-version.ts), held or not: a sweep compares them with
+   * Every listed object's version (core/object-version.ts), held or not: a sweep compares them with
    * the store's (sweep-skip.ts). UNKNOWN for one without.
    */
   readonly versions = new Map<string, string>();
@@ -173,7 +173,7 @@ export class SweepSnapshot implements ObjectReads {
   }
 
   /**
-   * An object's listed version (sync/object-version.ts); '' when its type was listed whole and the
+   * An object's listed version (core/object-version.ts); '' when its type was listed whole and the
    * object was not among it (it did not exist); undefined when the LISTs cannot tell, or a watch
    * event arrived for it since. `copy`: the object is one of relsync's copies, or nothing: a LIST
    * through the agent's filter (watch-plan.ts) that lacks it says it is not there as a copy, and
@@ -260,7 +260,7 @@ export class SweepReads {
 
   /**
    * `live`: the API servers, what a snapshot reads when it lacks an object; `everyday`: what
-   * reconciles read outside a sweep (the watches' cache, see sync/object-cache.ts), which a
+   * reconciles read outside a sweep (the watches' cache, see cache/object-cache.ts), which a
    * sweep clears: it is the level-based safety net for the cache too.
    */
   constructor(
