@@ -37,6 +37,7 @@ import type { NamespaceFilter } from './namespace-filter.js';
 import { mergeKeys, type PrimaryKey } from './primary-key.js';
 import type { ResolvedRule } from '../rules/rule.js';
 import { CONTENT_HASH_ANNOTATION, STATUS_HASH_ANNOTATION } from '../core/relsync-keys.js';
+import { loopBreaks, type LoopBreaks } from '../util/loop-breaks.js';
 
 /**
  * The change of an object that exists but whose content was not read (too costly to parse,
@@ -96,6 +97,11 @@ export interface EventRouterOptions {
    * (sync/copy-budget.ts, listed).
    */
   readonly copiesListed?: (copies: readonly CopySize[]) => Promise<void>;
+  /**
+   * Where routing a LIST page lets the event loop go round (util/loop-breaks.ts); default the
+   * process's. A page's items are routed in one chain of promises that wait for no I/O.
+   */
+  readonly loopBreaks?: Pick<LoopBreaks, 'due'>;
 }
 
 
@@ -285,11 +291,16 @@ export class EventRouter {
       page: async (items, refused = []) => {
         const known = await expected();
         if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
+        // A page of 500 primaries is 500 store lookups without I/O: the loop goes round every few ms
+        // (a tenant's first LIST of a flood held another tenant's change for the whole page).
+        const breaks = this.options.loopBreaks ?? loopBreaks;
         for (const item of items) {
+          await breaks.due();
           known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, { change: 'LIST', keep });
         }
         for (const item of refused) {
+          await breaks.due();
           known.delete(identityKey(identityOf(cluster, type, item)));
           await this.route(cluster, type, item, { change: REFUSED, keep });
         }

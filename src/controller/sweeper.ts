@@ -62,6 +62,7 @@ import { SweepAccounting } from './sweep-accounting.js';
 import type { ClaimKnowledge, DeferredCopy } from '../sync/claim-knowledge.js';
 import type { PrimaryAdmission } from '../sync/primary-admission.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { loopBreaks } from '../util/loop-breaks.js';
 
 export interface SweeperOptions {
   readonly agentName: string;
@@ -416,7 +417,9 @@ export class Sweeper {
       at.snapshot.incomplete(cluster, watch.type);
       if (list.ofPrimaries) sweep.notKnown(cluster);
     }
+    // Each page's items in one chain of promises that wait for no I/O: the loop goes round every few ms.
     for (const item of items) {
+      await loopBreaks.due();
       const copy = copyOf(this.copies, cluster, watch.type, item);
       if (copy) sweep.copies.push({ cluster, type: watch.type, id: identityOf(cluster, watch.type, item), uid: item.metadata.uid, copy });
       // relsync's own copies are never sources of selector or inverse rules (as in the router).
@@ -431,6 +434,7 @@ export class Sweeper {
     const primaries = items.filter((item) => !isServiceOriginCopy(this.options.agentName, clusters.service.name, item));
     at.counts.primariesSeen += primaries.length;
     for (const item of primaries) {
+      await loopBreaks.due();
       const id = identityOf(cluster, watch.type, item);
       // Only a tenant's own API server lists such names: never a key (the reconciler ignores them too).
       if (identityProblem(id)) continue;

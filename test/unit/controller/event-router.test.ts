@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import { LoopBreaks } from '../../../src/util/loop-breaks.js';
 import { EventRouter, REFUSED } from '../../../src/controller/event-router.js';
 import type { PrimaryKey } from '../../../src/controller/primary-key.js';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
@@ -91,6 +92,28 @@ describe('event router (real SQLite store)', () => {
   });
   after(async () => {
     await opened?.close();
+  });
+
+  it("lets the event loop go round while it routes a LIST page: another tenant's socket is not held for the whole page", async () => {
+    const routeAll = async (breaks: LoopBreaks | undefined) => {
+      const router = new EventRouter({
+        agentName: 'e2e', serviceCluster: 'service', hasher: new ContentHasher(Buffer.from('k')), isPlatform: (c) => c === 'tenant-a' || c === 'tenant-b',
+        resources: [resource], store, enqueue: () => undefined, logger: pino({ level: 'silent' }), ...(breaks ? { loopBreaks: breaks } : {}),
+      });
+      const sink = router.beginList('tenant-b', configMaps, undefined);
+      let finished = false;
+      let turnedDuringPage = false;
+      // A socket that became readable: its callback runs when the loop goes round.
+      setImmediate(() => (turnedDuringPage = !finished));
+      await sink.page(Array.from({ length: 50 }, (_, i) => object('other', `cm-${i}`)), []);
+      finished = true;
+      await new Promise((resolve) => setImmediate(resolve));
+      return turnedDuringPage;
+    };
+    // Breaks due after every item (0 ms of work allowed), as on a machine where a page takes long.
+    assert.equal(await routeAll(new LoopBreaks(0)), true, 'the loop went round while the page was routed');
+    // The test can fail: with breaks that never fall due, the page holds the loop to its end.
+    assert.equal(await routeAll({ due: () => undefined } as unknown as LoopBreaks), false);
   });
 
   it('sends a primary to itself, and a copy to the primary its marks name', async () => {
