@@ -74,8 +74,13 @@ export default tseslint.config(
     },
   },
   {
-    // The reconcile and sweep paths (issue #37), from a watch line to the store: steps a reader can
-    // hold in mind, values instead of positional lists.
+    // Steps a reader can hold in mind (issue #37): no function in src over 60 lines.
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // The reconcile and sweep paths, from a watch line to the store, and the term's wiring: values
+    // instead of positional lists.
     files: [
       'src/sync/**/*.ts',
       'src/cache/**/*.ts',
@@ -85,12 +90,12 @@ export default tseslint.config(
       'src/controller/work-queue.ts',
       'src/controller/sweep*.ts',
       'src/controller/follow-up-sweeps.ts',
+      'src/controller/wiring.ts',
+      'src/controller/term-queue.ts',
+      'src/config/**/*.ts',
       'src/kube/list-watch.ts',
     ],
-    rules: {
-      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
-      'max-params': ['error', 4],
-    },
+    rules: { 'max-params': ['error', 4] },
   },
   {
     files: ['scripts/**/*.mjs'],

@@ -105,25 +105,25 @@ export function translatePublishedResource(manifest: unknown, where: string): { 
   if (Object.keys(names).length > 0) out.naming = names;
 
   const related = Array.isArray(spec.related) ? spec.related : [];
-  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, problem, (path, message) => notices.push({ level: 'warn', path: `${where} ${path}`, message })));
+  const report: Report = { problem, notice: (path, message) => notices.push({ level: 'warn', path: `${where} ${path}`, message }) };
+  out.related = related.map((r, i) => translateRelated(record(r), `spec.related[${i}]`, report));
   return { resource: problems.length === 0 ? out : undefined, problems, notices };
 }
 
-function translateRelated(r: Raw, at: string, problem: (path: string, message: string) => void, notice: (path: string, message: string) => void): Raw {
+/** How a translation reports: a problem refuses the PublishedResource, a notice is said at each start. */
+interface Report {
+  readonly problem: (path: string, message: string) => void;
+  readonly notice: (path: string, message: string) => void;
+}
+
+function translateRelated(r: Raw, at: string, report: Report): Raw {
+  const { problem } = report;
   const rule: Raw = { id: typeof r.identifier === 'string' ? r.identifier.toLowerCase() : r.identifier, kind: r.kind };
   // The type: `kind` (ConfigMap or Secret, deprecated there) or group, version and resource.
   for (const key of ['group', 'version', 'resource'] as const) if (r[key] !== undefined) rule[key] = r[key];
-  // `projection` overwrites the fields it sets on the destination side: relsync's `destination`,
-  // held to the same check (a ConfigMap as a Secret and back, or the same type).
   if (r.projection !== undefined) {
-    const p = record(r.projection);
-    const source = typeReference(rule);
-    const given = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-    const resource = given(p.resource) ?? source.resource;
-    const destination = { group: given(p.group) ?? source.group, version: given(p.version) ?? source.version, ...(resource !== undefined ? { resource } : { kind: source.kind }) };
-    const wrong = destinationTypeProblem(source, destination);
-    if (wrong) problem(`${at}.projection`, wrong);
-    else rule.destination = Object.fromEntries(Object.entries(destination).filter(([, v]) => v !== undefined));
+    const destination = projectionOf(record(r.projection), typeReference(rule), `${at}.projection`, problem);
+    if (destination) rule.destination = destination;
   }
   if (r.origin === 'kcp') rule.origin = 'platform';
   else if (r.origin === 'service') rule.origin = 'service';
@@ -132,69 +132,109 @@ function translateRelated(r: Raw, at: string, problem: (path: string, message: s
   // Another export's type, reached through the primary's export (whose claim relsync checks at start).
   if (r.identityHash !== undefined && r.identityHash !== '') rule.identityHash = r.identityHash;
   if (r.syncStatus === true) rule.syncStatus = true;
-  // As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, else Orphan (its default).
-  const given = (v: unknown) => v !== undefined && v !== '';
-  const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : 'Orphan';
-  const policyAt = `${at}.${given(r.cleanupPolicy) ? 'cleanupPolicy' : 'cleanup'}`;
-  if (policy !== 'MatchOrigin' && policy !== 'OnPrimaryDeletion' && policy !== 'Orphan') {
-    problem(policyAt, `must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got ${JSON.stringify(policy)}`);
-  } else if (r.origin === 'service') {
-    rule.cleanupPolicy = policy;
-    // Said at each start: relsync read an unset policy as MatchOrigin before it had policies.
-    if (!given(r.cleanupPolicy) && r.cleanup === undefined) notice(`${at}.cleanupPolicy`, "no cleanup policy: Orphan, api-syncagent's default: this rule's copies on the platform outlive their origin and are released to the tenant when the primary goes (earlier relsync releases deleted them: set cleanupPolicy: MatchOrigin for that)");
-  } else if (policy !== 'MatchOrigin' && (given(r.cleanupPolicy) || r.cleanup !== undefined)) {
-    // api-syncagent also deletes these copies with the primary and with their origin object, whatever the policy.
-    notice(policyAt, `cleanup policy ${policy} has no effect on an origin: kcp rule: relsync deletes its copies in the service cluster with the primary, with their origin object, and when the origin is no longer found (MatchOrigin), so that no tenant's data outlives its primary there`);
-  }
+  const cleanupPolicy = cleanupPolicyOf(r, at, report);
+  if (cleanupPolicy) rule.cleanupPolicy = cleanupPolicy;
   // `watch` tells api-syncagent to follow changes of the related type; relsync always does. Nothing to translate.
-
   const object = record(r.object);
   const template = (value: unknown, path: string): string | undefined => {
     const t = translateTemplate(String(value ?? ''));
     if (t.problem) problem(path, t.problem);
     return t.template;
   };
+  Object.assign(rule, finderOf(object, `${at}.object`, { problem, template }));
+  if (object.namespace !== undefined) {
+    const source = namespaceSourceOf(record(object.namespace), `${at}.object.namespace`, { problem, template });
+    if (source !== undefined) rule.namespace = { source };
+  }
+  return rule;
+}
+
+/**
+ * `projection` overwrites the fields it sets on the destination side: relsync's `destination`,
+ * held to the same check (a ConfigMap as a Secret and back, or the same type).
+ */
+function projectionOf(p: Raw, source: ReturnType<typeof typeReference>, at: string, problem: Report['problem']): Raw | undefined {
+  const given = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const resource = given(p.resource) ?? source.resource;
+  const destination = { group: given(p.group) ?? source.group, version: given(p.version) ?? source.version, ...(resource !== undefined ? { resource } : { kind: source.kind }) };
+  const wrong = destinationTypeProblem(source, destination);
+  if (wrong) {
+    problem(at, wrong);
+    return undefined;
+  }
+  return Object.fromEntries(Object.entries(destination).filter(([, v]) => v !== undefined));
+}
+
+/** As api-syncagent's EffectiveCleanupPolicy: cleanupPolicy wins; else cleanup true is OnPrimaryDeletion, else Orphan (its default). */
+function cleanupPolicyOf(r: Raw, at: string, report: Report): string | undefined {
+  const given = (v: unknown) => v !== undefined && v !== '';
+  const policy = given(r.cleanupPolicy) ? r.cleanupPolicy : r.cleanup === true ? 'OnPrimaryDeletion' : 'Orphan';
+  const policyAt = `${at}.${given(r.cleanupPolicy) ? 'cleanupPolicy' : 'cleanup'}`;
+  if (policy !== 'MatchOrigin' && policy !== 'OnPrimaryDeletion' && policy !== 'Orphan') {
+    report.problem(policyAt, `must be "Orphan", "OnPrimaryDeletion" or "MatchOrigin", got ${JSON.stringify(policy)}`);
+    return undefined;
+  }
+  if (r.origin === 'service') {
+    // Said at each start: relsync read an unset policy as MatchOrigin before it had policies.
+    if (!given(r.cleanupPolicy) && r.cleanup === undefined) report.notice(`${at}.cleanupPolicy`, "no cleanup policy: Orphan, api-syncagent's default: this rule's copies on the platform outlive their origin and are released to the tenant when the primary goes (earlier relsync releases deleted them: set cleanupPolicy: MatchOrigin for that)");
+    return policy;
+  }
+  if (policy !== 'MatchOrigin' && (given(r.cleanupPolicy) || r.cleanup !== undefined)) {
+    // api-syncagent also deletes these copies with the primary and with their origin object, whatever the policy.
+    report.notice(policyAt, `cleanup policy ${policy} has no effect on an origin: kcp rule: relsync deletes its copies in the service cluster with the primary, with their origin object, and when the origin is no longer found (MatchOrigin), so that no tenant's data outlives its primary there`);
+  }
+  return undefined;
+}
+
+/** How a related object's names and templates are translated, each problem at its place. */
+interface Translating {
+  readonly problem: Report['problem'];
+  readonly template: (value: unknown, path: string) => string | undefined;
+}
+
+/** The rule's way of finding its related objects: `reference`, `template` or `selector`, exactly one. */
+function finderOf(object: Raw, at: string, t: Translating): Raw {
   const ways = ['reference', 'template', 'selector'].filter((k) => object[k] !== undefined);
-  if (ways.length !== 1) problem(`${at}.object`, `give exactly one of "reference", "template" or "selector" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`);
+  if (ways.length !== 1) t.problem(at, `give exactly one of "reference", "template" or "selector" (got ${ways.length === 0 ? 'none' : ways.join(', ')})`);
   if (object.reference !== undefined) {
     const ref = record(object.reference);
     const path = gjsonToJsonPath(String(ref.path ?? ''));
-    if ('problem' in path) problem(`${at}.object.reference.path`, path.problem);
+    if ('problem' in path) t.problem(`${at}.reference.path`, path.problem);
     const reference: Raw = { path: 'path' in path ? path.path : ref.path };
     if (ref.regex !== undefined) reference.rewrite = { regex: regexRewrite(record(ref.regex)) };
-    rule.reference = reference;
-  } else if (object.template !== undefined) {
-    rule.template = { name: template(record(object.template).template, `${at}.object.template.template`) };
-  } else if (object.selector !== undefined) {
-    const sel = record(object.selector);
-    const selector: Raw = {};
-    if (sel.matchLabels !== undefined) {
-      selector.matchLabels = Object.fromEntries(
-        Object.entries(record(sel.matchLabels)).map(([k, v]) => [template(k, `${at}.object.selector.matchLabels`), template(v, `${at}.object.selector.matchLabels.${k}`)]),
-      );
-    }
-    if (sel.matchExpressions !== undefined) selector.matchExpressions = sel.matchExpressions;
-    const rewrite = record(sel.rewrite);
-    if (rewrite.regex !== undefined) selector.rewrite = { regex: regexRewrite(record(rewrite.regex)) };
-    else if (rewrite.template !== undefined) selector.rewrite = { template: template(record(rewrite.template).template, `${at}.object.selector.rewrite.template.template`) };
-    rule.selector = selector;
+    return { reference };
   }
+  if (object.template !== undefined) return { template: { name: t.template(record(object.template).template, `${at}.template.template`) } };
+  if (object.selector === undefined) return {};
+  const sel = record(object.selector);
+  const selector: Raw = {};
+  if (sel.matchLabels !== undefined) {
+    selector.matchLabels = Object.fromEntries(
+      Object.entries(record(sel.matchLabels)).map(([k, v]) => [t.template(k, `${at}.selector.matchLabels`), t.template(v, `${at}.selector.matchLabels.${k}`)]),
+    );
+  }
+  if (sel.matchExpressions !== undefined) selector.matchExpressions = sel.matchExpressions;
+  const rewrite = record(sel.rewrite);
+  if (rewrite.regex !== undefined) selector.rewrite = { regex: regexRewrite(record(rewrite.regex)) };
+  else if (rewrite.template !== undefined) selector.rewrite = { template: t.template(record(rewrite.template).template, `${at}.selector.rewrite.template.template`) };
+  return { selector };
+}
 
-  if (object.namespace !== undefined) {
-    const ns = record(object.namespace);
-    if (ns.reference !== undefined) {
-      const ref = record(ns.reference);
-      if (ref.regex !== undefined) problem(`${at}.object.namespace.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
-      const path = gjsonToJsonPath(String(ref.path ?? ''));
-      if ('problem' in path) problem(`${at}.object.namespace.reference.path`, path.problem);
-      else if (/^[${]/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference is a plain gjson path (spec.namespace); use a template for anything else`);
-      else if (/[[\]]|\.\d/.test(path.path)) problem(`${at}.object.namespace.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
-      else rule.namespace = { source: `{{ object${path.path} }}` };
-    } else if (ns.template !== undefined) {
-      rule.namespace = { source: template(record(ns.template).template, `${at}.object.namespace.template.template`) };
-    } else problem(`${at}.object.namespace`, 'only "reference" and "template" are supported for the related object\'s namespace');
+/** The related object's namespace on the origin side, as a template; undefined after a problem. */
+function namespaceSourceOf(ns: Raw, at: string, t: Translating): string | undefined {
+  if (ns.template !== undefined && ns.reference === undefined) return t.template(record(ns.template).template, `${at}.template.template`);
+  if (ns.reference === undefined) {
+    t.problem(at, 'only "reference" and "template" are supported for the related object\'s namespace');
+    return undefined;
   }
-  return rule;
+  const ref = record(ns.reference);
+  if (ref.regex !== undefined) t.problem(`${at}.reference.regex`, 'a regex on a namespace reference is not supported by relsync; use a template');
+  const path = gjsonToJsonPath(String(ref.path ?? ''));
+  if ('problem' in path) t.problem(`${at}.reference.path`, path.problem);
+  else if (/^[${]/.test(path.path)) t.problem(`${at}.reference.path`, `"${String(ref.path)}": a namespace reference is a plain gjson path (spec.namespace); use a template for anything else`);
+  else if (/[[\]]|\.\d/.test(path.path)) t.problem(`${at}.reference.path`, `"${String(ref.path)}": a namespace reference must name one field by plain keys (no arrays, indexes or keys with dots); use a template`);
+  else return `{{ object${path.path} }}`;
+  return undefined;
 }
 
 /** A translated rule's type, as far as its fields are strings (the schema reports the rest). */

@@ -40,6 +40,7 @@
  */
 import type { PublishedResource } from './config.js';
 import { namespaceProblem } from '../rules/resolve-related.js';
+import type { RelatedRule } from '../rules/rule.js';
 import type { Template } from '../rules/template.js';
 import type { ConfigNotice, ConfigProblem } from './config-problem.js';
 
@@ -112,6 +113,35 @@ export const describeProbe = (p: Probe) => `namespace "${p.namespace}" of cluste
  * than one cluster (several platform clusters, or kcp with its many workspaces).
  */
 export function safetyProblems(resources: readonly PublishedResource[], clusters: readonly string[], manyClusters: boolean): Problem[] {
+  const problems: Problem[] = sharedTypeProblems(resources);
+  const tenants: Tenants = { clusters, many: manyClusters };
+  for (const res of resources) {
+    const met = manyClusters ? meeting([res.naming.namespace, res.naming.name], clusters) : undefined;
+    if (met) {
+      problems.push({
+        path: `${res.where}.naming`,
+        message: `renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; keep {{ hash cluster namespace }} in naming.namespace, as the default does`,
+      });
+    }
+    for (const rule of res.related) {
+      problems.push(...destinationProblems(rule, tenants), ...provenanceProblems(res, rule, manyClusters));
+      for (const [which, template] of [['source', rule.sourceNamespace], ['destination', rule.destinationNamespace]] as const) {
+        const bad = template?.isConstant ? namespaceProblem(template.render({})) : undefined;
+        if (bad) problems.push({ path: `${rule.where}.namespace.${which}`, message: `${bad}` });
+      }
+    }
+  }
+  return problems;
+}
+
+/** The platform clusters' names, and whether sources can come from more than one cluster. */
+interface Tenants {
+  readonly clusters: readonly string[];
+  readonly many: boolean;
+}
+
+/** Two resources of one primary type, or of one copy type: their copies would be taken for each other's. */
+function sharedTypeProblems(resources: readonly PublishedResource[]): Problem[] {
   const problems: Problem[] = [];
   const seen = new Map<string, string>();
   const copies = new Map<string, string>();
@@ -126,66 +156,60 @@ export function safetyProblems(resources: readonly PublishedResource[], clusters
     const firstCopy = copies.get(copyKey);
     if (firstCopy && !first) problems.push({ path: `${res.where}${res.copyAs ? '.copyAs' : ''}`, message: `the same copy type as ${firstCopy}: their copies would be taken for each other's; give each copy type once` });
     else copies.set(copyKey, res.where);
+  }
+  return problems;
+}
 
-    const met = manyClusters ? meeting([res.naming.namespace, res.naming.name], clusters) : undefined;
-    if (met) {
-      problems.push({
-        path: `${res.where}.naming`,
-        message: `renders the same copy for ${describeProbe(met[0])} and ${describeProbe(met[1])}: two tenants' copies would meet; keep {{ hash cluster namespace }} in naming.namespace, as the default does`,
-      });
+/** A platform rule's destination namespace: never one the tenant steers, never one two tenants share by accident. */
+function destinationProblems(rule: RelatedRule, tenants: Tenants): Problem[] {
+  const dest = rule.destinationNamespace;
+  if (rule.origin !== 'platform' || !dest) return [];
+  if (steered(dest)) {
+    return [{
+      path: `${rule.where}.namespace.destination`,
+      message: `reads ${steeredBy(dest)}, which the tenant writes: its copies could go into any namespace of the service cluster (the operator's own, or one another tenant's copies need); build it from cluster, namespace and name`,
+    }];
+  }
+  const m = tenants.many && !dest.isConstant ? meeting([dest], tenants.clusters) : undefined;
+  if (!m) return [];
+  return [{
+    path: `${rule.where}.namespace.destination`,
+    message: `renders the same service-cluster namespace for ${describeProbe(m[0])} and ${describeProbe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
+  }];
+}
+
+/** A rule's provenance: what it trusts as its own must be what only its tenant can make. */
+function provenanceProblems(res: PublishedResource, rule: RelatedRule, manyClusters: boolean): Problem[] {
+  const problems: Problem[] = [];
+  const provenance = rule.provenance;
+  const at = `${rule.where}.provenance`;
+  if (rule.origin === 'service' && provenance?.kind === 'anyInNamespace') {
+    if (rule.finder.kind === 'inverse' && rule.finder.namespaceFrom) problems.push({ path: at, message: 'anyInNamespace with inverse.namespaceFrom trusts objects of every namespace that name the copy; use an ownerReference or label provenance' });
+    if (manyClusters && !(res.naming.namespace.uses('cluster') && res.naming.namespace.uses('namespace'))) {
+      problems.push({ path: at, message: 'anyInNamespace trusts the copy namespace, which naming.namespace does not keep to one tenant namespace (it must use both cluster and namespace); use an ownerReference or label provenance' });
     }
-    for (const rule of res.related) {
-      const dest = rule.destinationNamespace;
-      if (rule.origin === 'platform' && dest && steered(dest)) {
+  }
+  if (provenance?.kind === 'label') {
+    if (provenance.value.uses('object')) problems.push({ path: `${at}.label.value`, message: 'reads the object, which the tenant writes: it could name any value; build it from cluster, namespace and name' });
+    if (provenance.value.uses('clusterPath')) problems.push({ path: `${at}.label.value`, message: "reads the workspace path, which the tenant writes (kcp lets a workspace's admin set it): it could name another tenant's value; build it from cluster, namespace and name" });
+    if (manyClusters && rule.origin === 'service' && !provenance.value.uses('cluster') && !provenance.value.uses('object') && !provenance.value.uses('clusterPath')) {
+      // The value must keep tenants apart where the namespace it is read in does not.
+      const namespace = rule.sourceNamespace ?? res.naming.namespace;
+      const which = rule.sourceNamespace ? 'namespace.source' : 'the copy namespace (naming.namespace)';
+      const why = steered(namespace) ? `${which} reads ${steeredBy(namespace)}, which the tenant writes` : !namespace.uses('cluster') ? `${which} does not use cluster, so sources of several clusters share it` : undefined;
+      if (why) {
         problems.push({
-          path: `${rule.where}.namespace.destination`,
-          message: `reads ${steeredBy(dest)}, which the tenant writes: its copies could go into any namespace of the service cluster (the operator's own, or one another tenant's copies need); build it from cluster, namespace and name`,
-        });
-      } else if (manyClusters && rule.origin === 'platform' && dest && !dest.isConstant) {
-        const m = meeting([dest], clusters);
-        if (m) {
-          problems.push({
-            path: `${rule.where}.namespace.destination`,
-            message: `renders the same service-cluster namespace for ${describeProbe(m[0])} and ${describeProbe(m[1])}: one tenant's copies would land among another's; use {{ hash cluster namespace }}, or a constant namespace meant to be shared`,
-          });
-        }
-      }
-      const finder = rule.finder;
-      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && finder.kind === 'inverse' && finder.namespaceFrom) {
-        problems.push({ path: `${rule.where}.provenance`, message: 'anyInNamespace with inverse.namespaceFrom trusts objects of every namespace that name the copy; use an ownerReference or label provenance' });
-      }
-      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && manyClusters && !(res.naming.namespace.uses('cluster') && res.naming.namespace.uses('namespace'))) {
-        problems.push({ path: `${rule.where}.provenance`, message: 'anyInNamespace trusts the copy namespace, which naming.namespace does not keep to one tenant namespace (it must use both cluster and namespace); use an ownerReference or label provenance' });
-      }
-      if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('object')) {
-        problems.push({ path: `${rule.where}.provenance.label.value`, message: 'reads the object, which the tenant writes: it could name any value; build it from cluster, namespace and name' });
-      }
-      if (rule.provenance?.kind === 'label' && rule.provenance.value.uses('clusterPath')) {
-        problems.push({ path: `${rule.where}.provenance.label.value`, message: "reads the workspace path, which the tenant writes (kcp lets a workspace's admin set it): it could name another tenant's value; build it from cluster, namespace and name" });
-      }
-      if (manyClusters && rule.origin === 'service' && rule.provenance?.kind === 'label' && !rule.provenance.value.uses('cluster') && !rule.provenance.value.uses('object') && !rule.provenance.value.uses('clusterPath')) {
-        // The value must keep tenants apart where the namespace it is read in does not.
-        const namespace = rule.sourceNamespace ?? res.naming.namespace;
-        const which = rule.sourceNamespace ? 'namespace.source' : 'the copy namespace (naming.namespace)';
-        const why = steered(namespace) ? `${which} reads ${steeredBy(namespace)}, which the tenant writes` : !namespace.uses('cluster') ? `${which} does not use cluster, so sources of several clusters share it` : undefined;
-        if (why) {
-          problems.push({
-            path: `${rule.where}.provenance.label.value`,
-            message: `does not use cluster, and ${why}: a primary of another cluster with the same namespace and name renders the same value and would count that tenant's objects as its own; put {{ cluster }} in the value`,
-          });
-        }
-      }
-      if (rule.origin === 'service' && rule.provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
-        problems.push({
-          path: `${rule.where}.provenance`,
-          message: 'anyInNamespace trusts every object of the source namespace, and namespace.source makes that another namespace than the copy\'s own (one the tenant steers, or one all tenants share); use an ownerReference or label provenance',
+          path: `${at}.label.value`,
+          message: `does not use cluster, and ${why}: a primary of another cluster with the same namespace and name renders the same value and would count that tenant's objects as its own; put {{ cluster }} in the value`,
         });
       }
-      for (const [which, template] of [['source', rule.sourceNamespace], ['destination', dest]] as const) {
-        const bad = template?.isConstant ? namespaceProblem(template.render({})) : undefined;
-        if (bad) problems.push({ path: `${rule.where}.namespace.${which}`, message: `${bad}` });
-      }
     }
+  }
+  if (rule.origin === 'service' && provenance?.kind === 'anyInNamespace' && rule.sourceNamespace) {
+    problems.push({
+      path: at,
+      message: 'anyInNamespace trusts every object of the source namespace, and namespace.source makes that another namespace than the copy\'s own (one the tenant steers, or one all tenants share); use an ownerReference or label provenance',
+    });
   }
   return problems;
 }

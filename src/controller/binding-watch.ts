@@ -71,41 +71,58 @@ export interface BindingWatchOptions {
 }
 
 export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler, 'beginList'> & { onList(items: KubeObject[]): Promise<void> } {
-  const { platform, logical, store, enqueue, logger } = options;
-  const unbinding = new Set<string>();
-  const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+  return new BindingHandler(options);
+}
 
-  // The first LIST runs before the object watches start (leader-term.ts, lead): theirs covers every workspace it finds.
-  let objectWatchesRunning = false;
+const clusterOf = (binding: KubeObject) => binding.metadata.annotations?.[LOGICAL_CLUSTER_ANNOTATION];
+
+class BindingHandler {
+  private readonly unbinding = new Set<string>();
+  /** The first LIST runs before the object watches start (leader-term.ts, lead): theirs covers every workspace it finds. */
+  private objectWatchesRunning = false;
   /**
    * Workspaces whose binding left the list without an answer from every URL ('unknown'): asked
    * again, with backoff, until one comes (a virtual workspace being torn down may answer 404 for a
    * moment), or the binding is listed again. One timer per known workspace of this platform at most.
    */
-  const rechecks = new Map<string, { timer: Timer; waitMs: number }>();
-  const clock = options.clock ?? systemClock;
-  const stopRecheck = (cluster: string) => {
-    const r = rechecks.get(cluster);
-    r?.timer.cancel();
-    rechecks.delete(cluster);
-  };
-  options.signal?.addEventListener('abort', () => {
-    for (const cluster of [...rechecks.keys()]) stopRecheck(cluster);
-  }, { once: true });
-  const recheck = (cluster: string) => {
-    if (options.signal?.aborted) return;
-    const waitMs = Math.min(30_000, rechecks.has(cluster) ? rechecks.get(cluster)!.waitMs * 2 : (options.recheckMs ?? 1000));
-    stopRecheck(cluster);
-    const timer = clock.after(waitMs, () => {
-      if (options.signal?.aborted) return;
-      void unbound(cluster).catch((err: unknown) => logger.warn({ cluster: platform, logicalCluster: cluster, err: (err as Error).message }, 'could not ask again whether a workspace still binds the export'));
-    });
-    rechecks.set(cluster, { timer, waitMs });
-  };
+  private readonly rechecks = new Map<string, { timer: Timer; waitMs: number }>();
+  private readonly clock: Clock;
 
-  const bound = async (cluster: string, binding: KubeObject) => {
-    stopRecheck(cluster);
-    if (options.reserved(cluster)) {
+  constructor(private readonly options: BindingWatchOptions) {
+    this.clock = options.clock ?? systemClock;
+    options.signal?.addEventListener('abort', () => {
+      for (const cluster of [...this.rechecks.keys()]) this.stopRecheck(cluster);
+    }, { once: true });
+  }
+
+  async onEvent(type: ChangeType, binding: KubeObject): Promise<void> {
+    this.objectWatchesRunning = true;
+    const cluster = clusterOf(binding);
+    if (!cluster) return;
+    if (type === 'DELETED') await this.unbound(cluster);
+    else await this.bound(cluster, binding);
+  }
+
+  async onList(items: KubeObject[]): Promise<void> {
+    const seen = new Set<string>();
+    for (const binding of items) {
+      const cluster = clusterOf(binding);
+      if (!cluster) continue;
+      seen.add(cluster);
+      await this.bound(cluster, binding);
+    }
+    const { logical, platform } = this.options;
+    for (const cluster of logical.of(platform)) {
+      if (seen.has(cluster) || logical.isUnbound(cluster)) continue;
+      await this.unbound(cluster);
+    }
+    this.objectWatchesRunning = true;
+  }
+
+  private async bound(cluster: string, binding: KubeObject): Promise<void> {
+    const { platform, logical, logger } = this.options;
+    this.stopRecheck(cluster);
+    if (this.options.reserved(cluster)) {
       logger.error({ cluster: platform, logicalCluster: cluster }, 'a logical cluster has the name of a configured cluster; it is skipped (rename the configured cluster)');
       return;
     }
@@ -117,65 +134,59 @@ export function bindingHandler(options: BindingWatchOptions): Omit<WatchHandler,
     }
     const change = await logical.bound(cluster, platform);
     if (change) {
-      options.claims.bound(cluster);
+      this.options.claims.bound(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster, binding: binding.metadata.name }, change === 'new' ? 'a workspace binds the export' : 'a workspace binds the export again');
       // Bound again after an unbind: what the store still holds of it is looked at afresh.
-      if (change === 'rebound') for (const id of await store.primariesOfCluster(cluster)) enqueue(id);
-      if (objectWatchesRunning) options.relist(cluster);
+      if (change === 'rebound') for (const id of await this.options.store.primariesOfCluster(cluster)) this.options.enqueue(id);
+      if (this.objectWatchesRunning) this.options.relist(cluster);
     }
-    if (binding.metadata.deletionTimestamp && !unbinding.has(cluster)) {
-      unbinding.add(cluster);
+    if (binding.metadata.deletionTimestamp && !this.unbinding.has(cluster)) {
+      this.unbinding.add(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace is unbinding the export; kcp deletes its objects, and relsync removes their copies');
     }
-  };
+  }
 
-  const unbound = async (cluster: string) => {
-    unbinding.delete(cluster);
+  private async unbound(cluster: string): Promise<void> {
+    const { platform, logger } = this.options;
+    this.unbinding.delete(cluster);
     // Positive evidence only: a binding gone from this URL may be served by another (a shard move),
     // or not answered for (an outage); copies are never removed on a guess.
-    const answer = await options.stillBound(cluster);
+    const answer = await this.options.stillBound(cluster);
     if (answer !== 'unbound') {
       if (answer === 'unknown') {
-        if (!rechecks.has(cluster)) logger.warn({ cluster: platform, logicalCluster: cluster }, 'a workspace\'s binding left this URL\'s list, but not every URL of the platform could say it is unbound: left as it is, copies and all; asked again soon');
-        recheck(cluster);
-      } else stopRecheck(cluster);
+        if (!this.rechecks.has(cluster)) logger.warn({ cluster: platform, logicalCluster: cluster }, 'a workspace\'s binding left this URL\'s list, but not every URL of the platform could say it is unbound: left as it is, copies and all; asked again soon');
+        this.recheck(cluster);
+      } else this.stopRecheck(cluster);
       return;
     }
-    stopRecheck(cluster);
-    if (!(await logical.unbound(cluster, platform))) return;
-    await options.claims.unbound(cluster);
-    const primaries = await store.primariesOfCluster(cluster);
+    this.stopRecheck(cluster);
+    if (!(await this.options.logical.unbound(cluster, platform))) return;
+    await this.options.claims.unbound(cluster);
+    const primaries = await this.options.store.primariesOfCluster(cluster);
     if (primaries.length === 0) {
       // The usual case: kcp deleted the objects before the binding, and relsync removed the copies then.
-      await options.forget(cluster);
+      await this.options.forget(cluster);
       logger.info({ cluster: platform, logicalCluster: cluster }, 'a workspace no longer binds the export; nothing of it is left, relsync forgets it');
       return;
     }
-    for (const id of primaries) enqueue(id);
+    for (const id of primaries) this.options.enqueue(id);
     logger.warn({ cluster: platform, logicalCluster: cluster, primaries: primaries.length }, 'a workspace no longer binds the export; removing the copies of its primaries');
-  };
+  }
 
-  return {
-    async onEvent(type: ChangeType, binding: KubeObject) {
-      objectWatchesRunning = true;
-      const cluster = clusterOf(binding);
-      if (!cluster) return;
-      if (type === 'DELETED') await unbound(cluster);
-      else await bound(cluster, binding);
-    },
-    async onList(items: KubeObject[]) {
-      const seen = new Set<string>();
-      for (const binding of items) {
-        const cluster = clusterOf(binding);
-        if (!cluster) continue;
-        seen.add(cluster);
-        await bound(cluster, binding);
-      }
-      for (const cluster of logical.of(platform)) {
-        if (seen.has(cluster) || logical.isUnbound(cluster)) continue;
-        await unbound(cluster);
-      }
-      objectWatchesRunning = true;
-    },
-  };
+  private recheck(cluster: string): void {
+    const { signal, platform, logger } = this.options;
+    if (signal?.aborted) return;
+    const waitMs = Math.min(30_000, this.rechecks.has(cluster) ? this.rechecks.get(cluster)!.waitMs * 2 : (this.options.recheckMs ?? 1000));
+    this.stopRecheck(cluster);
+    const timer = this.clock.after(waitMs, () => {
+      if (signal?.aborted) return;
+      void this.unbound(cluster).catch((err: unknown) => logger.warn({ cluster: platform, logicalCluster: cluster, err: (err as Error).message }, 'could not ask again whether a workspace still binds the export'));
+    });
+    this.rechecks.set(cluster, { timer, waitMs });
+  }
+
+  private stopRecheck(cluster: string): void {
+    this.rechecks.get(cluster)?.timer.cancel();
+    this.rechecks.delete(cluster);
+  }
 }

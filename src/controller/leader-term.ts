@@ -129,85 +129,94 @@ async function withoutShardHolders(client: ResourceClient, options: TermOptions 
  * why (the caller wires afresh and leads again).
  */
 export async function lead(w: Wiring, options: TermOptions, stop: AbortSignal): Promise<string | undefined> {
-  const { config, logger, status, clock } = options;
+  const { logger, clock } = options;
   const ended = new AbortController();
   setMaxListeners(0, ended.signal);
   const signal = AbortSignal.any([stop, ended.signal]);
   setMaxListeners(0, signal);
-  let rewire: string | undefined;
   const following = endpointSlicesChanged(w.platforms, logger, signal, { clock }).then((why) => {
-    if (why === undefined || signal.aborted) return;
-    rewire = why;
+    if (why === undefined || signal.aborted) return undefined;
     logger.info({ why }, 'kcp shards changed: this term ends and is wired afresh with them');
     ended.abort();
+    return why;
   });
   // Whatever ends the term (a throw before the work runs included) stops the slice follower.
   try {
-    const watchOptions = { logger, metrics: options.metrics, watch: config.watch, clock };
     // Copy namespaces an older relsync made are recorded (and their copies stay) before any reconcile; by the leader only.
     await prepareReconciles(w, options, signal);
     const reconcileRun = w.queue.start(signal, (key) => w.reconciler.reconcile(key.resource, key.id, key));
-
-    // Work that was routed but not reconciled when the last process ended.
-    const pending = await w.checkpoints.pending();
-    for (const id of pending) if (!w.enqueue(id)) w.checkpointer.noteDone(id);
-    if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
-
-    // kcp: the APIBinding watches first, so that the object watches' first LIST finds every bound workspace known.
-    const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => bindingWatchFor(w, watchOptions, p.name, signal)));
-    const bindingRuns = bindingWatches.map((x) => x.start(signal));
-    // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
-    status.watching(bindingWatches, false);
-    while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await clock.sleep(100, signal);
-    if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger, signal);
-    const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
-    const watches = [...bindingWatches, ...objectWatches];
-    status.watching(watches, true);
-    logger.info(
-      {
-        agent: config.agentName,
-        resources: w.resources.map((r) => typeName(r.primaryType)),
-        watches: watches.map((x) => x.name),
-        resumed: watches.filter((x) => x.resumed).length,
-        resync: config.resync,
-      },
-      'relsync started',
-    );
-    const runs: Array<Promise<void>> = [reconcileRun, w.checkpointer.start(signal), ...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
-
-    // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
-    const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
-    const sweeps = scheduleSweeps(w.sweeper, resync, signal, { clock, onInterval: (seconds) => options.metrics.sweepInterval.set(seconds) });
-    // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
-    options.metrics.termStart.set(clock.now() / 1000);
-
-    let announced = false;
-    const readyCheck = every(clock, 200, () => {
-      if (!announced && status.notReady().length === 0) {
-        announced = true;
-        logger.info('every watch has synced once; ready');
-      }
-    });
-    try {
-      await Promise.all(runs);
-      await sweeps.last();
-      await w.checkpointer.flush();
-      await w.store.flushTouches();
-      ended.abort();
-      await following;
-      return rewire;
-    } finally {
-      ended.abort();
-      readyCheck.cancel();
-      await sweeps.destroy();
-      // No longer the one that sweeps: the alert on missed sweeps reads this process no more
-      // (of a shard's term, the coordinator says so once it works for no shard).
-      if (options.shard === undefined) {
-        options.metrics.sweepInterval.set(0);
-        options.metrics.termStart.set(0);
-      }
-    }
+    await requeuePending(w, logger);
+    const watchRuns = await startWatches(w, options, signal);
+    await runTerm(w, options, { signal, ended, runs: [reconcileRun, w.checkpointer.start(signal), ...watchRuns] });
+    return await following;
   } finally {
     ended.abort();
+  }
+}
+
+/** Work that was routed but not reconciled when the last process ended. */
+async function requeuePending(w: Wiring, logger: Logger): Promise<void> {
+  const pending = await w.checkpoints.pending();
+  for (const id of pending) if (!w.enqueue(id)) w.checkpointer.noteDone(id);
+  if (pending.length > 0) logger.info({ pending: pending.length }, 'requeued primaries that were pending when relsync last stopped');
+}
+
+/** The term's watches, started: kcp's APIBinding watches first, so that the object watches' first LIST finds every bound workspace known. */
+async function startWatches(w: Wiring, options: TermOptions, signal: AbortSignal): Promise<Array<Promise<void>>> {
+  const { config, logger, status, clock } = options;
+  const watchOptions = { logger, metrics: options.metrics, watch: config.watch, clock };
+  const bindingWatches = await Promise.all(w.clusters.platforms.filter((p) => p.kind === 'kcp').map((p) => bindingWatchFor(w, watchOptions, p.name, signal)));
+  const bindingRuns = bindingWatches.map((x) => x.start(signal));
+  // Seen by the probes while they sync (a binding watch stuck in its first list is a liveness problem too).
+  status.watching(bindingWatches, false);
+  while (!signal.aborted && !bindingWatches.every((x) => x.synced)) await clock.sleep(100, signal);
+  if (!signal.aborted && bindingWatches.length > 0) await settleStrayWorkspaces(w, logger, signal);
+  const objectWatches = await Promise.all(w.plan.map((p) => watchFor(w, watchOptions, p)));
+  const watches = [...bindingWatches, ...objectWatches];
+  status.watching(watches, true);
+  logger.info(
+    {
+      agent: config.agentName,
+      resources: w.resources.map((r) => typeName(r.primaryType)),
+      watches: watches.map((x) => x.name),
+      resumed: watches.filter((x) => x.resumed).length,
+      resync: config.resync,
+    },
+    'relsync started',
+  );
+  return [...bindingRuns, ...objectWatches.map((x) => x.start(signal))];
+}
+
+/** Runs the term's work and its sweeps until the signal aborts, then ends them in order: the last sweep, checkpoints, touches. */
+async function runTerm(w: Wiring, options: TermOptions, term: { readonly signal: AbortSignal; readonly ended: AbortController; readonly runs: ReadonlyArray<Promise<void>> }): Promise<void> {
+  const { config, logger, status, clock } = options;
+  // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
+  const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
+  const sweeps = scheduleSweeps(w.sweeper, resync, term.signal, { clock, onInterval: (seconds) => options.metrics.sweepInterval.set(seconds) });
+  // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
+  options.metrics.termStart.set(clock.now() / 1000);
+  let announced = false;
+  const readyCheck = every(clock, 200, () => {
+    if (!announced && status.notReady().length === 0) {
+      announced = true;
+      logger.info('every watch has synced once; ready');
+    }
+  });
+  try {
+    await Promise.all(term.runs);
+    await sweeps.last();
+    await w.checkpointer.flush();
+    await w.store.flushTouches();
+  } finally {
+    // The term's work ends before its sweeps are let go: a sweep still running stops on the signal.
+    term.ended.abort();
+    readyCheck.cancel();
+    await sweeps.destroy();
+    // No longer the one that sweeps: the alert on missed sweeps reads this process no more
+    // (of a shard's term, the coordinator says so once it works for no shard).
+    if (options.shard === undefined) {
+      options.metrics.sweepInterval.set(0);
+      options.metrics.termStart.set(0);
+    }
   }
 }

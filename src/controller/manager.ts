@@ -30,7 +30,7 @@ import { isoTime, monotonicClock, systemClock, type Clock, type Timer } from '..
 import { leaseType } from './leader-election.js';
 import { ShardCoordinator, type HeldShard } from './shard-coordinator.js';
 import { ShardLeases } from './shard-leases.js';
-import { dropShardStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermView } from './shard-term.js';
+import { dropShardStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermOptions, type ShardTermView } from './shard-term.js';
 
 export { LeaderRunningError } from './sweep-triggers.js';
 
@@ -150,20 +150,9 @@ export class Manager {
     const service = config.serviceCluster;
     const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
     connection.observer = (cluster, method, code) => this.metrics.apiRequests.inc({ cluster, method, code: String(code) });
-    const leases = new ShardLeases({
-      // Past the service cluster's concurrency limit, as the leader Lease: a Retry-After on writes must not cost a shard.
-      client: new ResourceClient(connection.unlimited(), leaseType),
-      namespace: le.namespace,
-      base: le.name,
-      identity: this.identity,
-      fingerprint: map.fingerprint,
-      leaseDurationMs: le.leaseDurationSeconds * 1000,
-      clock: monotonicClock,
-      wallClock: this.clock,
-    });
     logger.info({ shards: map.shards, sharding: map.fingerprint, leases: `${le.namespace}/${le.name}-shard-*`, identity: this.identity }, 'sharding: this replica takes its share of the shards');
     const coordinator = (this.coordinator = new ShardCoordinator({
-      leases,
+      leases: this.shardLeases(connection),
       map,
       identity: this.identity,
       renewDeadlineMs: le.renewDeadlineSeconds * 1000,
@@ -172,50 +161,72 @@ export class Manager {
       metrics: this.metrics,
       clock: monotonicClock,
       wallClock: this.clock,
-      onChange: (held) => {
-        // No longer the one that sweeps any shard: the alert on missed sweeps reads this process no more.
-        if (!held.some((h) => h.phase === 'working')) {
-          this.metrics.sweepInterval.set(0);
-          this.metrics.termStart.set(0);
-        }
-        try {
-          writeShardStatus(config.storePath, {
-            identity: this.identity,
-            shards: map.shards,
-            fingerprint: map.fingerprint,
-            at: isoTime(this.clock),
-            held: held.map((h) => ({ ...h, clusters: map.configuredIn(h.shard), store: shardStorePath(config.storePath, map, h.shard) })),
-          });
-        } catch (err) {
-          logger.warn({ err: (err as Error).message }, 'sharding: could not write which shards this replica holds (for relsync inspect shards)');
-        }
-      },
-      work: (shard, shardSignal, fence, taken) =>
-        runShardTerm(
-          {
-            shard,
-            identity: this.identity,
-            taken,
-            map,
-            wiring: this.wiringOptions,
-            term: this.termOptions,
-            logger: logger.child({ shard }),
-            fence,
-            onStatus: (term) => {
-              this.shardProblems.delete(shard);
-              if (term) this.shardTerms.set(shard, term);
-              else this.shardTerms.delete(shard);
-            },
-            onWiring: (problem) => this.shardProblems.set(shard, problem),
-          },
-          shardSignal,
-        ),
+      onChange: (held) => this.shardsHeld(held),
+      work: (shard, shardSignal, fence, taken) => this.workShard({ shard, fence, taken }, shardSignal),
     }));
     try {
       await coordinator.start(signal);
     } finally {
       connection.close();
     }
+  }
+
+  private shardLeases(connection: Connection): ShardLeases {
+    const le = this.options.config.leaderElection;
+    return new ShardLeases({
+      // Past the service cluster's concurrency limit, as the leader Lease: a Retry-After on writes must not cost a shard.
+      client: new ResourceClient(connection.unlimited(), leaseType),
+      namespace: le.namespace,
+      base: le.name,
+      identity: this.identity,
+      fingerprint: this.map.fingerprint,
+      leaseDurationMs: le.leaseDurationSeconds * 1000,
+      clock: monotonicClock,
+      wallClock: this.clock,
+    });
+  }
+
+  /** The shards this replica holds changed: said in the status file (for `relsync inspect shards`) and the sweep alert's series. */
+  private shardsHeld(held: readonly HeldShard[]): void {
+    const { config, logger } = this.options;
+    const map = this.map;
+    // No longer the one that sweeps any shard: the alert on missed sweeps reads this process no more.
+    if (!held.some((h) => h.phase === 'working')) {
+      this.metrics.sweepInterval.set(0);
+      this.metrics.termStart.set(0);
+    }
+    try {
+      writeShardStatus(config.storePath, {
+        identity: this.identity,
+        shards: map.shards,
+        fingerprint: map.fingerprint,
+        at: isoTime(this.clock),
+        held: held.map((h) => ({ ...h, clusters: map.configuredIn(h.shard), store: shardStorePath(config.storePath, map, h.shard) })),
+      });
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'sharding: could not write which shards this replica holds (for relsync inspect shards)');
+    }
+  }
+
+  private workShard(take: Pick<ShardTermOptions, 'shard' | 'fence' | 'taken'>, signal: AbortSignal): Promise<void> {
+    const { shard } = take;
+    return runShardTerm(
+      {
+        ...take,
+        identity: this.identity,
+        map: this.map,
+        wiring: this.wiringOptions,
+        term: this.termOptions,
+        logger: this.options.logger.child({ shard }),
+        onStatus: (term) => {
+          this.shardProblems.delete(shard);
+          if (term) this.shardTerms.set(shard, term);
+          else this.shardTerms.delete(shard);
+        },
+        onWiring: (problem) => this.shardProblems.set(shard, problem),
+      },
+      signal,
+    );
   }
 
   /**
