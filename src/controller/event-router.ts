@@ -291,8 +291,9 @@ export class EventRouter {
       page: async (items, refused = []) => {
         const known = await expected();
         if (cluster === this.options.serviceCluster && this.options.copiesListed) await this.options.copiesListed(await copySizes(this.copies, type, items));
-        // A page of 500 primaries is 500 store lookups without I/O: the loop goes round every few ms
-        // (a tenant's first LIST of a flood held another tenant's change for the whole page).
+        // Routing an item reads the store several times (relations, owners, selectors, admission) and
+        // waits for no I/O: the loop goes round every few ms (a tenant's first LIST of a flood, 500
+        // primaries a page, held another tenant's change for the whole page).
         const breaks = this.options.loopBreaks ?? loopBreaks;
         for (const item of items) {
           await breaks.due();

@@ -6,8 +6,9 @@
  * and so on for hundreds of keys. No socket is read meanwhile, so another tenant's change that
  * arrived waits for the whole run: the startup sweep's 500 such reconciles held the loop for
  * 540 ms (tenant-budget.test.ts, "flood after a restart": tenant-b's change took 598 ms where the
- * floor's took 58 ms). heavy-turns.ts gives turns to work that says it is heavy; this is for light
- * work that adds up. A caller asks due() between two pieces of work: once the loop has gone
+ * floor's took 58 ms). So does routing a LIST page (event-router.ts) and a sweep's listing
+ * (sweeper.ts): store reads item after item, no socket read. heavy-turns.ts gives turns to work
+ * that says it is heavy; this is for light work that adds up. A caller asks due() between two pieces of work: once the loop has gone
  * BUSY_MS without reaching its check phase (setImmediate), the next piece waits for it, and the
  * loop polls its sockets first.
  */

@@ -42,6 +42,8 @@ export interface ArrivalSampler {
    * have not arrived through relsync yet (relsync is about to be stopped: their wait is the restart's).
    */
   phase(name: string, pendingToo?: boolean): void;
+  /** Samples written from `since` (a Date.now() reading, maybe past) on count for `name`: a phase that ended at a time learnt later. */
+  phaseSince(name: string, since: number): void;
   /** One write now: resolves with the time it took to arrive through relsync (a marker that relsync went on working). */
   mark(timeoutMs?: number): Promise<number>;
   figures(phase: string): Figures;
@@ -118,6 +120,10 @@ export async function startArrivalSampler(options: {
     phase(name, pendingToo = false) {
       phase = name;
       if (pendingToo) for (const s of samples) if (s.relsync === undefined && s.phase !== 'failed writes') s.phase = name;
+    },
+    phaseSince(name, since) {
+      phase = name;
+      for (let i = samples.length - 1; i >= 0 && samples[i]!.at >= since; i--) if (samples[i]!.phase !== 'failed writes') samples[i]!.phase = name;
     },
     async mark(timeoutMs = 30_000) {
       const n = await write();
