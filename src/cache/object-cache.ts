@@ -49,7 +49,7 @@
  * reading live (object-reads.ts's ReadAgainLive).
  */
 import { compositeKey } from '../core/composite-key.js';
-import type { ObjectIdentity } from '../core/identity.js';
+import { clusterKeyPrefix, identityKey, type ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import { apiVersionOf, type ResourceType } from '../core/resource-type.js';
 import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
@@ -171,8 +171,8 @@ export class ObjectCache implements ObjectCacheFeed {
 
   /** Forgets a cluster's objects (a kcp workspace that unbound, or is listed again after it bound again). */
   dropCluster(cluster: string): void {
-    // The cluster and the separator after it: "a" never drops "ab"'s objects.
-    const prefix = compositeKey(cluster, '');
+    // "a" never drops "ab"'s objects.
+    const prefix = clusterKeyPrefix(cluster);
     for (const key of [...this.owners.keys(), ...this.entries.keys(), ...this.tentative.keys()]) if (key.startsWith(prefix)) this.remove(key);
   }
 
@@ -328,7 +328,7 @@ export class LiveReadsSeen implements ObjectReads {
 
 /**
  * The names a selector or inverse rule's list may find, from what the watches delivered
- * (sync/finder-index.ts); undefined when the index cannot answer for the type now.
+ * (cache/finder-index.ts); undefined when the index cannot answer for the type now.
  */
 export interface CandidateIndex {
   candidates(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, query: ListQuery<unknown>): Array<{ namespace: string; name: string }> | undefined;
@@ -427,7 +427,7 @@ function meets(rv: string | undefined, floor: Floor): boolean {
 }
 
 function keyOf(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>, namespace: string, name: string): string {
-  return compositeKey(cluster, type.group, type.resource, namespace, name);
+  return identityKey({ cluster, group: type.group, resource: type.resource, namespace, name });
 }
 
 function typeOf(type: Pick<ResourceType, 'group' | 'resource'>): string {

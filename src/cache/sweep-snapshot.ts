@@ -183,7 +183,7 @@ export class SweepSnapshot implements ObjectReads {
     const key = typeKey(id.cluster, id);
     const listed = this.types.get(key);
     const name = `${id.namespace}/${id.name}`;
-    if (!listed || this.changedSinceList(compositeKey(key, name))) return undefined;
+    if (!listed || this.changedSinceList(identityKey(id))) return undefined;
     const version = listed.versions.get(name);
     if (version !== undefined) return version === UNKNOWN ? undefined : version;
     return listed.whole && (copy || !listed.filtered) ? '' : undefined;
@@ -209,7 +209,7 @@ export class SweepSnapshot implements ObjectReads {
   async get(cluster: string, type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined> {
     const key = typeKey(cluster, type);
     const found = this.types.get(key)?.byName.get(`${namespace}/${name}`);
-    const changed = this.changedSinceList(compositeKey(key, `${namespace}/${name}`));
+    const changed = this.changedSinceList(identityKey({ cluster, group: type.group, resource: type.resource, namespace, name }));
     if (found && !changed) return found;
     // A namespace that holds listed objects exists; only where namespaces themselves were not listed
     // (their labels, which a namespace selector reads, are then not known) and it did not change since.
@@ -243,7 +243,18 @@ export class SweepSnapshot implements ObjectReads {
  * Decides, per reconcile, whether it reads from the running sweep's snapshot
  * or from the API servers (see the top of this file).
  */
+/** One sweep's reads, from before its first LIST to its end. */
+export interface SweepWindow {
+  /** What the sweep's LISTs add to, page by page. */
+  readonly snapshot: SweepSnapshot;
+  /** From now on each primary's first reconcile of the sweep reads the snapshot. */
+  reconcileFromSnapshot(): void;
+  /** Reconciles read as outside a sweep again. */
+  end(): void;
+}
+
 export class SweepReads {
+  private window: SweepWindow | undefined;
   private snapshot: SweepSnapshot | undefined;
   private tracking = false;
   /** Primaries a watch event was routed to since the sweep began listing. */
@@ -269,23 +280,32 @@ export class SweepReads {
     private readonly cache?: { clear(): void },
   ) {}
 
-  /** Call before the sweep's first LIST. */
-  begin(): void {
+  /**
+   * A sweep begins, before its first LIST: the cache is cleared, and events are tracked until the
+   * window ends. Its snapshot starts with `lists` (the LISTs add to it page by page); reconciles
+   * read it once the window says so. One window at a time: a new one ends the last.
+   */
+  begin(budget = Infinity, lists: readonly ListedObjects[] = []): SweepWindow {
     this.end();
     this.cache?.clear();
     this.tracking = true;
+    const snapshot = new SweepSnapshot(this.live, lists, (key) => this.changedObjects.has(key), budget);
+    const current = () => this.window === window;
+    const window: SweepWindow = {
+      snapshot,
+      reconcileFromSnapshot: () => {
+        if (current()) this.snapshot = snapshot;
+      },
+      end: () => {
+        if (current()) this.end();
+      },
+    };
+    this.window = window;
+    return window;
   }
 
-  /** The snapshot of the sweep's LISTs (given, or added page by page), which reads objects changed since then live. */
-  snapshotOf(lists: readonly ListedObjects[], budget = Infinity): SweepSnapshot {
-    return new SweepSnapshot(this.live, lists, (key) => this.changedObjects.has(key), budget);
-  }
-
-  use(snapshot: SweepSnapshot): void {
-    this.snapshot = snapshot;
-  }
-
-  end(): void {
+  private end(): void {
+    this.window = undefined;
     this.snapshot = undefined;
     this.tracking = false;
     this.changed.clear();
@@ -295,7 +315,7 @@ export class SweepReads {
 
   /** A watch event arrived for this object, or a reconcile deleted it. */
   noteObject(id: ObjectIdentity): void {
-    if (this.tracking) this.changedObjects.add(compositeKey(typeKey(id.cluster, id), `${id.namespace}/${id.name}`));
+    if (this.tracking) this.changedObjects.add(identityKey(id));
   }
 
   /** A watch event was routed to this primary. */

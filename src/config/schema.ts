@@ -319,7 +319,7 @@ export const configSchema = z
       .strictObject({
         bytes: z.number().int().min(0).default(32 * 1024 * 1024),
         /**
-         * What the finder index of selector and inverse rules (sync/finder-index.ts) may hold, in
+         * What the finder index of selector and inverse rules (cache/finder-index.ts) may hold, in
          * bytes of its own estimate: about 280 per related object it indexes (a heap snapshot of
          * 100,000 entries measured 250), so the default holds some 120,000. Past it the largest
          * type is let go and its rules LIST until that type's next LIST; a LIST walks the whole

@@ -49,7 +49,7 @@ import type { ObjectIdentity } from '../core/identity.js';
 import type { Metrics } from '../server/metrics.js';
 import type { ClusterScope } from './cluster-scope.js';
 import type { PrimaryKey } from './primary-key.js';
-import type { SweepReads, SweepSnapshot } from '../cache/sweep-snapshot.js';
+import type { SweepReads, SweepSnapshot, SweepWindow } from '../cache/sweep-snapshot.js';
 import type { PlannedWatch } from './watch-plan.js';
 import type { Finished, WorkQueue } from './work-queue.js';
 import type { CopyWriter } from '../sync/copy-writer.js';
@@ -195,6 +195,8 @@ class SweepFindings {
 /** What every step of one sweep's listing and reconciling shares. */
 interface SweepListing {
   readonly counts: SweepCounts;
+  /** The sweep's reads (cache/sweep-snapshot.ts), and the snapshot its LISTs fill. */
+  readonly window: SweepWindow;
   readonly snapshot: SweepSnapshot;
   readonly found: FoundMatches;
   readonly selectorKeys: SelectorLabelKeys | undefined;
@@ -305,11 +307,12 @@ export class Sweeper {
     // Which labels selectors are anchored on, now: objects' other labels cost no lookup. A reconcile
     // that stores a selector on another key while the sweep lists turns skipping off (reconcileAll).
     const selectorKeys = finders && fingerprint ? await store.selectorLabelKeys() : undefined;
-    reads.begin();
+    const window = reads.begin(this.options.snapshotBytes ?? Infinity);
     try {
       const at: SweepListing = {
         counts,
-        snapshot: reads.snapshotOf([], this.options.snapshotBytes ?? Infinity),
+        window,
+        snapshot: window.snapshot,
         // What selector and inverse rules find among the listed objects (sweep-skip.ts): pairs within a
         // quarter of the snapshot's budget, past it a store read per object.
         found: new FoundMatches((this.options.snapshotBytes ?? Infinity) / 4, (this.options.relatedPerPrimary ?? Infinity) + 1),
@@ -322,7 +325,7 @@ export class Sweeper {
       await this.reconcileAll(sweep, at, phases);
       phases.reconcileMs = lap();
     } finally {
-      reads.end();
+      window.end();
     }
     // 3. copies nothing accounts for any more, and rows of types no longer configured
     await this.cleanUp(sweep, counts, phases);
@@ -456,8 +459,8 @@ export class Sweeper {
    * watches cannot list must not hold a sweep (nor every later one) forever.
    */
   private async reconcileAll(sweep: SweepFindings, at: SweepListing, phases: SweepPhases): Promise<void> {
-    const { clusters, queue, store, metrics, reads, finders, fingerprint } = this.options;
-    reads.use(at.snapshot);
+    const { clusters, queue, store, metrics, finders, fingerprint } = this.options;
+    at.window.reconcileFromSnapshot();
     const keysKept = at.selectorKeys !== undefined && at.selectorKeys.equals(await store.selectorLabelKeys());
     if (at.selectorKeys && !keysKept) this.options.logger.info('selectors on new label keys were stored while the sweep listed: it reconciles every primary');
     // The config's fingerprint, once per resource for this sweep (it hashes the whole config).

@@ -17,7 +17,7 @@ import { apiBindingType } from '../core/kcp-types.js';
 import { bindingHandler } from './binding-watch.js';
 import { bindingOf, relistWorkspace } from './kcp-workspaces.js';
 import { LOGICAL_CLUSTER_ANNOTATION } from '../kube/kcp-endpoint.js';
-import type { FinderIndex } from '../sync/finder-index.js';
+import type { FinderIndex } from '../cache/finder-index.js';
 import type { PlannedWatch } from './watch-plan.js';
 import { REFUSED } from './event-router.js';
 import type { Wiring } from './wiring.js';

@@ -34,7 +34,8 @@ import { ClaimKnowledge } from '../sync/claim-knowledge.js';
 import { PrimaryReconciler } from '../sync/primary-reconciler.js';
 import { resolveConfig, type ResolvedResource } from '../sync/resolved-config.js';
 import { CachedReads, LiveReadsSeen, ObjectCache } from '../cache/object-cache.js';
-import { FinderIndex } from '../sync/finder-index.js';
+import { FinderIndex } from '../cache/finder-index.js';
+import { finderIndexDefinitions } from '../sync/finder-definitions.js';
 import { fieldManagerName } from '../core/marks.js';
 import { hasFieldsToFold } from '../sync/field-ownership.js';
 import { LiveReads, type ObjectReads } from '../cache/object-reads.js';
@@ -187,7 +188,7 @@ function readsOf(options: WiringOptions, clusters: ClusterSet, resources: readon
   // Selector and inverse rules find candidates by name from the watches (finder-index.ts), within cache.indexBytes.
   const indexBudget = config.cache.indexBytes;
   const finderIndex = cache && indexBudget > 0
-    ? new FinderIndex(config.agentName, resources, {
+    ? new FinderIndex(config.agentName, finderIndexDefinitions(resources), {
         isService: (c) => c === clusters.service.name,
         budgetBytes: indexBudget,
         onOverBudget: (cluster, type) =>

@@ -48,8 +48,17 @@ export function identityOf(cluster: string, type: ResourceType, object: KubeObje
   return { cluster, group: type.group, resource: type.resource, namespace: type.namespaced ? (object.metadata.namespace ?? '') : '', name: object.metadata.name ?? '' };
 }
 
+/**
+ * The one key of an identity, in memory and in the store (copy_bytes.source): its five parts as a
+ * JSON array, which no two identities share and a person reading the store can read.
+ */
 export function identityKey(id: ObjectIdentity): string {
   return JSON.stringify([id.cluster, id.group, id.resource, id.namespace, id.name]);
+}
+
+/** What every identityKey of `cluster`'s objects starts with, and no other cluster's ("a" is not a prefix of "ab"'s). */
+export function clusterKeyPrefix(cluster: string): string {
+  return `${JSON.stringify([cluster]).slice(0, -1)},`;
 }
 
 export function sameIdentity(a: ObjectIdentity, b: ObjectIdentity): boolean {

@@ -29,7 +29,7 @@ const MAX_NAMESPACE = 63;
 /**
  * The owner `object` names, or undefined; `ownerKind`/`ownerGroup` are the owner's type. A name
  * or namespace no object can have is no owner: an annotation of 256 KiB names nothing, and must
- * cost the finder index (sync/finder-index.ts) no more than a real name does.
+ * cost the finder index (cache/finder-index.ts) no more than a real name does.
  */
 export function inverseOwner(finder: InverseFinder, object: KubeObject, ownerKind: string, ownerGroup: string): OwnerRef | undefined {
   const ref = namedOwner(finder, object, ownerKind, ownerGroup);

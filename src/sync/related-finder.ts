@@ -19,7 +19,7 @@ import type { RelationRecord } from '../store/records.js';
 import type { SelectorRecord } from '../store/selector-index.js';
 import type { EventRecorder } from './event-recorder.js';
 import { markedSource } from '../core/marks.js';
-import { inverseIndexName } from './finder-index.js';
+import { inverseIndexName } from './finder-definitions.js';
 import type { ObjectReads } from '../cache/object-reads.js';
 import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';

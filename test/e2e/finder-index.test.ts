@@ -1,6 +1,6 @@
 // Selector and inverse rules find a new primary's related objects from the
 // finder index (names the watches delivered) instead of a LIST per rule
-// (src/sync/finder-index.ts). What could break: an object created while its
+// (src/cache/finder-index.ts). What could break: an object created while its
 // primary's reconcile asks the index (it must still be copied), an index
 // that did not follow a label change, a candidate of another namespace, and
 // a tenant whose objects outgrow the index's budget (LISTs take over, and

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SweepReads, SweepSnapshot } from '../../../src/cache/sweep-snapshot.js';
 import type { KubeObject } from '../../../src/core/object.js';
-import { compositeKey } from '../../../src/core/composite-key.js';
+import { identityKey } from '../../../src/core/identity.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../../../src/core/label-selector.js';
@@ -78,7 +78,7 @@ describe('sweep snapshot', () => {
     assert.equal(snapshot.listedWhole('b', configMaps), false, 'a LIST that failed midway');
     assert.equal(at('b', 'configmaps', 'y'), '7/uid-y');
     assert.equal(at('b', 'configmaps', 'gone', true), undefined, 'a LIST that failed midway says nothing of what it lacks');
-    changed.add(compositeKey('a', '', 'configmaps', 'ns/x'));
+    changed.add(identityKey({ cluster: 'a', group: '', resource: 'configmaps', namespace: 'ns', name: 'x' }));
     assert.equal(at('a', 'configmaps', 'x'), undefined, 'a watch event arrived for it since its LIST');
   });
 
@@ -187,42 +187,48 @@ describe('sweep reads', () => {
   it('hands a primary the snapshot once per sweep, and never after a watch event was routed to it', () => {
     const live = new CountingReads();
     const reads = new SweepReads(live);
-    const snapshot = new SweepSnapshot(live, []);
     assert.equal(reads.readsFor(primary('one')), live, 'no sweep running');
 
-    reads.begin();
+    const sweep = reads.begin();
     reads.noteChanged(primary('changed-while-listing'));
-    reads.use(snapshot);
+    assert.equal(reads.readsFor(primary('one')), live, 'not before the sweep says its snapshot is read');
+    sweep.reconcileFromSnapshot();
     reads.noteChanged(primary('changed-after-listing'));
-    assert.equal(reads.readsFor(primary('one')), snapshot);
+    assert.equal(reads.readsFor(primary('one')), sweep.snapshot);
     assert.equal(reads.readsFor(primary('one')), live, 'a retry or a second run reads live');
     assert.equal(reads.readsFor(primary('changed-while-listing')), live);
     assert.equal(reads.readsFor(primary('changed-after-listing')), live);
-    assert.equal(reads.readsFor(primary('two')), snapshot);
-    reads.end();
+    assert.equal(reads.readsFor(primary('two')), sweep.snapshot);
+    sweep.end();
     assert.equal(reads.readsFor(primary('three')), live, 'the sweep is over');
 
     reads.noteChanged(primary('four')); // not tracked outside a sweep
-    reads.begin();
-    reads.use(snapshot);
-    assert.equal(reads.readsFor(primary('four')), snapshot);
-    assert.equal(reads.readsFor(primary('one')), snapshot, 'a new sweep, a new snapshot read');
+    const next = reads.begin();
+    next.reconcileFromSnapshot();
+    assert.equal(reads.readsFor(primary('four')), next.snapshot);
+    assert.equal(reads.readsFor(primary('one')), next.snapshot, 'a new sweep, a new snapshot read');
+    // A window that ended (a sweep that was superseded) changes nothing of the one after it.
+    const third = reads.begin();
+    next.end();
+    next.reconcileFromSnapshot();
+    assert.equal(reads.readsFor(primary('five')), live, 'the old window neither ends nor starts the new one');
+    third.reconcileFromSnapshot();
+    assert.equal(reads.readsFor(primary('five')), third.snapshot);
   });
 
   it('reads an object live, for every primary, once a watch event arrived for it after its LIST', async () => {
     const live = new CountingReads();
     const reads = new SweepReads(live);
-    reads.begin();
-    const snapshot = reads.snapshotOf([{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared'), cm('copies', 'other')] }]);
-    reads.use(snapshot);
+    const sweep = reads.begin(Infinity, [{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared'), cm('copies', 'other')] }]);
+    sweep.reconcileFromSnapshot();
+    const snapshot = sweep.snapshot;
     // e.g. another primary's reconcile deleted the copy: its DELETED event was routed to that primary only
     reads.noteObject({ cluster: 'service', group: '', resource: 'configmaps', namespace: 'copies', name: 'shared' });
     assert.equal((await snapshot.get('service', configMaps, 'copies', 'shared'))?.metadata.labels?.live, 'true', 'the changed object is read live');
     assert.equal((await snapshot.get('service', configMaps, 'copies', 'other'))?.metadata.labels?.live, undefined, 'the others still come from the LIST');
     assert.deepEqual(live.asked, ['get service configmaps copies/shared']);
-    reads.end();
-    reads.begin();
-    const next = reads.snapshotOf([{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared')] }]);
+    sweep.end();
+    const next = reads.begin(Infinity, [{ cluster: 'service', type: configMaps, filtered: true, items: [cm('copies', 'shared')] }]).snapshot;
     assert.equal((await next.get('service', configMaps, 'copies', 'shared'))?.metadata.labels?.live, undefined, 'a new sweep forgets the changes of the last');
   });
 });

@@ -1,4 +1,4 @@
-// What the finder index's safety argument rests on (src/sync/finder-index.ts):
+// What the finder index's safety argument rests on (src/cache/finder-index.ts):
 // a watch feeds the index an object before the router routes the same
 // event, so a reconcile that asks the index after its own store write
 // either finds the object or is queued again by the router.
@@ -11,7 +11,8 @@ import { watchFor } from '../../../src/controller/watches.js';
 import type { Wiring } from '../../../src/controller/wiring.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
 import { Template } from '../../../src/rules/template.js';
-import { FinderIndex } from '../../../src/sync/finder-index.js';
+import { FinderIndex } from '../../../src/cache/finder-index.js';
+import { finderIndexDefinitions } from '../../../src/sync/finder-definitions.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
 import { configMaps, FakeApi } from '../../harness/fake-list-watch-source.js';
 import { systemClock } from '../../../src/util/clock.js';
@@ -31,7 +32,7 @@ const counter = { inc: () => undefined };
 describe('watches feed the finder index', () => {
   it('before the router sees the same event, deletions too', async () => {
     const api = new FakeApi('a', configMaps);
-    const index = new FinderIndex('e2e', [resource], { isService: (c) => c === 'svc', budgetBytes: 1024 * 1024 });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService: (c) => c === 'svc', budgetBytes: 1024 * 1024 });
     /** Whether the index proposed the routed object when the router got it. */
     const proposedAtRoute: boolean[] = [];
     const proposed = (o: KubeObject) =>

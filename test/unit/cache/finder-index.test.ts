@@ -10,7 +10,8 @@ import type { ResourceType } from '../../../src/core/resource-type.js';
 import { inverseOwnerKey } from '../../../src/rules/inverse-owner.js';
 import type { ResolvedRule } from '../../../src/rules/rule.js';
 import { Template } from '../../../src/rules/template.js';
-import { FinderIndex, inverseIndexName, MAX_CANDIDATES } from '../../../src/sync/finder-index.js';
+import { FinderIndex, MAX_CANDIDATES } from '../../../src/cache/finder-index.js';
+import { finderIndexDefinitions, inverseIndexName } from '../../../src/sync/finder-definitions.js';
 import { CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
 import type { ListQuery, ObjectReads } from '../../../src/cache/object-reads.js';
 import type { ResolvedResource } from '../../../src/sync/resolved-config.js';
@@ -53,7 +54,7 @@ const byOwner = (owner: string, namespace = 'ns'): ListQuery => ({
 });
 /** An index with one complete LIST of `items` (ConfigMaps and Secrets) in cluster `a`. */
 const listed = (items: { cms?: KubeObject[]; secrets?: KubeObject[] }, budget = 1024 * 1024) => {
-  const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: budget });
+  const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: budget });
   for (const [type, objects] of [[configMaps, items.cms ?? []], [secrets, items.secrets ?? []]] as const) {
     index.beginList('a', type, () => true);
     for (const o of objects) index.observe({ cluster: 'a', ...type, namespace: o.metadata.namespace!, name: o.metadata.name! }, o);
@@ -87,7 +88,7 @@ describe('finder index', () => {
   });
 
   it('answers nothing for a type before its LIST ended, during a relist, and after a LIST failed midway', () => {
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 1024 * 1024 });
     index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'a' }, object('ns', 'a', { app: 'orders' }));
     assert.equal(index.candidates('a', configMaps, bySelector('orders')), undefined, 'no LIST yet');
     index.beginList('a', configMaps, () => true);
@@ -118,7 +119,7 @@ describe('finder index', () => {
 
   it('lets a type go when a tenant\'s objects would pass the budget, until its next LIST; other types keep answering', () => {
     let told = 0;
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 20_000, onOverBudget: () => told++ });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 20_000, onOverBudget: () => told++ });
     index.beginList('a', secrets, () => true);
     index.observe({ cluster: 'a', ...secrets, namespace: 'ns', name: 's' }, object('ns', 's', { 'db-owner': 'orders' }));
     index.endList('a', secrets);
@@ -156,7 +157,7 @@ describe('finder index', () => {
 
   it('indexes no owner a name could not be: a tenant\'s 200 KiB owner annotations cost it nothing and let no type go', () => {
     let told = 0;
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 64 * 1024, onOverBudget: () => told++ });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 64 * 1024, onOverBudget: () => told++ });
     index.beginList('a', configMaps, () => true);
     const huge = 'x'.repeat(200 * 1024);
     for (let i = 0; i < 50; i++) index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: `big-${i}` }, object('ns', `big-${i}`, { 'db-namespace': 'home' }, '1', { annotations: { 'db-owner': `${huge}${i}` } }));
@@ -172,7 +173,7 @@ describe('finder index', () => {
   });
 
   it('finds by ownerReference and by a namespace read off the object, sorted as the API server lists them', () => {
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 1024 * 1024 });
     const owned = object('ns', 'sa', {}, '1', { ownerReferences: [{ apiVersion: 'demo.relsync.dev/v1alpha1', kind: 'Database', name: 'orders', uid: 'u1' }] });
     index.beginList('a', serviceAccounts, () => true);
     index.observe({ cluster: 'a', ...serviceAccounts, namespace: 'ns', name: 'sa' }, owned);
@@ -188,7 +189,7 @@ describe('finder index', () => {
 
   it('answers nothing while its watch is not synced', () => {
     let synced = true;
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 1024 * 1024 });
     index.beginList('a', configMaps, () => synced);
     index.observe({ cluster: 'a', ...configMaps, namespace: 'ns', name: 'x' }, object('ns', 'x', { app: 'orders' }));
     index.endList('a', configMaps);
@@ -199,7 +200,7 @@ describe('finder index', () => {
 
   it('lets the largest type go when the budget is passed, not the one that happened to come next', () => {
     const dropped: string[] = [];
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 40_000, onOverBudget: (cluster, type) => dropped.push(`${cluster}/${type.resource}`) });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 40_000, onOverBudget: (cluster, type) => dropped.push(`${cluster}/${type.resource}`) });
     index.beginList('flooder', configMaps, () => true);
     for (let i = 0; i < 130; i++) index.observe({ cluster: 'flooder', ...configMaps, namespace: 'ns', name: `f${i}` }, object('ns', `f${i}`, { app: `x${i}` }));
     index.endList('flooder', configMaps);
@@ -215,7 +216,7 @@ describe('finder index', () => {
   });
 
   it('indexes a type only on the side its rules read it, and only for unfiltered watches', () => {
-    const index = new FinderIndex('e2e', [resource], { isService, budgetBytes: 1024 * 1024 });
+    const index = new FinderIndex('e2e', finderIndexDefinitions([resource]), { isService, budgetBytes: 1024 * 1024 });
     assert.equal(index.wants('a', configMaps, undefined), true);
     assert.equal(index.wants('a', configMaps, 'relsync.dev/agent=x'), false, 'a filtered watch cannot vouch for every object');
     assert.equal(index.wants('service', configMaps, undefined), false, 'platform-origin rules read the platforms');

@@ -39,10 +39,8 @@ import { compositeKey } from '../core/composite-key.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import type { KubeObject } from '../core/object.js';
 import type { ResourceType } from '../core/resource-type.js';
-import { inverseOwnerKey } from '../rules/inverse-owner.js';
 import { markedSource } from '../core/marks.js';
-import type { ListQuery } from '../cache/object-reads.js';
-import { ownerTypeOf, type ResolvedResource } from './resolved-config.js';
+import type { ListQuery } from './object-reads.js';
 
 /** Beyond this many candidates, one LIST costs the API server less than reading each. */
 export const MAX_CANDIDATES = 64;
@@ -50,9 +48,15 @@ export const MAX_CANDIDATES = 64;
 /** What an indexed object costs beside its strings: map slots, the entry arrays, a Set's header. */
 const ENTRY_BYTES = 200;
 
-/** The name of an inverse rule's index, as a ListQuery's `indexed.index` carries it. */
-export function inverseIndexName(resource: Pick<ResolvedResource, 'where'>, rule: { readonly id: string }): string {
-  return `${resource.where}.related.${rule.id}`;
+/**
+ * What the rules read (sync/finder-definitions.ts makes these from the config): objects of `type`
+ * on `side` indexed by a label's value, or by the owner a rule reads off them under the index's
+ * `name` (the name a ListQuery's `indexed.index` carries).
+ */
+export interface IndexDefinition {
+  readonly side: 'platform' | 'service';
+  readonly type: Pick<ResourceType, 'group' | 'resource'>;
+  readonly by: { readonly label: string } | { readonly name: string; readonly ownerOf: (object: KubeObject) => string | undefined };
 }
 
 /**
@@ -113,35 +117,18 @@ export class FinderIndex {
 
   constructor(
     private readonly agentName: string,
-    resources: readonly ResolvedResource[],
+    definitions: readonly IndexDefinition[],
     options: FinderIndexOptions,
   ) {
     this.isService = options.isService;
     this.budgetBytes = options.budgetBytes;
     this.onOverBudget = options.onOverBudget ?? (() => undefined);
-    for (const resource of resources) {
-      for (const rule of resource.rules) {
-        const key = compositeKey(rule.origin, rule.sourceType.group, rule.sourceType.resource);
-        const list = this.definitions.get(key) ?? [];
-        const add = (d: Definition) => {
-          if (!list.some((x) => x.name === d.name)) list.push(d);
-        };
-        const finder = rule.finder;
-        if (finder.kind === 'selector') {
-          for (const r of finder.requirements) {
-            if (r.operator !== 'In' || !r.key.isConstant) continue;
-            const label = r.key.render({ cluster: '', namespace: '', name: '', object: { metadata: {} } as KubeObject });
-            add({ name: labelIndex(label), keyIn: (o) => {
-              const value = o.metadata.labels?.[label];
-              return value === undefined ? undefined : compositeKey(o.metadata.namespace ?? '', value);
-            } });
-          }
-        } else if (finder.kind === 'inverse') {
-          const { kind, group } = ownerTypeOf(resource, rule);
-          add({ name: inverseIndexName(resource, rule), keyIn: (o) => inverseOwnerKey(finder, o, kind, group) });
-        }
-        if (list.length > 0) this.definitions.set(key, list);
-      }
+    for (const d of definitions) {
+      const key = compositeKey(d.side, d.type.group, d.type.resource);
+      const list = this.definitions.get(key) ?? [];
+      const definition = definitionOf(d.by);
+      if (!list.some((x) => x.name === definition.name)) list.push(definition);
+      this.definitions.set(key, list);
     }
   }
 
@@ -307,6 +294,19 @@ export class FinderIndex {
 
 function labelIndex(key: string): string {
   return `label:${key}`;
+}
+
+/** A label's index keys its value within the object's namespace (keysFor asks it so). */
+function definitionOf(by: IndexDefinition['by']): Definition {
+  if ('ownerOf' in by) return { name: by.name, keyIn: by.ownerOf };
+  const label = by.label;
+  return {
+    name: labelIndex(label),
+    keyIn: (o) => {
+      const value = o.metadata.labels?.[label];
+      return value === undefined ? undefined : compositeKey(o.metadata.namespace ?? '', value);
+    },
+  };
 }
 
 function typeKey(cluster: string, type: Pick<ResourceType, 'group' | 'resource'>): string {
