@@ -65,6 +65,8 @@ export interface ObjectCacheFeed {
    * `standing`: what it is to relsync, which decides what goes first when room is needed (below).
    */
   observe(id: ObjectIdentity, object: KubeObject | undefined, standing?: Standing): void;
+  /** A version as routing found it: the cache decides whether to keep it, and its standing (admissionOf). */
+  admit(id: ObjectIdentity, object: KubeObject, routed: Routed): void;
   dropCluster(cluster: string): void;
   clear(): void;
   /** A watch's LIST of this type begins: what the cache holds of the type may have been deleted while nobody watched. */
@@ -79,6 +81,35 @@ export interface ObjectCacheFeed {
  * not everything fits, a change costs its write and not a GET of the primary and its copy.
  */
 export type Standing = 'tentative' | 'related' | 'owner';
+
+/** What routing (controller/event-router.ts) learnt of one version of an object. */
+export interface Routed {
+  /** Its content was read and is the watch's own: not a deletion, a refused object, or a LIST run beside the watch. */
+  readonly readable: boolean;
+  /** It concerns primaries now: queued for some, relsync's own write, or a copy the store knows. */
+  readonly concerns: boolean;
+  /** A primary, or a copy of one (of a primary type on a platform, a copy type in the service cluster). */
+  readonly owner: boolean;
+  /** A LIST's object of a type related rules read: the first reconciles of new primaries may ask for it. */
+  readonly maySource?: boolean;
+  /** A platform namespace that namespace selectors read. */
+  readonly selectedNamespace?: boolean;
+}
+
+/**
+ * Whether a routed version is kept, and how far ahead. Kept when it concerns primaries (relsync's
+ * real copies do: the store knows them; an object that merely carries marks does not), a namespace
+ * selectors read, or, tentatively, an object of a LIST that related rules may ask for: at the first
+ * LIST the store knows no relation yet, and every new primary's reconcile would GET its related
+ * objects one by one. Tentative entries only use room the others leave; owners go last.
+ */
+export function admissionOf(routed: Routed): { readonly keep: boolean; readonly standing: Standing } {
+  const tentative = !routed.concerns && routed.maySource === true;
+  return {
+    keep: routed.readable && (routed.concerns || tentative || routed.selectedNamespace === true),
+    standing: tentative ? 'tentative' : routed.selectedNamespace ? 'related' : routed.owner ? 'owner' : 'related',
+  };
+}
 
 export interface CacheStats {
   readonly entries: number;
@@ -122,6 +153,11 @@ export class ObjectCache implements ObjectCacheFeed {
     private readonly maxFloors = 10_000,
     private readonly keepsManagedFields: (managedFields: unknown) => boolean = () => true,
   ) {}
+
+  admit(id: ObjectIdentity, object: KubeObject, routed: Routed): void {
+    const { keep, standing } = admissionOf(routed);
+    this.observe(id, keep ? object : undefined, standing);
+  }
 
   observe(id: ObjectIdentity, object: KubeObject | undefined, standing: Standing = 'related'): void {
     const key = keyOf(id.cluster, id, id.namespace, id.name);

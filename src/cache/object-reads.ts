@@ -84,6 +84,28 @@ export function confirmLive(reads: ObjectReads): void {
   if (reads.cached) throw new ReadAgainLive('a deletion decided on cached reads is confirmed live');
 }
 
+/**
+ * How one reconcile reads: first from what it was handed (the watches' cache, a sweep's snapshot,
+ * or the API servers after a conflict: cache/sweep-snapshot.ts `sessionFor`), and from the API
+ * servers, from the start, when a step about to delete asks to read again live (ReadAgainLive).
+ */
+export class ReadSession {
+  constructor(
+    readonly first: ObjectReads,
+    private readonly live: ObjectReads,
+  ) {}
+
+  /** `step` with the first reads; once more from the start, live, when it asks to read again live. */
+  async run<T>(step: (reads: ObjectReads) => Promise<T>): Promise<T> {
+    try {
+      return await step(this.first);
+    } catch (err) {
+      if (!(err instanceof ReadAgainLive)) throw err;
+      return step(this.live);
+    }
+  }
+}
+
 export class LiveReads implements ObjectReads {
   constructor(private readonly clusters: Pick<ClusterAccess, 'client'>) {}
 

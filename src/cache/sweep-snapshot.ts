@@ -41,7 +41,7 @@ import { typeName, type ResourceType } from '../core/resource-type.js';
 import type { LabelSelector } from '../core/label-selector.js';
 import { identityKey, type ObjectIdentity } from '../core/identity.js';
 import { approximateHeapBytes } from '../util/heap-size.js';
-import { matchesQuery, projected, type ListQuery, type ObjectReads } from './object-reads.js';
+import { matchesQuery, projected, ReadSession, type ListQuery, type ObjectReads } from './object-reads.js';
 import { compositeKey } from '../core/composite-key.js';
 import { objectVersion } from '../core/object-version.js';
 
@@ -321,6 +321,11 @@ export class SweepReads {
   /** A watch event was routed to this primary. */
   noteChanged(primary: ObjectIdentity): void {
     if (this.tracking) this.changed.add(identityKey(primary));
+  }
+
+  /** One reconcile's reads of `primary`; `afterConflict`: its last run met a 409, and it reads live. */
+  sessionFor(primary: ObjectIdentity, afterConflict = false): ReadSession {
+    return new ReadSession(afterConflict ? this.live : this.readsFor(primary), this.live);
   }
 
   readsFor(primary: ObjectIdentity): ObjectReads {

@@ -27,7 +27,7 @@ import type { RelationStore } from '../store/relation-store.js';
 import type { SelectorLabelKeys } from '../store/selector-index.js';
 import { contentOf } from '../sync/content.js';
 import type { ContentHasher } from '../sync/content-hasher.js';
-import type { ObjectCacheFeed, Standing } from '../cache/object-cache.js';
+import type { ObjectCacheFeed } from '../cache/object-cache.js';
 import { isRelatedCopy, markedSource } from '../core/marks.js';
 import { copySizes, isServiceOriginCopy, type CopyContext, type CopySize } from '../sync/copy-of.js';
 import type { OwnWrites } from '../cache/own-writes.js';
@@ -86,7 +86,7 @@ export interface EventRouterOptions {
    * routed to a primary), or undefined (it concerns nobody, or was deleted), so that reconciles
    * read what the watches delivered (cache/object-cache.ts).
    */
-  readonly cache?: Pick<ObjectCacheFeed, 'observe'>;
+  readonly cache?: Pick<ObjectCacheFeed, 'admit'>;
   /** Namespace selectors: a platform namespace's label change routed to its primaries (namespace-filter.ts). */
   readonly namespaces?: Pick<NamespaceFilter, 'active' | 'changed'>;
   /** Whether a primary's event is queued: past the limits, a new one is not (sync/primary-admission.ts); default: every one. */
@@ -140,7 +140,7 @@ export class EventRouter {
     if (identityProblem(id) || (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) !== true) return false;
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
-    this.options.cache?.observe(id, undefined);
+    this.options.cache?.admit(id, object, { readable: false, concerns: true, owner: this.isOwnerType(cluster, type) });
     this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true, read: false }, 'routed event');
     this.options.metrics?.observeRouted(metricsCluster, 0, true);
     return true;
@@ -162,9 +162,9 @@ export class EventRouter {
     const unchangedCopy = change !== 'LIST' && !unread && isUnchangedRelatedCopy(object, this.options.agentName, this.options.hasher);
     const ownWrite = !unchangedCopy && !ownChecked && change !== 'LIST' && !unread && (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) === true;
     if (ownWrite || unchangedCopy) {
-      // Kept when it is a version relsync wrote (its answer may come after its event) of an object
-      // the store knows: an unchanged related copy can be a tenant's clone of one under another name.
-      if (this.options.cache) this.options.cache.observe(id, ownWrite || (await this.options.store.ownersOf(id)).length > 0 ? object : undefined, this.standingOf(cluster, type));
+      // Of concern when it is a version relsync wrote (its answer may come after its event) of an
+      // object the store knows: an unchanged related copy can be a tenant's clone of one under another name.
+      if (this.options.cache) this.options.cache.admit(id, object, { readable: true, concerns: ownWrite || (await this.options.store.ownersOf(id)).length > 0, owner: this.isOwnerType(cluster, type) });
       this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true }, 'routed event');
       this.options.metrics?.observeRouted(metricsCluster, 0, true);
       return 0;
@@ -211,14 +211,15 @@ export class EventRouter {
     for (const owner of await this.options.store.ownersByDestination(id)) add(this.keyFor(owner));
     if (!ownCopy) for (const key of await this.foundBySelectorOrInverse(cluster, type, object)) add(key);
 
-    // Kept for reconciles when it concerns a primary (relsync's real copies do: the store knows them;
-    // an object that merely carries marks does not); otherwise, or deleted, no version of it may be read back.
-    // A LIST's objects of a type rules read related sources of are kept too, tentatively: at the
-    // first LIST the store knows no relation yet, and every new primary's reconcile would GET its
-    // related objects one by one. They only use room the cache's other entries leave.
     if (primaryKey && (this.options.admission === undefined || (await this.options.admission.mayQueue(id)))) add(primaryKey);
-    const tentative = keys.size === 0 && change === 'LIST' && !ownCopy && this.isSourceType(cluster, type);
-    this.options.cache?.observe(id, keep && !unread && (keys.size > 0 || tentative || selectedBy) ? object : undefined, tentative ? 'tentative' : selectedBy ? 'related' : this.standingOf(cluster, type));
+    // The cache decides what it keeps for reconciles from what routing found (cache/object-cache.ts admissionOf).
+    this.options.cache?.admit(id, object, {
+      readable: keep && !unread,
+      concerns: keys.size > 0,
+      owner: this.isOwnerType(cluster, type),
+      maySource: change === 'LIST' && !ownCopy && this.isSourceType(cluster, type),
+      selectedNamespace: selectedBy,
+    });
     for (const key of keys.values()) this.options.enqueue(key);
     this.options.metrics?.observeRouted(metricsCluster, keys.size);
     if (change !== 'LIST') {
@@ -349,9 +350,9 @@ export class EventRouter {
   }
 
   /** A primary, or a copy of one (a primary type on a platform, a copy type in the service cluster), is kept ahead of related objects (cache/object-cache.ts). */
-  private standingOf(cluster: string, type: ResourceType): Standing {
+  private isOwnerType(cluster: string, type: ResourceType): boolean {
     const owner = this.platforms.has(cluster) ? this.resourceFor(type.group, type.resource) : cluster === this.options.serviceCluster ? this.resourceByCopyType(type) : undefined;
-    return owner ? 'owner' : 'related';
+    return owner !== undefined;
   }
 
   /** Whether some rule reads related sources of this type in this cluster. */

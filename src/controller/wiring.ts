@@ -222,7 +222,7 @@ function syncParts(options: WiringOptions, base: Base): SyncParts {
   const budget = copyBudget(options);
   const reconciler = new PrimaryReconciler({
     agentName: config.agentName, clusters, store, recorder: base.recorder, logger, metrics, ownWrites: base.ownWrites, copyNamespaces, hasher, limits: config.limits, fingerprint, claims: base.claims, admission, budget,
-    readsFor: (id) => reads.sweepReads.readsFor(id),
+    sessionFor: (id, afterConflict) => reads.sweepReads.sessionFor(id, afterConflict),
     copyPolicy: config.copy,
     // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
     onDeleted: (id) => reads.sweepReads.noteObject(id),

@@ -54,7 +54,7 @@ import { agentSelector, isRelatedCopy, marksFor } from '../core/marks.js';
 import { WorkspacePathError, WorkspacePaths } from './workspace-paths.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
 import { AdoptionRefusals } from './adoption.js';
-import { confirmLive, LiveReads, ReadAgainLive, type ObjectReads } from '../cache/object-reads.js';
+import { confirmLive, LiveReads, ReadAgainLive, ReadSession, type ObjectReads } from '../cache/object-reads.js';
 import type { OwnWrites } from '../cache/own-writes.js';
 import { objectVersion } from '../core/object-version.js';
 import { claimKey, claimsOf, RelatedFinder, type Claim, type Found, type RelationOutcome, type RulePlan } from './related-finder.js';
@@ -76,8 +76,8 @@ export interface ReconcilerDeps {
   readonly ownWrites?: OwnWrites;
   /** How soon to look again at a conflict; default CONFLICT_RETRY_MS (30 s). */
   readonly conflictRetryMs?: number;
-  /** Where one reconcile of this primary reads objects (a sweep's snapshot, see cache/sweep-snapshot.ts); default: the API servers. */
-  readonly readsFor?: (primary: ObjectIdentity) => ObjectReads;
+  /** How one reconcile of this primary reads (cache/sweep-snapshot.ts `sessionFor`); default: the API servers. */
+  readonly sessionFor?: (primary: ObjectIdentity, afterConflict: boolean) => ReadSession;
   /** Which labels, annotations and Secret types are copied; default: the defaults of config/copy-policy.ts. */
   readonly copyPolicy?: CopyPolicy;
   /** Told of every copy this reconciler deleted (so that a sweep's snapshot no longer answers for it). */
@@ -263,23 +263,19 @@ export class PrimaryReconciler {
   async reconcile(resource: ResolvedResource, id: ObjectIdentity, hints: ReconcileHints = {}): Promise<Result> {
     // Only a tenant's own API server sends such names (a sweep's LIST included): never a row or a key.
     if (identityProblem(id)) return done;
-    const reads = hints.readLive === true ? this.live : (this.deps.readsFor?.(id) ?? this.live);
+    const session = this.deps.sessionFor?.(id, hints.readLive === true) ?? new ReadSession(this.live, this.live);
     const tally = newTally();
     const counted = (result: Result): Result => (tally.written + tally.removed > 0 ? { ...result, copies: { ...tally } } : result);
     if (hints.edges && hints.readLive !== true) {
       try {
-        if ((await this.edges.sync({ reads, resource, id, edges: hints.edges, tally })) === 'done') return counted(done);
+        if ((await this.edges.sync({ reads: session.first, resource, id, edges: hints.edges, tally })) === 'done') return counted(done);
       } catch (err) {
         // About to delete on the cache's word: the full reconcile below decides, live where it must.
         if (!(err instanceof ReadAgainLive)) throw err;
       }
     }
-    const result = await this.reconcileWith(reads, resource, id, tally).catch((err: unknown) => {
-      // About to delete on the cache's word: the API servers decide (cache/object-reads.ts).
-      if (err instanceof ReadAgainLive) return this.reconcileWith(this.live, resource, id, tally);
-      throw err;
-    });
-    return counted(result);
+    // About to delete on the cache's word: the API servers decide, from the start (cache/object-reads.ts).
+    return counted(await session.run((reads) => this.reconcileWith(reads, resource, id, tally)));
   }
 
   private async reconcileWith(reads: ObjectReads, resource: ResolvedResource, id: ObjectIdentity, tally: CopyTally): Promise<Result> {

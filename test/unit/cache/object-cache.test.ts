@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import type { ObjectIdentity } from '../../../src/core/identity.js';
 import type { KubeObject } from '../../../src/core/object.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
-import { CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
+import { admissionOf, CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
 import type { ObjectReads } from '../../../src/cache/object-reads.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 
@@ -259,5 +259,31 @@ describe('object cache', () => {
     let depth = 0;
     for (let at = read?.spec as { a?: unknown } | undefined; typeof at === 'object' && at !== null; at = at.a as { a?: unknown }) depth++;
     assert.equal(depth, 20_000);
+  });
+});
+
+describe('what the cache admits', () => {
+  it('keeps what concerns a primary, a namespace selectors read, and tentatively what a LIST may hold for new primaries; nothing unread', () => {
+    const cases: Array<[string, Parameters<typeof admissionOf>[0], ReturnType<typeof admissionOf>]> = [
+      ['a primary queued', { readable: true, concerns: true, owner: true }, { keep: true, standing: 'owner' }],
+      ['a related object a relation names', { readable: true, concerns: true, owner: false }, { keep: true, standing: 'related' }],
+      ['deleted, or not read', { readable: false, concerns: true, owner: true }, { keep: false, standing: 'owner' }],
+      ['a LIST run beside the watch, its object of concern', { readable: false, concerns: true, owner: false, maySource: true }, { keep: false, standing: 'related' }],
+      ['of no concern', { readable: true, concerns: false, owner: false }, { keep: false, standing: 'related' }],
+      ['a first LIST\'s possible source', { readable: true, concerns: false, owner: false, maySource: true }, { keep: true, standing: 'tentative' }],
+      ['a possible source that concerns a primary already', { readable: true, concerns: true, owner: false, maySource: true }, { keep: true, standing: 'related' }],
+      ['a namespace selectors read', { readable: true, concerns: false, owner: false, selectedNamespace: true }, { keep: true, standing: 'related' }],
+    ];
+    for (const [what, routed, expected] of cases) assert.deepEqual(admissionOf(routed), expected, what);
+  });
+
+  it('lets go of a version it does not admit: an older one is never read back', async () => {
+    const cache = new ObjectCache(1024 * 1024);
+    const id: ObjectIdentity = { cluster: 'a', group: '', resource: 'configmaps', namespace: 'ns', name: 'x' };
+    const object = (rv: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'ns', name: 'x', resourceVersion: rv } });
+    cache.admit(id, object('1'), { readable: true, concerns: true, owner: false });
+    assert.equal(cache.stats().entries, 1);
+    cache.admit(id, object('2'), { readable: true, concerns: false, owner: false });
+    assert.equal(cache.stats().entries, 0, 'a version that concerns nobody replaces none');
   });
 });

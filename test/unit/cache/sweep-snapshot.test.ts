@@ -12,7 +12,7 @@ import { identityKey } from '../../../src/core/identity.js';
 import { approximateHeapBytes } from '../../../src/util/heap-size.js';
 import type { ResourceType } from '../../../src/core/resource-type.js';
 import { matchesSelector, type LabelSelector } from '../../../src/core/label-selector.js';
-import type { ListQuery, ObjectReads } from '../../../src/cache/object-reads.js';
+import { ReadAgainLive, type ListQuery, type ObjectReads } from '../../../src/cache/object-reads.js';
 
 const configMaps: ResourceType = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const secrets: ResourceType = { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true };
@@ -214,6 +214,30 @@ describe('sweep reads', () => {
     assert.equal(reads.readsFor(primary('five')), live, 'the old window neither ends nor starts the new one');
     third.reconcileFromSnapshot();
     assert.equal(reads.readsFor(primary('five')), third.snapshot);
+  });
+
+  it("a reconcile's session: its first reads, live after a conflict, and live from the start when a step asks to read again live", async () => {
+    const live = new CountingReads();
+    const everyday = new CountingReads();
+    const reads = new SweepReads(live, everyday);
+    assert.equal(reads.sessionFor(primary('one')).first, everyday, 'outside a sweep: the watches\' cache');
+    assert.equal(reads.sessionFor(primary('one'), true).first, live, 'after a 409: live');
+    const seen: ObjectReads[] = [];
+    const session = reads.sessionFor(primary('one'));
+    const result = await session.run(async (r) => {
+      seen.push(r);
+      if (r !== live) throw new ReadAgainLive('about to delete on cached reads');
+      return 'decided live';
+    });
+    assert.equal(result, 'decided live');
+    assert.deepEqual(seen, [everyday, live], 'the step ran again from the start, live');
+    // Any other failure is the step's own: not run again.
+    let runs = 0;
+    await assert.rejects(session.run(async () => {
+      runs++;
+      throw new Error('403');
+    }), /403/);
+    assert.equal(runs, 1);
   });
 
   it('reads an object live, for every primary, once a watch event arrived for it after its LIST', async () => {

@@ -26,7 +26,7 @@ import { OwnWrites } from '../../../src/cache/own-writes.js';
 import { verdictCondition } from '../../../src/sync/sync-verdict.js';
 import { CachedReads, ObjectCache } from '../../../src/cache/object-cache.js';
 import { ClaimKnowledge } from '../../../src/sync/claim-knowledge.js';
-import { LiveReads } from '../../../src/cache/object-reads.js';
+import { LiveReads, ReadSession, type ObjectReads } from '../../../src/cache/object-reads.js';
 import { isConflict } from '../../../src/kube/api-error.js';
 import { CREATE_ONLY } from '../../../src/kube/resource-client.js';
 import { EventRouter } from '../../../src/controller/event-router.js';
@@ -113,6 +113,13 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
   };
 
   /** A reconciler over the in-memory clusters and the store, with `extra` deps. */
+  /** Reconciles that read `first` (the watches' cache), and the API servers after a 409 or to confirm a deletion. */
+  const readingFirst = (first: ObjectReads): Partial<ReconcilerDeps> => ({
+    sessionFor: (_id, afterConflict) => {
+      const live = new LiveReads(world);
+      return new ReadSession(afterConflict ? live : first, live);
+    },
+  });
   const reconcilerWith = (extra: Partial<ReconcilerDeps> = {}) => {
     const logger = pino({ level: 'silent' });
     return new PrimaryReconciler({
@@ -660,7 +667,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     it('reads what the watches delivered; after a 409 (a copy older than the one it wrote over), the next reconcile reads the API servers', async () => {
       const cache = new ObjectCache(16 * 1024 * 1024);
       const cached = new CachedReads(cache, new LiveReads(world));
-      reconciler = reconcilerWith({ readsFor: () => cached });
+      reconciler = reconcilerWith(readingFirst(cached));
       putPrimary();
       putConfig({ a: '1' });
       await reconcile();
@@ -695,7 +702,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     it('deletes nothing on the cache\'s word: a primary or a source the cache shows gone or changed is read again live first', async () => {
       const cache = new ObjectCache(16 * 1024 * 1024);
       const cached = new CachedReads(cache, new LiveReads(world));
-      reconciler = reconcilerWith({ readsFor: () => cached });
+      reconciler = reconcilerWith(readingFirst(cached));
       putPrimary();
       world.put('tenant-a', secrets, { metadata: { namespace: 'shop', name: 'orders-creds' }, type: 'Opaque', data: { p: 'eA==' } });
       await reconcile();
@@ -901,7 +908,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
     beforeEach(() => {
       cache = new ObjectCache(16 * 1024 * 1024);
       const cached = new CachedReads(cache, new LiveReads(world));
-      reconciler = reconcilerWith({ readsFor: () => cached });
+      reconciler = reconcilerWith(readingFirst(cached));
     });
 
     it('a new primary\'s copies are created without reading them first (a create the API server refuses when anything has the name)', async () => {
@@ -966,7 +973,7 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       }
 
       // A store that does not know every claim of tenant-a yet (lost, older, new): a new claim's place is read too.
-      reconciler = reconcilerWith({ readsFor: () => new CachedReads(cache, new LiveReads(world)), claims: new ClaimKnowledge(false) });
+      reconciler = reconcilerWith({ ...readingFirst(new CachedReads(cache, new LiveReads(world))), claims: new ClaimKnowledge(false) });
       opened.sqlite.prepare("delete from relations where rule_id = 'creds'").run();
       putCredsCopy();
       await reconcile();
