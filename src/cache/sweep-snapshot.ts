@@ -239,20 +239,20 @@ export class SweepSnapshot implements ObjectReads {
   }
 }
 
-/**
- * Decides, per reconcile, whether it reads from the running sweep's snapshot
- * or from the API servers (see the top of this file).
- */
 /** One sweep's reads, from before its first LIST to its end. */
 export interface SweepWindow {
   /** What the sweep's LISTs add to, page by page. */
   readonly snapshot: SweepSnapshot;
-  /** From now on each primary's first reconcile of the sweep reads the snapshot. */
+  /** From now on each primary's first reconcile of the sweep reads the snapshot; throws for a window that has ended. */
   reconcileFromSnapshot(): void;
   /** Reconciles read as outside a sweep again. */
   end(): void;
 }
 
+/**
+ * Decides, per reconcile, what it reads: the running sweep's snapshot (once per primary), the
+ * watches' cache, or the API servers (see the top of this file).
+ */
 export class SweepReads {
   private window: SweepWindow | undefined;
   private snapshot: SweepSnapshot | undefined;
@@ -294,7 +294,10 @@ export class SweepReads {
     const window: SweepWindow = {
       snapshot,
       reconcileFromSnapshot: () => {
-        if (current()) this.snapshot = snapshot;
+        // One sweep at a time (Sweeper.running): a window that ended would reconcile from the
+        // everyday reads while its caller trusts the snapshot's versions.
+        if (!current()) throw new Error('a sweep window that has ended cannot be reconciled from');
+        this.snapshot = snapshot;
       },
       end: () => {
         if (current()) this.end();

@@ -113,9 +113,11 @@ export const describeProbe = (p: Probe) => `namespace "${p.namespace}" of cluste
  * than one cluster (several platform clusters, or kcp with its many workspaces).
  */
 export function safetyProblems(resources: readonly PublishedResource[], clusters: readonly string[], manyClusters: boolean): Problem[] {
-  const problems: Problem[] = sharedTypeProblems(resources);
+  const problems: Problem[] = [];
   const tenants: Tenants = { clusters, many: manyClusters };
+  const types = sharedTypes();
   for (const res of resources) {
+    problems.push(...types.check(res));
     const met = manyClusters ? meeting([res.naming.namespace, res.naming.name], clusters) : undefined;
     if (met) {
       problems.push({
@@ -140,24 +142,26 @@ interface Tenants {
   readonly many: boolean;
 }
 
-/** Two resources of one primary type, or of one copy type: their copies would be taken for each other's. */
-function sharedTypeProblems(resources: readonly PublishedResource[]): Problem[] {
-  const problems: Problem[] = [];
+/** Two resources of one primary type, or of one copy type: their copies would be taken for each other's. Asked per resource, in order. */
+function sharedTypes(): { check(res: PublishedResource): Problem[] } {
   const seen = new Map<string, string>();
   const copies = new Map<string, string>();
-  for (const res of resources) {
-    const type = `${res.type.group}/${res.type.resource ?? ''}/${res.type.kind ?? ''}`;
-    const first = seen.get(type);
-    if (first) problems.push({ path: res.where, message: `the same primary type as ${first}: their copies would be taken for each other's; give each type once (one resource can have many related rules)` });
-    else seen.set(type, res.where);
-    // As written (kind or resource): the same type given both ways is seen when the types are resolved.
-    const copy = res.copyAs ?? res.type;
-    const copyKey = `${copy.group}/${copy.resource ?? ''}/${copy.kind ?? ''}`;
-    const firstCopy = copies.get(copyKey);
-    if (firstCopy && !first) problems.push({ path: `${res.where}${res.copyAs ? '.copyAs' : ''}`, message: `the same copy type as ${firstCopy}: their copies would be taken for each other's; give each copy type once` });
-    else copies.set(copyKey, res.where);
-  }
-  return problems;
+  return {
+    check(res) {
+      const problems: Problem[] = [];
+      const type = `${res.type.group}/${res.type.resource ?? ''}/${res.type.kind ?? ''}`;
+      const first = seen.get(type);
+      if (first) problems.push({ path: res.where, message: `the same primary type as ${first}: their copies would be taken for each other's; give each type once (one resource can have many related rules)` });
+      else seen.set(type, res.where);
+      // As written (kind or resource): the same type given both ways is seen when the types are resolved.
+      const copy = res.copyAs ?? res.type;
+      const copyKey = `${copy.group}/${copy.resource ?? ''}/${copy.kind ?? ''}`;
+      const firstCopy = copies.get(copyKey);
+      if (firstCopy && !first) problems.push({ path: `${res.where}${res.copyAs ? '.copyAs' : ''}`, message: `the same copy type as ${firstCopy}: their copies would be taken for each other's; give each copy type once` });
+      else copies.set(copyKey, res.where);
+      return problems;
+    },
+  };
 }
 
 /** A platform rule's destination namespace: never one the tenant steers, never one two tenants share by accident. */

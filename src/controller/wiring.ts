@@ -227,7 +227,6 @@ function syncParts(options: WiringOptions, base: Base): SyncParts {
     // A copy deleted by one reconcile is read live by the next ones of a sweep, not from its LIST.
     onDeleted: (id) => reads.sweepReads.noteObject(id),
     onWritten: reads.onWritten,
-    liveReads: reads.live,
     clock,
   });
   return { hasher, copyNamespaces, fingerprint, admission, budget, reconciler };

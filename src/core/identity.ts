@@ -5,7 +5,7 @@ import type { ResourceType } from './resource-type.js';
  * An object's identity: `(cluster, group, resource, namespace, name)`. It is
  * stored as separate columns, never as one concatenated string; `columns()`
  * is the one place that maps it onto a table's column names. `identityKey()`
- * gives an in-memory map key (work queue, dedupe) and is never stored.
+ * gives its one key as a string: map keys in memory, and `copy_bytes.source`.
  */
 export interface ObjectIdentity {
   readonly cluster: string;

@@ -76,7 +76,7 @@ export interface ReconcilerDeps {
   readonly ownWrites?: OwnWrites;
   /** How soon to look again at a conflict; default CONFLICT_RETRY_MS (30 s). */
   readonly conflictRetryMs?: number;
-  /** How one reconcile of this primary reads (cache/sweep-snapshot.ts `sessionFor`); default: the API servers. */
+  /** How one reconcile of this primary reads, live reads included (cache/sweep-snapshot.ts `sessionFor`); default: the API servers through `clusters`. */
   readonly sessionFor?: (primary: ObjectIdentity, afterConflict: boolean) => ReadSession;
   /** Which labels, annotations and Secret types are copied; default: the defaults of config/copy-policy.ts. */
   readonly copyPolicy?: CopyPolicy;
@@ -92,8 +92,6 @@ export interface ReconcilerDeps {
   readonly hasher: ContentHasher;
   /** Told of every version relsync wrote (or, `after`, deleted): the cache reads back nothing older. */
   readonly onWritten?: (id: ObjectIdentity, resourceVersion: string | undefined, after?: boolean) => void;
-  /** Live reads (after a 409, or to confirm a deletion); default: the API servers through `clusters`. */
-  readonly liveReads?: ObjectReads;
   /** Where copies go and whom their namespaces serve. */
   readonly copyNamespaces: CopyNamespaces;
   /** The config a complete sync is stored with (config-fingerprint.ts); without it, no versions are stored and sweeps skip nothing. */
@@ -243,7 +241,7 @@ export class PrimaryReconciler {
     this.policy = deps.copyPolicy ?? defaultCopyPolicy;
     this.copyNamespaces = deps.copyNamespaces;
     this.finalizer = finalizerName(deps.agentName);
-    this.live = deps.liveReads ?? new LiveReads(deps.clusters);
+    this.live = new LiveReads(deps.clusters);
     this.writer = new CopyWriter(deps);
     this.refusals = new CopyRefusals(this.policy, deps.clusters, deps.limits?.copyBytes);
     this.relations = new RelationSync({ ...deps, policy: this.policy, refusals: this.refusals, writer: this.writer, finder: this.finder });

@@ -210,7 +210,7 @@ describe('sweep reads', () => {
     // A window that ended (a sweep that was superseded) changes nothing of the one after it.
     const third = reads.begin();
     next.end();
-    next.reconcileFromSnapshot();
+    assert.throws(() => next.reconcileFromSnapshot(), /has ended/);
     assert.equal(reads.readsFor(primary('five')), live, 'the old window neither ends nor starts the new one');
     third.reconcileFromSnapshot();
     assert.equal(reads.readsFor(primary('five')), third.snapshot);

@@ -40,6 +40,11 @@ describe('configs that would let a tenant reach what is not its own', () => {
     assert.match(problems(db() + db(', selector: { matchLabels: { a: b } }')), /^resources\[1\]: the same primary type as resources\[0\]/m);
   });
 
+  it('lists every problem in the order of the file: a resource\'s own before the next one\'s', () => {
+    const paths = problems(db(", naming: { namespace: '{{ namespace }}' }") + db(', selector: { matchLabels: { a: b } }')).split('\n').map((line) => line.split(':')[0]);
+    assert.deepEqual(paths, ['resources[0].naming', 'resources[1]']);
+  });
+
   it('refuses naming templates that send two clusters\' sources to one copy', () => {
     for (const [template, pair] of [
       ['{{ namespace }}', /namespace "billing" of cluster "acme" and namespace "billing" of cluster "other"/],

@@ -226,7 +226,7 @@ class Agent {
     const onDeleted = (id: ObjectIdentity) => this.reads.noteObject(id);
     const reconciler = new PrimaryReconciler({
       agentName: AGENT, clusters, store: this.store, recorder: this.recorder, logger, metrics, copyNamespaces, hasher, limits, fingerprint, claims,
-      sessionFor: (id, afterConflict) => this.reads.sessionFor(id, afterConflict), onDeleted, liveReads: live,
+      sessionFor: (id, afterConflict) => this.reads.sessionFor(id, afterConflict), onDeleted,
     });
     // Time stands still: a failed reconcile's retry never comes by itself (the next step or sweep runs it).
     this.queue = new WorkQueue<PrimaryKey>({
