@@ -140,7 +140,8 @@ export class EventRouter {
     if (identityProblem(id) || (await this.options.ownWrites?.consume(id, object.metadata.resourceVersion)) !== true) return false;
     const metricsCluster = this.options.metricsCluster?.(cluster) ?? cluster;
     this.options.metrics?.countEvent(metricsCluster, type, change);
-    this.options.cache?.admit(id, object, { readable: false, concerns: true, owner: this.isOwnerType(cluster, type) });
+    // Its content was not read: whatever the cache held of it goes.
+    this.options.cache?.admit(id, object, { readable: false, concerns: false, owner: false });
     this.options.logger.debug({ cluster, type: typeName(type), object: id.namespace ? `${id.namespace}/${id.name}` : id.name, change, enqueued: 0, ownWrite: true, read: false }, 'routed event');
     this.options.metrics?.observeRouted(metricsCluster, 0, true);
     return true;
