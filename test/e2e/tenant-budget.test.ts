@@ -23,7 +23,7 @@ import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import BetterSqlite3 from 'better-sqlite3';
-import { startArrivalSampler, type ArrivalSampler } from '../harness/arrival-sampler.js';
+import { startArrivalSampler, type ArrivalSampler, type Figures } from '../harness/arrival-sampler.js';
 import { startClusters, type Clusters } from '../harness/clusters.js';
 import type { ControlPlane } from '../harness/control-plane.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
@@ -70,19 +70,21 @@ const SAMPLE_EVERY_MS = 100;
  */
 const TARGET_RATIO = 2;
 /**
- * A phase is held, its hostile input in place, until tenant-b has this many samples in it: from 100
- * on a p99 is not the phase's maximum (below, one stall of the machine's decided a short phase such
- * as a probe or the first seconds after a restart: 2.8× once, with 22 samples).
+ * A phase is held, its hostile input in place, until tenant-b has this many samples in it, and the
+ * idle phase too. A p99 of 100 samples is their second largest: one stall of this loaded machine's
+ * more in relsync's samples than in the floor's decided a phase (2.3× once in CI, where the same
+ * phase measured 1.0–1.5× in five other runs; with 22 samples, a probe's phase once came out at
+ * 2.8×). Of 200, it is the third largest, and the floor's p99 it is compared with is as steady.
  */
-const P99_SAMPLES = 100;
+const P99_SAMPLES = 200;
 /** The phase compared after a restart under the flood: only while the startup sweep runs, pooled over restarts. */
 const AFTER_RESTART = 'flood after a restart';
-/** At most this many restarts to give it its samples (about 5 a restart on this machine: 21 restarts alone). */
-const MAX_RESTARTS = 40;
+/** At most this many restarts to give it its samples (about 5 a restart on this machine: 21 restarts alone for 100). */
+const MAX_RESTARTS = 80;
 /** Asserted in every phase: tenant-b's median stays under this, whatever tenant-a does. */
 const GUARD_P50_MS = 3000;
-/** Samples of tenant-b's idle latency taken before the first case. */
-const IDLE_SAMPLES = 100;
+/** Samples of tenant-b's idle latency taken before the first case: as many as a phase's, for as steady a p99. */
+const IDLE_SAMPLES = P99_SAMPLES;
 /**
  * Levels of a nested field: kube-apiserver v1.36.3 accepts a custom resource whose spec holds up to
  * 9,993 (its managed fields reach 10,000, Go's JSON limit); V8's JSON.stringify overflows the stack
@@ -669,6 +671,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     config.limits = { ...config.limits, copiedBytesPerCluster: budget, rewriteBytesPerSecondPerCluster: REWRITE_RATE, rewriteBytesPerSecond: 2 * REWRITE_RATE };
     writeConfig(dir, config);
     await restart('rewrites');
+    const opened = Date.now();
     await a.ensureNamespace('rewrite');
     const copyNs = defaultCopyNamespace('tenant-a', 'rewrite');
     await a.putConfigMap('rewrite', 'big', { v: '0'.repeat(REWRITE_BYTES), n: '0' });
@@ -698,12 +701,23 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       const bound = Math.ceil((BURST_SECONDS * REWRITE_RATE + REWRITE_RATE * seconds) / REWRITE_BYTES) + 1;
       const metric = await fetch(`http://127.0.0.1:${relsync.httpPort}/metrics`).then((r) => r.text());
       const paced = Number(/^relsync_copy_writes_paced_total (\S+)/m.exec(metric)?.[1] ?? 0);
+      const swept = relsync.log().split('\n').find((l) => l.includes('"msg":"sweep finished"') && l.endsWith('}'));
+      const sweptAt = swept === undefined ? NaN : Date.parse((JSON.parse(swept) as { time: string }).time) - opened;
+      console.log(`in the phase: the startup sweep finished at +${(sweptAt / 1000).toFixed(1)} s, the changes ran from +${((started - opened) / 1000).toFixed(1)} s for ${(changing / 1000).toFixed(1)} s`);
       console.log(`${REWRITES} changes of a ${REWRITE_BYTES / 1024} KiB ConfigMap in ${changing} ms: ${writes} updates of its copy until the last arrived ${seconds.toFixed(1)} s after the first change (the pace allows ${bound}); ${paced} writes held back; tenant-b's change arrived in ${during} ms`);
       assert.ok(writes <= bound, `the copy was updated at most as the pace allows (${writes} updates, ${bound} allowed)`);
       assert.ok(paced > 0, 'writes were held back by the pace');
     } finally {
       watch.abort();
     }
+    // The phase is held under the same loop: tenant-a goes on changing its source as fast as it can
+    // until tenant-b has its samples (a phase that went on after the loop would be half a quiet relsync).
+    let n = REWRITES;
+    while (sampler.figures('rewrites').samples < P99_SAMPLES) {
+      n++;
+      await a.putConfigMap('rewrite', 'big', { v: String(n % 10).repeat(REWRITE_BYTES), n: String(n) });
+    }
+    console.log(`the rewrite phase held under ${n} changes in all`);
   });
 
   it(`a byte budget per tenant: ${BIG} related ConfigMaps of ${BIG_BYTES / 1024} KiB fill no more than ${BUDGET / 1024 / 1024} MiB more of the service cluster`, async () => {
@@ -800,8 +814,8 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     const rows = phases.filter((p, i) => phases.indexOf(p) === i && compared(p)).map((p) => ({ phase: p, ...sampler.figures(p) }));
     const restarts = phases.filter((p) => p.startsWith('restart')).map((p) => ({ phase: p, ...sampler.figures(p) }));
     const ratio = (r: { p99: number; floorP99: number }) => r.p99 / Math.max(idle.p99, r.floorP99);
-    const line = (r: { phase: string; samples: number; p50: number; p99: number; max: number; floorP99: number }, compared = true) =>
-      `  ${r.phase.padEnd(44)} ${String(r.samples).padStart(5)} samples  p50 ${String(r.p50).padStart(5)} ms  p99 ${String(r.p99).padStart(5)} ms  max ${String(r.max).padStart(6)} ms  floor p99 ${String(r.floorP99).padStart(5)} ms  loop held ${String(loopLag.get(r.phase) ?? '-').padStart(5)} ms${compared ? `  ${ratio(r).toFixed(1).padStart(4)}×${ratio(r) > TARGET_RATIO ? ' over the target' : ''}` : ''}`;
+    const line = (r: { phase: string; samples: number; p50: number; p99: number; max: number; floorP99: number; slowest: Figures['slowest'] }, compared = true) =>
+      `  ${r.phase.padEnd(44)} ${String(r.samples).padStart(5)} samples  p50 ${String(r.p50).padStart(5)} ms  p99 ${String(r.p99).padStart(5)} ms  max ${String(r.max).padStart(6)} ms  floor p99 ${String(r.floorP99).padStart(5)} ms  loop held ${String(loopLag.get(r.phase) ?? '-').padStart(5)} ms${compared ? `  ${ratio(r).toFixed(1).padStart(4)}×${ratio(r) > TARGET_RATIO ? ' over the target' : ''}` : ''}  slowest ${r.slowest.map((x) => `${x.relsync}/${x.floor ?? '-'} ms at +${(x.atMs / 1000).toFixed(1)} s`).join(', ')}`;
     console.log([`tenant-b's change, written every ${SAMPLE_EVERY_MS} ms, to its copy in the service cluster (× : p99 / max(idle p99, the floor's p99 in the phase); loop held: the longest relsync's event loop was busy without a break, nodejs_eventloop_lag_max_seconds):`, line({ phase: 'idle', ...idle }, false), ...rows.map((r) => line(r)), 'not compared (relsync down or starting):', ...restarts.map((r) => line(r, false))].join('\n'));
     const over = rows.filter((r) => ratio(r) > TARGET_RATIO);
     console.log(`issue #36's target (${TARGET_RATIO}×) met in ${rows.length - over.length} of ${rows.length} phases`);

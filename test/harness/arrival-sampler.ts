@@ -26,6 +26,8 @@ export interface Figures {
   readonly floorSamples: number;
   /** Written, not arrived (through relsync) when the figures were taken. */
   readonly waiting: number;
+  /** The three slowest through relsync: written `atMs` after the phase's first sample, and their latency through each. */
+  readonly slowest: ReadonlyArray<{ readonly atMs: number; readonly relsync: number; readonly floor: number | undefined }>;
 }
 
 interface Sample {
@@ -146,7 +148,9 @@ export async function startArrivalSampler(options: {
       const of = samples.filter((s) => s.phase === name);
       const through = of.flatMap((s) => (s.relsync === undefined ? [] : [s.relsync]));
       const floors = of.flatMap((s) => (s.floor === undefined ? [] : [s.floor]));
-      return { samples: through.length, p50: percentile(through, 50), p99: percentile(through, 99), max: Math.max(...through), floorP99: percentile(floors, 99), floorSamples: floors.length, waiting: of.length - through.length };
+      const first = of[0]?.at ?? 0;
+      const slowest = of.filter((s) => s.relsync !== undefined).sort((x, y) => y.relsync! - x.relsync!).slice(0, 3).map((s) => ({ atMs: s.at - first, relsync: s.relsync!, floor: s.floor }));
+      return { samples: through.length, p50: percentile(through, 50), p99: percentile(through, 99), max: Math.max(...through), floorP99: percentile(floors, 99), floorSamples: floors.length, waiting: of.length - through.length, slowest };
     },
     async stop() {
       stopped = true;
