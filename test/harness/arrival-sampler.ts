@@ -26,7 +26,10 @@ export interface Figures {
   readonly floorSamples: number;
   /** Written, not arrived (through relsync) when the figures were taken. */
   readonly waiting: number;
-  /** The three slowest through relsync: written `atMs` after the phase's first sample, and their latency through each. */
+  /**
+   * The three slowest through relsync: written `atMs` after the phase's first sample (for a phase
+   * pooled from several windows, the gaps between them count), and their latency through each.
+   */
   readonly slowest: ReadonlyArray<{ readonly atMs: number; readonly relsync: number; readonly floor: number | undefined }>;
 }
 
