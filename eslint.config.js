@@ -6,6 +6,9 @@ import tseslint from 'typescript-eslint';
 const THROUGH_A_CLOCK = 'time is read through a Clock (src/util/clock.ts); where it cannot be, say why: `eslint-disable-next-line <rule> -- why`';
 const TIME_RULES = ['no-restricted-globals', 'no-restricted-properties', 'no-restricted-syntax', 'no-restricted-imports'];
 
+/** client-node's index and KubeConfig load its generated API clients: 27 MB of heap relsync never uses (src/kube/kubeconfig.ts). */
+const WITHOUT_API_CLIENTS = "client-node's index and dist/config.js load its generated API clients (27 MB of heap): import the module you need from @kubernetes/client-node/dist/ (see src/kube/kubeconfig.ts)";
+
 /** An exemption from the time rules must say why (`eslint-disable-next-line no-restricted-globals -- why`). */
 const exemptionSaysWhy = {
   meta: { type: 'problem', schema: [], messages: { why: 'an exemption from reading time through a Clock says why after "--"' } },
@@ -70,7 +73,13 @@ export default tseslint.config(
         // A request's or socket's own timer (req.setTimeout), a global one reached through an object.
         { selector: "CallExpression[callee.property.name=/^set(Timeout|Interval)$/]", message: THROUGH_A_CLOCK },
       ],
-      'no-restricted-imports': ['error', { paths: ['timers', 'node:timers', 'timers/promises', 'node:timers/promises', 'perf_hooks', 'node:perf_hooks'].map((name) => ({ name, message: THROUGH_A_CLOCK })) }],
+      'no-restricted-imports': ['error', {
+        paths: [
+          ...['timers', 'node:timers', 'timers/promises', 'node:timers/promises', 'perf_hooks', 'node:perf_hooks'].map((name) => ({ name, message: THROUGH_A_CLOCK })),
+          { name: '@kubernetes/client-node', message: WITHOUT_API_CLIENTS },
+        ],
+        patterns: [{ group: ['@kubernetes/client-node/dist/index.js', '@kubernetes/client-node/dist/config.js', '@kubernetes/client-node/dist/gen/*'], message: WITHOUT_API_CLIENTS }],
+      }],
     },
   },
   {

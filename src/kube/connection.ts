@@ -1,5 +1,5 @@
 /**
- * One connection to one API server: credentials from a client-node KubeConfig,
+ * One connection to one API server: credentials from a kubeconfig (credentials.ts),
  * one keep-alive HTTPS agent shared by every request and watch of that cluster
  * (a new agent per request leaks sockets in reconnect loops), and plain JSON
  * requests. relsync talks REST itself instead of through client-node's typed
@@ -387,6 +387,7 @@ export class Connection {
           cert: tls.cert,
           key: tls.key,
           rejectUnauthorized: tls.rejectUnauthorized,
+          servername: tls.servername,
           signal: options.signal,
         },
         (res) => resolve((answer = res)),
