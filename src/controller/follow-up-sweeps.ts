@@ -2,7 +2,9 @@
  * When a sweep is followed by another before the next scheduled one. A sweep
  * that leaves related copies in place because it could not tell whether they
  * are orphans (sweeper.ts, `unsure`) should not leave them until the next
- * scheduled sweep, which may be hours away: a follow-up looks again soon.
+ * scheduled sweep, which may be hours away: a follow-up looks again soon. So
+ * should copies a reconcile leaves in place after a sweep, while their
+ * cluster's claims are not known (waiting(); claim-knowledge.ts).
  *
  * A tenant can make every sweep unsure: one primary that keeps failing (too
  * big to copy, over a limit) and one object with forged marks in its cluster.
@@ -77,14 +79,31 @@ export class FollowUpSweeps {
     if (found === undefined || this.used || this.due) return;
     if (this.skipping > 0) {
       this.skipping--;
+      // The interval's follow-up is the one skipped: a copy left waiting in it gets none either.
+      this.used = true;
       return;
     }
+    this.schedule(found);
+  }
+
+  private schedule(calledFor: string): void {
     this.used = true;
-    this.calledFor = found;
+    this.calledFor = calledFor;
     this.due = (this.options.clock ?? systemClock).after(this.options.delayMs, () => {
       this.due = undefined;
       this.start();
     });
+  }
+
+  /**
+   * Related copies of `of` (unsureDigest of their clusters) were left in place
+   * after a sweep ended, waiting for a sweep that completes their cluster's claims (a primary deleted
+   * while a failed reconcile kept them unknown: claim-knowledge.ts): a follow-up looks soon, within the
+   * same bounds as one a sweep calls for (at most one per interval, none while backing off).
+   */
+  waiting(of: string): void {
+    if (this.used || this.due || this.skipping > 0) return;
+    this.schedule(of);
   }
 
   /** No follow-up due any more (the term ends). */

@@ -193,6 +193,8 @@ async function runTerm(w: Wiring, options: TermOptions, term: { readonly signal:
   // A store that is not trusted to know every claim (new, lost: claim-knowledge.ts) is completed by a startup sweep, whatever resync.onStartup says.
   const resync = { ...config.resync, onStartup: config.resync.onStartup || !w.claims.trustedAtStart };
   const sweeps = scheduleSweeps(w.sweeper, resync, term.signal, { clock, onInterval: (seconds) => options.metrics.sweepInterval.set(seconds) });
+  // A copy left in place while its cluster's claims are not known waits for a sweep: one comes soon.
+  w.claims.onDeferred = sweeps.copyWaiting;
   // The alert on missed sweeps counts from here: a standby that became leader is not late for the sweeps of its standby time.
   options.metrics.termStart.set(clock.now() / 1000);
   let announced = false;
@@ -211,6 +213,7 @@ async function runTerm(w: Wiring, options: TermOptions, term: { readonly signal:
     // The term's work ends before its sweeps are let go: a sweep still running stops on the signal.
     term.ended.abort();
     readyCheck.cancel();
+    w.claims.onDeferred = undefined;
     await sweeps.destroy();
     // No longer the one that sweeps: the alert on missed sweeps reads this process no more
     // (of a shard's term, the coordinator says so once it works for no shard).

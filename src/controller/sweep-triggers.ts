@@ -12,7 +12,7 @@ import { FOLLOW_UP_MS, FollowUpSweeps, followUpDelay } from './follow-up-sweeps.
 import { leaseType } from './leader-election.js';
 import { liveHolder } from './live-holders.js';
 import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
-import type { Sweeper, SweepResult } from './sweeper.js';
+import { unsureDigest, type Sweeper, type SweepResult } from './sweeper.js';
 import type { Wiring } from './wiring.js';
 
 /** `relsync sweep` refused: a leader is running. */
@@ -96,6 +96,8 @@ const PREFERRED_FOLLOW_UP_MS = Number(process.env.RELSYNC_SWEEP_FOLLOW_UP_MS) ||
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
   readonly last: () => Promise<unknown>;
+  /** A related copy of `cluster`'s was left in place for a sweep to decide (claim-knowledge.ts): a follow-up looks soon. */
+  readonly copyWaiting: (cluster: string) => void;
   /** Removes the schedule; call once the term's work has ended. */
   readonly destroy: () => Promise<void>;
 }
@@ -111,7 +113,8 @@ export interface ScheduleOptions {
 /**
  * The leader's sweeps: on `resync.schedule`, and one at once if `resync.onStartup`; none start after
  * `signal` aborts. A sweep that left related copies it could not tell were orphans is followed by
- * another soon, at most once per interval between scheduled sweeps (follow-up-sweeps.ts).
+ * another soon, and so is a copy a reconcile left for a sweep to decide (copyWaiting), at most once
+ * per interval between scheduled sweeps (follow-up-sweeps.ts).
  * `onInterval` is told the longest gap between two of the schedule's next runs (in seconds), for
  * the alert on sweeps that do not happen. Follow-ups wait on `options.clock`; the schedule itself is
  * node-cron's, on the machine's time of day, which is what a cron expression names.
@@ -137,6 +140,9 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
   if (resync.onStartup) sweep('startup');
   return {
     last: () => sweeping,
+    copyWaiting: (cluster) => {
+      if (!signal.aborted) followUps.waiting(unsureDigest([cluster]));
+    },
     destroy: async () => {
       followUps.cancel();
       await task.destroy();

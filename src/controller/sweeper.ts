@@ -128,6 +128,12 @@ export interface SweepPhases {
   unsureOf: string;
 }
 
+/** What copies were kept unsure for, as SweepPhases.unsureOf says it: a digest of their clusters ('' for none). */
+export function unsureDigest(clusters: Iterable<string>): string {
+  const sorted = [...new Set(clusters)].sort();
+  return sorted.length === 0 ? '' : createHash('sha256').update(sorted.join('\n')).digest('hex').slice(0, 16);
+}
+
 /** A copy a sweep listed: what the orphan check needs, without the object. */
 interface ListedCopy {
   readonly cluster: string;
@@ -558,9 +564,15 @@ export class Sweeper {
       // Those not remembered are found by the next sweep's LISTs.
       keptUnsure += overflowed;
       if (overflowed > 0) keptFor.add('');
+      // Left in place by reconciles while their cluster's claims were not known, and not complete
+      // now either (a reconcile of it failed in this sweep): a follow-up looks again.
+      for (const [cluster, waiting] of claims.waiting()) {
+        keptUnsure += waiting;
+        keptFor.add(cluster);
+      }
     }
     phases.unsure = keptUnsure;
-    phases.unsureOf = keptFor.size === 0 ? '' : createHash('sha256').update([...keptFor].sort().join('\n')).digest('hex').slice(0, 16);
+    phases.unsureOf = unsureDigest(keptFor);
     if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...sweep.unsure], unlisted: sweep.primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);

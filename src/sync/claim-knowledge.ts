@@ -90,10 +90,18 @@ export class ClaimKnowledge {
     return this.perCluster.has(cluster);
   }
 
+  /**
+   * Told of each cluster a copy was left in place for (remembered here or not): only a sweep that
+   * completes the cluster decides it, and the next scheduled one may be hours away
+   * (controller/sweep-triggers.ts asks for a follow-up).
+   */
+  onDeferred: ((cluster: string) => void) | undefined;
+
   /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
   defer(copy: DeferredCopy): void {
     const key = compositeKey(identityKey(copy.destination), identityKey(copy.source));
     if (this.deferred.has(key)) return;
+    this.onDeferred?.(copy.claimants);
     const held = this.perCluster.get(copy.claimants) ?? 0;
     if (this.deferred.size >= this.maxDeferred || held >= this.maxPerCluster) {
       this.overflow++;
@@ -101,6 +109,11 @@ export class ClaimKnowledge {
     }
     this.deferred.set(key, copy);
     this.perCluster.set(copy.claimants, held + 1);
+  }
+
+  /** How many copies wait here for each cluster, of those still not complete (a sweep's end: they keep waiting). */
+  waiting(): ReadonlyMap<string, number> {
+    return new Map([...this.perCluster].filter(([cluster]) => !this.complete(cluster)));
   }
 
   /**

@@ -238,6 +238,53 @@ describe('correct with any store', () => {
     await sut.stop(relsync);
   });
 
+  it('a fresh store whose startup sweep meets a failing reconcile: a claim that ends after it is decided by a follow-up sweep', async () => {
+    // The crash-loop run that found it: a primary deleted during the startup sweep (its reconcile
+    // failed with a 404) left the cluster's claims unknown, and the related copies of primaries
+    // deleted after the sweep stayed in place until the next scheduled sweep.
+    const sut = agent('follow-up-claims');
+    const ns = 'follow-up-claims';
+    const copyNs = defaultCopyNamespace('tenant-a', ns);
+    await a.ensureNamespace(ns);
+    for (const name of ['stays', 'leaves']) {
+      await a.putConfigMap(ns, `${name}-cfg`, { v: '1' });
+      await a.createDatabase(ns, name, { configMapName: `${name}-cfg` }, { suite: 'follow-up-claims' });
+    }
+    // One without related objects: its failure leaves no copy unaccounted for at the sweep's end.
+    await a.createDatabase(ns, 'fails', { size: 'small' }, { suite: 'follow-up-claims' });
+    let relsync = await sut.start();
+    await eventually('both related copies written', async () => (await uidOf(copyNs, 'stays-cfg')) && (await uidOf(copyNs, 'leaves-cfg')), 30_000);
+    await svc.copyOf(copyNs, 'fails');
+    await sut.stop(relsync);
+
+    sut.lose();
+    // "fails" changes while relsync is down, and its copy's write fails all through the startup sweep.
+    await a.updateDatabase(ns, 'fails', (db) => (db.spec = { ...db.spec, size: 'large' }));
+    const failsCopy = new RegExp(`^/apis/${GROUP}/v1alpha1/namespaces/${copyNs}/databases/fails$`);
+    const remove = serviceProxy.inject({ method: 'PATCH', path: failsCopy, action: { kind: 'status', status: 500 } });
+    try {
+      relsync = await sut.start();
+      const finished = await relsync.waitForLog('the startup sweep', (l) => l.includes('"msg":"sweep finished"') && l.endsWith('}'), 60_000);
+      const { errors, phases } = JSON.parse(finished) as { errors: number; phases: { unsure: number } };
+      assert.ok(errors >= 1, `the startup sweep counted the failing reconcile (${finished})`);
+      assert.equal(phases.unsure, 0, 'and kept no copy unsure: nothing of it calls for a follow-up');
+    } finally {
+      remove();
+    }
+    await eventually('"fails" written once its copy\'s writes work', async () => (await svc.database(copyNs, 'fails'))?.spec?.size === 'large', 30_000);
+    // The claims are not known yet: the ended claim's copy is left in place, and a sweep decides it.
+    const deletedAt = Date.now();
+    await a.deleteDatabase(ns, 'leaves');
+    await eventually('"leaves" released', async () => (await a.database(ns, 'leaves')) === undefined, 30_000);
+    assert.match(relsync.log(), /leaves-cfg.*left a related copy in place whose last known claim ended/, 'its copy was left for a sweep to decide');
+    // The next scheduled sweep is a year away: a follow-up sweep (30 s after the copy was left) decides it.
+    await eventually('the copy of the ended claim deleted by a follow-up sweep', async () => (await uidOf(copyNs, 'leaves-cfg')) === undefined, 90_000);
+    assert.match(relsync.log(), /"trigger":"followup".*"msg":"sweep finished"/, 'a follow-up sweep ran');
+    assert.ok(await uidOf(copyNs, 'stays-cfg'), 'the copy still claimed stays');
+    console.log(`a claim ended while the claims were unknown (the startup sweep had a failing reconcile): its copy deleted ${Date.now() - deletedAt} ms after its primary was, by a follow-up sweep`);
+    await sut.stop(relsync);
+  });
+
   it('an older store that knows one of two claimants: the shared copy outlives the claim the store knew', async () => {
     const sut = agent('shared-claim');
     const ns = 'shared-claim';

@@ -83,6 +83,39 @@ describe('follow-up sweeps', () => {
     assert.equal(clock.pending, 0, 'no timer left');
   });
 
+  it('follow a copy left in place after a sweep once, after the delay, and no more often than a sweep calls for them', async () => {
+    const clock = new FakeClock();
+    let started = 0;
+    const followUps = new FollowUpSweeps(() => void started++, { delayMs: DELAY, clock });
+    followUps.intervalStarts();
+    followUps.ended('startup', done(0));
+    await clock.advance(DELAY * 10);
+    assert.equal(started, 0, 'a sweep that kept nothing unsure calls for none');
+    // A primary deleted after the sweep, its cluster's claims unknown: its copy waits.
+    followUps.waiting('tenant-b');
+    followUps.waiting('tenant-b');
+    followUps.waiting('tenant-c');
+    await clock.advance(DELAY - 1);
+    assert.equal(started, 0, 'not before the delay');
+    await clock.advance(1);
+    assert.equal(started, 1, 'one follow-up for every copy waiting');
+    followUps.ended('followup', done(1, 'tenant-b'));
+    followUps.waiting('tenant-b');
+    await clock.advance(DELAY * 10);
+    assert.equal(started, 1, 'none more in the interval');
+    // That follow-up found the same still waiting: as for one a sweep called for, the next interval
+    // gets none, whatever waits, and the one after it does.
+    followUps.intervalStarts();
+    followUps.ended('schedule', done(1, 'tenant-b'));
+    followUps.waiting('tenant-b');
+    await clock.advance(DELAY * 10);
+    assert.equal(started, 1, 'backing off: an interval without one');
+    followUps.intervalStarts();
+    followUps.ended('schedule', done(1, 'tenant-b'));
+    await clock.advance(DELAY);
+    assert.equal(started, 2);
+  });
+
   it('take nothing from a sweep that was skipped or failed', async () => {
     const clock = new FakeClock();
     let started = 0;
