@@ -27,6 +27,8 @@ import type { SweepResult } from './sweeper.js';
 
 /** After the sweep that calls for it (at most half the schedule's shortest gap: it must come before the next). */
 export const FOLLOW_UP_MS = 30_000;
+/** What a follow-up called for by waiting copies looks for: whatever it finds still unsure (ended()). */
+const WAITING = '\u0000waiting';
 /** Intervals without a follow-up, at most, after follow-ups that found the same. */
 export const MAX_SKIPPED_INTERVALS = 8;
 
@@ -64,13 +66,17 @@ export class FollowUpSweeps {
     // A sweep skipped (one ran) or failed (before its deletes) tells nothing of what is unsure.
     if (result.status !== 'done') return;
     const found = (result.phases?.unsure ?? 0) > 0 ? (result.phases?.unsureOf ?? '') : undefined;
-    if (found === undefined || found !== this.calledFor) {
+    // A follow-up called for copies left waiting was called for whatever it still finds unsure: the
+    // same as it looked for, so that waiting copies cannot keep the back-off from starting.
+    const calledFor = trigger === 'followup' && this.calledFor === WAITING ? found : this.calledFor;
+    if (found === undefined || found !== calledFor) {
       // Nothing unsure, or other clusters: whatever comes next is not more of the same.
       this.skipping = 0;
       this.nextSkip = 1;
     }
     if (trigger === 'followup') {
-      if (found !== undefined && found === this.calledFor) {
+      if (found !== undefined && found === calledFor) {
+        this.calledFor = found;
         this.skipping = this.nextSkip;
         this.nextSkip = Math.min(this.nextSkip * 2, MAX_SKIPPED_INTERVALS);
       }
@@ -96,14 +102,15 @@ export class FollowUpSweeps {
   }
 
   /**
-   * Related copies of `of` (unsureDigest of their clusters) were left in place
-   * after a sweep ended, waiting for a sweep that completes their cluster's claims (a primary deleted
-   * while a failed reconcile kept them unknown: claim-knowledge.ts): a follow-up looks soon, within the
-   * same bounds as one a sweep calls for (at most one per interval, none while backing off).
+   * A related copy was left in place after a sweep ended, waiting for a sweep that completes its
+   * cluster's claims (a primary deleted while a failed reconcile kept them unknown:
+   * claim-knowledge.ts): a follow-up looks soon, within the same bounds as one a sweep calls for (at
+   * most one per interval, none while backing off; a follow-up that still finds copies unsure backs
+   * off as one a sweep called for). Not while a sweep runs (sweep-triggers.ts tells it after).
    */
-  waiting(of: string): void {
+  waiting(): void {
     if (this.used || this.due || this.skipping > 0) return;
-    this.schedule(of);
+    this.schedule(WAITING);
   }
 
   /** No follow-up due any more (the term ends). */

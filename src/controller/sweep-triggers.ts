@@ -12,7 +12,7 @@ import { FOLLOW_UP_MS, FollowUpSweeps, followUpDelay } from './follow-up-sweeps.
 import { leaseType } from './leader-election.js';
 import { liveHolder } from './live-holders.js';
 import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
-import { unsureDigest, type Sweeper, type SweepResult } from './sweeper.js';
+import type { Sweeper, SweepResult } from './sweeper.js';
 import type { Wiring } from './wiring.js';
 
 /** `relsync sweep` refused: a leader is running. */
@@ -96,8 +96,8 @@ const PREFERRED_FOLLOW_UP_MS = Number(process.env.RELSYNC_SWEEP_FOLLOW_UP_MS) ||
 export interface ScheduledSweeps {
   /** The latest sweep started (resolved when none was). */
   readonly last: () => Promise<unknown>;
-  /** A related copy of `cluster`'s was left in place for a sweep to decide (claim-knowledge.ts): a follow-up looks soon. */
-  readonly copyWaiting: (cluster: string) => void;
+  /** A related copy was left in place for a sweep to decide (claim-knowledge.ts): a follow-up looks soon. */
+  readonly copyWaiting: () => void;
   /** Removes the schedule; call once the term's work has ended. */
   readonly destroy: () => Promise<void>;
 }
@@ -122,11 +122,24 @@ export interface ScheduleOptions {
 export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['resync'], signal: AbortSignal, options: ScheduleOptions): ScheduledSweeps {
   const { onInterval } = options;
   let sweeping: Promise<unknown> = Promise.resolve();
+  /** Sweeps running now (one, or a second that will be skipped), and whether a copy was left waiting meanwhile. */
+  let running = 0;
+  let waitedWhileRunning = false;
   const sweep = (trigger: 'startup' | 'schedule' | 'followup') => {
     if (signal.aborted) return;
     if (trigger !== 'followup') followUps.intervalStarts();
+    running++;
     sweeping = sweeper.sweep(trigger).then((result) => {
-      if (!signal.aborted) followUps.ended(trigger, result);
+      running--;
+      if (signal.aborted) return;
+      followUps.ended(trigger, result);
+      // A copy left waiting while the sweep ran: its end may have counted it (it calls for a
+      // follow-up then), or not (left after its clean-up): a follow-up due 30 s from now, while
+      // the sweep still ran, would have been skipped.
+      if (running === 0 && waitedWhileRunning) {
+        waitedWhileRunning = false;
+        followUps.waiting();
+      }
     });
   };
   const task = cron.schedule(resync.schedule, () => sweep('schedule'), { name: 'relsync-sweep' });
@@ -140,8 +153,10 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
   if (resync.onStartup) sweep('startup');
   return {
     last: () => sweeping,
-    copyWaiting: (cluster) => {
-      if (!signal.aborted) followUps.waiting(unsureDigest([cluster]));
+    copyWaiting: () => {
+      if (signal.aborted) return;
+      if (running > 0) waitedWhileRunning = true;
+      else followUps.waiting();
     },
     destroy: async () => {
       followUps.cancel();

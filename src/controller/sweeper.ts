@@ -129,7 +129,7 @@ export interface SweepPhases {
 }
 
 /** What copies were kept unsure for, as SweepPhases.unsureOf says it: a digest of their clusters ('' for none). */
-export function unsureDigest(clusters: Iterable<string>): string {
+function unsureDigest(clusters: Iterable<string>): string {
   const sorted = [...new Set(clusters)].sort();
   return sorted.length === 0 ? '' : createHash('sha256').update(sorted.join('\n')).digest('hex').slice(0, 16);
 }
@@ -573,7 +573,7 @@ export class Sweeper {
     }
     phases.unsure = keptUnsure;
     phases.unsureOf = unsureDigest(keptFor);
-    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...sweep.unsure], unlisted: sweep.primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
+    if (keptUnsure > 0) this.options.logger.info({ copies: keptUnsure, clusters: [...new Set([...sweep.unsure, ...keptFor])].filter(Boolean), unlisted: sweep.primaryLists.incomplete() }, 'sweep left related copies that no stored relation accounts for in place: their cluster had a primary that failed, was refused or was kept as it was (error, conflict) without a stored relation, or a LIST of its primaries that did not complete, or a reconcile left them while its claims were not known, so they may be a primary\'s; a follow-up sweep may look again before the next scheduled one (at most one per interval: follow-up-sweeps.ts)');
     counts.relationsRemoved += (await store.forgetPrimariesOtherThan(this.options.resources.map((r) => ({ group: r.primaryType.group, resource: r.primaryType.resource })))).relations;
     for (const name of scope.unbound()) if (!(await store.hasPrimaries(name))) await clusters.forgetLogical(name);
   }
@@ -596,7 +596,7 @@ export class Sweeper {
         if (await this.deleteIfUnclaimed(deferred)) removed++;
       } catch (err) {
         errors++;
-        claims.defer(deferred);
+        claims.defer(deferred, false);
         this.options.logger.warn({ copy: describeIdentity(deferred.destination), err: (err as Error).message }, 'could not delete a related copy left in place while the claims were not known; the next sweep looks again');
       }
     }

@@ -3,9 +3,9 @@
  * that the kubelet rotates (the in-cluster service account), exec plugins
  * (EKS, GKE, AKS: tokens of minutes), OIDC, token files. client-node's
  * authenticators refresh them only when they are applied again, and cache
- * what they can (an exec credential until its expirationTimestamp, a token
- * file for 60 s), so relsync applies them again every `refreshMs` and at once
- * after a 401. After a 401 the kubeconfig file itself is read again, so that
+ * what they can (an exec credential until its expirationTimestamp), so
+ * relsync applies them again every `refreshMs` (a token file is read at each)
+ * and at once after a 401. After a 401 the kubeconfig file itself is read again, so that
  * a rotated kubeconfig (a mounted Secret) or a revoked exec credential is not
  * reused. How a kubeconfig is read and applied: kubeconfig.ts.
  */

@@ -6,19 +6,22 @@
  * package's index, or dist/config.js) loads client-node's generated API clients, which relsync
  * never uses (it talks REST itself, connection.ts) and which cost 27 MB of heap and 65 MB of
  * resident memory in every process (issue #38: `node --expose-gc`, process.memoryUsage() after
- * the import, against the modules below: +0.6 MB of heap). client-node 1.4 has no `exports`
- * map, so these paths are its files; package.json pins its minor version.
+ * the import: the modules below take 0.6 MB of heap, and connection.ts with all it imports 2.1 MB).
+ * client-node 1.4 has no `exports` map, so these paths are its files; package.json pins its minor
+ * version, and lint allows only these (eslint.config.js).
  *
  * Where this differs from KubeConfig: the cluster's TLS options are applied also when the
  * context names no user (KubeConfig then applies none, and the CA is not trusted), a user's
- * `tokenFile` (kubectl's spelling; client-node reads only `token-file`, and only once) is read at
- * every apply, trimmed, and basic auth (`username`/`password`) is a header.
+ * `tokenFile` (kubectl's spelling; client-node reads only `token-file`, and only once, from the
+ * working directory) is read at every apply from the kubeconfig's folder, trimmed, basic auth
+ * (`username`/`password`) is a header, and a context that names a missing user, or a cluster with
+ * a `proxy-url`, is refused. As in KubeConfig, impersonation is `as` only (not `as-groups`).
  */
 import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
-import { parse } from 'yaml';
+import { parse, YAMLError } from 'yaml';
 import type { Authenticator } from '@kubernetes/client-node/dist/auth.js';
 import { AzureAuth } from '@kubernetes/client-node/dist/azure_auth.js';
 import { newClusters, newContexts, newUsers, type Cluster, type Context, type User } from '@kubernetes/client-node/dist/config_types.js';
@@ -63,7 +66,7 @@ interface RawKubeconfig {
 
 /** `context` of the kubeconfig at `path` (default: its current context). Throws what is missing or wrong. */
 export function loadKubeconfig(path: string, context?: string): Kubeconfig {
-  const raw = (parse(readFileSync(path, 'utf8')) ?? {}) as RawKubeconfig;
+  const raw = readYaml(path);
   const root = dirname(path);
   const name = context ?? (typeof raw['current-context'] === 'string' ? raw['current-context'] : undefined);
   if (!name) throw new Error('the kubeconfig has no current context');
@@ -77,6 +80,9 @@ export function loadKubeconfig(path: string, context?: string): Kubeconfig {
   // parses, once, relative to the working directory; tokenFileOf reads it at every apply instead.
   const users = chosen.user ? rawUsers(raw).filter((u): u is RawUser => u?.name === chosen.user) : [];
   const user = newUsers(users.map((u) => ({ ...u, user: u.user && { ...u.user, 'token-file': undefined } })))[0];
+  // As kubectl: a user named and not there is a kubeconfig to fix (or one caught while it is rewritten), not anonymous access.
+  if (chosen.user && !user) throw new Error(`the kubeconfig's context ${JSON.stringify(name)} names a user it does not have (${JSON.stringify(chosen.user)})`);
+  refusePlainHttp(cluster);
   return {
     cluster: { ...cluster, caFile: absolute(root, cluster.caFile) },
     user: user && { ...user, certFile: absolute(root, user.certFile), keyFile: absolute(root, user.keyFile) },
@@ -91,8 +97,10 @@ export function loadInCluster(): Kubeconfig {
   const port = process.env.KUBERNETES_SERVICE_PORT;
   if (!host || !port) throw new Error('no kubeconfig given, and not in a pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)');
   const scheme = ['80', '8080', '8001'].includes(port) ? 'http' : 'https';
+  const cluster = { name: 'inCluster', server: `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`, caFile: `${SERVICE_ACCOUNT}/ca.crt`, skipTLSVerify: false };
+  refusePlainHttp(cluster);
   return {
-    cluster: { name: 'inCluster', server: `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`, caFile: `${SERVICE_ACCOUNT}/ca.crt`, skipTLSVerify: false },
+    cluster,
     user: { name: 'inClusterUser' },
     tokenFile: `${SERVICE_ACCOUNT}/token`,
     authenticators: [],
@@ -104,12 +112,15 @@ export async function applyKubeconfig(config: Kubeconfig): Promise<AppliedCreden
   const { cluster, user } = config;
   const options: https.RequestOptions & { headers: Record<string, string> } = { headers: {} };
   const ca = fileOrData(cluster.caFile, cluster.caData);
-  const cert = user && fileOrData(user.certFile, user.certData);
-  const key = user && fileOrData(user.keyFile, user.keyData);
+  let cert: https.RequestOptions['cert'] = user && fileOrData(user.certFile, user.certData);
+  let key: https.RequestOptions['key'] = user && fileOrData(user.keyFile, user.keyData);
   if (user) {
     if (user.impersonateUser) options.headers['Impersonate-User'] = user.impersonateUser;
     // As KubeConfig: the first authenticator that takes the user, then an inline token over it.
     await config.authenticators.find((a) => a.isAuthProvider(user))?.applyAuthentication(user, options);
+    // An exec plugin may answer with a client certificate (Teleport, Pinniped): it wins over the files, as in KubeConfig.
+    cert = options.cert ?? cert;
+    key = options.key ?? key;
     if (user.token) options.headers.Authorization = `Bearer ${user.token}`;
     if (user.username) options.headers.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}`;
   }
@@ -126,6 +137,30 @@ export async function applyKubeconfig(config: Kubeconfig): Promise<AppliedCreden
       ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
     },
   };
+}
+
+/**
+ * The kubeconfig's YAML (merge keys applied, as js-yaml and kubectl do). A syntax error is said by
+ * its first line only: the YAML library's message goes on to quote the lines around it, which may
+ * hold a token or a key.
+ */
+function readYaml(path: string): RawKubeconfig {
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(path, 'utf8'), { merge: true, logLevel: 'error' });
+  } catch (err) {
+    if (!(err instanceof YAMLError)) throw err;
+    // eslint-disable-next-line preserve-caught-error -- the cause quotes the kubeconfig's lines, which may hold a token or a key
+    throw new Error(`the kubeconfig is not valid YAML: ${err.message.split('\n')[0]}`);
+  }
+  return (raw ?? {}) as RawKubeconfig;
+}
+
+/** As client-node does: credentials are not sent over plain http unless the cluster says its server is not to be verified. */
+function refusePlainHttp(cluster: Pick<Cluster, 'name' | 'server' | 'skipTLSVerify'>): void {
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
+    throw new Error(`the kubeconfig's cluster ${JSON.stringify(cluster.name)} is served over plain http (${cluster.server}), where credentials would travel unencrypted; relsync refuses it unless the cluster says insecure-skip-tls-verify: true`);
+  }
 }
 
 function authenticators(): Authenticator[] {

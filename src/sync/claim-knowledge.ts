@@ -97,11 +97,15 @@ export class ClaimKnowledge {
    */
   onDeferred: ((cluster: string) => void) | undefined;
 
-  /** Remembers a copy left in place (its last known claim ended while the claims were not known). */
-  defer(copy: DeferredCopy): void {
+  /**
+   * Remembers a copy left in place (its last known claim ended while the claims were not known).
+   * `tell`: onDeferred hears of it; not for a copy a sweep could not delete and keeps for the next
+   * one (its cluster complete, so no follow-up could do more than the next scheduled sweep).
+   */
+  defer(copy: DeferredCopy, tell = true): void {
     const key = compositeKey(identityKey(copy.destination), identityKey(copy.source));
     if (this.deferred.has(key)) return;
-    this.onDeferred?.(copy.claimants);
+    if (tell) this.onDeferred?.(copy.claimants);
     const held = this.perCluster.get(copy.claimants) ?? 0;
     if (this.deferred.size >= this.maxDeferred || held >= this.maxPerCluster) {
       this.overflow++;

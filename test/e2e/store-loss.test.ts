@@ -276,10 +276,10 @@ describe('correct with any store', () => {
     const deletedAt = Date.now();
     await a.deleteDatabase(ns, 'leaves');
     await eventually('"leaves" released', async () => (await a.database(ns, 'leaves')) === undefined, 30_000);
-    assert.match(relsync.log(), /leaves-cfg.*left a related copy in place whose last known claim ended/, 'its copy was left for a sweep to decide');
+    await relsync.waitForLog('its copy left for a sweep to decide', (l) => /leaves-cfg.*left a related copy in place whose last known claim ended/.test(l), 10_000);
     // The next scheduled sweep is a year away: a follow-up sweep (30 s after the copy was left) decides it.
     await eventually('the copy of the ended claim deleted by a follow-up sweep', async () => (await uidOf(copyNs, 'leaves-cfg')) === undefined, 90_000);
-    assert.match(relsync.log(), /"trigger":"followup".*"msg":"sweep finished"/, 'a follow-up sweep ran');
+    await relsync.waitForLog('the follow-up sweep', (l) => /"trigger":"followup".*"msg":"sweep finished"/.test(l), 10_000);
     assert.ok(await uidOf(copyNs, 'stays-cfg'), 'the copy still claimed stays');
     console.log(`a claim ended while the claims were unknown (the startup sweep had a failing reconcile): its copy deleted ${Date.now() - deletedAt} ms after its primary was, by a follow-up sweep`);
     await sut.stop(relsync);

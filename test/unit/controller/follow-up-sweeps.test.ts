@@ -92,28 +92,46 @@ describe('follow-up sweeps', () => {
     await clock.advance(DELAY * 10);
     assert.equal(started, 0, 'a sweep that kept nothing unsure calls for none');
     // A primary deleted after the sweep, its cluster's claims unknown: its copy waits.
-    followUps.waiting('tenant-b');
-    followUps.waiting('tenant-b');
-    followUps.waiting('tenant-c');
+    followUps.waiting();
+    followUps.waiting();
     await clock.advance(DELAY - 1);
     assert.equal(started, 0, 'not before the delay');
     await clock.advance(1);
     assert.equal(started, 1, 'one follow-up for every copy waiting');
     followUps.ended('followup', done(1, 'tenant-b'));
-    followUps.waiting('tenant-b');
+    followUps.waiting();
     await clock.advance(DELAY * 10);
     assert.equal(started, 1, 'none more in the interval');
     // That follow-up found the same still waiting: as for one a sweep called for, the next interval
     // gets none, whatever waits, and the one after it does.
     followUps.intervalStarts();
     followUps.ended('schedule', done(1, 'tenant-b'));
-    followUps.waiting('tenant-b');
+    followUps.waiting();
     await clock.advance(DELAY * 10);
     assert.equal(started, 1, 'backing off: an interval without one');
     followUps.intervalStarts();
     followUps.ended('schedule', done(1, 'tenant-b'));
     await clock.advance(DELAY);
     assert.equal(started, 2);
+  });
+
+  it('back off as before for a tenant that leaves copies waiting after every sweep, beside other clusters kept unsure', async () => {
+    // A review's attack: one cluster kept unsure by a primary that always fails, copies left waiting
+    // after each sweep (a primary deleted each interval), another cluster unsure too.
+    const clock = new FakeClock();
+    const ran: number[] = [];
+    let interval = 0;
+    const followUps = new FollowUpSweeps(() => {
+      ran.push(interval);
+      followUps.ended('followup', done(1, 'tenant-a,tenant-b'));
+    }, { delayMs: DELAY, clock });
+    for (; interval < 40; interval++) {
+      followUps.intervalStarts();
+      followUps.ended(interval === 0 ? 'startup' : 'schedule', done(1, 'tenant-a,tenant-b'));
+      followUps.waiting();
+      await clock.advance(DELAY * 10);
+    }
+    assert.deepEqual(ran, [0, 2, 5, 10, 19, 28, 37], 'the same intervals as without waiting copies');
   });
 
   it('take nothing from a sweep that was skipped or failed', async () => {

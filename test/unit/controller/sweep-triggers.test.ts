@@ -53,6 +53,37 @@ describe('scheduled sweeps and their follow-ups', () => {
     await sweeps.destroy();
   });
 
+  it('follow a copy left waiting while a sweep ran once that sweep ends, not while it runs (where it would be skipped)', async () => {
+    const triggers: string[] = [];
+    let finish: (() => void) | undefined;
+    const result = (unsure: number): SweepResult => ({ primariesSeen: 0, objectsListed: 0, relationsAdded: 0, relationsRemoved: 0, copiesRepaired: 0, copiesRemoved: 0, errors: 0, id: triggers.length, durationMs: 1, status: 'done', phases: { listMs: 0, reconcileMs: 0, cleanupMs: 0, skipped: 0, unsure, unsureOf: unsure > 0 ? 'a' : '' } });
+    const sweeper = {
+      // The startup sweep runs until finish(); it kept nothing unsure (the copy was left after its clean-up).
+      sweep: async (trigger: SweepTrigger): Promise<SweepResult> => {
+        triggers.push(trigger);
+        if (trigger === 'startup') await new Promise<void>((resolve) => (finish = resolve));
+        return result(0);
+      },
+    };
+    const clock = new FakeClock();
+    const stop = new AbortController();
+    const sweeps = scheduleSweeps(sweeper, { schedule: '0 0 1 1 *', onStartup: true, snapshotBytes: 0 }, stop.signal, { followUpMs: 5000, clock });
+    sweeps.copyWaiting();
+    await clock.advance(10_000);
+    assert.deepEqual(triggers, ['startup'], 'no follow-up while the sweep runs');
+    assert.equal(clock.pending, 0, 'none due either (it would come while the sweep still ran, and be skipped)');
+    finish!();
+    await sweeps.last();
+    await clock.advance(5000);
+    await sweeps.last();
+    assert.deepEqual(triggers, ['startup', 'followup'], 'one follow-up after the sweep ended');
+    sweeps.copyWaiting();
+    await clock.advance(3600_000);
+    assert.deepEqual(triggers, ['startup', 'followup'], 'one in the interval');
+    stop.abort();
+    await sweeps.destroy();
+  });
+
   it('measure the schedule\'s shortest gap, which follow-ups come within half of', () => {
     const task = cron.createTask('*/20 * * * * *', () => undefined);
     try {
