@@ -129,8 +129,7 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
     if (signal.aborted) return;
     if (trigger !== 'followup') followUps.intervalStarts();
     running++;
-    sweeping = sweeper.sweep(trigger).then((result) => {
-      running--;
+    sweeping = sweeper.sweep(trigger).finally(() => running--).then((result) => {
       if (signal.aborted) return;
       followUps.ended(trigger, result);
       // A copy left waiting while the sweep ran: its end may have counted it (it calls for a
