@@ -20,6 +20,7 @@ import { ShardLeases } from './shard-leases.js';
 import { every, monotonicClock, type Clock } from '../util/clock.js';
 import type { Wiring } from './wiring.js';
 import { endpointSlicesChanged, settleStrayWorkspaces } from './kcp-workspaces.js';
+import { aborted as whenAborted, onAbort } from '../util/on-abort.js';
 
 export interface TermOptions {
   readonly config: Config;
@@ -45,7 +46,7 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   const term = new AbortController();
   setMaxListeners(0, term.signal);
   const stopTerm = () => term.abort();
-  signal.addEventListener('abort', stopTerm, { once: true });
+  onAbort(signal, stopTerm);
   let lost = false;
   let becameLeader: () => void = () => undefined;
   const leadership = new Promise<void>((resolve) => (becameLeader = resolve));
@@ -73,7 +74,7 @@ export async function campaignAndLead(w: Wiring, options: TermOptions & { readon
   logger.info({ lease: `${le.namespace}/${le.name}` }, 'waiting to become the leader');
   try {
     const electing = elector.start(term.signal);
-    const aborted = new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const aborted = whenAborted(term.signal);
     await Promise.race([leadership, aborted]);
     if (!term.signal.aborted) await withoutShardHolders(leaseClient, options, term.signal);
     const rewire = term.signal.aborted ? undefined : await lead(w, options, term.signal);

@@ -25,6 +25,7 @@ import { TermStatus } from './health.js';
 import { lead, type TermOptions } from './leader-term.js';
 import type { ShardTake } from './shard-coordinator.js';
 import { wire, type Wiring, type WiringOptions } from './wiring.js';
+import { aborted } from '../util/on-abort.js';
 
 /** Where shard `shard`'s store is: beside the replica's store, named by the map, so that another map's is never read. */
 export function shardStorePath(storePath: string, map: ShardMap, shard: number): string {
@@ -139,7 +140,7 @@ export async function runShardTerm(options: ShardTermOptions, signal: AbortSigna
   if (platforms.length === 0) {
     // More shards than clusters: held, so that balance counts it, with nothing to do.
     logger.info({ shard }, 'this shard has no platform cluster; nothing to reconcile');
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await aborted(signal);
     return;
   }
   const path = shardStorePath(config.storePath, map, shard);

@@ -20,6 +20,7 @@ import { Backoff } from '../util/backoff.js';
 import { loopBreaks, type LoopBreaks } from '../util/loop-breaks.js';
 import type { Result } from '../core/result.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
+import { onAbort } from '../util/on-abort.js';
 
 export type Outcome = 'ok' | 'error' | 'requeue';
 
@@ -221,7 +222,7 @@ export class WorkQueue<T> {
       this.stopped = true;
       this.wake?.();
     };
-    signal.addEventListener('abort', stop, { once: true });
+    onAbort(signal, stop);
     const workers = Array.from({ length: this.options.concurrency }, () => this.worker(handle));
     await Promise.all(workers);
     for (const { timer } of this.timers.values()) timer.cancel();

@@ -40,6 +40,7 @@ import { apiVersionOf, typeName, type ResourceType } from '../core/resource-type
 import type { ByteBudget } from '../util/byte-budget.js';
 import { Backoff } from '../util/backoff.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
+import { onAbort } from '../util/on-abort.js';
 
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -378,7 +379,7 @@ export class ListWatch {
     const watchdogMs = this.watchdogMs();
     const local = new AbortController();
     const abort = () => local.abort();
-    signal.addEventListener('abort', abort, { once: true });
+    onAbort(signal, abort);
     // Jitter the server timeout so that many loops do not reconnect in step.
     const serverTimeout = Math.round(timeoutSeconds * (0.8 + Math.random() * 0.2));
     let watchdog: Timer | undefined;

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { CertificateWatcher, readCertificatePair, type CertificateFiles } from './certificate-watcher.js';
 import type { Clock } from '../util/clock.js';
+import { aborted } from '../util/on-abort.js';
 
 export interface Readiness {
   /** Names of what is not ready yet; empty when ready. */
@@ -132,7 +133,7 @@ export class HttpServer {
       logger.warn('bearer tokens for /metrics and /explain reach this port over plain HTTP, readable on the network: give --tls-cert-file and --tls-private-key-file');
     }
     onListening?.(port);
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await aborted(signal);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -42,6 +42,16 @@ describe('work queue', () => {
     assert.ok(before >= 1 && before <= 5, `runs before the loop went round: ${before} of 40`);
   });
 
+  it('started with a signal aborted already, stops at once instead of running forever', async () => {
+    // A shard given up while its term was starting: its queue started after the abort, and the term
+    // waited on it for good (the shard never released; the sharded crash-loop run found it).
+    const queue = new WorkQueue<string>({ key: (s) => s, concurrency: 2 });
+    const stop = new AbortController();
+    stop.abort();
+    const ended = await Promise.race([queue.start(stop.signal, async () => ({})).then(() => 'stopped'), new Promise((resolve) => setTimeout(resolve, 2000, 'still running'))]);
+    assert.equal(ended, 'stopped');
+  });
+
   it('dedupes queued keys and never runs one key on two workers at once', async () => {
     const running = new Set<string>();
     const runs: string[] = [];
