@@ -29,7 +29,7 @@ import { confirmLive, type ObjectReads } from '../cache/object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
 import { RewritePaceError } from './rewrite-pace.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { ADOPT_ANNOTATION, AGENT_LABEL } from '../core/relsync-keys.js';
+import { ADOPT_ANNOTATION, AGENT_LABEL, SOURCE_UID_ANNOTATION } from '../core/relsync-keys.js';
 
 export interface CopyWriterDeps {
   readonly agentName: string;
@@ -149,6 +149,13 @@ export interface Upsert {
   readonly adopt?: { readonly announce: () => Promise<void>; readonly refused: (reason: string, suggestGrant: boolean) => void } | undefined;
   /** A copy in the service cluster: the tenant it is charged to and the size of its content (copy-budget.ts). */
   readonly charge?: { readonly tenant: string; readonly bytes: number } | undefined;
+  /**
+   * What the write was decided on (a reconcile's reads): a copy whose marks name another uid of the
+   * source than `marks` do is the copy of another incarnation (one another replica synced after a
+   * delete-and-recreate, or an older one); it is written over only on live reads (confirmLive), as
+   * a deletion would be: on a stale cache it would take a newer incarnation's copy for this one's.
+   */
+  readonly decidedOn?: ObjectReads | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -192,13 +199,21 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, this.ofThisIncarnation(write, write.existing)));
     const created = await this.create(client, write);
     if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    return this.withStatus(client, write, await this.update(client, write, now));
+    return this.withStatus(client, write, await this.update(client, write, this.ofThisIncarnation(write, now)));
+  }
+
+  /** `copy`, once a write over another incarnation's copy is known to be decided on live reads (Upsert.decidedOn). */
+  private ofThisIncarnation(write: Upsert, copy: KubeObject): KubeObject {
+    const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
+    const mine = write.marks.annotations[SOURCE_UID_ANNOTATION];
+    if (write.decidedOn && marked !== undefined && mine !== undefined && marked !== mine && this.isMarkedCopyOf(copy, write.source)) confirmLive(write.decidedOn);
+    return copy;
   }
 
   /**

@@ -862,7 +862,7 @@ export class PrimaryReconciler {
         }
       : undefined;
     // Charged to the primary's tenant (copy-budget.ts): what it takes in the service cluster.
-    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) }, tally: scope.tally });
+    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) }, tally: scope.tally, decidedOn: reads });
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */

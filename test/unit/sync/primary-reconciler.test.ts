@@ -492,6 +492,39 @@ describe('primary reconciler decisions (in-memory clusters, real SQLite store)',
       assert.equal(service(databases, 'orders')?.metadata.annotations?.['relsync.dev/source-uid'], world.read('tenant-a', databases, 'shop', 'orders')?.metadata.uid);
     });
 
+    it("a stale cache that still holds the old incarnation does not take the copy another replica made of the new one for its own", async () => {
+      const cache = new ObjectCache(16 * 1024 * 1024);
+      reconciler = reconcilerWith(readingFirst(new CachedReads(cache, new LiveReads(world))));
+      const deliver = (cluster: string, type: ResourceType, namespace: string, name: string) =>
+        cache.observe({ cluster, group: type.group, resource: type.resource, namespace, name }, world.read(cluster, type, namespace, name));
+      putPrimary({ size: 1 });
+      await reconcile();
+      // The watches delivered the first incarnation (this replica's store records it) ...
+      deliver('tenant-a', databases, 'shop', 'orders');
+      // ... then, while they lag behind (a watch resumed from an old version replays its history), the
+      // primary is deleted and created again, and another replica (a store of its own) syncs the new one.
+      world.remove('tenant-a', databases, 'shop', 'orders');
+      putPrimary({ size: 9 });
+      const recreated = world.read('tenant-a', databases, 'shop', 'orders')!;
+      world.edit('service', databases, COPY_NS, 'orders', (o) => {
+        o.metadata.annotations!['relsync.dev/source-uid'] = recreated.metadata.uid!;
+        o.spec = { size: 9 };
+      });
+      deliver('service', databases, COPY_NS, 'orders');
+      const copyUid = service(databases, 'orders')!.metadata.uid;
+      const failed = await reconcile().then(() => undefined, (err: unknown) => err);
+      if (failed) await reconcile(retryKey({ resource, id: primaryId }, failed));
+      assert.ok(!world.writes().some((w) => w.startsWith('delete service/databases')), world.writes().join('\n'));
+      assert.equal(service(databases, 'orders')?.metadata.uid, copyUid, 'the new incarnation\'s copy is the same object');
+      assert.equal(service(databases, 'orders')?.metadata.annotations?.['relsync.dev/source-uid'], recreated.metadata.uid, 'and still names the new incarnation');
+      assert.equal((await store.primary(primaryId))?.uid, recreated.metadata.uid, 'the store now records the new incarnation');
+      // Once the watches caught up, nothing more is done to it.
+      deliver('tenant-a', databases, 'shop', 'orders');
+      deliver('service', databases, COPY_NS, 'orders');
+      await reconcile();
+      assert.deepEqual(world.writes().filter((w) => w.includes('service/databases')), []);
+    });
+
     it('a workspace that unbound the export: the copies go without reading the primary', async () => {
       putPrimary();
       putConfig({ a: '1' });
