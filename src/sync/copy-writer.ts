@@ -25,7 +25,7 @@ import { adoptionGrant, fieldManagerName, isRelsyncKey, markedSource } from '../
 import { adoptionRefusal } from './adoption.js';
 import type { OwnWrites } from '../cache/own-writes.js';
 import type { SyncMetrics } from './sync-metrics.js';
-import { confirmLive, type ObjectReads } from '../cache/object-reads.js';
+import { confirmLive, ReadAgainLive, type ObjectReads } from '../cache/object-reads.js';
 import type { CopyBudget } from './copy-budget.js';
 import { RewritePaceError } from './rewrite-pace.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -150,12 +150,15 @@ export interface Upsert {
   /** A copy in the service cluster: the tenant it is charged to and the size of its content (copy-budget.ts). */
   readonly charge?: { readonly tenant: string; readonly bytes: number } | undefined;
   /**
-   * What the write was decided on (a reconcile's reads): a copy whose marks name another uid of the
-   * source than `marks` do is the copy of another incarnation (one another replica synced after a
-   * delete-and-recreate, or an older one); it is written over only on live reads (confirmLive), as
-   * a deletion would be: on a stale cache it would take a newer incarnation's copy for this one's.
+   * The uid of the source as the API server has it now (undefined: gone). Asked only before a write
+   * over a copy whose marks name another uid of the source than `marks` do: the copy of another
+   * incarnation (the source deleted and made again). It is written over only while the source read
+   * live is still the one this write copies: a stale read of an older incarnation (a watch cache
+   * behind, a sweep's LIST taken before the recreate) would otherwise take the copy another replica
+   * made of the newer one for its own, and the next reconcile would delete it as an earlier
+   * incarnation's. Without it, such a copy is written over.
    */
-  readonly decidedOn?: ObjectReads | undefined;
+  readonly sourceUidLive?: (() => Promise<string | undefined>) | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -199,21 +202,26 @@ export class CopyWriter {
   }
 
   private async write(client: ObjectClient, write: Upsert): Promise<KubeObject | 'conflict'> {
-    if (write.existing) return this.withStatus(client, write, await this.update(client, write, this.ofThisIncarnation(write, write.existing)));
+    if (write.existing) return this.withStatus(client, write, await this.update(client, write, write.existing));
     const created = await this.create(client, write);
     if (created !== 'exists') return this.withStatus(client, write, created);
     const now = await client.get(write.copy.namespace, write.copy.name);
     // Gone again already: the next reconcile (its deletion is an event) looks again.
     if (!now) throw new Error(`${write.copy.name} existed a moment ago and is gone; trying again`);
-    return this.withStatus(client, write, await this.update(client, write, this.ofThisIncarnation(write, now)));
+    return this.withStatus(client, write, await this.update(client, write, now));
   }
 
-  /** `copy`, once a write over another incarnation's copy is known to be decided on live reads (Upsert.decidedOn). */
-  private ofThisIncarnation(write: Upsert, copy: KubeObject): KubeObject {
+  /**
+   * Throws ReadAgainLive when `copy` is another incarnation's (its marks name another uid of the
+   * source) and the source is not, live, the one `write` copies (Upsert.sourceUidLive): the
+   * reconcile starts over reading live (once; a second time it fails, and the queue retries it).
+   */
+  private async sameIncarnation(write: Upsert, copy: KubeObject): Promise<void> {
     const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
     const mine = write.marks.annotations[SOURCE_UID_ANNOTATION];
-    if (write.decidedOn && marked !== undefined && mine !== undefined && marked !== mine && this.isMarkedCopyOf(copy, write.source)) confirmLive(write.decidedOn);
-    return copy;
+    if (!write.sourceUidLive || marked === undefined || mine === undefined || marked === mine) return;
+    const live = await write.sourceUidLive();
+    if (live !== mine) throw new ReadAgainLive(`${describeIdentity(write.copy)} is the copy of another incarnation of ${describeIdentity(write.source)} than the one read (${live === undefined ? 'now gone' : 'made again since'}): read again live`);
   }
 
   /**
@@ -539,6 +547,8 @@ export class CopyWriter {
       if (upgraded) current = upgraded;
     }
     if (!current.metadata.resourceVersion) throw new Error(`${write.copy.name}: read without a resourceVersion; an update without one would be unconditional`);
+    // Every update of a copy comes here, on the version its precondition names.
+    await this.sameIncarnation(write, current);
     // The version read is the precondition: a change since (a cached read behind the API server,
     // another writer) answers 409, and the reconcile reads live and decides again.
     const written = await client.apply(this.applied(write, current.metadata.resourceVersion), this.fieldManager);

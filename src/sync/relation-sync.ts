@@ -35,7 +35,7 @@ import { AdoptionRefusals } from './adoption.js';
 import { ExpiringMap } from '../util/expiring-map.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { ClaimKnowledge } from './claim-knowledge.js';
-import { confirmLive, type ObjectReads } from '../cache/object-reads.js';
+import { confirmLive, ReadAgainLive, type ObjectReads } from '../cache/object-reads.js';
 import type { Claim, RelatedFinder, RelationOutcome } from './related-finder.js';
 import type { ResolvedResource } from './resolved-config.js';
 import type { SyncMetrics } from './sync-metrics.js';
@@ -353,7 +353,9 @@ export class RelationSync {
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
       const statusWrite = status && { ...status, repair: !on.inService, written: syncedHash === hash };
       const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge, tally: on.job.tally };
+      // Asked only where the copy names another incarnation of the source (copy-writer.ts).
+      const sourceUidLive = async () => (await on.sources.getMetadata(pair.source.namespace, pair.source.name))?.metadata.uid;
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge, tally: on.job.tally, sourceUidLive };
       written = place.atVersion !== undefined ? await this.atVersionOrLive(on.dests, write, place.atVersion) : await this.deps.writer.upsert(on.dests, write);
       if (written === 'conflict') return this.conflict(on, hash);
     } catch (err) {
@@ -366,6 +368,8 @@ export class RelationSync {
   private async writeFailed(on: RelationAt, hash: string, err: unknown): Promise<RelationOutcome> {
     const { input: { rule }, pair, owner } = on.job;
     const cannot = `rule ${rule.id}: cannot write ${describeIdentity(pair.destination)}`;
+    // The copy is another incarnation's: the reconcile starts over, reading live (copy-writer.ts).
+    if (err instanceof ReadAgainLive) throw err;
     if (err instanceof MissingNamespaceError) {
       return { ...on.failed(`${cannot}: ${err.message}; relsync looks again every ${Math.round((this.deps.conflictRetryMs ?? CONFLICT_RETRY_MS) / 1000)} s`, 'RelatedSyncFailed', hash), retrySoon: true };
     }
