@@ -24,6 +24,7 @@ import type { KubeObject } from '../core/object.js';
 import type { RelationStore } from '../store/relation-store.js';
 import type { ObjectIdentity } from '../core/identity.js';
 import { systemClock, type Clock, type Timer } from '../util/clock.js';
+import { onAbort } from '../util/on-abort.js';
 
 export interface BindingWatchOptions {
   /** The kcp platform's configured name. */
@@ -90,9 +91,11 @@ class BindingHandler {
 
   constructor(private readonly options: BindingWatchOptions) {
     this.clock = options.clock ?? systemClock;
-    options.signal?.addEventListener('abort', () => {
-      for (const cluster of [...this.rechecks.keys()]) this.stopRecheck(cluster);
-    }, { once: true });
+    if (options.signal) {
+      onAbort(options.signal, () => {
+        for (const cluster of [...this.rechecks.keys()]) this.stopRecheck(cluster);
+      });
+    }
   }
 
   async onEvent(type: ChangeType, binding: KubeObject): Promise<void> {

@@ -31,6 +31,7 @@ import { leaseType } from './leader-election.js';
 import { ShardCoordinator, type HeldShard } from './shard-coordinator.js';
 import { ShardLeases } from './shard-leases.js';
 import { dropShardStores, runShardTerm, shardStorePath, writeShardStatus, type ShardTermOptions, type ShardTermView } from './shard-term.js';
+import { onAbort } from '../util/on-abort.js';
 
 export { LeaderRunningError } from './sweep-triggers.js';
 
@@ -336,7 +337,7 @@ export class Manager {
       // Its own connection to the service cluster: the server answers before anything is wired, and across terms.
       const service = this.options.config.serviceCluster;
       const connection = new Connection({ name: service.name, kubeconfig: service.kubeconfig, context: service.context });
-      signal.addEventListener('abort', () => connection.close(), { once: true });
+      onAbort(signal, () => connection.close());
       const { logger, metricsAuthTtlMs } = this.options;
       authorizer = new MetricsAuthorizer(connection, { logger, clock: this.clock, ...(metricsAuthTtlMs !== undefined ? { allowedTtlMs: metricsAuthTtlMs } : {}) });
       // /explain shows tenants' names and messages: served only with the check, for whom may `get /explain`,

@@ -14,6 +14,7 @@ import { liveHolder } from './live-holders.js';
 import { prepareReconciles, type PrerequisiteOptions } from './reconcile-prerequisites.js';
 import type { Sweeper, SweepResult } from './sweeper.js';
 import type { Wiring } from './wiring.js';
+import { onAbort } from '../util/on-abort.js';
 
 /** `relsync sweep` refused: a leader is running. */
 export class LeaderRunningError extends Error {
@@ -145,10 +146,10 @@ export function scheduleSweeps(sweeper: Pick<Sweeper, 'sweep'>, resync: Config['
   const runs = task.getNextRuns(25);
   const followUps = new FollowUpSweeps(() => sweep('followup'), { delayMs: followUpDelay(shortestGapSeconds(runs) * 1000, options.followUpMs ?? PREFERRED_FOLLOW_UP_MS), clock: options.clock });
   onInterval?.(longestGapSeconds(runs));
-  signal.addEventListener('abort', () => {
+  onAbort(signal, () => {
     followUps.cancel();
     void task.stop();
-  }, { once: true });
+  });
   if (resync.onStartup) sweep('startup');
   return {
     last: () => sweeping,

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { every, systemClock, type Clock } from '../util/clock.js';
+import { onAbort } from '../util/on-abort.js';
 
 export interface CertificateFiles {
   readonly certFile: string;
@@ -70,7 +71,7 @@ export class CertificateWatcher {
   /** Reads the files again every interval until `signal` aborts. */
   start(signal: AbortSignal): void {
     const timer = every(this.clock, this.files.intervalMs ?? 10_000, () => this.check());
-    signal.addEventListener('abort', () => timer.cancel(), { once: true });
+    onAbort(signal, () => timer.cancel());
   }
 
   /** One look at the files: serves them when they changed and make a valid pair. */

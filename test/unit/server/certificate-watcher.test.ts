@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { CertificateWatcher, readCertificatePair } from '../../../src/server/certificate-watcher.js';
 import { selfSignedCertificate } from '../../harness/certificates.js';
+import { FakeClock } from '../../harness/fake-clock.js';
 
 describe('TLS certificate files', () => {
   const dir = mkdtempSync(join(tmpdir(), 'relsync-cert-'));
@@ -54,5 +55,18 @@ describe('TLS certificate files', () => {
     assert.deepEqual(served, [readFileSync(second.certFile, 'utf8')]);
     watcher.check();
     assert.equal(served.length, 1, 'served once');
+  });
+
+  it('started with a signal that aborted already (a shutdown during startup): no timer is left behind', () => {
+    const clock = new FakeClock();
+    const pair = readCertificatePair({ certFile: first.certFile, keyFile: first.keyFile });
+    const watcher = new CertificateWatcher({ certFile: first.certFile, keyFile: first.keyFile, intervalMs: 1000 }, pair, pino({ level: 'silent' }), () => undefined, clock);
+    const live = new AbortController();
+    watcher.start(live.signal);
+    assert.equal(clock.pending, 1, 'a running watcher has its timer');
+    live.abort();
+    assert.equal(clock.pending, 0, 'cancelled at the abort');
+    watcher.start(AbortSignal.abort());
+    assert.equal(clock.pending, 0, 'none at all when the signal had aborted');
   });
 });
