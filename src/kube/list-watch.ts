@@ -242,8 +242,22 @@ export class ListWatch {
         if (this.resourceVersion === undefined) await this.list(signal);
         // Stopped during the LIST: no watch (its request would not see an abort that came before it).
         if (signal.aborted) break;
-        await this.watch(signal);
+        const opened = this.clock.now();
+        const watched = await this.watch(signal);
+        if (signal.aborted) break;
+        const lasted = this.clock.now() - opened;
+        if (watched.reopen || (watched.lines === 0 && lasted < SHORT_WATCH_MS)) {
+          // A server that ends every watch at once, or answers a line that does not parse (a
+          // tenant's own can), is not reconnected to in a loop: the backoff grows until a watch lasts.
+          const delay = this.backoff.next();
+          logger.warn({ watch: this.name, retryInMs: delay, lines: watched.lines, ...(watched.reopen ? { unparsable: true } : {}) }, watched.reopen ? 'the watch sent a line that does not parse; reconnecting after a backoff' : 'the watch ended at once without a line; reconnecting after a backoff');
+          this.options.onReconnect?.(watched.reopen ? 'unparsable' : 'short');
+          await this.clock.sleep(delay, signal);
+          continue;
+        }
         this.backoff.reset();
+        // At most one watch a second whatever the server does: one that sends a line and ends at once is opened again a second after.
+        if (lasted < SHORT_WATCH_MS) await this.clock.sleep(SHORT_WATCH_MS - lasted, signal);
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
@@ -373,7 +387,8 @@ export class ListWatch {
     return 'next';
   }
 
-  private async watch(signal: AbortSignal): Promise<void> {
+  /** One watch request, until its stream ends: the lines it handled, and whether it ended on one that does not parse. */
+  private async watch(signal: AbortSignal): Promise<{ readonly lines: number; readonly reopen: boolean }> {
     const { client, labelSelector, logger } = this.options;
     const timeoutSeconds = this.options.timeoutSeconds ?? 300;
     const watchdogMs = this.watchdogMs();
@@ -386,6 +401,7 @@ export class ListWatch {
     let stream: WatchStream | undefined;
     /** Lines handled since this stream's last turn on the event loop. */
     const lines = heavyTurns.meter(client.connection.name);
+    let handled = 0;
     const pet = () => {
       watchdog?.cancel();
       // The stream (or the request opening it) that this timer watches keeps the process alive.
@@ -412,11 +428,14 @@ export class ListWatch {
         // Every 64 KiB of lines wait for a turn on the event loop, in this cluster's lane (heavy-turns.ts):
         // a burst of them, buffered while the loop was busy, does not hold another tenant's events back.
         await lines.add(line.length);
-        if ((await this.handleLine(line, local.signal)) === 'reopen') break;
+        if ((await this.handleLine(line, local.signal)) === 'reopen') return { lines: handled, reopen: true };
+        handled++;
       }
+      return { lines: handled, reopen: false };
     } catch (err) {
-      if (local.signal.aborted && !signal.aborted) return; // watchdog: reconnect at once
-      if (signal.aborted) return;
+      // The watchdog: reconnect at once (it waited a whole idle period).
+      if (local.signal.aborted && !signal.aborted) return { lines: handled, reopen: false };
+      if (signal.aborted) return { lines: handled, reopen: false };
       throw err;
     } finally {
       watchdog?.cancel();
@@ -498,6 +517,12 @@ const NOT_A_CHANGE = /^\s*\{\s*"type"\s*:\s*"(DELETED|BOOKMARK|ERROR)"/;
 
 /** A 410 Gone this soon after the last one waits for the backoff before the LIST. */
 const GONE_AGAIN_MS = 5_000;
+
+/**
+ * A watch that ends this soon without a line is a failure, answered with the backoff (client-go's
+ * reflector: "very short watch … lasted less than a second and no items received").
+ */
+const SHORT_WATCH_MS = 1_000;
 
 /** Runs a handler; an exception is logged, never kills the loop, and is answered with false. */
 async function guard(logger: Logger, watch: string, what: string, fn: () => Promise<void>): Promise<boolean> {

@@ -149,4 +149,34 @@ describe('answers too costly to parse', () => {
     assert.equal(await relists(), relistsBefore, 'nor listed again');
     alive();
   });
+
+  // Before, a watch that ended normally reset the backoff and was opened again at once: the same
+  // server made relsync ask in a loop (no client-side rate limit), hundreds of requests a second.
+  for (const [what, text, said] of [['ends every watch at once, without a line', '', 'the watch ended at once without a line'], ['answers every watch with a line that does not parse', '{"type":"ADDED","object":\n', 'the watch sent a line that does not parse']] as const) {
+    it(`a server that ${what} is asked again with a backoff, not in a loop, and watched again once it answers`, async () => {
+      const watches = /\/apis\/demo\.relsync\.dev\/v1alpha1\/databases$/;
+      const fault = proxy.inject({ method: 'GET', path: watches, query: /watch=true/, action: { kind: 'status', status: 200, text } });
+      const faulted = (r: (typeof proxy.requests)[number]) => watches.test(r.path) && /watch=true/.test(r.query) && r.fault === 'status';
+      const before = proxy.requests.length;
+      let since = 0;
+      try {
+        proxy.cut(watches);
+        since = (await eventually('the first watch the server ends', async () => proxy.requests.slice(before).find(faulted), 60_000)).at;
+        // A window of 10 s from it, counted on the proxy: the backoff's steps (0.25–0.5 s, doubling) allow at most 6.
+        await new Promise((resolve) => setTimeout(resolve, 10_000));
+      } finally {
+        fault();
+      }
+      const asked = proxy.requests.slice(before).filter((r) => faulted(r) && r.at < since + 10_000).length;
+      // (At least the first; the backoff may have grown in the case before.)
+      console.log(`a server that ${what}: ${asked} watch requests in 10 s`);
+      assert.ok(asked <= 8, `${asked} watch requests in 10 s`);
+      assert.match(relsync.log(), new RegExp(said), 'the log says why it waits');
+      alive();
+      // The server answers again: a change arrives through the watch once its backoff (at most 30 s) is over.
+      const marker = `after-${text === '' ? 'empty' : 'garbage'}`;
+      await a.updateDatabase(NS, 'a-first', (db) => void (db.spec = { ...db.spec, marker }));
+      await eventually('a change after the server answers again', async () => (alive(), (await svc.database(copyNs, 'a-first'))?.spec?.marker === marker || undefined), 60_000);
+    });
+  }
 });

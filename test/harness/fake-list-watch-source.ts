@@ -63,8 +63,12 @@ export class FakeApi implements ListWatchSource {
   lists = 0;
   readonly watches: WatchRequest[] = [];
   readonly streams: FakeStream[] = [];
-  /** What a watch request gets: an open stream, no answer at all, an error, or 410 Gone (then `mode` is 'open' again; 'always-gone': every time); 'forbidden': LISTs answer 403. */
-  mode: 'open' | 'hang' | 'down' | 'gone' | 'always-gone' | 'forbidden' = 'open';
+  /**
+   * What a watch request gets: an open stream, no answer at all, an error, or 410 Gone (then `mode`
+   * is 'open' again; 'always-gone': every time); 'empty': a stream that ends at once; 'one-line': one
+   * that ends after a bookmark; 'garbage': one whose first line does not parse; 'forbidden': LISTs answer 403.
+   */
+  mode: 'open' | 'hang' | 'down' | 'gone' | 'always-gone' | 'empty' | 'one-line' | 'garbage' | 'forbidden' = 'open';
   /** While set, a LIST's page is answered only once this resolves (a slow or stalled LIST). */
   listHeld: Promise<void> | undefined;
 
@@ -94,6 +98,9 @@ export class FakeApi implements ListWatchSource {
     if (this.mode === 'hang') return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted'))));
     const stream = new FakeStream(request.signal);
     this.streams.push(stream);
+    if (this.mode === 'one-line') stream.push('BOOKMARK', '', '10');
+    if (this.mode === 'empty' || this.mode === 'one-line') stream.end();
+    if (this.mode === 'garbage') stream.pushLine('{"type":"ADDED","object":');
     return Promise.resolve(stream);
   }
 

@@ -95,6 +95,9 @@ export interface FaultProxy {
 
 const MAX_RECORDED = 100_000;
 
+/** Faults that rewrite whole answers: a watch request is forwarded as it is. */
+const PASSES_WATCHES: ReadonlySet<FaultAction['kind']> = new Set(['filter', 'endless', 'rewrite']);
+
 interface ActiveFault {
   readonly fault: Fault;
   remaining: number;
@@ -160,6 +163,8 @@ export async function startFaultProxy(target: ControlPlane | Kcp, name = 'proxy'
       if (fault.method && fault.method !== method) continue;
       if (fault.path && !fault.path.test(path)) continue;
       if (fault.query && !fault.query.test(query)) continue;
+      // A fault that passes watches on (it rewrites whole answers) does not stand in the way of one that applies to them.
+      if (PASSES_WATCHES.has(fault.action.kind) && /(^|&)watch=(true|1)(&|$)/.test(query)) continue;
       active.remaining--;
       return fault.action;
     }

@@ -81,18 +81,20 @@ describe('list/watch idle timer', () => {
     const { clock, api, loop, reconnects, end } = setup({ failureGraceMs: 15_000 });
     await settle();
     assert.equal(loop.synced, true);
+    // The server ends the watch after a while (one that ends at once is a failure: below); the next request is never answered.
+    await clock.advance(1_000);
     api.mode = 'hang';
-    api.stream.end(); // the server ends the watch; the next request is never answered
+    api.stream.end();
     await settle();
     assert.equal(api.watches.length, 2);
     await clock.advance(10_000);
-    assert.deepEqual(reconnects.map((r) => r.at), [10_000]);
+    assert.deepEqual(reconnects.map((r) => r.at), [11_000]);
     assert.equal(loop.synced, true, 'one silent request is within the grace period');
     await clock.advance(14_999);
     assert.equal(loop.synced, true);
     await clock.advance(1);
     assert.equal(loop.synced, false, 'failing since the first watchdog, 15 s ago');
-    assert.deepEqual(reconnects.map((r) => r.at), [10_000, 20_000]);
+    assert.deepEqual(reconnects.map((r) => r.at), [11_000, 21_000]);
     assert.equal(loop.problem(), undefined, 'a hanging server is not a reason to restart: each reconnect is progress');
     api.mode = 'open';
     await clock.advance(10_000);
@@ -105,10 +107,11 @@ describe('list/watch retries', () => {
   it('retries a failed request after its backoff, and stays in sync within the grace period', async () => {
     const { clock, api, loop, reconnects, end } = setup({ failureGraceMs: 2_000 });
     await settle();
+    await clock.advance(1_000);
     api.mode = 'down';
     api.stream.end();
     await settle();
-    assert.deepEqual(reconnects, [{ reason: 'error', at: 0 }]);
+    assert.deepEqual(reconnects, [{ reason: 'error', at: 1_000 }]);
     assert.equal(api.watches.length, 2);
     await clock.advance(249);
     assert.equal(api.watches.length, 2, 'the first backoff is at least 250 ms');
@@ -212,6 +215,7 @@ describe('list/watch first sync', () => {
     const { clock, api, end } = setup();
     await settle();
     assert.equal(api.lists, 1);
+    await clock.advance(1_000);
     api.mode = 'always-gone';
     api.stream.end();
     await settle();
@@ -221,6 +225,46 @@ describe('list/watch first sync', () => {
     // A backoff past 5 s once made the next 410 look like the first and relist at once (8 in 10 s).
     await clock.advance(10_000);
     assert.ok(api.lists >= 6 && api.lists <= 7, `a few relists in 10 s, not thousands (${api.lists})`);
+    await end();
+  });
+
+  for (const mode of ['empty', 'garbage'] as const) {
+    it(`a server whose every watch ${mode === 'empty' ? 'ends at once without a line' : 'sends a line that does not parse'} is reconnected to with the backoff, not in a loop`, async () => {
+      const { clock, api, reconnects, end } = setup();
+      await settle();
+      api.mode = mode;
+      api.stream.end();
+      await settle();
+      await clock.advance(10_000);
+      // 0.25–0.5 s, then 0.5–1, 1–2, 2–4, 4–8 s: at most 6 watches more in 10 s (thousands before).
+      assert.ok(api.watches.length >= 4 && api.watches.length <= 7, `a few watches in 10 s, not thousands (${api.watches.length})`);
+      assert.equal(api.lists, 1, 'no relist: the resourceVersion is kept');
+      // (The first: the open watch ended by the test at once, itself a short one.)
+      assert.ok(reconnects.length >= 4 && reconnects.slice(1).every((r) => r.reason === (mode === 'empty' ? 'short' : 'unparsable')), JSON.stringify(reconnects));
+      // A watch that lasts resets the backoff: the next short one waits its first step again.
+      api.mode = 'open';
+      await clock.advance(16_000);
+      const lasting = api.watches.length;
+      api.stream.push('ADDED', 'a', '11');
+      await settle();
+      await clock.advance(2_000);
+      api.mode = mode;
+      api.stream.end();
+      await settle();
+      await clock.advance(600);
+      assert.equal(api.watches.length, lasting + 2, 'the next short watch came after the first step of the backoff (0.25–0.5 s)');
+      await end();
+    });
+  }
+
+  it('a server whose every watch sends one line and ends is watched at most once a second', async () => {
+    const { clock, api, end } = setup();
+    await settle();
+    api.mode = 'one-line';
+    api.stream.end();
+    await settle();
+    await clock.advance(10_000);
+    assert.ok(api.watches.length >= 10 && api.watches.length <= 12, `about one watch a second (${api.watches.length} in 10 s)`);
     await end();
   });
 
