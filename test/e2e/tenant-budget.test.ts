@@ -178,8 +178,9 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   let lagReader: NodeJS.Timeout | undefined;
   /** tenant-a's limits.copiedBytesPerCluster, once the rewrite case has set it. */
   let budget = Infinity;
-  /** tenant-a's big ConfigMaps (namespace/name) that the byte budget refused, once its case has run. */
+  /** tenant-a's big ConfigMaps (namespace/name) that the byte budget refused, and the names of those it copied, once its case has run. */
   let refusedBig: string[] = [];
+  let copiedBig: string[] = [];
   /**
    * A step of sustain(): tenant-a changes two of its ConfigMaps that the budget refused (900 KiB each
    * through relsync's watch, and a copy refused again), every 250 ms.
@@ -478,8 +479,12 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.doesNotMatch(relsync.log(), /heap out of memory/);
     const longest = query<{ n: number }>("select max(length(message)) as n from primaries where namespace = 'long'").n;
     assert.ok(longest <= 2048, `a stored message is at most 2 KiB (the longest: ${longest} characters)`);
-    console.log(`${LONG_PRIMARIES} primaries × ${LONG / 1024} KiB references, heap ${HEAP_MB} MB: longest stored message ${longest} characters, longest log line ${widest}; tenant-b's change arrived in ${during} ms after the flood, ${after} ms after the restart`);
-    await hold();
+    // Until the phase has its samples, tenant-a goes on writing long strings: four primaries a round get another 900 KiB value.
+    const rewritten = await sustain(async (round) => {
+      const value = String.fromCharCode(97 + (round % 26)).repeat(LONG);
+      await Promise.all([0, 1, 2, 3].map((k) => mergePatch(clusters.plane['tenant-a'], databasePath('long', `long-${String((4 * round + k) % LONG_PRIMARIES).padStart(3, '0')}`), { spec: { configMapName: value } })));
+    });
+    console.log(`${LONG_PRIMARIES} primaries × ${LONG / 1024} KiB references, heap ${HEAP_MB} MB: longest stored message ${longest} characters, longest log line ${widest}; tenant-b's change arrived in ${during} ms after the flood, ${after} ms after the restart; ${rewritten * 4} long values written after the startup sweep`);
     // They go, so that later relists of tenant-a's primaries (a lost store's) stay small.
     await Promise.all([0, 1, 2, 3].map(async (w) => {
       for (let i = w; i < LONG_PRIMARIES; i += 4) await a.deleteDatabase('long', `long-${String(i).padStart(3, '0')}`);
@@ -493,14 +498,15 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it('a rewrite regex that backtracks meets a tenant\'s value in linear time', async () => {
-    await phase('backtracking regex');
+    await phase(`backtracking regex${SETUP}`);
     await a.ensureNamespace('regex');
     // 'aaa…' and a character the pattern cannot end on: exponential for a backtracking engine.
     const value = `${'a'.repeat(40)}!`;
     for (let i = 0; i < 4; i++) await a.createDatabase('regex', `r-${i}`, { aliasName: value });
     await eventually('every regex primary reconciled', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'regex'").n === 4 || undefined, 60_000);
     const during = await bArrives();
-    // And again: each round gives the four another value of the same kind, every 250 ms.
+    // The phase compared: each round gives the four another value of the same kind, every 250 ms.
+    await phase('backtracking regex');
     const rounds = await sustain(async (round) => {
       await Promise.all([0, 1, 2, 3].map((i) => mergePatch(clusters.plane['tenant-a'], databasePath('regex', `r-${i}`), { spec: { aliasName: `${'a'.repeat(40 + (round % 8))}!` } })));
       await sleep(250);
@@ -510,7 +516,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`a wildcard reference of ${NAMES} names is capped in the resolver: store rows stay at the limit`, async () => {
-    await phase('wildcard');
+    await phase(`wildcard${SETUP}`);
     const names = Array.from({ length: NAMES }, (_, i) => `s-${String(i).padStart(5, '0')}`);
     for (let i = 0; i < WIDE_PRIMARIES; i++) await a.createDatabase('wide', `wide-${i}`, { tlsSecrets: names });
     await eventually('every wide primary reconciled (the limit said on each)', async () => query<{ n: number }>("select count(*) as n from primaries where namespace = 'wide' and message like '%limits.relatedPerPrimary%'").n === WIDE_PRIMARIES || undefined, 120_000);
@@ -532,8 +538,9 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     const again = await bArrives();
     const rowsAgain = query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'wide'").n;
     assert.ok(rowsAgain <= WIDE_PRIMARIES * RELATED_PER_PRIMARY, `still at most the limit after every primary changed (${rowsAgain})`);
-    // And back and forth: each round flips every primary's 30,000 names and waits until relsync has
-    // claimed the new ones and ended the old.
+    // The phase compared: back and forth, each round flips every primary's 30,000 names and waits
+    // until relsync has claimed the new ones and ended the old.
+    await phase('wildcard');
     const flips = await sustain(async (round) => {
       const prefix = round % 2 === 1 ? 's' : 't';
       const list = prefix === 's' ? names : others;
@@ -598,7 +605,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it(`objects nested ${DEPTH} levels deep, a primary and a related object: each is refused on its own, the watches go on`, async () => {
-    await phase('deep nesting');
+    await phase(`deep nesting${SETUP}`);
     await a.ensureNamespace('deep');
     const plane = clusters.plane['tenant-a'];
     await createFromText(plane, `/apis/${SETTINGS.group}/${SETTINGS.version}/namespaces/deep/${SETTINGS.plural}`, `{"apiVersion":"${SETTINGS.group}/${SETTINGS.version}","kind":"Setting","metadata":{"name":"deep-setting"},"spec":${nested(DEPTH)}}`);
@@ -643,11 +650,19 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     assert.doesNotMatch(log, /Maximum call stack size exceeded/);
     assert.doesNotMatch(log, /handler threw/, 'no watch handler failed');
     assert.doesNotMatch(log, /"msg":"reconcile failed.*deep/, 'neither refusal is retried as a failure');
-    // And again: every relist meets the deep primary once more (a closed loop: the next 410 once the relist is under way).
-    const relists = await sustain(relist);
-    assert.equal(relsync.child.exitCode, null, 'relsync is still running after the relists');
+    // The phase compared: tenant-a changes both deep objects, and the primary that names the deep
+    // one, every 250 ms (each event of a deep object carries all 9,000 levels, and each reconcile of
+    // the holder reads its deep related object again).
+    await phase('deep nesting');
+    const changes = await sustain(async (round) => {
+      await mergePatch(plane, databasePath('deep', 'deep'), touch(round));
+      await mergePatch(plane, `/apis/${SETTINGS.group}/${SETTINGS.version}/namespaces/deep/${SETTINGS.plural}/deep-setting`, touch(round));
+      await mergePatch(plane, databasePath('deep', 'holder'), touch(round));
+      await sleep(250);
+    });
+    assert.equal(relsync.child.exitCode, null, 'relsync is still running after the changes');
     assert.doesNotMatch(relsync.log(), /Maximum call stack size exceeded/);
-    console.log(`depth ${DEPTH}: both refused with a reason on their primaries; tenant-b's change arrived in ${during} ms after, ${afterRelist} ms after a relist; ${relists} relists more`);
+    console.log(`depth ${DEPTH}: both refused with a reason on their primaries; tenant-b's change arrived in ${during} ms after, ${afterRelist} ms after a relist; ${changes} rounds of changes`);
     // They go (deleted as text: a client that parses and walks them overflows), so that the endless
     // LIST's proxy, which rewrites each page through JSON.stringify, meets neither.
     await request(plane, 'DELETE', '/apis/demo.relsync.dev/v1alpha1/namespaces/deep/databases/deep');
@@ -656,7 +671,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
   });
 
   it("a probe: a destination name the provider's own object holds reads to the tenant as a name refused for another reason", async () => {
-    await phase('probe');
+    await phase(`probe${SETUP}`);
     const copyNs = defaultCopyNamespace('tenant-a', 'probe');
     // The provider reserves names for its operator: a ValidatingAdmissionPolicy forbids ConfigMaps named reserved-* (403).
     const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'reserved-names' },
@@ -709,7 +724,8 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       // The provider's log says which.
       await relsync.waitForLog('why provider-cfg was refused', (l) => l.includes(`${copyNs}/provider-cfg`) && l.includes('"why":') && /relsync's copy/.test(l));
       await relsync.waitForLog('why reserved-cfg was refused', (l) => l.includes(`${copyNs}/reserved-cfg`) && l.includes('"why":') && /reserved-\* are the operator's/.test(l));
-      // The tenant goes on probing: each round swaps the two names between its primaries, every 250 ms.
+      // The phase compared: the tenant goes on probing, each round swaps the two names between its primaries, every 250 ms.
+      await phase('probe');
       const probes = await sustain(async (round) => {
         const [first, second] = round % 2 === 1 ? ['reserved-cfg', 'provider-cfg'] : ['provider-cfg', 'reserved-cfg'];
         await mergePatch(clusters.plane['tenant-a'], databasePath('probe', 'p-exists'), { spec: { configMapName: first } });
@@ -747,8 +763,9 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       assert.ok(pages <= (lists + 1) * LIST_PAGES, `${pages} pages for ${lists} capped LISTs`);
       const delays = failures.map((l) => (JSON.parse(l) as { retryInMs: number }).retryInMs);
       assert.equal(relsync.child.exitCode, null, 'relsync is still running');
-      // The API server answers again: a primary made meanwhile is synced once the LIST ends.
-      await hold();
+      // The API server answers again: a primary made meanwhile is synced once the LIST ends (not
+      // compared: relsync waits for its backoff, quiet).
+      await phase(`endless LIST ended${SETUP}`);
       await a.putConfigMap('endless', 'cfg', { v: '1' });
       await a.createDatabase('endless', 'orders', { configMapName: 'cfg' });
       endless();
@@ -821,7 +838,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
 
   it(`a byte budget per tenant: ${BIG} related ConfigMaps of ${BIG_BYTES / 1024} KiB fill no more than ${BUDGET / 1024 / 1024} MiB more of the service cluster`, async () => {
     // tenant-a's budget (set by the rewrite case): BUDGET more than its copies take now.
-    await phase('byte budget');
+    await phase(`byte budget${SETUP}`);
     const used = query<{ n: number | null }>("select sum(bytes) as n from copy_bytes where tenant = 'tenant-a'").n ?? 0;
     await a.ensureNamespace('bytes');
     const payload = 'b'.repeat(BIG_BYTES);
@@ -866,15 +883,18 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
       break;
     }
     assert.match(event?.message ?? '', /limits\.copiedBytesPerCluster/, 'a refused primary has an Event that names the limit');
-    // Tenant-a goes on changing what was refused.
+    // The phase compared: tenant-a goes on changing what was refused (that none of it was copied
+    // meanwhile is checked by the next case, after its startup sweep: copiedBig).
     refusedBig = [];
+    copiedBig = [];
     for (let i = 0; i < BIG; i++) {
       const name = `big-${String(i).padStart(2, '0')}`;
-      if (!(await svc.configMap(defaultCopyNamespace('tenant-a', 'bytes'), name))) refusedBig.push(`bytes/${name}`);
+      if (await svc.configMap(defaultCopyNamespace('tenant-a', 'bytes'), name)) copiedBig.push(name);
+      else refusedBig.push(`bytes/${name}`);
     }
+    await phase('byte budget');
     const rounds = await sustain(touchRefused);
-    const heldAfter = query<{ n: number }>("select count(*) as n from relations where primary_namespace = 'bytes' and rule_id = 'config' and state = 'synced'").n;
-    assert.equal(heldAfter, synced, `no more copied after ${rounds * 2} changes of refused ConfigMaps`);
+    console.log(`the byte budget held under ${rounds * 2} changes of refused ConfigMaps`);
   });
 
   it('a lost store: the copies in the service cluster are counted again before any is judged; none still wanted goes', async () => {
@@ -888,7 +908,7 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     // A primary made while relsync is down, in a namespace reconciled before the others: with a store
     // that knew nothing of the copies there, its copy fitted a budget that counted from zero.
     const lateNs = defaultCopyNamespace('tenant-a', 'aaa-late');
-    await restart('a lost store', {
+    await restart(`a lost store${SETUP}`, {
       kill: true,
       before: async () => {
         for (const suffix of ['', '-wal', '-shm']) rmSync(`${storePath()}${suffix}`, { force: true });
@@ -908,10 +928,15 @@ describe('hostile tenants, round two: a bounded cost for every input', () => {
     const counted = query<{ n: number }>("select coalesce(sum(bytes), 0) as n from copy_bytes where tenant = 'tenant-a'").n;
     console.log(`a lost store: ${after.length} of ${before.length} copies still there; tenant-a's copies counted again at ${(counted / 1024 / 1024).toFixed(1)} MiB; the late primary refused (${said.slice(0, 160)}); tenant-b's change arrived in ${during} ms`);
     assert.deepEqual(after, before, 'no copy still wanted was deleted, none refused before was written');
+    // What the byte budget's case copied, and no more: its changes of refused ConfigMaps wrote none
+    // (read after a restart and its startup sweep: every reconcile of those changes is over).
+    assert.deepEqual(after, copiedBig, 'the copies the byte budget let through, and none of the ConfigMaps it refused');
     assert.equal(await svc.configMap(lateNs, 'late'), undefined, 'the late copy is not written past the budget');
     assert.ok(counted >= before.length * BIG_BYTES, `the copies there are counted (${counted} bytes)`);
-    // Tenant-a goes on changing what was refused, the late ConfigMap too; still nothing goes, nothing more is written.
+    // The phase compared: tenant-a goes on changing what was refused, the late ConfigMap too; still
+    // nothing goes, nothing more is written.
     refusedBig = [...refusedBig, 'aaa-late/late'];
+    await phase('a lost store');
     const rounds = await sustain(touchRefused);
     assert.deepEqual(await copiesThere(), before, `the same copies after ${rounds * 2} changes of refused ConfigMaps`);
     assert.equal(await svc.configMap(lateNs, 'late'), undefined, 'the late copy is still not written');
