@@ -433,9 +433,8 @@ export class ListWatch {
       }
       return { lines: handled, reopen: false };
     } catch (err) {
-      // The watchdog: reconnect at once (it waited a whole idle period).
-      if (local.signal.aborted && !signal.aborted) return { lines: handled, reopen: false };
-      if (signal.aborted) return { lines: handled, reopen: false };
+      // Stopped, or the watchdog (reconnect at once: it waited a whole idle period).
+      if (local.signal.aborted) return { lines: handled, reopen: false };
       throw err;
     } finally {
       watchdog?.cancel();

@@ -150,15 +150,15 @@ export interface Upsert {
   /** A copy in the service cluster: the tenant it is charged to and the size of its content (copy-budget.ts). */
   readonly charge?: { readonly tenant: string; readonly bytes: number } | undefined;
   /**
-   * The uid of the source as the API server has it now (undefined: gone). Asked only before a write
-   * over a copy whose marks name another uid of the source than `marks` do: the copy of another
-   * incarnation (the source deleted and made again). It is written over only while the source read
-   * live is still the one this write copies: a stale read of an older incarnation (a watch cache
-   * behind, a sweep's LIST taken before the recreate) would otherwise take the copy another replica
-   * made of the newer one for its own, and the next reconcile would delete it as an earlier
-   * incarnation's. Without it, such a copy is written over.
+   * The source's API client, asked for the source's live metadata only before a write over a copy
+   * whose marks name another uid of the source than `marks` do: the copy of another incarnation
+   * (the source deleted and made again). It is written over only while the source read live is
+   * still the one this write copies: a stale read of an older incarnation (a watch cache behind, a
+   * sweep's LIST taken before the recreate) would otherwise take the copy another replica made of
+   * the newer one for its own, and the next reconcile would delete it as an earlier incarnation's.
+   * Without it, such a copy is written over.
    */
-  readonly sourceUidLive?: (() => Promise<string | undefined>) | undefined;
+  readonly sources?: Pick<ObjectClient, 'getMetadata'> | undefined;
 }
 
 /** A create refused because the copy's namespace does not exist and relsync may not create it. */
@@ -213,14 +213,14 @@ export class CopyWriter {
 
   /**
    * Throws ReadAgainLive when `copy` is another incarnation's (its marks name another uid of the
-   * source) and the source is not, live, the one `write` copies (Upsert.sourceUidLive): the
+   * source) and the source is not, live, the one `write` copies (Upsert.sources): the
    * reconcile starts over reading live (once; a second time it fails, and the queue retries it).
    */
   private async sameIncarnation(write: Upsert, copy: KubeObject): Promise<void> {
     const marked = copy.metadata.annotations?.[SOURCE_UID_ANNOTATION];
     const mine = write.marks.annotations[SOURCE_UID_ANNOTATION];
-    if (!write.sourceUidLive || marked === undefined || mine === undefined || marked === mine) return;
-    const live = await write.sourceUidLive();
+    if (!write.sources || marked === undefined || mine === undefined || marked === mine) return;
+    const live = (await write.sources.getMetadata(write.source.namespace, write.source.name))?.metadata.uid;
     if (live !== mine) throw new ReadAgainLive(`${describeIdentity(write.copy)} is the copy of another incarnation of ${describeIdentity(write.source)} than the one read (${live === undefined ? 'now gone' : 'made again since'}): read again live`);
   }
 

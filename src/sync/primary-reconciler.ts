@@ -847,8 +847,6 @@ export class PrimaryReconciler {
     const known = scope.record !== undefined;
     // resources[].adopt: the resource's place in the config, when it adopts (sync/adoption.ts).
     const adopting = resource.adopt ? resource.where : undefined;
-    // Asked only where the copy names another incarnation of the primary (copy-writer.ts).
-    const sourceUidLive = async () => (await this.deps.clusters.client(id.cluster, resource.primaryType).getMetadata(id.namespace, id.name))?.metadata.uid;
     const base = marksFor(this.deps.agentName, id, primary.metadata.uid);
     // The hash of what is applied: a field the primary dropped makes the copy out of date (see APPLIED_HASH_ANNOTATION).
     const annotations = { ...base.annotations, [APPLIED_HASH_ANNOTATION]: this.deps.hasher.hashSerialized(serialized), ...(workspacePath !== undefined ? { [WORKSPACE_PATH_ANNOTATION]: workspacePath } : {}) };
@@ -864,7 +862,7 @@ export class PrimaryReconciler {
         }
       : undefined;
     // Charged to the primary's tenant (copy-budget.ts): what it takes in the service cluster.
-    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) }, tally: scope.tally, sourceUidLive });
+    return this.writer.upsert(copies, { kind: 'primary', copy: copyId, source: id, desired, marks, existing, adopt, charge: { tenant: id.cluster, bytes: Buffer.byteLength(serialized) }, tally: scope.tally, sources: this.deps.clusters.client(id.cluster, resource.primaryType) });
   }
 
   /** Status flows back: the copy's status replaces the primary's, through the status subresource. */

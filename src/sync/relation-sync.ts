@@ -353,9 +353,7 @@ export class RelationSync {
       // `written`: the store says this relation was synced with this very content and status, so the status write succeeded.
       const statusWrite = status && { ...status, repair: !on.inService, written: syncedHash === hash };
       const adopt = rule.adopt ? this.adoption(owner, primary, rule, pair) : undefined;
-      // Asked only where the copy names another incarnation of the source (copy-writer.ts).
-      const sourceUidLive = async () => (await on.sources.getMetadata(pair.source.namespace, pair.source.name))?.metadata.uid;
-      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge, tally: on.job.tally, sourceUidLive };
+      const write = { kind: 'related' as const, copy: pair.destination, source: pair.source, desired, marks, existing: place.existing, createsNamespace: true, status: statusWrite, adopt, charge, tally: on.job.tally, sources: on.sources };
       written = place.atVersion !== undefined ? await this.atVersionOrLive(on.dests, write, place.atVersion) : await this.deps.writer.upsert(on.dests, write);
       if (written === 'conflict') return this.conflict(on, hash);
     } catch (err) {
